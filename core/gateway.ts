@@ -1,0 +1,202 @@
+import 'reflect-metadata';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import { container as rootContainer } from 'tsyringe';
+import { GatewayError } from './errors.js';
+import { createHooks, type GatewayHooks } from './hooks.js';
+import { errorResponse, writeResponse } from './http/write-response.js';
+import { RequestContext } from './context.js';
+import { createLogger, flushLogger } from './logger.js';
+import { Pipeline } from './pipeline.js';
+import type { GatewayPlugin, PluginAPI, Registries } from './plugin.js';
+import { Registry } from './registry.js';
+import { RouteTable } from './router.js';
+import { TOKENS } from './tokens.js';
+import type { Dispatch, GatewayOptions, Interceptor } from './types.js';
+import { UpstreamClient } from './upstream/client.js';
+
+export interface CreateGatewayOptions {
+  /** Plugins, applied in order. */
+  plugins: readonly GatewayPlugin[];
+  /** Core options; defaults in {@link DEFAULT_OPTIONS}. */
+  options?: GatewayOptions;
+  /** Root logger; default: JSON lines to stdout at `info`. */
+  logger?: Logger;
+}
+
+/** A running gateway: a node:http request handler plus its lifecycle. */
+export interface Gateway {
+  /** Pass to `http.createServer`. Requests that arrive before `ready` wait for it. */
+  readonly handler: (req: IncomingMessage, res: ServerResponse) => void;
+  /** Resolves when every plugin's `onReady` finished. Rejects when one failed. */
+  readonly ready: Promise<void>;
+  readonly hooks: GatewayHooks;
+  readonly logger: Logger;
+  /** Requests being served now. */
+  readonly inFlight: number;
+  /**
+   * Stops the gateway: waits up to `graceMs` for in-flight requests and
+   * streams, runs plugins' `onClose` in reverse order, closes upstream pools
+   * and flushes logs. The HTTP server must stop accepting first.
+   */
+  close(graceMs?: number): Promise<void>;
+}
+
+export const DEFAULT_OPTIONS: Readonly<Required<GatewayOptions>> = Object.freeze({
+  maxBodyBytes: 50 * 1024 * 1024,
+  upstreamHeadersTimeoutMs: 600_000,
+  upstreamBodyTimeoutMs: 300_000,
+  upstreamConnections: 256,
+  basePath: '/v1',
+});
+
+interface InterceptorEntry {
+  name: string;
+  stage: number;
+  order: number;
+  interceptor: Interceptor;
+}
+
+/** Builds a gateway from plugins. Nothing is served until `ready` (handled automatically by `handler`). */
+export function createGateway(init: CreateGatewayOptions): Gateway {
+  const options = Object.freeze({ ...DEFAULT_OPTIONS, ...stripUndefined(init.options ?? {}) });
+  const logger = init.logger ?? createLogger();
+  const hooks = createHooks();
+  const registries: Registries = {
+    providers: new Registry('provider'),
+    strategies: new Registry('strategy'),
+    cacheModes: new Registry('cache mode'),
+    checks: new Registry('guardrail check'),
+    stores: new Registry('store'),
+  };
+  const routes = new RouteTable();
+  const upstream = new UpstreamClient({
+    connections: options.upstreamConnections,
+    headersTimeoutMs: options.upstreamHeadersTimeoutMs,
+    bodyTimeoutMs: options.upstreamBodyTimeoutMs,
+  });
+
+  // One child container per gateway (never per request), so two gateways in one process stay apart.
+  const container = rootContainer.createChildContainer();
+  container.register(TOKENS.Logger, { useValue: logger });
+  container.register(TOKENS.Options, { useValue: options });
+  container.register(TOKENS.Hooks, { useValue: hooks });
+  container.register(TOKENS.Registries, { useValue: registries });
+  container.register(TOKENS.Routes, { useValue: routes });
+  container.register(TOKENS.Upstream, { useValue: upstream });
+
+  const interceptors: InterceptorEntry[] = [];
+  const readyFns: Array<() => void | Promise<void>> = [];
+  const closeFns: Array<() => void | Promise<void>> = [];
+  let booting = true;
+  const duringBoot = (what: string) => {
+    if (!booting) throw new Error(`${what} is only allowed while plugins are applied`);
+  };
+
+  const api: PluginAPI = {
+    ...registries,
+    hooks,
+    routes,
+    logger,
+    options,
+    upstream,
+    addInterceptor(name, interceptor, stage = 0) {
+      duringBoot('addInterceptor');
+      interceptors.push({ name, stage, order: interceptors.length, interceptor });
+    },
+    provide(token, value) {
+      duringBoot('provide');
+      container.register(token, { useValue: value });
+    },
+    resolve<T>(token: symbol): T {
+      return container.resolve<T>(token);
+    },
+    onReady(fn) {
+      duringBoot('onReady');
+      readyFns.push(fn);
+    },
+    onClose(fn) {
+      duringBoot('onClose');
+      closeFns.push(fn);
+    },
+  };
+
+  const names = new Set<string>();
+  for (const plugin of init.plugins) {
+    if (names.has(plugin.name)) throw new Error(`plugin "${plugin.name}" is applied twice`);
+    names.add(plugin.name);
+    plugin.apply(api);
+  }
+  booting = false;
+  for (const r of Object.values(registries)) (r as Registry<unknown>).freeze();
+  routes.freeze();
+
+  const pipeline = container.resolve(Pipeline);
+  pipeline.seal(compose(interceptors, pipeline.transport()));
+
+  let isReady = false;
+  const ready = (async () => {
+    for (const fn of readyFns) await fn();
+    isReady = true;
+  })();
+  // A boot failure is reported through `ready` and on each waiting request, not as an unhandled rejection.
+  ready.catch(() => undefined);
+
+  const handler = (req: IncomingMessage, res: ServerResponse): void => {
+    if (isReady) return pipeline.handle(req, res);
+    ready.then(
+      () => pipeline.handle(req, res),
+      () => {
+        const ctx = new RequestContext(req.method ?? 'GET', req.url ?? '/', req.headers, new AbortController().signal, logger);
+        void writeResponse(res, ctx, errorResponse(new GatewayError('service_unavailable', 'The gateway failed to start; see its logs.')));
+      },
+    );
+  };
+
+  let closing: Promise<void> | null = null;
+  const close = (graceMs = 10_000): Promise<void> => {
+    closing ??= (async () => {
+      await Promise.race([pipeline.idle(), delay(graceMs)]);
+      if (pipeline.inFlight > 0) logger.warn({ in_flight: pipeline.inFlight }, 'closing with requests still in flight');
+      for (const fn of closeFns.reverse()) {
+        try {
+          await fn();
+        } catch (err) {
+          logger.error({ err }, 'a plugin failed to close');
+        }
+      }
+      await upstream.close().catch(() => undefined);
+      await flushLogger(logger);
+    })();
+    return closing;
+  };
+
+  return {
+    handler,
+    ready,
+    hooks,
+    logger,
+    get inFlight() {
+      return pipeline.inFlight;
+    },
+    close,
+  };
+}
+
+/** Folds interceptors around the transport: lowest stage outermost, then registration order. */
+function compose(entries: InterceptorEntry[], transport: Dispatch): Dispatch {
+  const sorted = [...entries].sort((a, b) => a.stage - b.stage || a.order - b.order);
+  let dispatch = transport;
+  for (let i = sorted.length - 1; i >= 0; i--) dispatch = sorted[i]!.interceptor(dispatch);
+  return dispatch;
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
+function stripUndefined<T extends object>(value: T): Partial<T> {
+  const out: Partial<T> = {};
+  for (const key of Object.keys(value) as Array<keyof T>) if (value[key] !== undefined) out[key] = value[key];
+  return out;
+}

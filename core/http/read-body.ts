@@ -1,0 +1,72 @@
+import type { IncomingMessage } from 'node:http';
+import { GatewayError } from '../errors.js';
+
+/**
+ * Reads the whole request body, refusing anything over `limit` bytes with a
+ * 413 before or while reading. Bodies are buffered because retries and
+ * fallbacks may send them more than once.
+ */
+export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  const declared = req.headers['content-length'];
+  if (declared !== undefined && Number(declared) > limit) {
+    return Promise.reject(tooLarge(limit));
+  }
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        cleanup();
+        // Stop reading; the response carries `connection: close` so the rest is never parsed.
+        req.pause();
+        reject(tooLarge(limit));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    };
+    const onError = (err: Error) => {
+      cleanup();
+      reject(new GatewayError('invalid_request', 'The request body could not be read.', { cause: err }));
+    };
+    const onClose = () => {
+      if (!req.complete) onError(new Error('client closed the connection'));
+    };
+    const cleanup = () => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+      req.off('close', onClose);
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+    req.on('close', onClose);
+  });
+}
+
+function tooLarge(limit: number): GatewayError {
+  return new GatewayError('payload_too_large', `The request body is larger than the limit of ${limit} bytes.`, {
+    headers: { connection: 'close' },
+  });
+}
+
+/** Parses a JSON request body that must be an object; 400 otherwise. */
+export function parseJsonObject(raw: Buffer): Record<string, unknown> {
+  if (raw.length === 0) throw new GatewayError('invalid_json', 'The request body is empty; a JSON object is required.');
+  let value: unknown;
+  try {
+    value = JSON.parse(raw.toString('utf8'));
+  } catch {
+    // The parser's message quotes the body; say only what is wrong.
+    throw new GatewayError('invalid_json', 'The request body is not valid JSON.');
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new GatewayError('invalid_json', 'The request body must be a JSON object.');
+  }
+  return value as Record<string, unknown>;
+}

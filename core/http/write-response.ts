@@ -1,0 +1,100 @@
+import type { ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import { Readable } from 'node:stream';
+import type { RequestContext } from '../context.js';
+import { GatewayError } from '../errors.js';
+import type { BodyObserver, GatewayResponse } from '../types.js';
+
+/**
+ * Writes a GatewayResponse to the client and resolves once the response has
+ * ended or the connection closed. Streams are pumped chunk by chunk with
+ * backpressure; observers see every chunk as it goes out.
+ */
+export function writeResponse(res: ServerResponse, ctx: RequestContext, response: GatewayResponse): Promise<void> {
+  const headers: Record<string, string | string[]> = response.headers;
+  for (const name in ctx.responseHeaders) headers[name] = ctx.responseHeaders[name]!;
+  ctx.status = response.status;
+  const body = response.body;
+  const observers = response.observers;
+
+  if (!(body instanceof Readable)) {
+    const bytes = body === null ? null : typeof body === 'string' ? Buffer.from(body) : body;
+    if (bytes !== null) headers['content-length'] = String(bytes.length);
+    else if (response.status !== 204 && response.status !== 304) headers['content-length'] = '0';
+    res.writeHead(response.status, headers);
+    ctx.firstByteMs = performance.now() - ctx.startedAt;
+    if (observers !== null) {
+      for (const o of observers) {
+        if (bytes !== null) o.onChunk(bytes);
+        o.onEnd?.(null);
+      }
+    }
+    return new Promise((resolve) => {
+      res.once('close', resolve);
+      res.end(bytes);
+    });
+  }
+
+  const sse = isEventStream(headers['content-type']);
+  res.writeHead(response.status, headers);
+  return new Promise((resolve) => {
+    let ended = false;
+    const finish = (error: Error | null) => {
+      if (ended) return;
+      ended = true;
+      if (error !== null) ctx.aborted = true;
+      notifyEnd(observers, error);
+    };
+    body.on('data', (chunk: Buffer) => {
+      if (ctx.firstByteMs === null) ctx.firstByteMs = performance.now() - ctx.startedAt;
+      if (observers !== null) for (const o of observers) o.onChunk(chunk);
+      if (!res.write(chunk)) body.pause();
+    });
+    res.on('drain', () => body.resume());
+    body.on('end', () => {
+      finish(null);
+      res.end();
+    });
+    body.on('error', (err: Error) => {
+      finish(err);
+      if (res.writableEnded || res.destroyed) return;
+      if (sse) {
+        // Headers are gone already: tell an SSE client in-band, then end cleanly so it does not hang.
+        const e = new GatewayError('upstream_unreachable', 'The upstream connection broke off during the stream.');
+        ctx.error = e;
+        res.end(`data: ${JSON.stringify(e.toEnvelope())}\n\n`);
+      } else {
+        ctx.error = new GatewayError('upstream_unreachable', 'The upstream connection broke off during the response.');
+        res.destroy();
+      }
+    });
+    res.once('close', () => {
+      if (!res.writableFinished) {
+        // Client went away: stop reading upstream so its connection is freed.
+        finish(new Error('client closed the connection'));
+        body.destroy();
+      }
+      resolve();
+    });
+  });
+}
+
+function notifyEnd(observers: BodyObserver[] | null, error: Error | null): void {
+  if (observers === null) return;
+  for (const o of observers) o.onEnd?.(error);
+}
+
+function isEventStream(contentType: string | string[] | undefined): boolean {
+  return typeof contentType === 'string' && contentType.startsWith('text/event-stream');
+}
+
+/** A JSON response with the given status. */
+export function jsonResponse(status: number, value: unknown, headers: Record<string, string> = {}): GatewayResponse {
+  headers['content-type'] = 'application/json';
+  return { status, headers, body: JSON.stringify(value), observers: null };
+}
+
+/** The response for a gateway error: the envelope and any headers the error carries. */
+export function errorResponse(err: GatewayError): GatewayResponse {
+  return jsonResponse(err.status, err.toEnvelope(), err.headers ? { ...err.headers } : {});
+}

@@ -1,0 +1,184 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import type { Logger } from 'pino';
+import { inject, injectable } from 'tsyringe';
+import { RequestContext } from './context.js';
+import { GatewayError, toGatewayError } from './errors.js';
+import type { GatewayHooks } from './hooks.js';
+import { bearerToken } from './http/headers.js';
+import { parseJsonObject, readBody } from './http/read-body.js';
+import { errorResponse, writeResponse } from './http/write-response.js';
+import type { Registries } from './plugin.js';
+import type { RouteTable } from './router.js';
+import { TOKENS } from './tokens.js';
+import type { Dispatch, GatewayOptions, GatewayResponse, Target } from './types.js';
+import type { UpstreamClient } from './upstream/client.js';
+import { createTransport } from './upstream/transport.js';
+
+/** Which hooks have taps, read once at boot so empty stages cost nothing per request. */
+interface UsedHooks {
+  request: boolean;
+  auth: boolean;
+  resolveProvider: boolean;
+  beforeRequest: boolean;
+  afterResponse: boolean;
+  log: boolean;
+}
+
+/**
+ * Runs one request through the lifecycle:
+ * request → auth → body → resolveProvider → beforeRequest → strategy → transport → afterResponse → write → log.
+ */
+@injectable()
+export class Pipeline {
+  #used: UsedHooks | null = null;
+  #dispatch: Dispatch | null = null;
+  #inFlight = 0;
+  #idle: (() => void) | null = null;
+
+  constructor(
+    @inject(TOKENS.Hooks) private readonly hooks: GatewayHooks,
+    @inject(TOKENS.Registries) private readonly registries: Registries,
+    @inject(TOKENS.Routes) private readonly routes: RouteTable,
+    @inject(TOKENS.Logger) private readonly logger: Logger,
+    @inject(TOKENS.Options) private readonly options: Readonly<Required<GatewayOptions>>,
+    @inject(TOKENS.Upstream) private readonly upstream: UpstreamClient,
+  ) {}
+
+  /** Freezes the set of used hooks and composes the interceptor chain around the transport. */
+  seal(dispatch: Dispatch): void {
+    const h = this.hooks;
+    this.#used = {
+      request: h.request.isUsed(),
+      auth: h.auth.isUsed(),
+      resolveProvider: h.resolveProvider.isUsed(),
+      beforeRequest: h.beforeRequest.isUsed(),
+      afterResponse: h.afterResponse.isUsed(),
+      log: h.log.isUsed(),
+    };
+    this.#dispatch = dispatch;
+  }
+
+  /** The bare transport, before interceptors (used by seal's caller to compose). */
+  transport(): Dispatch {
+    return createTransport(this.registries.providers, this.upstream, this.options);
+  }
+
+  get inFlight(): number {
+    return this.#inFlight;
+  }
+
+  /** Resolves when no request is in flight. */
+  idle(): Promise<void> {
+    if (this.#inFlight === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.#idle = resolve;
+    });
+  }
+
+  handle(req: IncomingMessage, res: ServerResponse): void {
+    const controller = new AbortController();
+    const ctx = new RequestContext(req.method ?? 'GET', req.url ?? '/', req.headers, controller.signal, this.logger);
+    res.once('close', () => {
+      if (!res.writableFinished) {
+        ctx.aborted = true;
+        controller.abort();
+      }
+    });
+    this.#inFlight++;
+    this.run(ctx, req, res).finally(() => {
+      if (--this.#inFlight === 0 && this.#idle !== null) {
+        this.#idle();
+        this.#idle = null;
+      }
+    });
+  }
+
+  private async run(ctx: RequestContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    let response: GatewayResponse;
+    try {
+      response = await this.process(ctx, req);
+    } catch (err) {
+      response = this.failure(ctx, err);
+    }
+    try {
+      await writeResponse(res, ctx, response);
+    } catch (err) {
+      this.logger.error({ err, trace_id: ctx.traceId }, 'writing the response failed');
+      if (!res.headersSent) res.writeHead(500);
+      res.destroy();
+    }
+    ctx.latencyMs = performance.now() - ctx.startedAt;
+    if (this.#used!.log) {
+      this.hooks.log.promise(ctx).catch((err: unknown) => this.logger.error({ err }, 'a log hook failed'));
+    }
+  }
+
+  private failure(ctx: RequestContext, err: unknown): GatewayResponse {
+    const e = toGatewayError(err);
+    ctx.error = e;
+    if (e.code === 'internal_error') this.logger.error({ err, trace_id: ctx.traceId, path: ctx.path }, 'unexpected error');
+    return errorResponse(e);
+  }
+
+  private async process(ctx: RequestContext, req: IncomingMessage): Promise<GatewayResponse> {
+    const used = this.#used!;
+    if (used.request) this.hooks.request.call(ctx);
+
+    const match = this.routes.match(ctx.method, ctx.path);
+    if (match === null) throw new GatewayError('not_found', `Unknown route ${ctx.method} ${ctx.path}.`);
+    if (match === 'method_not_allowed') throw new GatewayError('method_not_allowed', `Method ${ctx.method} is not allowed on ${ctx.path}.`);
+    const route = match.route;
+    ctx.route = route;
+    ctx.params = match.params;
+
+    if (route.auth !== false && used.auth) {
+      const auth = await this.hooks.auth.promise(ctx);
+      if (auth === undefined) throw new GatewayError('unauthorized', 'Missing or unknown gateway API key (x-gateway-api-key).');
+      ctx.auth = auth;
+    }
+
+    const bodyMode = route.body ?? (ctx.method === 'GET' || ctx.method === 'DELETE' ? 'none' : 'json');
+    if (bodyMode !== 'none') {
+      ctx.rawBody = await readBody(req, this.options.maxBodyBytes);
+      if (bodyMode === 'json') {
+        const body = parseJsonObject(ctx.rawBody);
+        ctx.body = body;
+        if (typeof body.model === 'string') ctx.model = body.model;
+        ctx.stream = body.stream === true;
+      }
+    }
+
+    if (route.kind === 'handler') return route.handler!(ctx);
+
+    const target = (used.resolveProvider ? await this.hooks.resolveProvider.promise(ctx) : undefined) ?? this.defaultTarget(ctx);
+    ctx.target = target;
+
+    let response = used.beforeRequest ? await this.hooks.beforeRequest.promise(ctx) : undefined;
+    if (response === undefined) response = await this.runTarget(ctx, target, '0');
+    if (used.afterResponse) response = await this.hooks.afterResponse.promise(response, ctx);
+    return response;
+  }
+
+  /** Runs a target: through its strategy when it has children, else one dispatch. Strategies call back here for children. */
+  readonly runTarget = (ctx: RequestContext, target: Target, path: string): Promise<GatewayResponse> => {
+    if (target.strategy !== undefined) {
+      const strategy = this.registries.strategies.require(target.strategy.mode, 'strategy.mode');
+      return strategy.execute(ctx, target, this.runTarget, path);
+    }
+    ctx.targetPath = path;
+    return this.#dispatch!(ctx, target);
+  };
+
+  /** With no resolver answer: a one-provider build uses its only provider; otherwise the client must choose. */
+  private defaultTarget(ctx: RequestContext): Target {
+    const providers = this.registries.providers;
+    if (providers.size === 1) return { provider: providers.names()[0]!, api_key: bearerToken(ctx.headers) };
+    if (this.routes.isFallback(ctx.route!)) {
+      throw new GatewayError('not_found', `Unknown route ${ctx.method} ${ctx.path}, and no provider was selected to proxy it to (x-gateway-provider).`);
+    }
+    throw new GatewayError('provider_required', 'No provider selected. Send x-gateway-provider (and Authorization: Bearer <provider key>) or x-gateway-config.', {
+      param: 'x-gateway-provider',
+    });
+  }
+}

@@ -1,0 +1,98 @@
+import type { RouteDefinition } from './types.js';
+
+interface ParamRoute {
+  route: RouteDefinition;
+  segments: string[];
+}
+
+export interface RouteMatch {
+  route: RouteDefinition;
+  params: Record<string, string> | null;
+}
+
+/**
+ * Routes by method and path. Static paths are one map lookup; `:param`
+ * routes are split into segments once at boot. A fallback route (the generic
+ * proxy) takes any unmatched path under its prefix.
+ */
+export class RouteTable {
+  readonly #static = new Map<string, RouteDefinition>();
+  readonly #params: ParamRoute[] = [];
+  readonly #paths = new Set<string>();
+  #fallback: { prefix: string; methods: Set<string>; route: RouteDefinition } | null = null;
+  #frozen = false;
+
+  add(route: RouteDefinition): void {
+    if (this.#frozen) throw new Error(`route table is frozen after boot; add "${route.name}" in a plugin's apply()`);
+    const key = `${route.method} ${route.path}`;
+    if (route.path.includes('/:')) {
+      this.#params.push({ route, segments: route.path.split('/') });
+    } else {
+      if (this.#static.has(key)) throw new Error(`route ${key} is registered twice`);
+      this.#static.set(key, route);
+    }
+    this.#paths.add(route.path);
+  }
+
+  /** Sets the route that serves unmatched paths under `prefix` for `methods`. */
+  setFallback(prefix: string, methods: readonly string[], route: RouteDefinition): void {
+    if (this.#frozen) throw new Error('route table is frozen after boot');
+    if (this.#fallback) throw new Error(`a fallback route is already set (${this.#fallback.route.name})`);
+    this.#fallback = { prefix, methods: new Set(methods), route };
+  }
+
+  /** Returns the route for a request, or a string saying why none matched. */
+  match(method: string, path: string): RouteMatch | 'method_not_allowed' | null {
+    const exact = this.#static.get(`${method} ${path}`);
+    if (exact) return { route: exact, params: null };
+    if (this.#params.length > 0) {
+      const parts = path.split('/');
+      for (const p of this.#params) {
+        if (p.route.method !== method || p.segments.length !== parts.length) continue;
+        const params = matchSegments(p.segments, parts);
+        if (params) return { route: p.route, params };
+      }
+    }
+    const fb = this.#fallback;
+    if (fb && path.startsWith(fb.prefix)) {
+      return fb.methods.has(method) ? { route: fb.route, params: null } : 'method_not_allowed';
+    }
+    return this.#paths.has(path) ? 'method_not_allowed' : null;
+  }
+
+  /** True when a route with exactly this method and path was added. */
+  has(method: string, path: string): boolean {
+    if (this.#static.has(`${method} ${path}`)) return true;
+    return this.#params.some((p) => p.route.method === method && p.route.path === path);
+  }
+
+  /** True for the route set with setFallback. */
+  isFallback(route: RouteDefinition): boolean {
+    return this.#fallback !== null && this.#fallback.route === route;
+  }
+
+  freeze(): void {
+    this.#frozen = true;
+  }
+}
+
+function matchSegments(pattern: string[], parts: string[]): Record<string, string> | null {
+  let params: Record<string, string> | null = null;
+  for (let i = 0; i < pattern.length; i++) {
+    const seg = pattern[i]!;
+    const part = parts[i]!;
+    if (seg.startsWith(':')) {
+      if (part === '') return null;
+      let value: string;
+      try {
+        value = decodeURIComponent(part);
+      } catch {
+        return null;
+      }
+      (params ??= {})[seg.slice(1)] = value;
+    } else if (seg !== part) {
+      return null;
+    }
+  }
+  return params ?? {};
+}

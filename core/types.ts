@@ -1,0 +1,165 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Readable } from 'node:stream';
+import type { RequestContext } from './context.js';
+
+/**
+ * A resolved routing target: which provider to call and with what settings.
+ * Field names follow the spec's config object (`provider`, `api_key`,
+ * `custom_host`, `openai_organization`, …) so that a config target can be used
+ * as is. Nested targets (`strategy` + `targets`) are run by a strategy plugin.
+ */
+export interface Target {
+  /** Registered provider name, e.g. `openai`. */
+  provider?: string;
+  /** Provider credential. Never logged. */
+  api_key?: string;
+  /** Replaces the provider's default base URL, e.g. `http://127.0.0.1:9000/v1`. */
+  custom_host?: string;
+  /** Present on a target that routes to children; picks the strategy plugin by `mode`. */
+  strategy?: { mode: string; [field: string]: unknown };
+  targets?: Target[];
+  /** Every other config field (provider-specific credentials, retry, cache, …). */
+  [field: string]: unknown;
+}
+
+/** Who is calling, as established by the auth hook. */
+export interface AuthInfo {
+  /** Stable, non-secret identifier of the key (never the key itself). */
+  keyId: string;
+  workspaceId: string | null;
+  scopes: readonly string[];
+}
+
+/** Token counts in OpenAI terms. */
+export interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  cached_tokens?: number;
+  reasoning_tokens?: number;
+}
+
+/** Body of a response the gateway sends: bytes, text, or a stream it pipes with backpressure. */
+export type ResponseBody = Buffer | string | Readable | null;
+
+/** Watches the bytes of a response as they go out, without holding them up. */
+export interface BodyObserver {
+  onChunk(chunk: Buffer): void;
+  /** Called once when the body ended (`error` set when it broke off). */
+  onEnd?(error: Error | null): void;
+}
+
+/** A response on its way to the client. Built by a provider, a cache, a handler or the error path. */
+export interface GatewayResponse {
+  status: number;
+  headers: Record<string, string | string[]>;
+  body: ResponseBody;
+  /** Observers fed each outgoing chunk (usage extraction, stream capture). */
+  observers: BodyObserver[] | null;
+}
+
+/** One call to an upstream, recorded for the log (a retry or fallback makes several). */
+export interface Attempt {
+  target: string;
+  provider: string | null;
+  status: number | null;
+  latencyMs: number;
+  error: string | null;
+}
+
+/** A request to send upstream, built by a provider for a route. */
+export interface UpstreamRequest {
+  method: string;
+  /** Absolute URL. */
+  url: string;
+  headers: Record<string, string>;
+  body: Buffer | string | null;
+}
+
+/** What the HTTP client returns: status, headers, and a body stream not yet read. */
+export interface UpstreamResponse {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: Readable;
+}
+
+/** How a provider serves one route (e.g. `chat.completions`). */
+export interface ProviderRoute {
+  /** Path appended to the base URL, or a function of the request. */
+  path: string | ((ctx: RequestContext, target: Target) => string);
+  /** Upstream body. Default: the client's bytes, or the re-serialised body when a plugin changed it. */
+  body?(ctx: RequestContext, target: Target): Buffer | string;
+  /** Extra upstream headers for this route. */
+  headers?(ctx: RequestContext, target: Target): Record<string, string>;
+  /** Maps the upstream answer to the client's answer. Default: pass through status, headers and bytes. */
+  response?(upstream: UpstreamResponse, ctx: RequestContext, target: Target): GatewayResponse;
+}
+
+/**
+ * A provider adapter, registered by name in `api.providers`.
+ * The core knows nothing of any provider beyond this shape.
+ */
+export interface Provider {
+  name: string;
+  /** Default base URL, replaced by `custom_host`. No trailing slash. */
+  baseURL: string;
+  /** Credential and scoping headers for any call to this provider (shaped routes and proxy). */
+  authHeaders(target: Target, ctx: RequestContext): Record<string, string>;
+  /** Shaped routes this provider serves, keyed by route name. */
+  routes: Partial<Record<string, ProviderRoute>>;
+}
+
+/** Sends one request to one concrete target. Interceptors wrap it; strategies call it. */
+export type Dispatch = (ctx: RequestContext, target: Target) => Promise<GatewayResponse>;
+
+/** Runs a target, leaf or nested, at a dotted path. Given to strategies. */
+export type RunTarget = (ctx: RequestContext, target: Target, path: string) => Promise<GatewayResponse>;
+
+/** undici-style wrapper around a dispatch: retry, timeout, breaker. Composed once at boot. */
+export type Interceptor = (next: Dispatch) => Dispatch;
+
+/** A routing mode (`single`, `loadbalance`, `fallback`, `conditional`), registered by mode in `api.strategies`. */
+export interface Strategy {
+  /**
+   * Runs `target.targets` under `target.strategy`. `run` sends a child (a leaf, or a nested strategy)
+   * and takes the child's dotted path, e.g. `${path}.1`.
+   */
+  execute(ctx: RequestContext, target: Target, run: RunTarget, path: string): Promise<GatewayResponse>;
+}
+
+/** A route the gateway serves. Registered at boot with `api.routes.add`. */
+export interface RouteDefinition {
+  /** Stable name, used by providers (`chat.completions`) and in logs. */
+  name: string;
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PATCH';
+  /** Full path, e.g. `/v1/chat/completions`; `:param` segments match one segment. */
+  path: string;
+  /** Whether the auth hook runs. Default true. */
+  auth?: boolean;
+  /** `json` parses the body (400 on bad JSON); `raw` keeps the bytes; `none` ignores it. Default `json` for POST/PUT/PATCH. */
+  body?: 'json' | 'raw' | 'none';
+  /**
+   * `provider`: runs resolve → before → strategy → transport → after.
+   * `handler`: runs `handler` after auth (control plane, health).
+   */
+  kind: 'provider' | 'handler';
+  handler?: (ctx: RequestContext) => Promise<GatewayResponse> | GatewayResponse;
+  /** For `provider` routes: builds the upstream request when the provider has no adapter for this route (the generic proxy). */
+  forward?: (ctx: RequestContext, target: Target, provider: Provider) => UpstreamRequest;
+}
+
+/** Options the core reads. Plugins read their own options from their factory arguments. */
+export interface GatewayOptions {
+  /** Largest request body accepted, in bytes. Default 50 MiB. */
+  maxBodyBytes?: number;
+  /** Time to wait for upstream response headers before answering 504, in ms. Default 600 000. */
+  upstreamHeadersTimeoutMs?: number;
+  /** Time allowed between two upstream body chunks, in ms. Default 300 000. */
+  upstreamBodyTimeoutMs?: number;
+  /** Keep-alive connections per upstream origin. Default 256. */
+  upstreamConnections?: number;
+  /** Prefix of provider routes. Default `/v1`. */
+  basePath?: string;
+}
+
+export type { IncomingHttpHeaders };

@@ -1,0 +1,75 @@
+import { Agent, errors as undiciErrors } from 'undici';
+import { GatewayError } from '../errors.js';
+import type { UpstreamRequest, UpstreamResponse } from '../types.js';
+
+export interface UpstreamClientOptions {
+  connections: number;
+  headersTimeoutMs: number;
+  bodyTimeoutMs: number;
+}
+
+/**
+ * All upstream HTTP goes through here: one undici Agent, which keeps one
+ * keep-alive pool per origin. Errors come back as GatewayErrors that name the
+ * origin only (never the path or query, which may carry credentials).
+ */
+export class UpstreamClient {
+  readonly #agent: Agent;
+  readonly #headersTimeout: number;
+  readonly #bodyTimeout: number;
+
+  constructor(options: UpstreamClientOptions) {
+    this.#headersTimeout = options.headersTimeoutMs;
+    this.#bodyTimeout = options.bodyTimeoutMs;
+    this.#agent = new Agent({
+      connections: options.connections,
+      keepAliveTimeout: 30_000,
+      keepAliveMaxTimeout: 600_000,
+      headersTimeout: options.headersTimeoutMs,
+      bodyTimeout: options.bodyTimeoutMs,
+    });
+  }
+
+  /** Sends a request; resolves when the upstream's headers arrived. The body is left unread. */
+  async send(request: UpstreamRequest, signal: AbortSignal | null, headersTimeoutMs?: number): Promise<UpstreamResponse> {
+    const slash = request.url.indexOf('/', request.url.indexOf('//') + 2);
+    const origin = slash === -1 ? request.url : request.url.slice(0, slash);
+    const path = slash === -1 ? '/' : request.url.slice(slash);
+    try {
+      const r = await this.#agent.request({
+        origin,
+        path,
+        method: request.method as 'POST',
+        headers: request.headers,
+        body: request.body,
+        signal,
+        headersTimeout: headersTimeoutMs ?? this.#headersTimeout,
+        bodyTimeout: this.#bodyTimeout,
+      });
+      return { status: r.statusCode, headers: r.headers, body: r.body };
+    } catch (err) {
+      throw upstreamError(err, origin);
+    }
+  }
+
+  close(): Promise<void> {
+    return this.#agent.close();
+  }
+}
+
+function upstreamError(err: unknown, origin: string): unknown {
+  if (err instanceof GatewayError) return err;
+  if (err instanceof undiciErrors.RequestAbortedError || (err as Error)?.name === 'AbortError') return err;
+  if (err instanceof undiciErrors.HeadersTimeoutError || err instanceof undiciErrors.ConnectTimeoutError) {
+    return new GatewayError('upstream_timeout', `The upstream at ${origin} did not answer in time.`, { cause: err });
+  }
+  if (err instanceof undiciErrors.InvalidArgumentError) {
+    return new GatewayError('invalid_request', `The upstream request to ${origin} is invalid: ${err.message}`, { cause: err });
+  }
+  const code = (err as { code?: string })?.code;
+  const reason = code ? ` (${code})` : '';
+  if (err instanceof undiciErrors.HTTPParserError) {
+    return new GatewayError('upstream_invalid_response', `The upstream at ${origin} sent a malformed response${reason}.`, { cause: err });
+  }
+  return new GatewayError('upstream_unreachable', `The upstream at ${origin} is unreachable${reason}.`, { cause: err });
+}

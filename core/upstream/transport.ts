@@ -1,0 +1,83 @@
+import { performance } from 'node:perf_hooks';
+import type { RequestContext } from '../context.js';
+import { GatewayError } from '../errors.js';
+import { forwardableHeaders } from '../http/headers.js';
+import type { Registry } from '../registry.js';
+import type { Dispatch, GatewayOptions, GatewayResponse, Provider, Target, UpstreamRequest, UpstreamResponse } from '../types.js';
+import type { UpstreamClient } from './client.js';
+
+/**
+ * The innermost dispatch: builds the upstream request from the target's
+ * provider adapter (or the route's own forwarder, for the generic proxy),
+ * sends it through the pooled client and maps the answer back.
+ */
+export function createTransport(providers: Registry<Provider>, client: UpstreamClient, _options: Readonly<Required<GatewayOptions>>): Dispatch {
+  return async (ctx: RequestContext, target: Target): Promise<GatewayResponse> => {
+    const name = target.provider;
+    if (name === undefined) {
+      throw new GatewayError('provider_required', 'The target names no provider.', { param: 'provider' });
+    }
+    const provider = providers.require(name, 'provider');
+    ctx.provider = provider;
+    const route = ctx.route!;
+    const adapter = provider.routes[route.name];
+
+    let request: UpstreamRequest;
+    if (adapter !== undefined) {
+      const headers = provider.authHeaders(target, ctx);
+      headers['content-type'] = 'application/json';
+      if (adapter.headers !== undefined) Object.assign(headers, adapter.headers(ctx, target));
+      request = {
+        method: route.method,
+        url: baseURL(target, provider) + (typeof adapter.path === 'string' ? adapter.path : adapter.path(ctx, target)),
+        headers,
+        body: adapter.body !== undefined ? adapter.body(ctx, target) : requestBody(ctx),
+      };
+    } else if (route.forward !== undefined) {
+      request = route.forward(ctx, target, provider);
+    } else {
+      throw new GatewayError('route_not_supported', `Provider "${provider.name}" does not support ${route.name}.`);
+    }
+
+    const started = performance.now();
+    let upstream: UpstreamResponse;
+    try {
+      upstream = await client.send(request, ctx.signal);
+    } catch (err) {
+      record(ctx, provider, null, started, err);
+      throw err;
+    }
+    record(ctx, provider, upstream.status, started, null);
+    return adapter?.response !== undefined ? adapter.response(upstream, ctx, target) : passThrough(upstream);
+  };
+}
+
+/** The target's base URL: `custom_host` when set, else the provider's default; never with a trailing slash. */
+export function baseURL(target: Target, provider: Provider): string {
+  const custom = target.custom_host;
+  if (typeof custom === 'string' && custom !== '') return custom.endsWith('/') ? custom.slice(0, -1) : custom;
+  return provider.baseURL;
+}
+
+/** The body to send: the client's own bytes unless a plugin changed the parsed body. */
+export function requestBody(ctx: RequestContext): Buffer | string | null {
+  if (ctx.bodyChanged && ctx.body !== null) return JSON.stringify(ctx.body);
+  return ctx.rawBody;
+}
+
+/** Status, headers (minus hop-by-hop) and body bytes exactly as the upstream sent them. */
+export function passThrough(upstream: UpstreamResponse): GatewayResponse {
+  return { status: upstream.status, headers: forwardableHeaders(upstream.headers), body: upstream.body, observers: null };
+}
+
+function record(ctx: RequestContext, provider: Provider, status: number | null, started: number, err: unknown): void {
+  const latency = performance.now() - started;
+  ctx.upstreamLatencyMs = (ctx.upstreamLatencyMs ?? 0) + latency;
+  ctx.attempts.push({
+    target: ctx.targetPath ?? '0',
+    provider: provider.name,
+    status,
+    latencyMs: latency,
+    error: err === null ? null : err instanceof GatewayError ? err.code : (err as Error)?.name ?? 'error',
+  });
+}

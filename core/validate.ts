@@ -1,0 +1,22 @@
+import * as v from 'valibot';
+
+/** Dotted path of a valibot issue, with array indices in brackets: `targets[1].cb_config`. */
+export function issuePath(issue: v.BaseIssue<unknown>): string {
+  let out = '';
+  for (const item of issue.path ?? []) {
+    const key = item.key as string | number;
+    out += typeof key === 'number' ? `[${key}]` : out === '' ? String(key) : `.${String(key)}`;
+  }
+  return out;
+}
+
+/**
+ * Parses plugin or server options at boot. A bad value throws an Error naming
+ * the owner and the path of every offending field, so start-up fails fast.
+ */
+export function parseOptions<const S extends v.GenericSchema>(owner: string, schema: S, input: unknown): v.InferOutput<S> {
+  const result = v.safeParse(schema, input ?? {});
+  if (result.success) return result.output;
+  const lines = result.issues.map((issue) => `${issuePath(issue) || '(root)'}: ${issue.message}`);
+  throw new Error(`Invalid options for ${owner}: ${lines.join('; ')}`);
+}

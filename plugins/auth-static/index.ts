@@ -1,0 +1,41 @@
+import { createHash } from 'node:crypto';
+import { GatewayError, parseOptions, type AuthInfo, type GatewayPlugin } from '../../core/index.js';
+import { StaticAuthOptionsSchema, type StaticAuthOptions } from './schema.js';
+
+export const PLUGIN_NAME = 'auth-static';
+
+export type { StaticAuthOptions };
+
+/**
+ * Static gateway keys, sent as `x-gateway-api-key`. Keys are held only as
+ * SHA-256 digests; the log sees a short digest prefix as the key id.
+ * Stored keys (control plane) tap the same hook at an earlier stage later.
+ */
+export function staticAuth(options: StaticAuthOptions): GatewayPlugin {
+  const opts = parseOptions(PLUGIN_NAME, StaticAuthOptionsSchema, options);
+  const known = new Map<string, AuthInfo>();
+  for (const key of opts.keys) {
+    const digest = sha256(key);
+    known.set(digest, Object.freeze({ keyId: `static:${digest.slice(0, 12)}`, workspaceId: null, scopes: Object.freeze(['*']) }));
+  }
+  return {
+    name: PLUGIN_NAME,
+    apply(api) {
+      api.hooks.auth.tap(PLUGIN_NAME, (ctx) => {
+        const key = ctx.header('x-gateway-api-key');
+        if (key === undefined || key === '') {
+          throw new GatewayError('unauthorized', 'Missing gateway API key: send it in the x-gateway-api-key header.', { param: 'x-gateway-api-key' });
+        }
+        const info = known.get(sha256(key));
+        if (info === undefined) throw new GatewayError('unauthorized', 'Unknown gateway API key.', { param: 'x-gateway-api-key' });
+        return info;
+      });
+    },
+  };
+}
+
+function sha256(value: string): string {
+  return createHash('sha256').update(value).digest('hex');
+}
+
+export default staticAuth;

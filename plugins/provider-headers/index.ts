@@ -1,0 +1,69 @@
+import { bearerToken, GatewayError, parseOptions, type GatewayPlugin, type RequestContext, type Target } from '../../core/index.js';
+import * as v from 'valibot';
+
+export const PLUGIN_NAME = 'provider-headers';
+
+const OptionsSchema = v.strictObject({
+  /** Let `x-gateway-custom-host` point at loopback or private ranges. The policy itself lands with the hardening work; until then it is allowed. */
+  allowPrivateHosts: v.optional(v.boolean(), true),
+});
+
+export type ProviderHeadersOptions = v.InferInput<typeof OptionsSchema>;
+
+/**
+ * Selects the provider from request headers (spec, Authentication):
+ * `x-gateway-provider` names it, `Authorization: Bearer` carries its key,
+ * `x-gateway-custom-host` replaces its base URL, and
+ * `x-gateway-openai-organization` / `x-gateway-openai-project` (or the
+ * OpenAI SDK's own `OpenAI-Organization` / `OpenAI-Project`) scope it.
+ */
+export function providerHeaders(options: ProviderHeadersOptions = {}): GatewayPlugin {
+  parseOptions(PLUGIN_NAME, OptionsSchema, options);
+  return {
+    name: PLUGIN_NAME,
+    apply(api) {
+      api.hooks.resolveProvider.tap(PLUGIN_NAME, (ctx) => {
+        const name = ctx.header('x-gateway-provider');
+        if (name === undefined || name === '') return undefined;
+        if (!api.providers.has(name)) {
+          const hint = name.startsWith('@') ? 'Provider slugs need a configured provider registry.' : `Known providers: ${api.providers.names().join(', ')}.`;
+          throw new GatewayError('unknown_provider', `Unknown provider "${name}". ${hint}`, { param: 'x-gateway-provider' });
+        }
+        const target: Target = { provider: name };
+        const key = bearerToken(ctx.headers);
+        if (key !== undefined) target.api_key = key;
+        const host = ctx.header('x-gateway-custom-host');
+        if (host !== undefined && host !== '') target.custom_host = checkHost(host);
+        copyHeader(ctx, target, 'openai_organization', 'x-gateway-openai-organization', 'openai-organization');
+        copyHeader(ctx, target, 'openai_project', 'x-gateway-openai-project', 'openai-project');
+        return target;
+      });
+    },
+  };
+}
+
+function copyHeader(ctx: RequestContext, target: Target, field: string, ...names: string[]): void {
+  for (const name of names) {
+    const value = ctx.header(name);
+    if (value !== undefined && value !== '') {
+      target[field] = value;
+      return;
+    }
+  }
+}
+
+/** A custom host must be an absolute http(s) URL; it becomes the provider's base URL. */
+function checkHost(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new GatewayError('invalid_header', 'x-gateway-custom-host is not a valid URL.', { param: 'x-gateway-custom-host' });
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new GatewayError('invalid_header', 'x-gateway-custom-host must be an http or https URL.', { param: 'x-gateway-custom-host' });
+  }
+  return raw;
+}
+
+export default providerHeaders;

@@ -1,0 +1,46 @@
+import { parseOptions, type GatewayPlugin, type Provider, type Target } from '../../../core/index.js';
+import { addShapedRoutes } from '../openai-format/routes.js';
+import { openAIFormatResponse } from '../openai-format/response.js';
+import { OpenAIOptionsSchema, type OpenAIOptions } from './schema.js';
+
+export const PLUGIN_NAME = 'openai';
+export const OPENAI_BASE_URL = 'https://api.openai.com/v1';
+
+export type { OpenAIOptions };
+
+/**
+ * The `openai` provider: chat completions (JSON and SSE), completions and
+ * embeddings, passed through unchanged, plus credentials for the generic proxy.
+ * `apiKey`, `organization` and `project` are defaults for requests whose target sets none.
+ */
+export function openai(options: OpenAIOptions = {}): GatewayPlugin {
+  const opts = parseOptions(PLUGIN_NAME, OpenAIOptionsSchema, options);
+  const provider: Provider = {
+    name: PLUGIN_NAME,
+    baseURL: (opts.baseURL ?? OPENAI_BASE_URL).replace(/\/$/, ''),
+    authHeaders(target: Target) {
+      const headers: Record<string, string> = {};
+      const key = target.api_key ?? opts.apiKey;
+      if (key !== undefined) headers.authorization = `Bearer ${key}`;
+      const org = (target.openai_organization as string | undefined) ?? opts.organization;
+      if (org !== undefined) headers['openai-organization'] = org;
+      const project = (target.openai_project as string | undefined) ?? opts.project;
+      if (project !== undefined) headers['openai-project'] = project;
+      return headers;
+    },
+    routes: {
+      'chat.completions': { path: '/chat/completions', response: openAIFormatResponse },
+      completions: { path: '/completions', response: openAIFormatResponse },
+      embeddings: { path: '/embeddings', response: openAIFormatResponse },
+    },
+  };
+  return {
+    name: PLUGIN_NAME,
+    apply(api) {
+      addShapedRoutes(api, ['chat.completions', 'completions', 'embeddings']);
+      api.providers.add(PLUGIN_NAME, provider);
+    },
+  };
+}
+
+export default openai;

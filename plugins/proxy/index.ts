@@ -1,0 +1,55 @@
+import {
+  baseURL,
+  HOP_BY_HOP,
+  type GatewayPlugin,
+  type Provider,
+  type RequestContext,
+  type Target,
+  type UpstreamRequest,
+} from '../../core/index.js';
+
+export const PLUGIN_NAME = 'proxy';
+
+/** Client headers never sent upstream: the gateway's own, the client's credential (replaced by the provider's), and framing. */
+const DROPPED = new Set(['host', 'content-length', 'authorization', 'cookie', 'x-api-key', 'api-key', 'x-goog-api-key']);
+
+/**
+ * The generic proxy (spec, Generic proxy): any path under the base path that
+ * no shaped route serves is sent to the selected provider's base URL with the
+ * same method, path, query and body; the answer comes back as received.
+ */
+export function proxy(): GatewayPlugin {
+  return {
+    name: PLUGIN_NAME,
+    apply(api) {
+      const prefix = api.options.basePath;
+      api.routes.setFallback(prefix + '/', ['GET', 'POST', 'PUT', 'DELETE'], {
+        name: 'proxy',
+        method: 'POST',
+        path: prefix + '/*',
+        kind: 'provider',
+        body: 'raw',
+        forward: (ctx, target, provider) => forward(ctx, target, provider, prefix.length),
+      });
+    },
+  };
+}
+
+function forward(ctx: RequestContext, target: Target, provider: Provider, prefixLength: number): UpstreamRequest {
+  const headers: Record<string, string> = {};
+  for (const name in ctx.headers) {
+    if (HOP_BY_HOP.has(name) || DROPPED.has(name) || name.startsWith('x-gateway-')) continue;
+    const value = ctx.headers[name];
+    if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  Object.assign(headers, provider.authHeaders(target, ctx));
+  const body = ctx.rawBody !== null && ctx.rawBody.length > 0 ? ctx.rawBody : null;
+  return {
+    method: ctx.method,
+    url: baseURL(target, provider) + ctx.path.slice(prefixLength) + (ctx.query === '' ? '' : `?${ctx.query}`),
+    headers,
+    body,
+  };
+}
+
+export default proxy;

@@ -1,0 +1,55 @@
+import { parseOptions, type GatewayPlugin, type RequestContext } from '../../core/index.js';
+import * as v from 'valibot';
+
+export const PLUGIN_NAME = 'request-log';
+
+const OptionsSchema = v.strictObject({
+  /** pino level of the per-request line. */
+  level: v.optional(v.picklist(['trace', 'debug', 'info', 'warn']), 'info'),
+});
+
+export type RequestLogOptions = v.InferInput<typeof OptionsSchema>;
+
+const round = (ms: number | null) => (ms === null ? null : Math.round(ms * 1000) / 1000);
+
+/** The fields of the one log line written per request. Credentials are never among them. */
+export function requestLogLine(ctx: RequestContext): Record<string, unknown> {
+  return {
+    trace_id: ctx.traceId,
+    span_id: ctx.spanId,
+    parent_span_id: ctx.parentSpanId,
+    span_name: ctx.spanName,
+    method: ctx.method,
+    route: ctx.route?.name ?? null,
+    path: ctx.path,
+    provider: ctx.provider?.name ?? ctx.target?.provider ?? null,
+    model: ctx.model,
+    stream: ctx.stream,
+    status: ctx.status,
+    latency_ms: round(ctx.latencyMs),
+    upstream_latency_ms: round(ctx.upstreamLatencyMs),
+    first_byte_ms: round(ctx.firstByteMs),
+    tokens: ctx.usage,
+    key_id: ctx.auth?.keyId ?? null,
+    metadata: ctx.metadata,
+    attempts: ctx.attempts.length > 1 ? ctx.attempts : undefined,
+    aborted: ctx.aborted || undefined,
+    error: ctx.error === null ? undefined : { code: ctx.error.code, message: ctx.error.message },
+  };
+}
+
+/** One pino line per request, proxied ones included, written after the response ended. */
+export function requestLog(options: RequestLogOptions = {}): GatewayPlugin {
+  const { level } = parseOptions(PLUGIN_NAME, OptionsSchema, options);
+  return {
+    name: PLUGIN_NAME,
+    apply(api) {
+      const logger = api.logger;
+      api.hooks.log.tap(PLUGIN_NAME, (ctx) => {
+        if (logger.isLevelEnabled(level)) logger[level](requestLogLine(ctx), 'request');
+      });
+    },
+  };
+}
+
+export default requestLog;

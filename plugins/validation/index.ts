@@ -1,0 +1,40 @@
+import * as v from 'valibot';
+import { GatewayError, issuePath, STAGE, type GatewayPlugin } from '../../core/index.js';
+import { ChatCompletionBodySchema, CompletionBodySchema, EmbeddingBodySchema } from './schema.js';
+
+export const PLUGIN_NAME = 'validation';
+
+type Parser = (input: unknown) => v.SafeParseResult<v.GenericSchema>;
+
+/** Parsers are built once; the request path only looks one up by route name. */
+const PARSERS: ReadonlyMap<string, Parser> = new Map<string, Parser>([
+  ['chat.completions', v.safeParser(ChatCompletionBodySchema) as Parser],
+  ['completions', v.safeParser(CompletionBodySchema) as Parser],
+  ['embeddings', v.safeParser(EmbeddingBodySchema) as Parser],
+]);
+
+/**
+ * Checks shaped-route bodies against the spec's fields and limits before any
+ * provider is called. A violation is a 400 whose message and `param` name the
+ * field. Unknown fields pass through untouched.
+ */
+export function validation(): GatewayPlugin {
+  return {
+    name: PLUGIN_NAME,
+    apply(api) {
+      api.hooks.beforeRequest.tap({ name: PLUGIN_NAME, stage: STAGE.EARLY }, (ctx) => {
+        const parse = PARSERS.get(ctx.route!.name);
+        if (parse === undefined || ctx.body === null) return undefined;
+        const result = parse(ctx.body);
+        if (!result.success) {
+          const issue = result.issues[0];
+          const param = issuePath(issue) || null;
+          throw new GatewayError('invalid_request', `Invalid request body: ${param === null ? '' : `'${param}' `}${issue.message}`, { param });
+        }
+        return undefined;
+      });
+    },
+  };
+}
+
+export default validation;

@@ -1,0 +1,36 @@
+import type { GatewayPlugin } from '../core/index.js';
+import type { ServerEnv } from './env.js';
+
+type Options = Record<string, unknown> | undefined;
+type Loader = (options: Options, env: ServerEnv) => Promise<GatewayPlugin>;
+
+/**
+ * Bundled plugins by name, loaded lazily so a config pulls in only what it
+ * names. Environment-derived defaults are applied here, in one place.
+ */
+export const CATALOG: Readonly<Record<string, Loader>> = Object.freeze({
+  trace: async () => (await import('../plugins/trace/index.js')).trace(),
+  health: async () => (await import('../plugins/health/index.js')).health(),
+  'auth-static': async (options, env) => {
+    const { staticAuth } = await import('../plugins/auth-static/index.js');
+    const keys = (options?.keys as string[] | undefined) ?? env.apiKeys;
+    return staticAuth({ ...options, keys });
+  },
+  'provider-headers': async (options, env) =>
+    (await import('../plugins/provider-headers/index.js')).providerHeaders({ allowPrivateHosts: env.allowPrivateHosts, ...options }),
+  validation: async () => (await import('../plugins/validation/index.js')).validation(),
+  proxy: async () => (await import('../plugins/proxy/index.js')).proxy(),
+  'request-log': async (options) => (await import('../plugins/request-log/index.js')).requestLog(options),
+  openai: async (options) => (await import('../plugins/providers/openai/index.js')).openai(options),
+});
+
+/** Builds the plugins a server config names, in order. Unknown names fail start-up with the list of known ones. */
+export async function loadPlugins(entries: ReadonlyArray<{ name: string; options?: Options }>, env: ServerEnv): Promise<GatewayPlugin[]> {
+  const plugins: GatewayPlugin[] = [];
+  for (const entry of entries) {
+    const load = CATALOG[entry.name];
+    if (load === undefined) throw new Error(`Unknown plugin "${entry.name}" in the server config. Bundled plugins: ${Object.keys(CATALOG).join(', ')}.`);
+    plugins.push(await load(entry.options, env));
+  }
+  return plugins;
+}

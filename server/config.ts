@@ -1,0 +1,36 @@
+import { readFile } from 'node:fs/promises';
+import { parseOptions } from '../core/index.js';
+import { DEFAULT_CONFIG } from './default-config.js';
+import { ServerConfigSchema, type ServerConfig } from './schema.js';
+
+/** The config file named by `--config FILE`, else `GATEWAY_CONFIG`, else none. */
+export function configFileFrom(argv: readonly string[], envFile: string | undefined): string | undefined {
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === '--config') {
+      const file = argv[i + 1];
+      if (file === undefined || file.startsWith('--')) throw new Error('--config needs a file path');
+      return file;
+    }
+    if (arg.startsWith('--config=')) return arg.slice('--config='.length);
+  }
+  return envFile;
+}
+
+/** Reads and validates a server config file; with no file, the bundled default. */
+export async function loadServerConfig(file: string | undefined): Promise<ServerConfig> {
+  if (file === undefined) return DEFAULT_CONFIG;
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    throw new Error(`Cannot read the server config ${file}: ${(err as Error).message}`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    throw new Error(`The server config ${file} is not valid JSON: ${(err as Error).message}`);
+  }
+  return parseOptions(`the server config ${file}`, ServerConfigSchema, json);
+}

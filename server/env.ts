@@ -1,0 +1,29 @@
+import { resolve } from 'node:path';
+
+/** The environment contract (docs/configuration.md). Read once at start. */
+export interface ServerEnv {
+  port: number | undefined;
+  configFile: string | undefined;
+  dataDir: string;
+  apiKeys: string[];
+  logLevel: string;
+  allowPrivateHosts: boolean;
+}
+
+export function readEnv(env: NodeJS.ProcessEnv = process.env): ServerEnv {
+  const port = env.PORT === undefined || env.PORT === '' ? undefined : Number(env.PORT);
+  if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535)) {
+    throw new Error(`PORT must be an integer from 0 to 65535, got "${env.PORT}"`);
+  }
+  return {
+    port,
+    configFile: env.GATEWAY_CONFIG || undefined,
+    dataDir: resolve(env.GATEWAY_DATA_DIR || './data'),
+    apiKeys: (env.GATEWAY_API_KEYS ?? '')
+      .split(',')
+      .map((k) => k.trim())
+      .filter((k) => k !== ''),
+    logLevel: env.GATEWAY_LOG_LEVEL || 'info',
+    allowPrivateHosts: env.GATEWAY_ALLOW_PRIVATE_HOSTS === undefined ? true : env.GATEWAY_ALLOW_PRIVATE_HOSTS === '1',
+  };
+}

@@ -1,0 +1,31 @@
+import * as v from 'valibot';
+
+/** One plugin to load: a bundled plugin name and its options. */
+export const PluginEntrySchema = v.strictObject({
+  name: v.pipe(v.string(), v.minLength(1)),
+  options: v.optional(v.record(v.string(), v.unknown())),
+});
+
+/** The server config file (`--config FILE` or `GATEWAY_CONFIG`). */
+export const ServerConfigSchema = v.strictObject({
+  /** Listening port; `PORT` wins over it. Default 8787. */
+  port: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(65535))),
+  /** Listening address. Default `0.0.0.0`. */
+  host: v.optional(v.string()),
+  /** Largest request body in bytes. Default 50 MiB. */
+  maxBodyBytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+  upstream: v.optional(
+    v.strictObject({
+      headersTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+      bodyTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+      connections: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+    }),
+  ),
+  /** How long a shutdown waits for in-flight requests and streams. Default 10 000 ms. */
+  shutdownTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
+  /** Plugins, applied in this order. */
+  plugins: v.array(PluginEntrySchema),
+});
+
+export type ServerConfig = v.InferOutput<typeof ServerConfigSchema>;
+export type PluginEntry = v.InferOutput<typeof PluginEntrySchema>;

@@ -1,0 +1,93 @@
+import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createGateway, createLogger, type Gateway, type Logger } from '../core/index.js';
+import { loadPlugins } from './catalog.js';
+import { configFileFrom, loadServerConfig } from './config.js';
+import { readEnv, type ServerEnv } from './env.js';
+import type { ServerConfig } from './schema.js';
+
+export interface StartOptions {
+  argv?: readonly string[];
+  env?: NodeJS.ProcessEnv;
+  /** A config object instead of a file (tests, embedding). */
+  config?: ServerConfig;
+  /** Overrides PORT and the config's port (0: any free port). */
+  port?: number;
+  host?: string;
+  logger?: Logger;
+}
+
+export interface RunningServer {
+  server: Server;
+  gateway: Gateway;
+  port: number;
+  url: string;
+  /** Stops accepting, lets in-flight requests and streams finish (up to the shutdown timeout), closes plugins, flushes logs. */
+  close(): Promise<void>;
+}
+
+/** Starts the bundled node:http server: reads the config, loads the plugins it names, serves. */
+export async function startServer(options: StartOptions = {}): Promise<RunningServer> {
+  const env = readEnv(options.env ?? process.env);
+  const config = options.config ?? (await loadServerConfig(configFileFrom(options.argv ?? [], env.configFile)));
+  const logger = options.logger ?? createLogger({ level: env.logLevel });
+  ensureKeys(config, env, logger);
+
+  const plugins = await loadPlugins(config.plugins, env);
+  const gateway = createGateway({
+    plugins,
+    logger,
+    options: {
+      maxBodyBytes: config.maxBodyBytes,
+      upstreamHeadersTimeoutMs: config.upstream?.headersTimeoutMs,
+      upstreamBodyTimeoutMs: config.upstream?.bodyTimeoutMs,
+      upstreamConnections: config.upstream?.connections,
+    },
+  });
+  await gateway.ready;
+
+  const server = createServer({ keepAliveTimeout: 65_000 }, gateway.handler);
+  // Node's default request timeout (5 min) would cut long streams; the upstream timeouts govern instead.
+  server.requestTimeout = 0;
+  const port = options.port ?? env.port ?? config.port ?? 8787;
+  const host = options.host ?? config.host ?? '0.0.0.0';
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const actual = (server.address() as AddressInfo).port;
+  const shutdownTimeoutMs = config.shutdownTimeoutMs ?? 10_000;
+
+  let closing: Promise<void> | null = null;
+  const close = () =>
+    (closing ??= (async () => {
+      const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      await gateway.close(shutdownTimeoutMs);
+      server.closeAllConnections();
+      await stopped;
+    })());
+
+  return { server, gateway, port: actual, url: `http://127.0.0.1:${actual}`, close };
+}
+
+/**
+ * With auth on and no key configured, nothing could call the gateway. Rather
+ * than fail, generate a key for this run and say so once, on stderr.
+ */
+function ensureKeys(config: ServerConfig, env: ServerEnv, logger: Logger): void {
+  const auth = config.plugins.find((p) => p.name === 'auth-static');
+  if (auth === undefined || (auth.options?.keys as unknown[] | undefined)?.length || env.apiKeys.length > 0) return;
+  const key = `gw-${randomBytes(24).toString('base64url')}`;
+  env.apiKeys.push(key);
+  process.stderr.write(
+    `\nNo gateway API key is configured (GATEWAY_API_KEYS is empty).\n` +
+      `Generated one for this run only:\n\n  x-gateway-api-key: ${key}\n\n` +
+      `Set GATEWAY_API_KEYS=key1,key2 to choose your own.\n\n`,
+  );
+  logger.warn('no GATEWAY_API_KEYS set; a key was generated for this run and printed to stderr');
+}

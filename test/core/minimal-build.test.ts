@@ -1,0 +1,41 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { createGateway, type Gateway } from '../../core/index.js';
+import { openai } from '../../plugins/providers/openai/index.js';
+import { memoryLogger } from '../helpers/gateway.js';
+import { startMockOpenAI, type MockUpstream } from '../mocks/openai-upstream.js';
+
+let mock: MockUpstream;
+let gateway: Gateway;
+let server: Server;
+let url: string;
+
+beforeAll(async () => {
+  mock = await startMockOpenAI();
+  // The whole minimal build: one provider plugin, pointed at the mock.
+  gateway = createGateway({ plugins: [openai({ baseURL: mock.baseURL })], logger: memoryLogger().logger });
+  server = createServer(gateway.handler).listen(0, '127.0.0.1');
+  await new Promise((r) => server.once('listening', r));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+
+afterAll(async () => {
+  server.close();
+  await gateway.close(1000);
+  await mock.close();
+});
+
+test('createGateway({ plugins: [openai()] }) serves a chat completion', async () => {
+  const res = await fetch(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: 'Bearer sk-minimal' },
+    body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }),
+  });
+  expect(res.status).toBe(200);
+  const body = await res.json();
+  expect(body.object).toBe('chat.completion');
+  expect(body.choices[0].message.content).toBe('Hello from the mock!');
+  // The client's provider key reaches the upstream.
+  expect(mock.requests.at(-1)!.headers.authorization).toBe('Bearer sk-minimal');
+});

@@ -1,0 +1,55 @@
+import { Writable } from 'node:stream';
+import { createLogger, type Logger } from '../../core/index.js';
+import { startServer, type RunningServer } from '../../server/server.js';
+import type { ServerConfig } from '../../server/schema.js';
+import { DEFAULT_CONFIG } from '../../server/default-config.js';
+
+export const GATEWAY_KEY = 'test-gateway-key-0001';
+
+/** A logger that keeps its JSON lines in memory, for assertions on what was logged. */
+export function memoryLogger(level = 'info'): { logger: Logger; lines: () => Record<string, any>[]; text: () => string } {
+  const out: string[] = [];
+  const destination = new Writable({
+    write(chunk, _enc, cb) {
+      out.push(chunk.toString());
+      cb();
+    },
+  });
+  const logger = createLogger({ level, destination });
+  return {
+    logger,
+    text: () => out.join(''),
+    lines: () =>
+      out
+        .join('')
+        .split('\n')
+        .filter((l) => l !== '')
+        .map((l) => JSON.parse(l)),
+  };
+}
+
+/** Starts the real server (default config unless given) on an ephemeral port, logging to memory. */
+export async function startTestServer(
+  options: { config?: ServerConfig; env?: Record<string, string> } = {},
+): Promise<RunningServer & { logs: ReturnType<typeof memoryLogger> }> {
+  const logs = memoryLogger();
+  const running = await startServer({
+    config: options.config ?? DEFAULT_CONFIG,
+    env: { GATEWAY_API_KEYS: GATEWAY_KEY, ...options.env },
+    port: 0,
+    host: '127.0.0.1',
+    logger: logs.logger,
+  });
+  return Object.assign(running, { logs });
+}
+
+/** Waits until the log hook (run after the response ended) has written the request line. */
+export async function waitForLog(logs: ReturnType<typeof memoryLogger>, predicate: (line: Record<string, any>) => boolean, timeoutMs = 2000) {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const found = logs.lines().find((l) => l.msg === 'request' && predicate(l));
+    if (found) return found;
+    if (Date.now() > until) throw new Error(`no matching log line; lines: ${logs.text()}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
