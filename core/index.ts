@@ -7,7 +7,7 @@ export type { GatewayPlugin, PluginAPI, Registries } from './plugin.js';
 export { Registry } from './registry.js';
 export { RouteTable, type RouteMatch } from './router.js';
 export { TOKENS } from './tokens.js';
-export { issuePath, parseOptions } from './validate.js';
+export { issuePath, parseOptions, plainObject } from './validate.js';
 export { createLogger, flushLogger, REDACT_PATHS, type Logger, type LoggerOptions } from './logger.js';
 export { HOP_BY_HOP, bearerToken, forwardableHeaders } from './http/headers.js';
 export { jsonResponse, errorResponse } from './http/write-response.js';

@@ -31,7 +31,8 @@ export interface LoggerOptions {
 
 /** The root logger. Lines are JSON; secrets at the paths above are replaced by `[redacted]`. */
 export function createLogger(options: LoggerOptions = {}): Logger {
-  const destination = options.destination ?? pino.destination({ dest: 1, sync: false, minLength: 4096 });
+  // Async writes coalesce under load while a write is in flight, and a quiet gateway still logs at once.
+  const destination = options.destination ?? pino.destination({ dest: 1, sync: false });
   return pino(
     {
       level: options.level ?? 'info',

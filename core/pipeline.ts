@@ -170,10 +170,14 @@ export class Pipeline {
     return this.#dispatch!(ctx, target);
   };
 
-  /** With no resolver answer: a one-provider build uses its only provider; otherwise the client must choose. */
+  /**
+   * With no resolver answer. A build with one provider and no resolver plugin
+   * at all (the minimal build) sends everything to that provider, with the
+   * client's bearer token as its key. Otherwise the client must choose.
+   */
   private defaultTarget(ctx: RequestContext): Target {
     const providers = this.registries.providers;
-    if (providers.size === 1) return { provider: providers.names()[0]!, api_key: bearerToken(ctx.headers) };
+    if (providers.size === 1 && !this.#used!.resolveProvider) return { provider: providers.names()[0]!, api_key: bearerToken(ctx.headers) };
     if (this.routes.isFallback(ctx.route!)) {
       throw new GatewayError('not_found', `Unknown route ${ctx.method} ${ctx.path}, and no provider was selected to proxy it to (x-gateway-provider).`);
     }

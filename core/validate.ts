@@ -20,3 +20,7 @@ export function parseOptions<const S extends v.GenericSchema>(owner: string, sch
   const lines = result.issues.map((issue) => `${issuePath(issue) || '(root)'}: ${issue.message}`);
   throw new Error(`Invalid options for ${owner}: ${lines.join('; ')}`);
 }
+
+/** A JSON object (not an array, not null). valibot's object and record schemas accept arrays. */
+export const plainObject = (message = 'must be a JSON object') =>
+  v.custom<Record<string, unknown>>((input) => typeof input === 'object' && input !== null && !Array.isArray(input), message);

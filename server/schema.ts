@@ -1,9 +1,10 @@
 import * as v from 'valibot';
+import { plainObject } from '../core/index.js';
 
 /** One plugin to load: a bundled plugin name and its options. */
 export const PluginEntrySchema = v.strictObject({
   name: v.pipe(v.string(), v.minLength(1)),
-  options: v.optional(v.record(v.string(), v.unknown())),
+  options: v.optional(plainObject()),
 });
 
 /** The server config file (`--config FILE` or `GATEWAY_CONFIG`). */

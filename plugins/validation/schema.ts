@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { plainObject } from '../../core/index.js';
 
 /** A number in [min, max], or null/absent. */
 const range = (min: number, max: number) => v.nullish(v.pipe(v.number(), v.minValue(min), v.maxValue(max)));
@@ -6,7 +7,7 @@ const range = (min: number, max: number) => v.nullish(v.pipe(v.number(), v.minVa
 const intRange = (min: number, max: number) => v.nullish(v.pipe(v.number(), v.integer(), v.minValue(min), v.maxValue(max)));
 const int = () => v.nullish(v.pipe(v.number(), v.integer()));
 const stop = v.nullish(v.union([v.string(), v.pipe(v.array(v.string()), v.maxLength(4, 'at most 4 stop sequences'))], 'must be a string or an array of up to 4 strings'));
-const logitBias = v.nullish(v.record(v.string(), v.pipe(v.number(), v.minValue(-100), v.maxValue(100))));
+const logitBias = v.nullish(v.pipe(plainObject(), v.record(v.string(), v.pipe(v.number(), v.minValue(-100), v.maxValue(100)))));
 const SEED_LIMIT = 9223372036854776000;
 
 const MessageSchema = v.looseObject({
@@ -32,7 +33,7 @@ export const ChatCompletionBodySchema = v.pipe(
     seed: intRange(-SEED_LIMIT, SEED_LIMIT),
     stop,
     stream: v.nullish(v.boolean()),
-    stream_options: v.nullish(v.looseObject({})),
+    stream_options: v.nullish(plainObject()),
     temperature: range(0, 2),
     top_p: range(0, 1),
     tools: v.nullish(v.pipe(v.array(v.looseObject({ type: v.string() })), v.maxLength(128, 'at most 128 tools'))),
@@ -77,7 +78,7 @@ export const CompletionBodySchema = v.pipe(
     seed: intRange(-SEED_LIMIT, SEED_LIMIT),
     stop,
     stream: v.nullish(v.boolean()),
-    stream_options: v.nullish(v.looseObject({})),
+    stream_options: v.nullish(plainObject()),
     suffix: v.nullish(v.string()),
     temperature: range(0, 2),
     top_p: range(0, 1),

@@ -1,0 +1,208 @@
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { createGateway, GatewayError, jsonResponse, STAGE, type GatewayPlugin, type GatewayResponse } from '../../core/index.js';
+import { openai } from '../../plugins/providers/openai/index.js';
+import { memoryLogger } from '../helpers/gateway.js';
+import { serveGateway } from '../helpers/serve.js';
+import { startMockOpenAI, type MockUpstream } from '../mocks/openai-upstream.js';
+
+let mock: MockUpstream;
+beforeAll(async () => {
+  mock = await startMockOpenAI();
+});
+afterAll(() => mock.close());
+
+const chat = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] };
+const post = (url: string, body: unknown = chat, headers: Record<string, string> = {}) =>
+  fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+
+/** Records the order in which the lifecycle stages run. */
+function recorder(events: string[]): GatewayPlugin {
+  return {
+    name: 'recorder',
+    apply(api) {
+      api.hooks.request.tap('recorder', () => void events.push('request'));
+      api.hooks.auth.tap('recorder', () => {
+        events.push('auth');
+        return { keyId: 'k', workspaceId: null, scopes: ['*'] };
+      });
+      api.hooks.resolveProvider.tap('recorder', (ctx) => {
+        events.push(`resolve:body=${ctx.body !== null}`);
+        return { provider: 'openai', custom_host: mock.baseURL };
+      });
+      api.hooks.beforeRequest.tap('recorder', () => void events.push('before'));
+      api.addInterceptor('recorder', (next) => async (ctx, target) => {
+        events.push(`transport:${ctx.targetPath}`);
+        return next(ctx, target);
+      });
+      api.hooks.afterResponse.tap('recorder', (response) => {
+        events.push(`after:${response.status}`);
+        return response;
+      });
+      api.hooks.log.tap('recorder', (ctx) => void events.push(`log:${ctx.status}`));
+    },
+  };
+}
+
+describe('lifecycle order', () => {
+  test('request → auth → body → resolve → before → transport → after → log', async () => {
+    const events: string[] = [];
+    const gw = await serveGateway({ plugins: [openai(), recorder(events)] });
+    const res = await post(gw.url);
+    expect(res.status).toBe(200);
+    await res.text();
+    await gw.close();
+    expect(events).toEqual(['request', 'auth', 'resolve:body=true', 'before', 'transport:0', 'after:200', 'log:200']);
+  });
+
+  test('a beforeRequest tap that returns a response answers without calling upstream; after hooks still run', async () => {
+    const events: string[] = [];
+    const cached: GatewayPlugin = {
+      name: 'cache-like',
+      apply(api) {
+        api.hooks.beforeRequest.tap({ name: 'cache-like', stage: STAGE.EARLY }, () => jsonResponse(200, { cached: true }));
+      },
+    };
+    const gw = await serveGateway({ plugins: [openai(), recorder(events), cached] });
+    const before = mock.requests.length;
+    const res = await post(gw.url);
+    expect(await res.json()).toEqual({ cached: true });
+    await gw.close();
+    expect(mock.requests.length).toBe(before);
+    expect(events).toEqual(['request', 'auth', 'resolve:body=true', 'after:200', 'log:200']);
+  });
+
+  test('after hooks can replace the response (waterfall)', async () => {
+    const replace: GatewayPlugin = {
+      name: 'replace',
+      apply(api) {
+        api.hooks.afterResponse.tap('replace', (response: GatewayResponse) => {
+          const out = jsonResponse(246, { replaced: response.status });
+          return out;
+        });
+      },
+    };
+    const gw = await serveGateway({ plugins: [openai({ baseURL: mock.baseURL }), replace] });
+    const res = await post(gw.url);
+    expect(res.status).toBe(246);
+    expect(await res.json()).toEqual({ replaced: 200 });
+    await gw.close();
+  });
+
+  test('interceptors compose by stage: lowest stage outermost', async () => {
+    const order: string[] = [];
+    const wrap = (name: string, stage: number): GatewayPlugin => ({
+      name,
+      apply(api) {
+        api.addInterceptor(name, (next) => async (ctx, t) => {
+          order.push(`${name}:in`);
+          const r = await next(ctx, t);
+          order.push(`${name}:out`);
+          return r;
+        }, stage);
+      },
+    });
+    const gw = await serveGateway({ plugins: [openai({ baseURL: mock.baseURL }), wrap('inner', 10), wrap('outer', -10)] });
+    await (await post(gw.url)).text();
+    await gw.close();
+    expect(order).toEqual(['outer:in', 'inner:in', 'inner:out', 'outer:out']);
+  });
+});
+
+describe('auth hook semantics', () => {
+  test('no auth plugin: requests are served (a build without auth is open)', async () => {
+    const gw = await serveGateway({ plugins: [openai({ baseURL: mock.baseURL })] });
+    expect((await post(gw.url)).status).toBe(200);
+    await gw.close();
+  });
+
+  test('an auth tap that does not answer means 401', async () => {
+    const silent: GatewayPlugin = { name: 'silent-auth', apply: (api) => api.hooks.auth.tap('silent-auth', () => undefined) };
+    const gw = await serveGateway({ plugins: [openai({ baseURL: mock.baseURL }), silent] });
+    const res = await post(gw.url);
+    expect(res.status).toBe(401);
+    expect((await res.json()).error.code).toBe('unauthorized');
+    await gw.close();
+  });
+});
+
+describe('errors', () => {
+  test('an unexpected error is a 500 envelope with no stack trace, and is logged', async () => {
+    const boom: GatewayPlugin = {
+      name: 'boom',
+      apply: (api) =>
+        api.hooks.beforeRequest.tap('boom', () => {
+          throw new TypeError('secret internals at /srv/app.js:1:1');
+        }),
+    };
+    const gw = await serveGateway({ plugins: [openai({ baseURL: mock.baseURL }), boom] });
+    const res = await post(gw.url);
+    expect(res.status).toBe(500);
+    const text = await res.text();
+    expect(text).not.toContain('secret internals');
+    expect(text).not.toMatch(/\bat .*:\d+:\d+/);
+    expect(JSON.parse(text).error).toMatchObject({ type: 'server_error', code: 'internal_error' });
+    await gw.close();
+    expect(gw.logs.text()).toContain('unexpected error');
+  });
+
+  test('a GatewayError thrown by a plugin keeps its status, code, param and headers', async () => {
+    const limit: GatewayPlugin = {
+      name: 'limit',
+      apply: (api) =>
+        api.hooks.beforeRequest.tap('limit', () => {
+          throw new GatewayError('rate_limited', 'Slow down.', { headers: { 'retry-after': '3' } });
+        }),
+    };
+    const gw = await serveGateway({ plugins: [openai({ baseURL: mock.baseURL }), limit] });
+    const res = await post(gw.url);
+    expect(res.status).toBe(429);
+    expect(res.headers.get('retry-after')).toBe('3');
+    expect((await res.json()).error).toEqual({ message: 'Slow down.', type: 'rate_limit_error', param: null, code: 'rate_limited' });
+    await gw.close();
+  });
+
+  test('a plugin whose onReady fails makes requests answer 503, and ready rejects', async () => {
+    const broken: GatewayPlugin = { name: 'broken', apply: (api) => api.onReady(() => Promise.reject(new Error('no database'))) };
+    const gw = await serveGateway({ plugins: [openai({ baseURL: mock.baseURL }), broken] });
+    await expect(gw.gateway.ready).rejects.toThrow('no database');
+    const res = await post(gw.url);
+    expect(res.status).toBe(503);
+    await gw.close();
+  });
+});
+
+describe('boot rules', () => {
+  test('registries and routes are frozen after boot', () => {
+    let saved: Parameters<GatewayPlugin['apply']>[0] | undefined;
+    const grab: GatewayPlugin = { name: 'grab', apply: (api) => void (saved = api) };
+    const gw = createGateway({ plugins: [grab], logger: memoryLogger().logger });
+    expect(() => saved!.providers.add('late', { name: 'late', baseURL: 'http://x', authHeaders: () => ({}), routes: {} })).toThrow(/frozen/);
+    expect(() => saved!.routes.add({ name: 'late', method: 'GET', path: '/late', kind: 'handler' })).toThrow(/frozen/);
+    expect(() => saved!.addInterceptor('late', (n) => n)).toThrow(/only allowed/);
+    return gw.close(0);
+  });
+
+  test('a plugin applied twice is refused', () => {
+    expect(() => createGateway({ plugins: [openai(), openai()], logger: memoryLogger().logger })).toThrow(/applied twice/);
+  });
+
+  test('bad plugin options fail at construction with the field path', () => {
+    expect(() => openai({ baseURL: 'not a url' })).toThrow(/Invalid options for openai: baseURL/);
+  });
+
+  test('onClose runs in reverse order on close, after in-flight requests', async () => {
+    const closed: string[] = [];
+    const p = (name: string): GatewayPlugin => ({ name, apply: (api) => api.onClose(() => void closed.push(name)) });
+    const gw = await serveGateway({ plugins: [openai({ baseURL: mock.baseURL }), p('a'), p('b')] });
+    const pending = post(gw.url, { ...chat, model: 'slow-200' });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(gw.gateway.inFlight).toBe(1);
+    const closing = gw.gateway.close(5000);
+    const res = await pending;
+    expect(res.status).toBe(200);
+    await res.text();
+    await closing;
+    expect(closed).toEqual(['b', 'a']);
+    await gw.close();
+  });
+});

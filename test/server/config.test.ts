@@ -1,0 +1,85 @@
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, test, vi } from 'vitest';
+import { loadPlugins } from '../../server/catalog.js';
+import { configFileFrom, loadServerConfig } from '../../server/config.js';
+import { DEFAULT_CONFIG } from '../../server/default-config.js';
+import { readEnv } from '../../server/env.js';
+import { startServer } from '../../server/server.js';
+import { memoryLogger } from '../helpers/gateway.js';
+
+async function tempFile(text: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'gw-config-'));
+  const file = join(dir, 'gateway.json');
+  await writeFile(file, text);
+  return file;
+}
+
+describe('server config', () => {
+  test('--config wins over GATEWAY_CONFIG', () => {
+    expect(configFileFrom(['--config', 'a.json'], 'b.json')).toBe('a.json');
+    expect(configFileFrom(['--config=c.json'], 'b.json')).toBe('c.json');
+    expect(configFileFrom([], 'b.json')).toBe('b.json');
+    expect(configFileFrom([], undefined)).toBeUndefined();
+    expect(() => configFileFrom(['--config'], undefined)).toThrow(/needs a file/);
+  });
+
+  test('no file: the bundled default, which loads every bundled plugin', async () => {
+    expect(await loadServerConfig(undefined)).toBe(DEFAULT_CONFIG);
+    const names = DEFAULT_CONFIG.plugins.map((p) => p.name).sort();
+    const { CATALOG } = await import('../../server/catalog.js');
+    expect(names).toEqual(Object.keys(CATALOG).sort());
+  });
+
+  test('a valid file is parsed', async () => {
+    const file = await tempFile(JSON.stringify({ port: 9000, maxBodyBytes: 1024, plugins: [{ name: 'openai', options: { apiKey: 'sk-x' } }] }));
+    const config = await loadServerConfig(file);
+    expect(config.port).toBe(9000);
+    expect(config.plugins[0]).toEqual({ name: 'openai', options: { apiKey: 'sk-x' } });
+  });
+
+  test.each([
+    ['{ nope', /not valid JSON/],
+    ['{"plugins":[],"extra":1}', /extra/],
+    ['{"plugins":[],"port":70000}', /port/],
+    ['{"plugins":[{"name":"openai","options":[]}]}', /plugins\[0\]\.options/],
+  ])('an invalid file %s is refused with the path', async (text, message) => {
+    await expect(loadServerConfig(await tempFile(text))).rejects.toThrow(message);
+  });
+
+  test('a missing file is refused', async () => {
+    await expect(loadServerConfig('/nonexistent/gateway.json')).rejects.toThrow(/Cannot read/);
+  });
+
+  test('unknown plugin names list the bundled ones; bad plugin options name the plugin', async () => {
+    const env = readEnv({});
+    await expect(loadPlugins([{ name: 'nope' }], env)).rejects.toThrow(/Unknown plugin "nope".*openai/);
+    await expect(loadPlugins([{ name: 'openai', options: { baseURL: 'x' } }], env)).rejects.toThrow(/Invalid options for openai: baseURL/);
+  });
+});
+
+describe('environment contract', () => {
+  test('defaults and parsing', () => {
+    const env = readEnv({});
+    expect(env).toMatchObject({ port: undefined, configFile: undefined, apiKeys: [], logLevel: 'info', allowPrivateHosts: true });
+    expect(env.dataDir.endsWith('/data')).toBe(true);
+    const set = readEnv({ PORT: '9001', GATEWAY_CONFIG: 'g.json', GATEWAY_DATA_DIR: '/tmp/gw', GATEWAY_API_KEYS: ' a , b,,', GATEWAY_LOG_LEVEL: 'debug', GATEWAY_ALLOW_PRIVATE_HOSTS: '0' });
+    expect(set).toEqual({ port: 9001, configFile: 'g.json', dataDir: '/tmp/gw', apiKeys: ['a', 'b'], logLevel: 'debug', allowPrivateHosts: false });
+    expect(() => readEnv({ PORT: 'http' })).toThrow(/PORT/);
+  });
+
+  test('with no key configured, one is generated, printed once to stderr and accepted', async () => {
+    const write = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    const running = await startServer({ env: {}, config: DEFAULT_CONFIG, port: 0, host: '127.0.0.1', logger: memoryLogger().logger });
+    const printed = write.mock.calls.map((c) => String(c[0])).join('');
+    write.mockRestore();
+    const key = printed.match(/x-gateway-api-key: (gw-\S+)/)?.[1];
+    expect(key).toBeDefined();
+    const ok = await fetch(`${running.url}/v1/models`, { headers: { 'x-gateway-api-key': key! } });
+    expect(ok.status).toBe(404); // authenticated; no provider selected to proxy to
+    const denied = await fetch(`${running.url}/v1/models`, { headers: { 'x-gateway-api-key': 'gw-guess-guess' } });
+    expect(denied.status).toBe(401);
+    await running.close();
+  });
+});

@@ -1,0 +1,82 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { startMockOpenAI, type MockUpstream } from '../mocks/openai-upstream.js';
+
+let mock: MockUpstream;
+beforeAll(async () => {
+  mock = await startMockOpenAI();
+});
+afterAll(() => mock.close());
+
+/** Starts `server/main.ts` as its own process and resolves once it listens, with its port and output so far. */
+function startProcess(env: Record<string, string>): Promise<{ child: ChildProcess; port: number; output: () => string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts'], {
+    env: { ...process.env, PORT: '0', GATEWAY_API_KEYS: 'shutdown-key-1', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+  child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start: ${out}`)), 15_000);
+    child.stdout!.on('data', () => {
+      const m = out.match(/gateway listening on http:\/\/127\.0\.0\.1:(\d+)/);
+      if (m) {
+        clearTimeout(timer);
+        resolve({ child, port: Number(m[1]), output: () => out });
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`server exited early (${code}): ${out}`)));
+  });
+}
+
+const exited = (child: ChildProcess) => new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+
+test.each(['SIGTERM', 'SIGINT'] as const)('%s lets an in-flight stream finish, flushes its log line and exits 0', async (signal) => {
+  const { child, port, output } = await startProcess({});
+  const exit = exited(child);
+  const pending = fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      'x-gateway-api-key': 'shutdown-key-1',
+      'x-gateway-provider': 'openai',
+      'x-gateway-custom-host': mock.baseURL,
+      'x-gateway-trace-id': `shutdown-${signal}`,
+    },
+    body: JSON.stringify({ model: 'slow-400', messages: [{ role: 'user', content: 'hi' }], stream: true }),
+  });
+  await new Promise((r) => setTimeout(r, 150));
+  child.kill(signal);
+  const res = await pending;
+  expect(res.status).toBe(200);
+  expect((await res.text()).trimEnd().endsWith('data: [DONE]')).toBe(true);
+  expect(await exit).toBe(0);
+  const lines = output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+  expect(lines.find((l) => l.trace_id === `shutdown-${signal}`)).toMatchObject({ status: 200, msg: 'request' });
+  expect(lines.some((l) => l.msg === 'shutting down' && l.signal === signal)).toBe(true);
+}, 30_000);
+
+test('new connections are refused once shutdown began', async () => {
+  const { child, port } = await startProcess({});
+  const exit = exited(child);
+  const slow = fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-gateway-api-key': 'shutdown-key-1', 'x-gateway-provider': 'openai', 'x-gateway-custom-host': mock.baseURL },
+    body: JSON.stringify({ model: 'slow-600', messages: [{ role: 'user', content: 'hi' }] }),
+  });
+  await new Promise((r) => setTimeout(r, 150));
+  child.kill('SIGTERM');
+  await new Promise((r) => setTimeout(r, 100));
+  await expect(fetch(`http://127.0.0.1:${port}/health`, { headers: { connection: 'close' } })).rejects.toThrow();
+  expect((await slow).status).toBe(200);
+  expect(await exit).toBe(0);
+}, 30_000);
+
+test('a bad config file fails start-up with a clear message and exit 1', async () => {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts', '--config', 'test/fixtures/bad-config.json'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let err = '';
+  child.stderr!.on('data', (c: Buffer) => (err += c.toString()));
+  expect(await exited(child)).toBe(1);
+  expect(err).toContain('plugins[0].name');
+}, 30_000);
