@@ -61,7 +61,7 @@ export class Pipeline {
 
   /** The bare transport, before interceptors (used by seal's caller to compose). */
   transport(): Dispatch {
-    return createTransport(this.registries.providers, this.upstream, this.options);
+    return createTransport(this.registries.providers, this.upstream);
   }
 
   get inFlight(): number {

@@ -3,7 +3,7 @@ import type { RequestContext } from '../context.js';
 import { GatewayError } from '../errors.js';
 import { forwardableHeaders } from '../http/headers.js';
 import type { Registry } from '../registry.js';
-import type { Dispatch, GatewayOptions, GatewayResponse, Provider, Target, UpstreamRequest, UpstreamResponse } from '../types.js';
+import type { Dispatch, GatewayResponse, Provider, Target, UpstreamRequest, UpstreamResponse } from '../types.js';
 import type { UpstreamClient } from './client.js';
 
 /**
@@ -11,7 +11,7 @@ import type { UpstreamClient } from './client.js';
  * provider adapter (or the route's own forwarder, for the generic proxy),
  * sends it through the pooled client and maps the answer back.
  */
-export function createTransport(providers: Registry<Provider>, client: UpstreamClient, _options: Readonly<Required<GatewayOptions>>): Dispatch {
+export function createTransport(providers: Registry<Provider>, client: UpstreamClient): Dispatch {
   return async (ctx: RequestContext, target: Target): Promise<GatewayResponse> => {
     const name = target.provider;
     if (name === undefined) {

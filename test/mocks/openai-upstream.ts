@@ -15,6 +15,8 @@ export interface MockUpstream {
   /** Base URL to use as a custom host: `${url}/v1`. */
   baseURL: string;
   requests: SeenRequest[];
+  /** TCP connections accepted so far (keep-alive reuse keeps this low). */
+  connections: () => number;
   server: Server;
   close(): Promise<void>;
 }
@@ -82,12 +84,15 @@ export async function startMockOpenAI(options: { record?: boolean } = {}): Promi
     });
   });
   server.keepAliveTimeout = 60_000;
+  let connections = 0;
+  server.on('connection', () => connections++);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
     url,
     baseURL: `${url}/v1`,
     requests,
+    connections: () => connections,
     server,
     close: () =>
       new Promise<void>((resolve) => {

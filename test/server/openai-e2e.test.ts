@@ -128,6 +128,23 @@ describe('the official openai SDK through the real server', () => {
     expect(seen.headers['openai-project']).toBe('proj_xyz');
   });
 
+  test('upstream connections are pooled and kept alive', async () => {
+    const before = mock.connections();
+    for (let i = 0; i < 10; i++) await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
+    // Ten sequential requests reuse one pooled connection (at most one new one if the pool was empty).
+    expect(mock.connections() - before).toBeLessThanOrEqual(1);
+  });
+
+  test('x-gateway-openai-organization and -project headers scope the upstream call', async () => {
+    await client.chat.completions.create(
+      { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] },
+      { headers: { 'x-gateway-openai-organization': 'org-hdr', 'x-gateway-openai-project': 'proj-hdr' } },
+    );
+    const seen = mock.requests.at(-1)!;
+    expect(seen.headers['openai-organization']).toBe('org-hdr');
+    expect(seen.headers['openai-project']).toBe('proj-hdr');
+  });
+
   test('no credential appears in any log line', async () => {
     await client.chat.completions.create({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] });
     await waitForLog(gw.logs, () => true);
