@@ -54,6 +54,8 @@ export class RequestContext {
   /** Dotted index path of the target that answered, e.g. `0.1`. */
   targetPath: string | null = null;
   attempts: Attempt[] = [];
+  /** Signal for the current upstream attempt, when an interceptor (timeout) narrows `signal`. */
+  attemptSignal: AbortSignal | null = null;
 
   /** Headers added to whatever response goes out (trace id, provider, cache status…). */
   readonly responseHeaders: Record<string, string> = {};

@@ -24,6 +24,7 @@ export const ERROR_CODES = {
   upstream_unreachable: { status: 502, type: 'upstream_error' },
   upstream_invalid_response: { status: 502, type: 'upstream_error' },
   service_unavailable: { status: 503, type: 'server_error' },
+  circuit_open: { status: 503, type: 'server_error' },
   upstream_timeout: { status: 504, type: 'timeout_error' },
 } as const satisfies Record<string, { status: number; type: string }>;
 

@@ -155,18 +155,25 @@ export class Pipeline {
     ctx.target = target;
 
     let response = used.beforeRequest ? await this.hooks.beforeRequest.promise(ctx) : undefined;
-    if (response === undefined) response = await this.runTarget(ctx, target, '0');
+    if (response === undefined) {
+      response = await this.runTarget(ctx, target, '');
+      if (ctx.provider !== null) ctx.responseHeaders['x-gateway-provider'] = ctx.provider.name;
+      if (ctx.targetPath !== null) ctx.responseHeaders['x-gateway-last-used-option-index'] = ctx.targetPath;
+    }
     if (used.afterResponse) response = await this.hooks.afterResponse.promise(response, ctx);
     return response;
   }
 
-  /** Runs a target: through its strategy when it has children, else one dispatch. Strategies call back here for children. */
+  /**
+   * Runs a target: through its strategy when it has children, else one dispatch.
+   * Strategies call back here for children, with paths built by `childPath`. The root's path is ''.
+   */
   readonly runTarget = (ctx: RequestContext, target: Target, path: string): Promise<GatewayResponse> => {
     if (target.strategy !== undefined) {
       const strategy = this.registries.strategies.require(target.strategy.mode, 'strategy.mode');
       return strategy.execute(ctx, target, this.runTarget, path);
     }
-    ctx.targetPath = path;
+    ctx.targetPath = path === '' ? '0' : path;
     return this.#dispatch!(ctx, target);
   };
 

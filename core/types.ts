@@ -112,7 +112,7 @@ export interface Provider {
 /** Sends one request to one concrete target. Interceptors wrap it; strategies call it. */
 export type Dispatch = (ctx: RequestContext, target: Target) => Promise<GatewayResponse>;
 
-/** Runs a target, leaf or nested, at a dotted path. Given to strategies. */
+/** Runs a target, leaf or nested, at a dotted path (root: ''). Given to strategies; build child paths with `childPath`. */
 export type RunTarget = (ctx: RequestContext, target: Target, path: string) => Promise<GatewayResponse>;
 
 /** undici-style wrapper around a dispatch: retry, timeout, breaker. Composed once at boot. */

@@ -1,8 +1,9 @@
 import type { GatewayPlugin } from '../core/index.js';
 import type { ServerEnv } from './env.js';
+import type { ServerConfig } from './schema.js';
 
 type Options = Record<string, unknown> | undefined;
-type Loader = (options: Options, env: ServerEnv) => Promise<GatewayPlugin>;
+type Loader = (options: Options, env: ServerEnv, server: ServerConfig) => Promise<GatewayPlugin>;
 
 /**
  * Bundled plugins by name, loaded lazily so a config pulls in only what it
@@ -22,15 +23,25 @@ export const CATALOG: Readonly<Record<string, Loader>> = Object.freeze({
   proxy: async () => (await import('../plugins/proxy/index.js')).proxy(),
   'request-log': async (options) => (await import('../plugins/request-log/index.js')).requestLog(options),
   openai: async (options) => (await import('../plugins/providers/openai/index.js')).openai(options),
+  config: async (options, _env, server) =>
+    (await import('../plugins/config/index.js')).config({ configs: server.configs, default: server.defaultConfig, ...options }),
+  'strategy-single': async () => (await import('../plugins/strategies/single/index.js')).singleStrategy(),
+  'strategy-loadbalance': async () => (await import('../plugins/strategies/loadbalance/index.js')).loadbalanceStrategy(),
+  'strategy-fallback': async () => (await import('../plugins/strategies/fallback/index.js')).fallbackStrategy(),
+  'strategy-conditional': async () => (await import('../plugins/strategies/conditional/index.js')).conditionalStrategy(),
+  retry: async (options) => (await import('../plugins/retry/index.js')).retry(options),
+  timeout: async () => (await import('../plugins/timeout/index.js')).timeout(),
+  breaker: async (options) => (await import('../plugins/breaker/index.js')).breaker(options),
+  redis: async (options, env) => (await import('../plugins/stores/redis/index.js')).redisStore({ url: env.redisUrl ?? '', ...options }),
 });
 
 /** Builds the plugins a server config names, in order. Unknown names fail start-up with the list of known ones. */
-export async function loadPlugins(entries: ReadonlyArray<{ name: string; options?: Options }>, env: ServerEnv): Promise<GatewayPlugin[]> {
+export async function loadPlugins(server: ServerConfig, env: ServerEnv): Promise<GatewayPlugin[]> {
   const plugins: GatewayPlugin[] = [];
-  for (const entry of entries) {
+  for (const entry of server.plugins) {
     const load = CATALOG[entry.name];
     if (load === undefined) throw new Error(`Unknown plugin "${entry.name}" in the server config. Bundled plugins: ${Object.keys(CATALOG).join(', ')}.`);
-    plugins.push(await load(entry.options, env));
+    plugins.push(await load(entry.options, env, server));
   }
   return plugins;
 }

@@ -2,7 +2,9 @@ import type { ServerConfig } from './schema.js';
 
 /**
  * What `npm start` runs without a config file: every bundled plugin, with
- * embedded defaults (keys from GATEWAY_API_KEYS, in-memory state).
+ * embedded defaults (keys from GATEWAY_API_KEYS, in-memory state). The
+ * `redis` store is left out: it needs REDIS_URL, and the breaker then
+ * needs `{ "store": "redis" }`.
  */
 export const DEFAULT_CONFIG: ServerConfig = {
   port: 8787,
@@ -10,8 +12,16 @@ export const DEFAULT_CONFIG: ServerConfig = {
     { name: 'trace' },
     { name: 'health' },
     { name: 'auth-static' },
+    { name: 'config' },
     { name: 'provider-headers' },
     { name: 'validation' },
+    { name: 'strategy-single' },
+    { name: 'strategy-loadbalance' },
+    { name: 'strategy-fallback' },
+    { name: 'strategy-conditional' },
+    { name: 'retry' },
+    { name: 'breaker' },
+    { name: 'timeout' },
     { name: 'openai' },
     { name: 'proxy' },
     { name: 'request-log' },

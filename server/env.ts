@@ -8,6 +8,8 @@ export interface ServerEnv {
   apiKeys: string[];
   logLevel: string;
   allowPrivateHosts: boolean;
+  /** REDIS_URL: the default for the `redis` store plugin. */
+  redisUrl: string | undefined;
 }
 
 export function readEnv(env: NodeJS.ProcessEnv = process.env): ServerEnv {
@@ -25,5 +27,6 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): ServerEnv {
       .filter((k) => k !== ''),
     logLevel: env.GATEWAY_LOG_LEVEL || 'info',
     allowPrivateHosts: env.GATEWAY_ALLOW_PRIVATE_HOSTS === undefined ? true : env.GATEWAY_ALLOW_PRIVATE_HOSTS === '1',
+    redisUrl: env.REDIS_URL || undefined,
   };
 }

@@ -24,6 +24,10 @@ export const ServerConfigSchema = v.strictObject({
   ),
   /** How long a shutdown waits for in-flight requests and streams. Default 10 000 ms. */
   shutdownTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
+  /** Saved configs by id, for `x-gateway-config: <id>` (read by the `config` plugin). */
+  configs: v.optional(v.record(v.string(), plainObject())),
+  /** Config for requests that send none: a saved config id or an inline config. */
+  defaultConfig: v.optional(v.union([v.string(), plainObject()])),
   /** Plugins, applied in this order. */
   plugins: v.array(PluginEntrySchema),
 });

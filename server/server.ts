@@ -34,7 +34,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const logger = options.logger ?? createLogger({ level: env.logLevel });
   ensureKeys(config, env, logger);
 
-  const plugins = await loadPlugins(config.plugins, env);
+  const plugins = await loadPlugins(config, env);
   const gateway = createGateway({
     plugins,
     logger,

@@ -88,6 +88,18 @@ function isEventStream(contentType: string | string[] | undefined): boolean {
   return typeof contentType === 'string' && contentType.startsWith('text/event-stream');
 }
 
+/**
+ * Lets go of a response that will not be sent (a failed attempt before a retry
+ * or fallback): a stream is drained, so its keep-alive connection returns to the pool.
+ */
+export function discardResponse(response: GatewayResponse): void {
+  const body = response.body;
+  if (body instanceof Readable) {
+    body.on('error', () => undefined);
+    body.resume();
+  }
+}
+
 /** A JSON response with the given status. */
 export function jsonResponse(status: number, value: unknown, headers: Record<string, string> = {}): GatewayResponse {
   headers['content-type'] = 'application/json';

@@ -31,7 +31,7 @@ export function createTransport(providers: Registry<Provider>, client: UpstreamC
         method: route.method,
         url: baseURL(target, provider) + (typeof adapter.path === 'string' ? adapter.path : adapter.path(ctx, target)),
         headers,
-        body: adapter.body !== undefined ? adapter.body(ctx, target) : requestBody(ctx),
+        body: adapter.body !== undefined ? adapter.body(ctx, target) : requestBody(ctx, target),
       };
     } else if (route.forward !== undefined) {
       request = route.forward(ctx, target, provider);
@@ -39,10 +39,13 @@ export function createTransport(providers: Registry<Provider>, client: UpstreamC
       throw new GatewayError('route_not_supported', `Provider "${provider.name}" does not support ${route.name}.`);
     }
 
+    const forward = target.forward_headers;
+    if (Array.isArray(forward)) forwardHeaders(ctx, forward as string[], request.headers);
+
     const started = performance.now();
     let upstream: UpstreamResponse;
     try {
-      upstream = await client.send(request, ctx.signal);
+      upstream = await client.send(request, ctx.attemptSignal ?? ctx.signal);
     } catch (err) {
       record(ctx, provider, null, started, err);
       throw err;
@@ -59,10 +62,34 @@ export function baseURL(target: Target, provider: Provider): string {
   return provider.baseURL;
 }
 
-/** The body to send: the client's own bytes unless a plugin changed the parsed body. */
-export function requestBody(ctx: RequestContext): Buffer | string | null {
+/** The target's `override_params`, when it has any. */
+function overrides(target: Target): Record<string, unknown> | null {
+  const o = target.override_params;
+  return o !== null && typeof o === 'object' && !Array.isArray(o) && Object.keys(o).length > 0 ? (o as Record<string, unknown>) : null;
+}
+
+/** The request body as this target should see it: `override_params` over the client's body. */
+export function effectiveBody(ctx: RequestContext, target: Target): Record<string, unknown> | null {
+  const o = overrides(target);
+  if (o === null || ctx.body === null) return ctx.body;
+  return { ...ctx.body, ...o };
+}
+
+/** The body to send: the client's own bytes, unless a plugin changed the parsed body or the target overrides parameters. */
+export function requestBody(ctx: RequestContext, target?: Target): Buffer | string | null {
+  if (target !== undefined && ctx.body !== null && overrides(target) !== null) return JSON.stringify(effectiveBody(ctx, target));
   if (ctx.bodyChanged && ctx.body !== null) return JSON.stringify(ctx.body);
   return ctx.rawBody;
+}
+
+/** Client headers a target forwards as received (`forward_headers`). The gateway key is never among them. */
+function forwardHeaders(ctx: RequestContext, names: readonly string[], into: Record<string, string>): void {
+  for (const raw of names) {
+    const name = raw.toLowerCase();
+    if (name === 'x-gateway-api-key') continue;
+    const value = ctx.headers[name];
+    if (value !== undefined) into[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
 }
 
 /** Status, headers (minus hop-by-hop) and body bytes exactly as the upstream sent them. */

@@ -1,4 +1,4 @@
-import { bearerToken, GatewayError, parseOptions, type GatewayPlugin, type RequestContext, type Target } from '../../core/index.js';
+import { bearerToken, GatewayError, parseOptions, type GatewayPlugin, type Provider, type Registry, type RequestContext, type Target } from '../../core/index.js';
 import * as v from 'valibot';
 
 export const PLUGIN_NAME = 'provider-headers';
@@ -22,24 +22,30 @@ export function providerHeaders(options: ProviderHeadersOptions = {}): GatewayPl
   return {
     name: PLUGIN_NAME,
     apply(api) {
-      api.hooks.resolveProvider.tap(PLUGIN_NAME, (ctx) => {
-        const name = ctx.header('x-gateway-provider');
-        if (name === undefined || name === '') return undefined;
-        if (!api.providers.has(name)) {
-          const hint = name.startsWith('@') ? 'Provider slugs need a configured provider registry.' : `Known providers: ${api.providers.names().join(', ')}.`;
-          throw new GatewayError('unknown_provider', `Unknown provider "${name}". ${hint}`, { param: 'x-gateway-provider' });
-        }
-        const target: Target = { provider: name };
-        const key = bearerToken(ctx.headers);
-        if (key !== undefined) target.api_key = key;
-        const host = ctx.header('x-gateway-custom-host');
-        if (host !== undefined && host !== '') target.custom_host = checkHost(host);
-        copyHeader(ctx, target, 'openai_organization', 'x-gateway-openai-organization', 'openai-organization');
-        copyHeader(ctx, target, 'openai_project', 'x-gateway-openai-project', 'openai-project');
-        return target;
-      });
+      api.hooks.resolveProvider.tap(PLUGIN_NAME, (ctx) => targetFromHeaders(ctx, api.providers));
     },
   };
+}
+
+/**
+ * The target the request's own headers select, or undefined when they name no
+ * provider. Also used by configs with `passthrough: true`.
+ */
+export function targetFromHeaders(ctx: RequestContext, providers: Registry<Provider>): Target | undefined {
+  const name = ctx.header('x-gateway-provider');
+  if (name === undefined || name === '') return undefined;
+  if (!providers.has(name)) {
+    const hint = name.startsWith('@') ? 'Provider slugs need a configured provider registry.' : `Known providers: ${providers.names().join(', ')}.`;
+    throw new GatewayError('unknown_provider', `Unknown provider "${name}". ${hint}`, { param: 'x-gateway-provider' });
+  }
+  const target: Target = { provider: name };
+  const key = bearerToken(ctx.headers);
+  if (key !== undefined) target.api_key = key;
+  const host = ctx.header('x-gateway-custom-host');
+  if (host !== undefined && host !== '') target.custom_host = checkHost(host);
+  copyHeader(ctx, target, 'openai_organization', 'x-gateway-openai-organization', 'openai-organization');
+  copyHeader(ctx, target, 'openai_project', 'x-gateway-openai-project', 'openai-project');
+  return target;
 }
 
 function copyHeader(ctx: RequestContext, target: Target, field: string, ...names: string[]): void {

@@ -25,11 +25,11 @@ describe('server config', () => {
     expect(() => configFileFrom(['--config'], undefined)).toThrow(/needs a file/);
   });
 
-  test('no file: the bundled default, which loads every bundled plugin', async () => {
+  test('no file: the bundled default, which loads every bundled plugin but the redis store (it needs REDIS_URL)', async () => {
     expect(await loadServerConfig(undefined)).toBe(DEFAULT_CONFIG);
     const names = DEFAULT_CONFIG.plugins.map((p) => p.name).sort();
     const { CATALOG } = await import('../../server/catalog.js');
-    expect(names).toEqual(Object.keys(CATALOG).sort());
+    expect(names).toEqual(Object.keys(CATALOG).filter((n) => n !== 'redis').sort());
   });
 
   test('a valid file is parsed', async () => {
@@ -54,8 +54,8 @@ describe('server config', () => {
 
   test('unknown plugin names list the bundled ones; bad plugin options name the plugin', async () => {
     const env = readEnv({});
-    await expect(loadPlugins([{ name: 'nope' }], env)).rejects.toThrow(/Unknown plugin "nope".*openai/);
-    await expect(loadPlugins([{ name: 'openai', options: { baseURL: 'x' } }], env)).rejects.toThrow(/Invalid options for openai: baseURL/);
+    await expect(loadPlugins({ plugins: [{ name: 'nope' }] }, env)).rejects.toThrow(/Unknown plugin "nope".*openai/);
+    await expect(loadPlugins({ plugins: [{ name: 'openai', options: { baseURL: 'x' } }] }, env)).rejects.toThrow(/Invalid options for openai: baseURL/);
   });
 });
 
@@ -65,7 +65,7 @@ describe('environment contract', () => {
     expect(env).toMatchObject({ port: undefined, configFile: undefined, apiKeys: [], logLevel: 'info', allowPrivateHosts: true });
     expect(env.dataDir.endsWith('/data')).toBe(true);
     const set = readEnv({ PORT: '9001', GATEWAY_CONFIG: 'g.json', GATEWAY_DATA_DIR: '/tmp/gw', GATEWAY_API_KEYS: ' a , b,,', GATEWAY_LOG_LEVEL: 'debug', GATEWAY_ALLOW_PRIVATE_HOSTS: '0' });
-    expect(set).toEqual({ port: 9001, configFile: 'g.json', dataDir: '/tmp/gw', apiKeys: ['a', 'b'], logLevel: 'debug', allowPrivateHosts: false });
+    expect(set).toEqual({ port: 9001, configFile: 'g.json', dataDir: '/tmp/gw', apiKeys: ['a', 'b'], logLevel: 'debug', allowPrivateHosts: false, redisUrl: undefined });
     expect(() => readEnv({ PORT: 'http' })).toThrow(/PORT/);
   });
 

@@ -1,0 +1,124 @@
+import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import * as v from 'valibot';
+import { baseURL, GatewayError, parseOptions, type GatewayPlugin, type RequestContext, type Target } from '../../core/index.js';
+import { redisBreakerState } from './redis-state.js';
+import { memoryBreakerState, type Admission, type BreakerState } from './state.js';
+
+export const PLUGIN_NAME = 'breaker';
+
+/** Interceptor stage: inside retry (each attempt counts), outside timeout (a timeout counts). */
+export const BREAKER_STAGE = -20;
+
+/** Gateway errors that count as failures: the target is down, slow or garbled. */
+const FAILURE_ERRORS = new Set(['upstream_unreachable', 'upstream_invalid_response', 'upstream_timeout', 'request_timeout']);
+
+const OptionsSchema = v.strictObject({
+  /** Where state lives: `memory` (this process) or `redis` (needs the `redis` store plugin). */
+  store: v.optional(v.picklist(['memory', 'redis']), 'memory'),
+});
+
+export type BreakerOptions = v.InferInput<typeof OptionsSchema> & {
+  /** Clock; replace it in tests. */
+  now?: () => number;
+};
+
+interface CbConfig {
+  failure_threshold: number;
+  cooldown_interval: number;
+  failure_status_codes?: number[];
+}
+
+/** The store entry a `redis` store plugin registers. */
+export interface RedisStoreEntry {
+  client: Redis;
+  prefix: string;
+}
+
+/**
+ * The circuit breaker (`cb_config`), per target: provider, base URL, model
+ * and credential identity. Closed → open after `failure_threshold` failures
+ * (a status in `failure_status_codes`, default above 500; a network error; a
+ * timeout). Open → the call fails at once with 503 `circuit_open`, which
+ * fallback skips. After `cooldown_interval` one trial goes through: success
+ * closes the breaker, failure re-opens it. A store outage fails open: traffic
+ * flows and a warning is logged.
+ */
+export function breaker(options: BreakerOptions = {}): GatewayPlugin {
+  const { now = Date.now, ...rest } = options;
+  const opts = parseOptions(PLUGIN_NAME, OptionsSchema, rest);
+  return {
+    name: PLUGIN_NAME,
+    apply(api) {
+      let state: BreakerState = memoryBreakerState();
+      if (opts.store === 'redis') {
+        api.onReady(() => {
+          const entry = api.stores.get('redis') as RedisStoreEntry | undefined;
+          if (entry === undefined) throw new Error('breaker: store "redis" needs the redis store plugin (REDIS_URL)');
+          state = redisBreakerState(entry.client, entry.prefix);
+        });
+      }
+      let warnedAt = 0;
+      const degraded = (err: unknown) => {
+        if (now() - warnedAt > 60_000) {
+          warnedAt = now();
+          api.logger.warn({ err }, 'breaker store unavailable; breakers fail open');
+        }
+      };
+
+      api.addInterceptor(
+        PLUGIN_NAME,
+        (next) => async (ctx, target) => {
+          const cb = target.cb_config as CbConfig | undefined;
+          if (cb === undefined) return next(ctx, target);
+          const key = breakerKey(ctx, target);
+          let admission: Admission;
+          try {
+            admission = await state.admit(key, cb.cooldown_interval, now());
+          } catch (err) {
+            degraded(err);
+            return next(ctx, target);
+          }
+          if (admission.state === 'open') {
+            const seconds = Math.max(1, Math.ceil(admission.retryInMs / 1000));
+            throw new GatewayError('circuit_open', `The circuit breaker for provider "${target.provider}" (target ${ctx.targetPath}) is open after repeated failures; retry in ${seconds} s.`, {
+              headers: { 'retry-after': String(seconds) },
+            });
+          }
+          const trial = admission.state === 'trial';
+          const record = (failed: boolean) =>
+            (failed ? state.failure(key, cb.failure_threshold, now(), trial) : trial || (admission as { failures: number }).failures > 0 ? state.success(key) : Promise.resolve()).catch(degraded);
+          try {
+            const response = await next(ctx, target);
+            await record(isFailureStatus(response.status, cb.failure_status_codes));
+            return response;
+          } catch (err) {
+            const failed = err instanceof GatewayError && FAILURE_ERRORS.has(err.code);
+            // An error that says nothing about the target (a bad request) still ends a trial, as a failure would not be fair: release it.
+            await (failed ? record(true) : trial ? state.success(key).catch(degraded) : Promise.resolve());
+            throw err;
+          }
+        },
+        BREAKER_STAGE,
+      );
+    },
+  };
+}
+
+/** Statuses counted as failures: the configured list, else anything above 500 (spec default). */
+export function isFailureStatus(status: number, codes: readonly number[] | undefined): boolean {
+  return codes !== undefined ? codes.includes(status) : status > 500;
+}
+
+/** Identity of a target for its breaker. The credential enters only as a digest. */
+export function breakerKey(ctx: RequestContext, target: Target): string {
+  const provider = target.provider ?? '';
+  const host = typeof target.custom_host === 'string' ? target.custom_host : '';
+  const override = target.override_params as Record<string, unknown> | undefined;
+  const model = (override?.model as string | undefined) ?? ctx.model ?? '';
+  const credential = typeof target.api_key === 'string' ? target.api_key : '';
+  return createHash('sha256').update(`${provider}\n${host}\n${model}\n${credential}`).digest('hex').slice(0, 32);
+}
+
+export { baseURL as _baseURL };
+export default breaker;

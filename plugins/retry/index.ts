@@ -1,0 +1,112 @@
+import * as v from 'valibot';
+import { discardResponse, GatewayError, parseOptions, type GatewayPlugin, type GatewayResponse, type Target } from '../../core/index.js';
+import { retryAfterMs } from './retry-after.js';
+
+export const PLUGIN_NAME = 'retry';
+
+/** Retries a target makes at most, whatever its config asks (the config schema refuses more). */
+export const MAX_RETRIES = 5;
+/** Statuses retried when `retry.on_status_codes` is absent. */
+export const DEFAULT_RETRY_STATUS_CODES: readonly number[] = [429, 500, 502, 503, 504];
+/** Gateway errors that mean the request may not have reached the provider, so retrying is safe. */
+const RETRIABLE_ERRORS = new Set(['upstream_unreachable', 'upstream_invalid_response']);
+
+/** Interceptor stage: outermost of the resilience chain (retry → breaker → timeout → transport). */
+export const RETRY_STAGE = -30;
+
+const OptionsSchema = v.strictObject({
+  /** First backoff delay; each retry doubles it. Default 500 ms. */
+  baseDelayMs: v.optional(v.pipe(v.number(), v.minValue(0)), 500),
+  /** Longest backoff delay. Default 10 s. */
+  maxDelayMs: v.optional(v.pipe(v.number(), v.minValue(0)), 10_000),
+  /** Longest `retry-after` honoured; a provider asking more gets its answer returned instead. Default 60 s. */
+  maxRetryAfterMs: v.optional(v.pipe(v.number(), v.minValue(0)), 60_000),
+});
+
+export type RetryOptions = v.InferInput<typeof OptionsSchema> & {
+  /** Waits; replace it in tests. */
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** Jitter source in [0, 1). */
+  random?: () => number;
+};
+
+interface RetryConfig {
+  attempts: number;
+  on_status_codes?: number[];
+  use_retry_after_headers?: boolean;
+}
+
+/**
+ * Retries a target's upstream call (`retry` in the config): on the listed
+ * statuses (default 429, 500, 502, 503, 504) and on network errors, with
+ * exponential backoff and jitter, or the provider's `retry-after` when
+ * `use_retry_after_headers` is set. Sets `x-gateway-retry-attempt-count`.
+ */
+export function retry(options: RetryOptions = {}): GatewayPlugin {
+  const { sleep = defaultSleep, random = Math.random, ...rest } = options;
+  const opts = parseOptions(PLUGIN_NAME, OptionsSchema, rest);
+  const backoff = (retryNumber: number) => {
+    const ceiling = Math.min(opts.maxDelayMs, opts.baseDelayMs * 2 ** (retryNumber - 1));
+    return ceiling / 2 + random() * (ceiling / 2);
+  };
+  return {
+    name: PLUGIN_NAME,
+    apply(api) {
+      api.addInterceptor(
+        PLUGIN_NAME,
+        (next) => async (ctx, target) => {
+          const config = retryConfig(target);
+          if (config === null) return next(ctx, target);
+          const codes = config.on_status_codes ?? DEFAULT_RETRY_STATUS_CODES;
+          const allowed = Math.min(config.attempts, MAX_RETRIES);
+          for (let retries = 0; ; retries++) {
+            ctx.responseHeaders['x-gateway-retry-attempt-count'] = String(retries);
+            let response: GatewayResponse;
+            try {
+              response = await next(ctx, target);
+            } catch (err) {
+              const retriable = err instanceof GatewayError && RETRIABLE_ERRORS.has(err.code);
+              if (!retriable || retries >= allowed || ctx.signal.aborted) throw err;
+              await sleep(backoff(retries + 1), ctx.signal);
+              continue;
+            }
+            if (!codes.includes(response.status) || retries >= allowed) return response;
+            let wait = backoff(retries + 1);
+            if (config.use_retry_after_headers === true) {
+              const asked = retryAfterMs(response.headers);
+              if (asked !== null) {
+                if (asked > opts.maxRetryAfterMs) return response;
+                wait = asked;
+              }
+            }
+            discardResponse(response);
+            await sleep(wait, ctx.signal);
+          }
+        },
+        RETRY_STAGE,
+      );
+    },
+  };
+}
+
+function retryConfig(target: Target): RetryConfig | null {
+  const r = target.retry as RetryConfig | undefined;
+  return r !== undefined && typeof r.attempts === 'number' && r.attempts > 0 ? r : null;
+}
+
+function defaultSleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+export default retry;

@@ -1,0 +1,51 @@
+import { childPath, GatewayError, type GatewayPlugin, type Target } from '../../../core/index.js';
+
+export const PLUGIN_NAME = 'strategy-loadbalance';
+
+export interface LoadbalanceOptions {
+  /** Random source in [0, 1); replace it for deterministic tests. Default Math.random. */
+  random?: () => number;
+}
+
+/** Weight of a target: `weight`, default 1; negative or non-numbers count as 0. */
+export function weightOf(target: Target): number {
+  const w = target.weight;
+  if (w === undefined) return 1;
+  return typeof w === 'number' && w > 0 ? w : 0;
+}
+
+/** Index picked for a draw `r` in [0, 1) over `weights`, or -1 when no weight is positive. Weight 0 is never picked. */
+export function pickWeighted(weights: readonly number[], r: number): number {
+  let total = 0;
+  for (const w of weights) total += w;
+  if (total <= 0) return -1;
+  let point = r * total;
+  let last = -1;
+  for (let i = 0; i < weights.length; i++) {
+    if (weights[i]! <= 0) continue;
+    last = i;
+    if (point < weights[i]!) return i;
+    point -= weights[i]!;
+  }
+  return last; // r * total rounded up to exactly total: the last positive weight
+}
+
+/** `mode: loadbalance`: one target per request, chosen at random in proportion to `weight`. */
+export function loadbalanceStrategy(options: LoadbalanceOptions = {}): GatewayPlugin {
+  const random = options.random ?? Math.random;
+  return {
+    name: PLUGIN_NAME,
+    apply(api) {
+      api.strategies.add('loadbalance', {
+        execute(ctx, target, run, path) {
+          const targets = target.targets ?? [];
+          const index = pickWeighted(targets.map(weightOf), random());
+          if (index === -1) throw new GatewayError('invalid_request', 'loadbalance needs at least one target with a weight above 0.', { param: 'targets' });
+          return run(ctx, targets[index]!, childPath(path, index));
+        },
+      });
+    },
+  };
+}
+
+export default loadbalanceStrategy;

@@ -1,0 +1,46 @@
+import { GatewayError, type GatewayPlugin } from '../../core/index.js';
+
+export const PLUGIN_NAME = 'timeout';
+
+/** Interceptor stage: innermost, so each retry attempt has its own clock and the breaker sees a timeout as a failure. */
+export const TIMEOUT_STAGE = -10;
+
+/**
+ * `request_timeout` (ms): aborts an upstream attempt that has not answered in
+ * time and fails it with 408 (`request_timeout`), which fallback and the
+ * breaker count as a failure. The clock stops when the upstream's response
+ * headers arrive, so for a stream it covers the time to the first byte.
+ */
+export function timeout(): GatewayPlugin {
+  return {
+    name: PLUGIN_NAME,
+    apply(api) {
+      api.addInterceptor(
+        PLUGIN_NAME,
+        (next) => async (ctx, target) => {
+          const ms = target.request_timeout;
+          if (typeof ms !== 'number' || ms <= 0) return next(ctx, target);
+          const outer = ctx.attemptSignal ?? ctx.signal;
+          const controller = new AbortController();
+          const expired = new GatewayError('request_timeout', `The upstream did not answer within request_timeout (${ms} ms).`);
+          const onOuterAbort = () => controller.abort(outer.reason);
+          outer.addEventListener('abort', onOuterAbort, { once: true });
+          const timer = setTimeout(() => controller.abort(expired), ms);
+          ctx.attemptSignal = controller.signal;
+          try {
+            return await next(ctx, target);
+          } catch (err) {
+            throw controller.signal.reason === expired ? expired : err;
+          } finally {
+            clearTimeout(timer);
+            ctx.attemptSignal = outer === ctx.signal ? null : outer;
+            outer.removeEventListener('abort', onOuterAbort);
+          }
+        },
+        TIMEOUT_STAGE,
+      );
+    },
+  };
+}
+
+export default timeout;
