@@ -1,6 +1,13 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
+/** One scripted answer for model `queued`: a status (with an error body unless 2xx), extra headers, a delay. */
+export interface ScriptedAnswer {
+  status: number;
+  headers?: Record<string, string>;
+  delayMs?: number;
+}
+
 /** A request as the mock saw it. */
 export interface SeenRequest {
   method: string;
@@ -15,6 +22,8 @@ export interface MockUpstream {
   /** Base URL to use as a custom host: `${url}/v1`. */
   baseURL: string;
   requests: SeenRequest[];
+  /** Answers for requests whose model is `queued`, taken in order; a normal answer once empty. */
+  script: ScriptedAnswer[];
   /** TCP connections accepted so far (keep-alive reuse keeps this low). */
   connections: () => number;
   server: Server;
@@ -29,12 +38,14 @@ export interface MockUpstream {
  * - `error-<status>`: that status with an OpenAI error envelope; 429 and 503 carry `retry-after` and `retry-after-ms`;
  * - `slow-<ms>`: the normal answer after `ms` milliseconds;
  * - `reset`: for a stream, two chunks and then a connection reset; otherwise a reset before any byte;
- * - `garbled`: bytes that are not HTTP.
+ * - `garbled`: bytes that are not HTTP;
+ * - `queued`: the next answer from `script` (status, headers, delay), a normal answer when it is empty.
  * Other paths echo the request as JSON (for the generic proxy), with `x-echo` response headers.
  */
 export async function startMockOpenAI(options: { record?: boolean } = {}): Promise<MockUpstream> {
   const record = options.record ?? true;
   const requests: SeenRequest[] = [];
+  const script: ScriptedAnswer[] = [];
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -53,6 +64,13 @@ export async function startMockOpenAI(options: { record?: boolean } = {}): Promi
         return sendError(res, 400, 'We could not parse the JSON body of your request.', 'invalid_request_error', null);
       }
       const model = String(body.model ?? '');
+      const scripted = model === 'queued' ? script.shift() : undefined;
+      if (scripted !== undefined && (scripted.status < 200 || scripted.status >= 300)) {
+        const reply = () => sendError(res, scripted.status, `Scripted error ${scripted.status}`, 'server_error', null, scripted.headers);
+        if (scripted.delayMs) setTimeout(reply, scripted.delayMs);
+        else reply();
+        return;
+      }
       if (model.startsWith('error-')) {
         const status = Number(model.slice(6));
         const headers: Record<string, string> = {};
@@ -72,7 +90,7 @@ export async function startMockOpenAI(options: { record?: boolean } = {}): Promi
         res.socket!.destroy();
         return;
       }
-      const delayMs = model.startsWith('slow-') ? Number(model.slice(5)) : 0;
+      const delayMs = model.startsWith('slow-') ? Number(model.slice(5)) : (scripted?.delayMs ?? 0);
       const answer = () => {
         if (path === '/v1/embeddings') return sendJson(res, embedding(body));
         if (path === '/v1/completions') return body.stream === true ? streamCompletion(res, body) : sendJson(res, completion(body));
@@ -92,6 +110,7 @@ export async function startMockOpenAI(options: { record?: boolean } = {}): Promi
     url,
     baseURL: `${url}/v1`,
     requests,
+    script,
     connections: () => connections,
     server,
     close: () =>

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { startProcess } from '../helpers/process.js';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { startMockOpenAI, type MockUpstream } from '../mocks/openai-upstream.js';
 
@@ -8,32 +9,11 @@ beforeAll(async () => {
 });
 afterAll(() => mock.close());
 
-/** Starts `server/main.ts` as its own process and resolves once it listens, with its port and output so far. */
-function startProcess(env: Record<string, string>): Promise<{ child: ChildProcess; port: number; output: () => string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts'], {
-    env: { ...process.env, PORT: '0', GATEWAY_API_KEYS: 'shutdown-key-1', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
-  child.stderr!.on('data', (c: Buffer) => (out += c.toString()));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start: ${out}`)), 15_000);
-    child.stdout!.on('data', () => {
-      const m = out.match(/gateway listening on http:\/\/127\.0\.0\.1:(\d+)/);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ child, port: Number(m[1]), output: () => out });
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`server exited early (${code}): ${out}`)));
-  });
-}
-
+const start = (env: Record<string, string>) => startProcess([], { GATEWAY_API_KEYS: 'shutdown-key-1', ...env });
 const exited = (child: ChildProcess) => new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
 
 test.each(['SIGTERM', 'SIGINT'] as const)('%s lets an in-flight stream finish, flushes its log line and exits 0', async (signal) => {
-  const { child, port, output } = await startProcess({});
+  const { child, port, output } = await start({});
   const exit = exited(child);
   const pending = fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
     method: 'POST',
@@ -58,7 +38,7 @@ test.each(['SIGTERM', 'SIGINT'] as const)('%s lets an in-flight stream finish, f
 }, 30_000);
 
 test('new connections are refused once shutdown began', async () => {
-  const { child, port } = await startProcess({});
+  const { child, port } = await start({});
   const exit = exited(child);
   const slow = fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
     method: 'POST',

@@ -1,0 +1,35 @@
+import { Socket } from 'node:net';
+
+export const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
+
+/** True when a TCP connection to the URL's host and port opens within a second. */
+export async function reachable(url: string): Promise<boolean> {
+  const u = new URL(url);
+  return new Promise((resolve) => {
+    const socket = new Socket();
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(1000, () => done(false));
+    socket.once('error', () => done(false));
+    socket.connect(Number(u.port || 6379), u.hostname, () => done(true));
+  });
+}
+
+/**
+ * Whether tests needing `service` can run. Absent locally: skip, loudly.
+ * Absent under CI=true: fail, because CI must exercise the real service.
+ */
+export async function requireService(service: string, url: string): Promise<boolean> {
+  if (await reachable(url)) return true;
+  const message = `${service} is not reachable at ${url}; the tests that need it cannot run`;
+  if (process.env.CI === 'true') throw new Error(`${message} (CI=true requires it)`);
+  console.warn(`\n!!! SKIPPED: ${message}. Start it to run them.\n`);
+  return false;
+}
+
+/** A key prefix no other test run uses. */
+export function uniquePrefix(name: string): string {
+  return `test:${name}:${process.pid}:${Date.now().toString(36)}:${Math.random().toString(36).slice(2, 8)}:`;
+}

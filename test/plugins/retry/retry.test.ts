@@ -1,0 +1,104 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { config } from '../../../plugins/config/index.js';
+import { openai } from '../../../plugins/providers/openai/index.js';
+import { retry } from '../../../plugins/retry/index.js';
+import { retryAfterMs } from '../../../plugins/retry/retry-after.js';
+import { serveGateway } from '../../helpers/serve.js';
+import { startMockOpenAI, type MockUpstream } from '../../mocks/openai-upstream.js';
+
+describe('retryAfterMs', () => {
+  const now = Date.parse('2026-11-21T12:00:00Z');
+  test.each([
+    [{ 'retry-after-ms': '250' }, 250],
+    [{ 'retry-after-ms': '250', 'retry-after': '9' }, 250],
+    [{ 'retry-after': '2' }, 2000],
+    [{ 'retry-after': '1.5' }, 1500],
+    [{ 'retry-after': 'Sat, 21 Nov 2026 12:00:03 GMT' }, 3000],
+    [{ 'retry-after': 'Sat, 21 Nov 2026 11:00:00 GMT' }, 0],
+    [{ 'retry-after': 'soon' }, null],
+    [{ 'retry-after-ms': '-5' }, null],
+    [{}, null],
+  ])('%j → %s', (headers, expected) => {
+    expect(retryAfterMs(headers, now)).toBe(expected);
+  });
+});
+
+describe('the retry interceptor (fake sleep)', () => {
+  let mock: MockUpstream;
+  let gw: Awaited<ReturnType<typeof serveGateway>>;
+  const waits: number[] = [];
+
+  beforeAll(async () => {
+    mock = await startMockOpenAI();
+    gw = await serveGateway({
+      plugins: [
+        openai(),
+        config(),
+        retry({
+          baseDelayMs: 100,
+          maxDelayMs: 1000,
+          maxRetryAfterMs: 5000,
+          random: () => 0.5,
+          sleep: async (ms) => void waits.push(ms),
+        }),
+      ],
+    });
+  });
+  beforeEach(() => {
+    waits.length = 0;
+    mock.script.length = 0;
+  });
+  afterAll(async () => {
+    await gw.close();
+    await mock.close();
+  });
+
+  const send = (retryConfig: Record<string, unknown>) =>
+    fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-gateway-config': JSON.stringify({ provider: 'openai', api_key: 'sk', custom_host: mock.baseURL, retry: retryConfig }),
+      },
+      body: JSON.stringify({ model: 'queued', messages: [{ role: 'user', content: 'hi' }] }),
+    });
+
+  test('exponential backoff with jitter between attempts', async () => {
+    mock.script.push({ status: 500 }, { status: 500 }, { status: 500 }, { status: 500 });
+    const res = await send({ attempts: 4 });
+    expect(res.status).toBe(200);
+    // base 100 doubling, capped at 1000; with jitter 0.5 each wait is 75% of its ceiling.
+    expect(waits).toEqual([75, 150, 300, 600]);
+  });
+
+  test('retry-after-ms and retry-after are honoured when asked', async () => {
+    mock.script.push({ status: 429, headers: { 'retry-after-ms': '1234' } }, { status: 503, headers: { 'retry-after': '2' } });
+    const res = await send({ attempts: 3, use_retry_after_headers: true });
+    expect(res.status).toBe(200);
+    expect(waits).toEqual([1234, 2000]);
+  });
+
+  test('retry-after is ignored unless use_retry_after_headers is set', async () => {
+    mock.script.push({ status: 429, headers: { 'retry-after': '3' } });
+    await send({ attempts: 1 });
+    expect(waits).toEqual([75]);
+  });
+
+  test('a retry-after above the cap returns the answer instead of waiting', async () => {
+    mock.script.push({ status: 429, headers: { 'retry-after': '60' } });
+    const res = await send({ attempts: 3, use_retry_after_headers: true });
+    expect(res.status).toBe(429);
+    expect(res.headers.get('x-gateway-retry-attempt-count')).toBe('0');
+    expect(waits).toEqual([]);
+  });
+
+  test('network errors are retried too', async () => {
+    const res = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-gateway-config': JSON.stringify({ provider: 'openai', api_key: 'sk', custom_host: 'http://127.0.0.1:1/v1', retry: { attempts: 2 } }) },
+      body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    expect(res.status).toBe(502);
+    expect(waits).toHaveLength(2);
+  });
+});
