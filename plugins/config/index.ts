@@ -2,7 +2,7 @@ import * as v from 'valibot';
 import { GatewayError, parseOptions, plainObject, STAGE, type GatewayPlugin, type RequestContext, type Target } from '../../core/index.js';
 import { targetFromHeaders } from '../provider-headers/index.js';
 import { parseConfig } from './schema.js';
-import { buildTarget, passthroughTarget } from './tree.js';
+import { buildTarget, needsHeaderProvider, passthroughTarget } from './tree.js';
 
 export const PLUGIN_NAME = 'config';
 export { parseConfig, type GatewayConfig } from './schema.js';
@@ -24,8 +24,8 @@ export type ConfigOptions = v.InferInput<typeof OptionsSchema>;
  * saved config; without it the server-wide default applies, if any. The
  * config becomes the request's target (a strategy tree or a single
  * provider). It wins over `x-gateway-provider`, except with
- * `passthrough: true`, where the request's headers pick the provider and the
- * config adds its settings.
+ * `passthrough: true` or a config that names no provider (settings only),
+ * where the request's headers pick the provider and the config adds its settings.
  */
 export function config(options: ConfigOptions = {}): GatewayPlugin {
   const opts = parseOptions(PLUGIN_NAME, OptionsSchema, options);
@@ -68,10 +68,12 @@ export function config(options: ConfigOptions = {}): GatewayPlugin {
         const header = ctx.header('x-gateway-config');
         const target = header !== undefined && header !== '' ? fromHeader(header) : fallback;
         if (target === null) return undefined;
-        if (target.passthrough !== true) return target;
+        if (!needsHeaderProvider(target)) return target;
         const selected = targetFromHeaders(ctx, api.providers);
         if (selected === undefined) {
-          throw new GatewayError('provider_required', 'The config is a passthrough config: select the provider with x-gateway-provider.', { param: 'x-gateway-provider' });
+          throw new GatewayError('provider_required', 'The config names no provider: select it with x-gateway-provider (and Authorization: Bearer <provider key>).', {
+            param: 'x-gateway-provider',
+          });
         }
         return passthroughTarget(target, selected);
       });

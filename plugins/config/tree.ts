@@ -1,4 +1,4 @@
-import { GatewayError, type Target } from '../../core/index.js';
+import type { Target } from '../../core/index.js';
 import type { GatewayConfig } from './schema.js';
 
 /** Settings a child target takes from its parent when it leaves them unset. */
@@ -33,7 +33,8 @@ const CREDENTIALS = [
 /**
  * Turns a validated config into the target tree the pipeline runs, once per
  * config: inheritance is resolved here, so the request path only reads
- * settled fields. `passthrough` targets get their provider from the request.
+ * settled fields. A leaf with no provider (`passthrough`, or a config of
+ * settings only, such as `{ "retry": … }`) gets its provider from the request.
  */
 export function buildTarget(config: GatewayConfig, parent: Target | null = null, where = ''): Target {
   const { targets, ...fields } = config as GatewayConfig & { targets?: GatewayConfig[] };
@@ -49,10 +50,6 @@ export function buildTarget(config: GatewayConfig, parent: Target | null = null,
   }
   if (targets !== undefined) {
     t.targets = targets.map((child, i) => buildTarget(child, t, `${where}targets[${i}].`));
-  } else if (t.provider === undefined && t.passthrough !== true) {
-    throw new GatewayError('invalid_request', `Invalid config: ${where}provider: no provider for this target (set provider here or on a parent target).`, {
-      param: 'x-gateway-config',
-    });
   }
   return t;
 }
@@ -63,7 +60,12 @@ function mergeOverrides(parent: unknown, child: unknown): Record<string, unknown
   return { ...(parent as Record<string, unknown>), ...(child as Record<string, unknown>) };
 }
 
-/** The settings of a passthrough config, laid over the target the request's headers select. */
+/** True for a config whose provider comes from the request's headers. */
+export function needsHeaderProvider(target: Target): boolean {
+  return target.passthrough === true || (target.provider === undefined && target.strategy === undefined);
+}
+
+/** The settings of a passthrough (or settings-only) config, laid over the target the request's headers select. */
 export function passthroughTarget(config: Target, fromHeaders: Target): Target {
   const { passthrough: _passthrough, ...settings } = config;
   return { ...fromHeaders, ...settings, provider: fromHeaders.provider };

@@ -236,6 +236,17 @@ describe('retry, timeout and the carrier', () => {
     expect(mock.requests.at(-1)!.headers.authorization).toBe('Bearer sk-pass');
   });
 
+  test('a settings-only config takes its provider from the headers', async () => {
+    mock.script.push({ status: 500 });
+    const headers = { 'x-gateway-provider': 'openai', authorization: 'Bearer sk-h', 'x-gateway-custom-host': mock.baseURL };
+    const { res } = await chat({ retry: { attempts: 1 } }, headers, { model: 'queued' });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-gateway-retry-attempt-count')).toBe('1');
+    const missing = await chat({ retry: { attempts: 1 } });
+    expect(missing.res.status).toBe(400);
+    expect(JSON.parse(missing.text).error.code).toBe('provider_required');
+  });
+
   test('a saved config by id', async () => {
     const { res, text } = await chat('cfg-saved');
     // The saved config points at a closed port: proof that it was used.

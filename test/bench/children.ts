@@ -1,0 +1,93 @@
+import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { openSync, closeSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+
+/** One process under test. */
+export interface Child {
+  name: string;
+  url: string;
+  pid: number;
+}
+
+const running = new Set<ChildProcess>();
+let stopping = false;
+const here = (file: string) => fileURLToPath(new URL(file, import.meta.url));
+
+// Last line of defence: whatever ends the orchestrator (normal end, throw, signal), no child survives it.
+process.on('exit', () => {
+  for (const c of running) c.kill('SIGKILL');
+});
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  process.on(signal, () => {
+    process.stderr.write(`\nbench: ${signal}, stopping children\n`);
+    process.exit(130);
+  });
+}
+
+function track(child: ChildProcess, name: string): void {
+  running.add(child);
+  child.once('exit', (code, signal) => {
+    running.delete(child);
+    if (!stopping) process.stderr.write(`bench: ${name} exited early (code ${code}, signal ${signal})\n`);
+  });
+}
+
+/** SIGTERM every child (the gateway drains and flushes its log), SIGKILL whatever is left after 3 s. */
+export async function stopAll(): Promise<void> {
+  stopping = true;
+  const exits = [...running].map((c) => new Promise<void>((resolve) => (c.exitCode !== null || c.signalCode !== null ? resolve() : c.once('exit', () => resolve()))));
+  for (const c of running) c.kill('SIGTERM');
+  const timer = setTimeout(() => running.forEach((c) => c.kill('SIGKILL')), 3000);
+  await Promise.all(exits);
+  clearTimeout(timer);
+}
+
+/** A TypeScript child run through tsx, which reports its URL over IPC once listening. */
+export function forkTs(name: string, file: string, args: string[] = []): Promise<Child> {
+  const child = fork(here(file), args, { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  track(child, name);
+  return new Promise((resolve, reject) => {
+    child.once('message', (m: { url: string }) => resolve({ name, url: m.url, pid: child.pid! }));
+    child.once('exit', () => reject(new Error(`${name} exited before listening`)));
+    child.once('error', reject);
+  });
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/**
+ * The built gateway exactly as `npm start` runs it: default config, logging on.
+ * Its log lines go to `logFile`, since writing them is part of what a request costs.
+ */
+export async function startGateway(apiKey: string, logFile: string): Promise<Child> {
+  const port = await freePort();
+  // A GATEWAY_CONFIG (or any other GATEWAY_*) in the caller's shell must not replace the default config.
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('GATEWAY_')));
+  const out = openSync(logFile, 'w');
+  const child = spawn(process.execPath, [here('../../dist/server/main.js')], {
+    env: { ...inherited, PORT: String(port), GATEWAY_API_KEYS: apiKey, GATEWAY_LOG_LEVEL: 'info' },
+    stdio: ['ignore', out, 'inherit'],
+  });
+  closeSync(out);
+  track(child, 'gateway');
+  await forkTs('reaper', 'reaper.ts', [String(child.pid)]);
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 15_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`gateway exited with code ${child.exitCode} before answering GET /health`);
+    const ok = await fetch(`${url}/health`).then(
+      async (r) => (await r.arrayBuffer(), r.status === 200),
+      () => false,
+    );
+    if (ok) return { name: 'gateway', url, pid: child.pid! };
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('gateway did not answer GET /health with 200 within 15 s');
+}

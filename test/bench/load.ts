@@ -1,0 +1,55 @@
+import autocannon from 'autocannon';
+import { readFileSync } from 'node:fs';
+
+export interface LoadResult {
+  rps: number;
+  p50: number;
+  p99: number;
+  requests: number;
+  errors: number;
+  non2xx: number;
+}
+
+export interface LoadSpec {
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+  connections: number;
+  duration: number;
+}
+
+/** A 1 s warm-up (JIT, keep-alive pools filled), then the measured run. */
+export async function measure(spec: LoadSpec): Promise<LoadResult> {
+  const opts = { url: spec.url, method: 'POST', headers: spec.headers, body: spec.body, connections: spec.connections, timeout: 10 };
+  await autocannon({ ...opts, duration: 1 });
+  const r = await autocannon({ ...opts, duration: spec.duration });
+  return {
+    rps: r.requests.mean,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    requests: r['2xx'] + r.non2xx,
+    errors: r.errors + r.timeouts,
+    non2xx: r.non2xx,
+  };
+}
+
+/** VmRSS of a process in MB, from /proc (Linux only; NaN elsewhere). */
+export function rssMb(pid: number): number {
+  try {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) / 1024 : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+/** Samples a child's RSS every 200 ms while `work` runs; returns the work's result and the max seen. */
+export async function withRss<T>(pid: number, work: () => Promise<T>): Promise<{ result: T; maxMb: number }> {
+  let maxMb = rssMb(pid);
+  const timer = setInterval(() => (maxMb = Math.max(maxMb, rssMb(pid))), 200);
+  try {
+    return { result: await work(), maxMb: Math.max(maxMb, rssMb(pid)) };
+  } finally {
+    clearInterval(timer);
+  }
+}

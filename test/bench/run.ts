@@ -1,0 +1,179 @@
+import { readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { forkTs, startGateway, stopAll, type Child } from './children.js';
+import { measure, rssMb, withRss } from './load.js';
+import { probe } from './probe.js';
+import { checkTable, loadTable, machine, probeTable, ratioTable, type Check, type Row } from './report.js';
+
+// `npm run bench`: mock origin, bare pass-through and gateway, each in its own process; see docs/performance.md.
+const DURATION = positive(process.env.BENCH_DURATION, 5);
+const PROBE_N = positive(process.env.BENCH_PROBE_N, 2000);
+const API_KEY = 'bench-key-000001';
+const CHAT = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Say hello' }] };
+const BODIES = { 'non-stream': JSON.stringify(CHAT), stream: JSON.stringify({ ...CHAT, stream: true, stream_options: { include_usage: true } }) };
+const SCENARIOS = [
+  { mode: 'non-stream', connections: 1 },
+  { mode: 'non-stream', connections: 64 },
+  { mode: 'stream', connections: 1 },
+  { mode: 'stream', connections: 16 },
+  { mode: 'stream', connections: 64 },
+] as const;
+const DOC = fileURLToPath(new URL('../../docs/performance.md', import.meta.url));
+
+// Never hang: 15 runs of (1 s warm-up + duration), the probe, start-up and shutdown, with a wide margin.
+const budgetMs = (15 * (DURATION + 4) + 3 * (PROBE_N + 200) * 0.01 + 120) * 1000;
+setTimeout(() => {
+  process.stderr.write(`bench: still running after ${Math.round(budgetMs / 1000)} s, giving up\n`);
+  process.exit(1);
+}, budgetMs).unref();
+
+interface Target extends Child {
+  headers: Record<string, string>;
+}
+
+async function main(): Promise<void> {
+  const mock = await forkTs('mock', 'mock-server.ts');
+  const bare = await forkTs('bare', 'bare-proxy.ts', [mock.url]);
+  const logFile = join(tmpdir(), `bench-gateway-${process.pid}.log`);
+  process.on('exit', () => rmSync(logFile, { force: true }));
+  const gateway = await startGateway(API_KEY, logFile);
+  const plain = { 'content-type': 'application/json', authorization: 'Bearer sk-bench' };
+  const targets: Target[] = [
+    { ...mock, headers: plain },
+    { ...bare, headers: plain },
+    {
+      ...gateway,
+      headers: { ...plain, 'x-gateway-api-key': API_KEY, 'x-gateway-provider': 'openai', 'x-gateway-custom-host': `${mock.url}/v1` },
+    },
+  ];
+  for (const t of targets) await smoke(t);
+  const idleRss = rssMb(gateway.pid);
+  console.log(`bench: ${DURATION} s per run, probe N=${PROBE_N}; ${machine()}`);
+
+  const rows: Row[] = [];
+  const maxRss = new Map<string, number>();
+  for (const s of SCENARIOS) {
+    for (const t of targets) {
+      const spec = { url: `${t.url}/v1/chat/completions`, headers: t.headers, body: BODIES[s.mode], connections: s.connections, duration: DURATION };
+      // RSS matters under concurrency, so only the c=64 runs of the two proxies are sampled.
+      const sampled = s.connections === 64 && t.name !== 'mock';
+      const { result, maxMb } = sampled ? await withRss(t.pid, () => measure(spec)) : { result: await measure(spec), maxMb: NaN };
+      if (sampled) maxRss.set(t.name, Math.max(maxRss.get(t.name) ?? 0, maxMb));
+      rows.push({ target: t.name, ...s, ...result });
+      console.log(`  ${t.name.padEnd(8)} ${s.mode.padEnd(10)} c=${String(s.connections).padEnd(3)} ${result.rps.toFixed(0).padStart(6)} req/s  p50 ${result.p50} ms  p99 ${result.p99} ms`);
+      if (result.errors > 0 || result.non2xx > 0) {
+        console.warn(`  WARNING: ${t.name} ${s.mode} c=${s.connections}: ${result.errors} errors/timeouts, ${result.non2xx} non-2xx`);
+      }
+    }
+  }
+
+  console.log(`bench: sequential probe, ${PROBE_N} requests per target after 200 warm-up`);
+  const p50 = await probe(targets, BODIES['non-stream'], PROBE_N);
+  await stopAll();
+  const log = logSummary(logFile);
+
+  const checks = evaluate(rows, p50, maxRss.get('gateway') ?? NaN);
+  const rssLine = `Gateway RSS: ${idleRss.toFixed(1)} MB idle after start, max ${maxRss.get('gateway')?.toFixed(1)} MB during the c=64 runs (bare pass-through: max ${maxRss.get('bare')?.toFixed(1)} MB).`;
+  const sections = [
+    ['Load (autocannon)', loadTable(rows)],
+    ['Added latency at c=1 (sequential probe)', probeTable(p50, 'mock')],
+    ['Throughput ratios', ratioTable(rows)],
+    ['Checks', checkTable(checks)],
+  ] as const;
+  console.log();
+  for (const [title, table] of sections) console.log(`${title}\n\n${table}\n`);
+  console.log(`${rssLine}\n${log}`);
+  writeFileSync(DOC, doc(sections, rssLine, log));
+  console.log(`\nbench: wrote ${DOC}; ${checks.filter((c) => !c.pass).length} of ${checks.length} checks failed`);
+}
+
+/** One request per mode before measuring: a fast 4xx would otherwise pass for great throughput. */
+async function smoke(t: Target): Promise<void> {
+  for (const [mode, body] of Object.entries(BODIES)) {
+    const res = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: t.headers, body });
+    const text = await res.text();
+    const ok = res.status === 200 && text.includes('Hello') && (mode !== 'stream' || text.trimEnd().endsWith('data: [DONE]'));
+    if (!ok) throw new Error(`${t.name} ${mode} smoke request failed: ${res.status} ${text.slice(0, 300)}`);
+  }
+}
+
+function evaluate(rows: Row[], p50: Map<string, number>, gatewayRss: number): Check[] {
+  const rps = (t: string, m: string, c: number) => rows.find((r) => r.target === t && r.mode === m && r.connections === c)!.rps;
+  const ratio = (m: string, c: number) => rps('gateway', m, c) / rps('bare', m, c);
+  const addedBare = p50.get('bare')! - p50.get('mock')!;
+  const addedGateway = p50.get('gateway')! - p50.get('mock')!;
+  return [
+    { name: 'non-stream req/s at c=64, gateway/bare', value: ratio('non-stream', 64).toFixed(2), target: '>= 0.5', pass: ratio('non-stream', 64) >= 0.5 },
+    { name: 'stream req/s at c=16, gateway/bare', value: ratio('stream', 16).toFixed(2), target: '>= 0.5', pass: ratio('stream', 16) >= 0.5 },
+    {
+      name: 'added p50 at c=1, gateway vs bare',
+      value: `${addedGateway.toFixed(0)} µs vs ${addedBare.toFixed(0)} µs (${(addedGateway / addedBare).toFixed(2)}x)`,
+      target: '<= 2x bare',
+      pass: addedGateway <= 2 * addedBare,
+    },
+    { name: 'gateway max RSS', value: `${gatewayRss.toFixed(1)} MB`, target: '<= 120 MB', pass: gatewayRss <= 120 },
+  ];
+}
+
+/** Confirms the gateway really logged (that cost is meant to be in the figures), then drops the file. */
+function logSummary(file: string): string {
+  const size = statSync(file).size;
+  const lines = readFileSync(file, 'utf8').split('\n').filter((l) => l !== '').length;
+  rmSync(file, { force: true });
+  return `Gateway log: ${lines} lines, ${(size / 2 ** 20).toFixed(1)} MB written to stdout (redirected to a file).`;
+}
+
+function doc(sections: readonly (readonly [string, string])[], rssLine: string, log: string): string {
+  return `# Performance
+
+What the gateway costs on top of the least a Node proxy can cost. Three processes, all reached over
+127.0.0.1: a mock OpenAI origin (\`test/mocks/openai-upstream.ts\`), a bare pass-through
+(\`test/bench/bare-proxy.ts\`: node:http plus an undici Pool, no parsing) and the built gateway
+(\`node dist/server/main.js\`, default config, \`info\` logging on; with no config file it listens
+on 0.0.0.0, there being no env knob for the host). autocannon drives each one directly; the gateway
+and the bare proxy forward to the mock.
+
+## How to run
+
+\`\`\`sh
+npm run bench                                      # builds, runs, rewrites this file
+BENCH_DURATION=3 BENCH_PROBE_N=1000 npm run bench  # quicker
+\`\`\`
+
+- \`BENCH_DURATION\`: seconds per measured run (default 5), each after a 1 s warm-up.
+- \`BENCH_PROBE_N\`: sequential requests per target in the latency probe (default 2000, after 200 warm-up).
+
+## Results
+
+- Date: ${new Date().toISOString().replace(/\.\d+Z$/, 'Z')} (UTC)
+- Machine: ${machine()}
+- Run: ${DURATION} s per run, probe N=${PROBE_N}
+
+> Figures are from one run on a noisy, shared ${cpus().length}-core machine where the load generator, the mock
+> and the proxy under test share the cores. Compare the ratios, not the absolute numbers.
+
+${sections.map(([title, table]) => `### ${title}\n\n${table}\n`).join('\n')}
+The probe times each request with \`process.hrtime.bigint\` over one keep-alive connection
+(autocannon reports whole milliseconds); added p50 = p50(target) - p50(mock direct).
+
+${rssLine} RSS is read from \`/proc/<pid>/status\` every 200 ms.
+
+${log}
+`;
+}
+
+function positive(raw: string | undefined, fallback: number): number {
+  const n = Number(raw);
+  return raw !== undefined && raw !== '' && Number.isFinite(n) && n > 0 ? n : fallback;
+}
+
+main().then(
+  () => process.exit(0),
+  async (err: unknown) => {
+    process.stderr.write(`bench failed: ${(err as Error).stack ?? String(err)}\n`);
+    await stopAll();
+    process.exit(1);
+  },
+);
