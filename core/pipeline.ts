@@ -101,6 +101,9 @@ export class Pipeline {
     } catch (err) {
       response = this.failure(ctx, err);
     }
+    // Which target answered, on successes and failures alike (a failed fallback names its last target).
+    if (ctx.provider !== null) ctx.responseHeaders['x-gateway-provider'] = ctx.provider.name;
+    if (ctx.targetPath !== null) ctx.responseHeaders['x-gateway-last-used-option-index'] = ctx.targetPath;
     try {
       await writeResponse(res, ctx, response);
     } catch (err) {
@@ -155,11 +158,7 @@ export class Pipeline {
     ctx.target = target;
 
     let response = used.beforeRequest ? await this.hooks.beforeRequest.promise(ctx) : undefined;
-    if (response === undefined) {
-      response = await this.runTarget(ctx, target, '');
-      if (ctx.provider !== null) ctx.responseHeaders['x-gateway-provider'] = ctx.provider.name;
-      if (ctx.targetPath !== null) ctx.responseHeaders['x-gateway-last-used-option-index'] = ctx.targetPath;
-    }
+    if (response === undefined) response = await this.runTarget(ctx, target, '');
     if (used.afterResponse) response = await this.hooks.afterResponse.promise(response, ctx);
     return response;
   }

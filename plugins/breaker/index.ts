@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import * as v from 'valibot';
-import { baseURL, GatewayError, parseOptions, type GatewayPlugin, type RequestContext, type Target } from '../../core/index.js';
+import { GatewayError, parseOptions, type GatewayPlugin, type RequestContext, type Target } from '../../core/index.js';
 import { redisBreakerState } from './redis-state.js';
 import { memoryBreakerState, type Admission, type BreakerState } from './state.js';
 
@@ -94,8 +94,8 @@ export function breaker(options: BreakerOptions = {}): GatewayPlugin {
             return response;
           } catch (err) {
             const failed = err instanceof GatewayError && FAILURE_ERRORS.has(err.code);
-            // An error that says nothing about the target (a bad request) still ends a trial, as a failure would not be fair: release it.
-            await (failed ? record(true) : trial ? state.success(key).catch(degraded) : Promise.resolve());
+            // An error that says nothing about the target (a bad request, a client gone) must not hold the trial: give it back.
+            await (failed ? record(true) : trial ? state.release(key).catch(degraded) : Promise.resolve());
             throw err;
           }
         },
@@ -120,5 +120,4 @@ export function breakerKey(ctx: RequestContext, target: Target): string {
   return createHash('sha256').update(`${provider}\n${host}\n${model}\n${credential}`).digest('hex').slice(0, 32);
 }
 
-export { baseURL as _baseURL };
 export default breaker;

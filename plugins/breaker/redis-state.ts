@@ -48,5 +48,8 @@ export function redisBreakerState(client: Redis, prefix: string): BreakerState {
       const [k, t] = keys(key);
       await client.del(k, t);
     },
+    async release(key) {
+      await client.del(keys(key)[1]);
+    },
   };
 }

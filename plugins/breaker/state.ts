@@ -12,6 +12,8 @@ export interface BreakerState {
   failure(key: string, threshold: number, now: number, trial: boolean): Promise<void>;
   /** Records a success: the breaker closes and its count starts again. */
   success(key: string): Promise<void>;
+  /** Gives back a half-open trial that proved nothing (the request failed before reaching the target), so another caller may try. */
+  release(key: string): Promise<void>;
 }
 
 /** How long a half-open trial may run before another caller may try; guards against a trial that never reports. */
@@ -49,6 +51,10 @@ export function memoryBreakerState(): BreakerState {
     },
     async success(key) {
       entries.delete(key);
+    },
+    async release(key) {
+      const e = entries.get(key);
+      if (e !== undefined) e.trialAt = 0;
     },
   };
 }

@@ -13,7 +13,12 @@ const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
   const headers: Record<string, string> = { 'content-type': req.headers['content-type'] ?? 'application/json' };
   if (req.headers['content-length'] !== undefined) headers['content-length'] = req.headers['content-length'];
   if (req.headers.authorization !== undefined) headers.authorization = req.headers.authorization;
-  pool.request({ method: req.method!, path: req.url!, headers, body: req }).then(
+  // The body is collected first, as the gateway does, so the floor is like for like: streamed into
+  // undici it measured ~6,000 req/s at c=64 against ~7,700 collected (one run each), a floor that flattered the gateway.
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('end', () => send(Buffer.concat(chunks)));
+  const send = (body: Buffer) => pool.request({ method: req.method!, path: req.url!, headers, body }).then(
     (up) => {
       res.writeHead(up.statusCode, { 'content-type': String(up.headers['content-type'] ?? '') });
       pipeline(up.body, res, () => {});

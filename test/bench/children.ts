@@ -1,5 +1,5 @@
 import { fork, spawn, type ChildProcess } from 'node:child_process';
-import { openSync, closeSync } from 'node:fs';
+import { closeSync, openSync, readFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
@@ -62,6 +62,12 @@ async function freePort(): Promise<number> {
   return port;
 }
 
+/** The node flags `npm start` passes (package.json `config.nodeFlags`), so the benchmark runs what users run. */
+function startFlags(): string[] {
+  const pkg = JSON.parse(readFileSync(here('../../package.json'), 'utf8')) as { config?: { nodeFlags?: string } };
+  return (pkg.config?.nodeFlags ?? '').split(/\s+/).filter((f) => f !== '');
+}
+
 /**
  * The built gateway exactly as `npm start` runs it: default config, logging on.
  * Its log lines go to `logFile`, since writing them is part of what a request costs.
@@ -71,7 +77,7 @@ export async function startGateway(apiKey: string, logFile: string): Promise<Chi
   // A GATEWAY_CONFIG (or any other GATEWAY_*) in the caller's shell must not replace the default config.
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('GATEWAY_')));
   const out = openSync(logFile, 'w');
-  const child = spawn(process.execPath, [here('../../dist/server/main.js')], {
+  const child = spawn(process.execPath, [...startFlags(), here('../../dist/server/main.js')], {
     env: { ...inherited, PORT: String(port), GATEWAY_API_KEYS: apiKey, GATEWAY_LOG_LEVEL: 'info' },
     stdio: ['ignore', out, 'inherit'],
   });

@@ -122,6 +122,9 @@ function stateContract(name: string, make: () => Promise<BreakerState | null>) {
       await state.failure(key, 2, 30_040, true);
       expect(await state.admit(key, 30_000, 30_050)).toEqual({ state: 'open', retryInMs: 29_990 });
       expect(await state.admit(key, 30_000, 60_040)).toEqual({ state: 'trial' });
+      // A trial given back lets the next caller try, and the breaker stays open until a real answer.
+      await state.release(key);
+      expect(await state.admit(key, 30_000, 60_041)).toEqual({ state: 'trial' });
       await state.success(key);
       expect(await state.admit(key, 30_000, 60_050)).toEqual({ state: 'closed', failures: 0 });
     });

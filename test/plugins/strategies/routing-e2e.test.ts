@@ -104,6 +104,14 @@ describe('fallback', () => {
     expect(res.headers.get('x-gateway-last-used-option-index')).toBe('1');
   });
 
+  test('when the last target throws, its error names it in the headers', async () => {
+    const { res, text } = await chat({ strategy: { mode: 'fallback' }, targets: [openai(model('error-503')), openai({ custom_host: 'http://127.0.0.1:1/v1' })] });
+    expect(res.status).toBe(502);
+    expect(JSON.parse(text).error.code).toBe('upstream_unreachable');
+    expect(res.headers.get('x-gateway-last-used-option-index')).toBe('1');
+    expect(res.headers.get('x-gateway-provider')).toBe('openai');
+  });
+
   test('moves on after a network error', async () => {
     const { res } = await chat({ strategy: { mode: 'fallback' }, targets: [openai({ custom_host: 'http://127.0.0.1:1/v1' }), openai()] });
     expect(res.status).toBe(200);
