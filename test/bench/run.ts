@@ -131,7 +131,7 @@ function doc(sections: readonly (readonly [string, string])[], rssLine: string, 
 What the gateway costs on top of the least a Node proxy can cost. Three processes, all reached over
 127.0.0.1: a mock OpenAI origin (\`test/mocks/openai-upstream.ts\`), a bare pass-through
 (\`test/bench/bare-proxy.ts\`: node:http plus an undici Pool, no parsing) and the built gateway
-(\`node dist/server/main.js\`, default config, \`info\` logging on; with no config file it listens
+(\`node dist/server/main.js\` with the node flags of \`npm start\`, package.json \`config.nodeFlags\`; default config, \`info\` logging on; with no config file it listens
 on 0.0.0.0, there being no env knob for the host). autocannon drives each one directly; the gateway
 and the bare proxy forward to the mock.
 
