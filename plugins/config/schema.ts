@@ -2,16 +2,10 @@ import * as v from 'valibot';
 import { plainObject } from '../../core/index.js';
 import { renameAliases } from './aliases.js';
 import { configError } from './errors.js';
+import { MAX_RETRY_ATTEMPTS } from './limits.js';
 
 export { CONFIG_ALIASES } from './aliases.js';
-
-/**
- * Highest `retry.attempts` a config may ask for. The spec gives no cap, but
- * every attempt is a full upstream call that a client can trigger with one
- * header, so the gateway bounds the fan-out; more is refused, not clamped,
- * so the client learns its config is not doing what it says.
- */
-export const MAX_RETRY_ATTEMPTS = 5;
+export { MAX_RETRY_ATTEMPTS };
 
 // Every rule carries its own message: valibot's defaults ("Invalid type:
 // Expected …") read badly in an HTTP 400, and the value sent helps the client.

@@ -32,7 +32,8 @@ export function requestLogLine(ctx: RequestContext): Record<string, unknown> {
     tokens: ctx.usage,
     key_id: ctx.auth?.keyId ?? null,
     metadata: ctx.metadata,
-    attempts: ctx.attempts.length > 1 ? ctx.attempts : undefined,
+    target_path: ctx.targetPath,
+    attempts: ctx.attempts.length > 0 ? ctx.attempts : undefined,
     aborted: ctx.aborted || undefined,
     error: ctx.error === null ? undefined : { code: ctx.error.code, message: ctx.error.message },
   };

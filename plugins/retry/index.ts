@@ -1,11 +1,10 @@
 import * as v from 'valibot';
 import { discardResponse, GatewayError, parseOptions, type GatewayPlugin, type GatewayResponse, type Target } from '../../core/index.js';
+import { MAX_RETRY_ATTEMPTS } from '../config/limits.js';
 import { retryAfterMs } from './retry-after.js';
 
 export const PLUGIN_NAME = 'retry';
 
-/** Retries a target makes at most, whatever its config asks (the config schema refuses more). */
-export const MAX_RETRIES = 5;
 /** Statuses retried when `retry.on_status_codes` is absent. */
 export const DEFAULT_RETRY_STATUS_CODES: readonly number[] = [429, 500, 502, 503, 504];
 /** Gateway errors that mean the request may not have reached the provider, so retrying is safe. */
@@ -58,7 +57,7 @@ export function retry(options: RetryOptions = {}): GatewayPlugin {
           const config = retryConfig(target);
           if (config === null) return next(ctx, target);
           const codes = config.on_status_codes ?? DEFAULT_RETRY_STATUS_CODES;
-          const allowed = Math.min(config.attempts, MAX_RETRIES);
+          const allowed = Math.min(config.attempts, MAX_RETRY_ATTEMPTS);
           for (let retries = 0; ; retries++) {
             ctx.responseHeaders['x-gateway-retry-attempt-count'] = String(retries);
             let response: GatewayResponse;

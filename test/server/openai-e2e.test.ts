@@ -51,6 +51,8 @@ describe('the official openai SDK through the real server', () => {
       stream: false,
       tokens: { prompt_tokens: 9, completion_tokens: 2, total_tokens: 11, cached_tokens: 3, reasoning_tokens: 1 },
     });
+    expect(line.target_path).toBe('0');
+    expect(line.attempts).toEqual([{ target: '0', provider: 'openai', status: 200, latencyMs: expect.any(Number), error: null }]);
     expect(line.latency_ms).toBeGreaterThan(0);
     expect(line.upstream_latency_ms).toBeGreaterThan(0);
     expect(line.upstream_latency_ms).toBeLessThanOrEqual(line.latency_ms);
