@@ -1,0 +1,278 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import OpenAI, { APIError } from 'openai';
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import type { GatewayPlugin, Target } from '../../../core/index.js';
+import { config } from '../../../plugins/config/index.js';
+import { requestLog } from '../../../plugins/request-log/index.js';
+import { trace } from '../../../plugins/trace/index.js';
+import { validation } from '../../../plugins/validation/index.js';
+import { serveGateway } from '../../helpers/serve.js';
+
+/**
+ * The shared provider contract. Every provider plugin runs it against a mock
+ * upstream that speaks the provider's real wire format. The mock answers
+ * according to the scenario set with `next()`; the suite drives the gateway
+ * with the official `openai` SDK and checks the OpenAI-shaped result, and the
+ * provider's own `expectRequest` hooks check the native request.
+ *
+ * What every mock must produce, so the suite can check the translation:
+ * - `text`: the answer text "Hello!" (streamed as at least two text deltas, "Hello" then "!"),
+ *   with usage prompt 9 tokens of which 3 cached (where the provider reports cache reads),
+ *   completion 2 tokens; the finish is the native equivalent of `finish` (default stop).
+ * - `tool_call`: one call of `get_weather` with arguments {"city":"Paris"} (streamed as at
+ *   least two argument fragments), native finish = tool use.
+ * - `error`: that HTTP status with the provider's error body whose message is "Mock error <status>"
+ *   (and `retry-after: 7` on 429).
+ * - `stream_error`: a streamed answer with the text delta "Hel", then the provider's
+ *   in-band error event (message "Mock stream failure"), then the end of the stream.
+ * Stream or not is decided by the native request (stream flag or streaming endpoint).
+ */
+export type Scenario =
+  | { kind: 'text'; finish?: 'stop' | 'length' | 'content_filter' }
+  | { kind: 'tool_call' }
+  | { kind: 'error'; status: number }
+  | { kind: 'stream_error' };
+
+export interface SeenNativeRequest {
+  method: string;
+  /** Path and query as received. */
+  path: string;
+  headers: IncomingHttpHeaders;
+  /** Parsed JSON body. */
+  body: any;
+}
+
+export interface ContractMock {
+  /** What to put in the target's `custom_host`. */
+  baseURL: string;
+  requests: SeenNativeRequest[];
+  /** Sets the scenario for the following requests (until set again). */
+  next(scenario: Scenario): void;
+  close(): Promise<void>;
+}
+
+export interface ProviderContract {
+  /** Provider name, as registered. */
+  provider: string;
+  /** The provider plugin(s) under test. */
+  plugins: () => GatewayPlugin[];
+  startMock(): Promise<ContractMock>;
+  /** Target for the gateway config: credentials plus `custom_host: mock.baseURL`. */
+  target(mock: ContractMock): Target;
+  /** Model name the client sends. */
+  model: string;
+  /** Whether the provider reports cached prompt tokens (then usage.prompt_tokens_details.cached_tokens must be 3). */
+  reportsCachedTokens: boolean;
+  /** HTTP status the client gets for an upstream status (default: the same). */
+  mapStatus?: (upstream: number) => number;
+  /** Provider-native assertions on what the gateway sent upstream. */
+  expectRequest: {
+    /** The native request of a plain chat with a system message "Be terse." and a user message "Hi". */
+    systemAndUser(seen: SeenNativeRequest): void;
+    /** The native request after an assistant tool call (id `call_1`, get_weather {"city":"Paris"}) and a tool result "18C". */
+    toolRoundTrip(seen: SeenNativeRequest): void;
+    /** The native request with a user image: `kind` url (https://example.com/cat.png) or base64 (image/png, data "iVBORw0KGgo="). */
+    image(seen: SeenNativeRequest, kind: 'url' | 'base64'): void;
+    /** The native request carries the tool definition `get_weather` with its JSON-schema parameters. */
+    tools(seen: SeenNativeRequest): void;
+  };
+}
+
+const TOOLS: OpenAI.ChatCompletionTool[] = [
+  {
+    type: 'function',
+    function: { name: 'get_weather', description: 'Weather for a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
+  },
+];
+
+/** Runs the contract for one provider. */
+export function providerContract(spec: ProviderContract): void {
+  describe(`provider contract: ${spec.provider}`, () => {
+    let mock: ContractMock;
+    let gw: Awaited<ReturnType<typeof serveGateway>>;
+    let client: OpenAI;
+
+    beforeAll(async () => {
+      mock = await spec.startMock();
+      gw = await serveGateway({ plugins: [trace(), config(), validation(), requestLog(), ...spec.plugins()] });
+      client = new OpenAI({
+        apiKey: 'unused-by-config',
+        baseURL: `${gw.url}/v1`,
+        maxRetries: 0,
+        defaultHeaders: { 'x-gateway-config': JSON.stringify(spec.target(mock)) },
+      });
+    });
+    beforeEach(() => {
+      mock.next({ kind: 'text' });
+    });
+    afterAll(async () => {
+      await gw.close();
+      await mock.close();
+    });
+
+    const user = (content: OpenAI.ChatCompletionUserMessageParam['content']): OpenAI.ChatCompletionMessageParam => ({ role: 'user', content });
+    const status = (upstream: number) => spec.mapStatus?.(upstream) ?? upstream;
+
+    test('plain chat with a system message: content, finish, usage and the native request', async () => {
+      const { data, response } = await client.chat.completions
+        .create({ model: spec.model, messages: [{ role: 'system', content: 'Be terse.' }, user('Hi')] })
+        .withResponse();
+      expect(data.object).toBe('chat.completion');
+      expect(typeof data.id).toBe('string');
+      expect(data.id.length).toBeGreaterThan(0);
+      expect(Number.isInteger(data.created)).toBe(true);
+      expect(typeof data.model).toBe('string');
+      expect(data.choices).toHaveLength(1);
+      expect(data.choices[0]!.message.role).toBe('assistant');
+      expect(data.choices[0]!.message.content).toBe('Hello!');
+      expect(data.choices[0]!.finish_reason).toBe('stop');
+      expect(data.usage).toMatchObject({ prompt_tokens: 9, completion_tokens: 2, total_tokens: 11 });
+      if (spec.reportsCachedTokens) expect(data.usage?.prompt_tokens_details?.cached_tokens).toBe(3);
+      expect(response.headers.get('x-gateway-provider')).toBe(spec.provider);
+      spec.expectRequest.systemAndUser(mock.requests.at(-1)!);
+    });
+
+    test.each(['length', 'content_filter'] as const)('finish_reason %s is mapped', async (finish) => {
+      mock.next({ kind: 'text', finish });
+      const data = await client.chat.completions.create({ model: spec.model, messages: [user('Hi')] });
+      expect(data.choices[0]!.finish_reason).toBe(finish);
+    });
+
+    test('a tool call: stable id, name, arguments as a JSON string, finish tool_calls; tools reach the provider', async () => {
+      mock.next({ kind: 'tool_call' });
+      const data = await client.chat.completions.create({ model: spec.model, messages: [user('Weather in Paris?')], tools: TOOLS });
+      const call = data.choices[0]!.message.tool_calls?.[0];
+      expect(call?.type).toBe('function');
+      expect(typeof call?.id).toBe('string');
+      expect(call!.id.length).toBeGreaterThan(0);
+      const fn = (call as OpenAI.ChatCompletionMessageFunctionToolCall).function;
+      expect(fn.name).toBe('get_weather');
+      expect(typeof fn.arguments).toBe('string');
+      expect(JSON.parse(fn.arguments)).toEqual({ city: 'Paris' });
+      expect(data.choices[0]!.finish_reason).toBe('tool_calls');
+      spec.expectRequest.tools(mock.requests.at(-1)!);
+    });
+
+    test('a tool-call round trip: assistant tool_calls then a tool message', async () => {
+      const data = await client.chat.completions.create({
+        model: spec.model,
+        tools: TOOLS,
+        messages: [
+          user('Weather in Paris?'),
+          { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
+          { role: 'tool', tool_call_id: 'call_1', content: '18C' },
+        ],
+      });
+      expect(data.choices[0]!.message.content).toBe('Hello!');
+      spec.expectRequest.toolRoundTrip(mock.requests.at(-1)!);
+    });
+
+    test.each(['url', 'base64'] as const)('an image part (%s)', async (kind) => {
+      const url = kind === 'url' ? 'https://example.com/cat.png' : 'data:image/png;base64,iVBORw0KGgo=';
+      await client.chat.completions.create({ model: spec.model, messages: [user([{ type: 'text', text: 'What is this?' }, { type: 'image_url', image_url: { url } }])] });
+      spec.expectRequest.image(mock.requests.at(-1)!, kind);
+    });
+
+    test('a streamed text answer: role first, deltas, finish last, usage chunk, [DONE]', async () => {
+      const stream = await client.chat.completions.create({ model: spec.model, messages: [user('Hi')], stream: true, stream_options: { include_usage: true } });
+      const chunks: OpenAI.ChatCompletionChunk[] = [];
+      for await (const chunk of stream) chunks.push(chunk);
+      expect(chunks[0]!.choices[0]!.delta.role).toBe('assistant');
+      const ids = new Set(chunks.map((c) => c.id));
+      expect(ids.size).toBe(1);
+      const text = chunks.map((c) => c.choices[0]?.delta.content ?? '').join('');
+      expect(text).toBe('Hello!');
+      expect(chunks.filter((c) => (c.choices[0]?.delta.content ?? '') !== '').length).toBeGreaterThanOrEqual(2);
+      const finishes = chunks.filter((c) => c.choices[0]?.finish_reason);
+      expect(finishes).toHaveLength(1);
+      expect(finishes[0]!.choices[0]!.finish_reason).toBe('stop');
+      const last = chunks.at(-1)!;
+      expect(last.choices).toEqual([]);
+      expect(last.usage).toMatchObject({ prompt_tokens: 9, completion_tokens: 2, total_tokens: 11 });
+    });
+
+    test('no usage chunk unless include_usage is set; the raw stream ends with [DONE]', async () => {
+      const res = await fetch(`${gw.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-gateway-config': JSON.stringify(spec.target(mock)) },
+        body: JSON.stringify({ model: spec.model, messages: [{ role: 'user', content: 'Hi' }], stream: true }),
+      });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+      const text = await res.text();
+      expect(text.trimEnd().endsWith('data: [DONE]')).toBe(true);
+      expect(text).not.toContain('"choices":[]');
+    });
+
+    test('a streamed tool call: index, id and name first, then argument fragments', async () => {
+      mock.next({ kind: 'tool_call' });
+      const stream = await client.chat.completions.create({ model: spec.model, messages: [user('Weather?')], tools: TOOLS, stream: true });
+      let name = '';
+      let args = '';
+      let id = '';
+      let finish: string | null = null;
+      let fragments = 0;
+      for await (const chunk of stream) {
+        const choice = chunk.choices[0];
+        if (!choice) continue;
+        for (const tc of choice.delta.tool_calls ?? []) {
+          expect(tc.index).toBe(0);
+          if (tc.id) id = tc.id;
+          if (tc.function?.name) name += tc.function.name;
+          if (tc.function?.arguments) {
+            args += tc.function.arguments;
+            fragments++;
+          }
+        }
+        if (choice.finish_reason) finish = choice.finish_reason;
+      }
+      expect(id.length).toBeGreaterThan(0);
+      expect(name).toBe('get_weather');
+      expect(fragments).toBeGreaterThanOrEqual(1);
+      expect(JSON.parse(args)).toEqual({ city: 'Paris' });
+      expect(finish).toBe('tool_calls');
+    });
+
+    test.each([400, 401, 429, 500, 503])('upstream %i: the envelope, the provider message, the mapped status', async (code) => {
+      mock.next({ kind: 'error', status: code });
+      const err = (await client.chat.completions.create({ model: spec.model, messages: [user('Hi')] }).catch((e: unknown) => e)) as APIError;
+      expect(err).toBeInstanceOf(APIError);
+      expect(err.status).toBe(status(code));
+      expect(err.message).toContain(`Mock error ${code}`);
+      expect(typeof (err.error as { type?: unknown }).type).toBe('string');
+      if (code === 429) {
+        expect(err.headers?.get('retry-after')).toBe('7');
+        expect(err.headers?.get('retry-after-ms')).toBe('7000');
+      }
+    });
+
+    test('a mid-stream provider error: an SSE error event, then a clean end', async () => {
+      mock.next({ kind: 'stream_error' });
+      const res = await fetch(`${gw.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-gateway-config': JSON.stringify(spec.target(mock)) },
+        body: JSON.stringify({ model: spec.model, messages: [{ role: 'user', content: 'Hi' }], stream: true }),
+      });
+      expect(res.status).toBe(200);
+      const text = await res.text();
+      expect(text).toContain('"content":"Hel"');
+      const errorEvent = text.split('\n\n').find((e) => e.startsWith('data: {"error"'));
+      expect(errorEvent).toBeDefined();
+      expect(JSON.parse(errorEvent!.slice(6)).error.message).toContain('Mock stream failure');
+      // The SDK surfaces it as an error too, instead of hanging.
+      const stream = await client.chat.completions.create({ model: spec.model, messages: [user('Hi')], stream: true });
+      await expect((async () => { for await (const _ of stream) void _; })()).rejects.toThrow(/Mock stream failure/);
+    });
+
+    test('n > 1 where the provider cannot honour it is a 400 naming the field and the provider, or a valid answer', async () => {
+      const result = await client.chat.completions.create({ model: spec.model, messages: [user('Hi')], n: 2 }).catch((e: unknown) => e);
+      if (result instanceof APIError) {
+        expect(result.status).toBe(400);
+        expect((result.error as { param?: string }).param).toBe('n');
+        expect(result.message).toContain(spec.provider);
+      } else {
+        expect((result as OpenAI.ChatCompletion).choices.length).toBeGreaterThanOrEqual(1);
+      }
+    });
+  });
+}
