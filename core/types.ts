@@ -91,8 +91,11 @@ export interface ProviderRoute {
   body?(ctx: RequestContext, target: Target): Buffer | string;
   /** Extra upstream headers for this route. */
   headers?(ctx: RequestContext, target: Target): Record<string, string>;
-  /** Maps the upstream answer to the client's answer. Default: pass through status, headers and bytes. */
-  response?(upstream: UpstreamResponse, ctx: RequestContext, target: Target): GatewayResponse;
+  /**
+   * Maps the upstream answer to the client's answer. Default: pass through status, headers and bytes.
+   * May be async, for answers that must be read whole before translation (non-stream JSON).
+   */
+  response?(upstream: UpstreamResponse, ctx: RequestContext, target: Target): GatewayResponse | Promise<GatewayResponse>;
 }
 
 /**
