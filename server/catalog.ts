@@ -23,6 +23,9 @@ export const CATALOG: Readonly<Record<string, Loader>> = Object.freeze({
   proxy: async () => (await import('../plugins/proxy/index.js')).proxy(),
   'request-log': async (options) => (await import('../plugins/request-log/index.js')).requestLog(options),
   openai: async (options) => (await import('../plugins/providers/openai/index.js')).openai(options),
+  'provider-registry': async (options, _env, server) =>
+    (await import('../plugins/provider-registry/index.js')).providerRegistry({ providers: server.providers, ...options }),
+  'openai-compatible': async (options) => (await import('../plugins/providers/openai-compatible/index.js')).openaiCompatible(options),
   config: async (options, _env, server) =>
     (await import('../plugins/config/index.js')).config({ configs: server.configs, default: server.defaultConfig, ...options }),
   'strategy-single': async () => (await import('../plugins/strategies/single/index.js')).singleStrategy(),

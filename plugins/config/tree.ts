@@ -62,7 +62,7 @@ function mergeOverrides(parent: unknown, child: unknown): Record<string, unknown
 
 /** True for a config whose provider comes from the request's headers. */
 export function needsHeaderProvider(target: Target): boolean {
-  return target.passthrough === true || (target.provider === undefined && target.strategy === undefined);
+  return target.passthrough === true || (target.provider === undefined && target.virtual_key === undefined && target.strategy === undefined);
 }
 
 /** The settings of a passthrough (or settings-only) config, laid over the target the request's headers select. */

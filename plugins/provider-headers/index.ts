@@ -28,18 +28,27 @@ export function providerHeaders(options: ProviderHeadersOptions = {}): GatewayPl
 }
 
 /**
- * The target the request's own headers select, or undefined when they name no
- * provider. Also used by configs with `passthrough: true`.
+ * The target the request's own headers select (`x-gateway-provider`, or the
+ * legacy `x-gateway-virtual-key`), or undefined when they name none. Also used
+ * by configs with `passthrough: true`.
  */
 export function targetFromHeaders(ctx: RequestContext, providers: Registry<Provider>): Target | undefined {
   const name = ctx.header('x-gateway-provider');
-  if (name === undefined || name === '') return undefined;
-  if (!providers.has(name)) {
-    const hint = name.startsWith('@') ? 'Provider slugs need a configured provider registry.' : `Known providers: ${providers.names().join(', ')}.`;
-    throw new GatewayError('unknown_provider', `Unknown provider "${name}". ${hint}`, { param: 'x-gateway-provider' });
+  const virtualKey = ctx.header('x-gateway-virtual-key');
+  let target: Target;
+  if (name !== undefined && name !== '') {
+    // A slug (`@name`) is resolved later by the provider registry, with its credentials.
+    if (!name.startsWith('@') && !providers.has(name)) {
+      throw new GatewayError('unknown_provider', `Unknown provider "${name}". Known providers: ${providers.names().join(', ')}.`, { param: 'x-gateway-provider' });
+    }
+    target = { provider: name };
+  } else if (virtualKey !== undefined && virtualKey !== '') {
+    target = { virtual_key: virtualKey };
+  } else {
+    return undefined;
   }
-  const target: Target = { provider: name };
-  const key = bearerToken(ctx.headers);
+  // A slug or virtual key carries its own credential; the SDK's Authorization header (often a dummy) must not replace it.
+  const key = target.provider !== undefined && !target.provider.startsWith('@') ? bearerToken(ctx.headers) : undefined;
   if (key !== undefined) target.api_key = key;
   const host = ctx.header('x-gateway-custom-host');
   if (host !== undefined && host !== '') target.custom_host = checkHost(host);

@@ -1,0 +1,72 @@
+import type { FinishReason } from '../openai-format/chunks.js';
+import type { OpenAIRouteName } from '../openai-format/routes.js';
+
+/**
+ * One OpenAI-compatible provider: where it lives, how it authenticates, and
+ * what it does differently. Adding a provider of this kind is one row.
+ * Facts from shared/providers/openai-compatible.md.
+ */
+export interface CompatibleProvider {
+  name: string;
+  /** Default base URL (the part before `/chat/completions`). `custom_host` replaces it. */
+  baseURL: string;
+  /** `bearer`: `Authorization: Bearer <key>`; `optional`: bearer only when a key is given (local servers). */
+  auth: 'bearer' | 'optional';
+  routes: readonly OpenAIRouteName[];
+  quirks?: Quirks;
+}
+
+export interface Quirks {
+  /** Provider finish reasons mapped to OpenAI's; any other unknown value becomes `stop`. */
+  finishReasons?: Readonly<Record<string, FinishReason>>;
+  /** Usage fields to fold into OpenAI's: DeepSeek's cache hits, Groq's `x_groq.usage`. */
+  usage?: 'deepseek' | 'groq';
+  /** Request fields the provider refuses with a 400: dropped before sending. */
+  dropFields?: readonly string[];
+  /** Only one choice per request: `n > 1` is a 400 naming the field and the provider. */
+  singleChoice?: boolean;
+  /** Tool-call ids must be 9 alphanumerics: ids from other providers are rewritten consistently. */
+  nineCharToolIds?: boolean;
+  /** Drop `name` on messages (the provider refuses it). */
+  dropMessageNames?: boolean;
+}
+
+const CHAT_ONLY = ['chat.completions'] as const;
+const CHAT_EMBED = ['chat.completions', 'embeddings'] as const;
+const ALL = ['chat.completions', 'completions', 'embeddings'] as const;
+
+const ROWS: CompatibleProvider[] = [
+  {
+    name: 'groq',
+    baseURL: 'https://api.groq.com/openai/v1',
+    auth: 'bearer',
+    routes: CHAT_ONLY,
+    quirks: { usage: 'groq', dropFields: ['logprobs', 'logit_bias', 'top_logprobs'], singleChoice: true, dropMessageNames: true },
+  },
+  { name: 'together-ai', baseURL: 'https://api.together.xyz/v1', auth: 'bearer', routes: ALL, quirks: { finishReasons: { eos: 'stop' } } },
+  { name: 'fireworks-ai', baseURL: 'https://api.fireworks.ai/inference/v1', auth: 'bearer', routes: ALL },
+  {
+    name: 'mistral-ai',
+    baseURL: 'https://api.mistral.ai/v1',
+    auth: 'bearer',
+    routes: CHAT_EMBED,
+    quirks: { finishReasons: { model_length: 'length', error: 'stop' }, nineCharToolIds: true },
+  },
+  {
+    name: 'deepseek',
+    baseURL: 'https://api.deepseek.com',
+    auth: 'bearer',
+    routes: CHAT_ONLY,
+    quirks: { usage: 'deepseek', finishReasons: { insufficient_system_resource: 'stop' } },
+  },
+  { name: 'openrouter', baseURL: 'https://openrouter.ai/api/v1', auth: 'bearer', routes: CHAT_ONLY, quirks: { finishReasons: { error: 'stop' } } },
+  { name: 'perplexity-ai', baseURL: 'https://api.perplexity.ai', auth: 'bearer', routes: CHAT_ONLY },
+  { name: 'x-ai', baseURL: 'https://api.x.ai/v1', auth: 'bearer', routes: ALL },
+  { name: 'cerebras', baseURL: 'https://api.cerebras.ai/v1', auth: 'bearer', routes: CHAT_ONLY },
+  { name: 'ollama', baseURL: 'http://localhost:11434/v1', auth: 'optional', routes: ALL },
+  { name: 'vllm', baseURL: 'http://localhost:8000/v1', auth: 'optional', routes: ALL },
+  { name: 'lmstudio', baseURL: 'http://localhost:1234/v1', auth: 'optional', routes: ALL },
+];
+
+/** The bundled OpenAI-compatible providers. */
+export const COMPATIBLE_PROVIDERS: readonly CompatibleProvider[] = Object.freeze(ROWS);
