@@ -72,6 +72,10 @@ export class RequestContext {
   error: GatewayError | null = null;
   /** True when the response body broke off (client left, upstream reset). */
   aborted = false;
+  /** Cache outcome (`HIT`, `SEMANTIC HIT`, `MISS`, `REFRESH`, `DISABLED`), set by a cache plugin. */
+  cacheStatus: string | null = null;
+  /** True for a request the gateway made itself (an embedding for the semantic cache), not a client's. */
+  internal = false;
 
   /** Scratch space for plugins, keyed by plugin name. */
   readonly state: Map<string, unknown> = new Map();

@@ -89,6 +89,7 @@ export function createGateway(init: CreateGatewayOptions): Gateway {
   const readyFns: Array<() => void | Promise<void>> = [];
   const closeFns: Array<() => void | Promise<void>> = [];
   let booting = true;
+  let pipelineRef: Pipeline | null = null;
   const duringBoot = (what: string) => {
     if (!booting) throw new Error(`${what} is only allowed while plugins are applied`);
   };
@@ -110,6 +111,10 @@ export function createGateway(init: CreateGatewayOptions): Gateway {
     },
     resolve<T>(token: symbol): T {
       return container.resolve<T>(token);
+    },
+    internalRequest(request) {
+      if (pipelineRef === null) return Promise.reject(new Error('internalRequest is only valid after boot'));
+      return pipelineRef.internal(request);
     },
     onReady(fn) {
       duringBoot('onReady');
@@ -133,6 +138,7 @@ export function createGateway(init: CreateGatewayOptions): Gateway {
 
   const pipeline = container.resolve(Pipeline);
   pipeline.seal(compose(interceptors, pipeline.transport()));
+  pipelineRef = pipeline;
 
   let isReady = false;
   const ready = (async () => {

@@ -15,3 +15,4 @@ export { discardResponse, jsonResponse, errorResponse } from './http/write-respo
 export { baseURL, effectiveBody, passThrough, requestBody } from './upstream/transport.js';
 export { UpstreamClient } from './upstream/client.js';
 export type * from './types.js';
+export type { InternalRequest, InternalResponse } from './pipeline.js';

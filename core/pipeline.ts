@@ -15,6 +15,31 @@ import type { Dispatch, GatewayOptions, GatewayResponse, Target } from './types.
 import type { UpstreamClient } from './upstream/client.js';
 import { createTransport } from './upstream/transport.js';
 
+/** A request the gateway makes itself; see `Pipeline.internal`. */
+export interface InternalRequest {
+  /** Route name, e.g. `embeddings`. */
+  route: string;
+  target: Target;
+  body: Record<string, unknown>;
+  /** The client request it serves: its trace id, metadata and caller carry over, and its abort cancels this one. */
+  parent?: RequestContext | null;
+}
+
+export interface InternalResponse {
+  status: number;
+  /** Parsed JSON answer, or null when it was not JSON. */
+  body: unknown;
+}
+
+async function readWhole(body: GatewayResponse['body']): Promise<Buffer> {
+  if (body === null) return Buffer.alloc(0);
+  if (typeof body === 'string') return Buffer.from(body);
+  if (Buffer.isBuffer(body)) return body;
+  const chunks: Buffer[] = [];
+  for await (const chunk of body as AsyncIterable<Buffer>) chunks.push(chunk);
+  return Buffer.concat(chunks);
+}
+
 /** Which hooks have taps, read once at boot so empty stages cost nothing per request. */
 interface UsedHooks {
   request: boolean;
@@ -161,6 +186,52 @@ export class Pipeline {
     if (response === undefined) response = await this.runTarget(ctx, target, '');
     if (used.afterResponse) response = await this.hooks.afterResponse.promise(response, ctx);
     return response;
+  }
+
+  /**
+   * A request the gateway makes itself (e.g. an embedding for the semantic
+   * cache): run through the strategy, interceptors and transport like a
+   * client's, read whole, and logged (with `internal: true`), but not through
+   * auth or the before/after hooks, so a cache cannot recurse into itself.
+   */
+  async internal(request: InternalRequest): Promise<InternalResponse> {
+    const route = this.routes.byName(request.route);
+    if (route === undefined) throw new Error(`internal request: no route named "${request.route}"`);
+    const parent = request.parent ?? null;
+    const ctx = new RequestContext('POST', route.path, {}, parent?.signal ?? new AbortController().signal, this.logger);
+    ctx.internal = true;
+    ctx.route = route;
+    ctx.traceId = parent?.traceId ?? null;
+    ctx.parentSpanId = parent?.spanId ?? null;
+    ctx.metadata = parent?.metadata ?? null;
+    ctx.auth = parent?.auth ?? null;
+    ctx.body = request.body;
+    ctx.rawBody = Buffer.from(JSON.stringify(request.body));
+    if (typeof request.body.model === 'string') ctx.model = request.body.model;
+    ctx.target = request.target;
+    try {
+      const response = await this.runTarget(ctx, request.target, '');
+      const bytes = await readWhole(response.body);
+      for (const o of response.observers ?? []) {
+        o.onChunk(bytes);
+        o.onEnd?.(null);
+      }
+      ctx.status = response.status;
+      let body: unknown = null;
+      try {
+        body = JSON.parse(bytes.toString('utf8'));
+      } catch {
+        /* a non-JSON answer leaves body null; the status says what happened */
+      }
+      return { status: response.status, body };
+    } catch (err) {
+      ctx.error = toGatewayError(err);
+      ctx.status = ctx.error.status;
+      throw ctx.error;
+    } finally {
+      ctx.latencyMs = performance.now() - ctx.startedAt;
+      if (this.#used!.log) this.hooks.log.promise(ctx).catch((err: unknown) => this.logger.error({ err }, 'a log hook failed'));
+    }
   }
 
   /**

@@ -4,6 +4,7 @@ import type { Registry } from './registry.js';
 import type { RouteTable } from './router.js';
 import type { Interceptor, Provider, Strategy, GatewayOptions } from './types.js';
 import type { UpstreamClient } from './upstream/client.js';
+import type { InternalRequest, InternalResponse } from './pipeline.js';
 
 /**
  * A plugin: a name and an `apply` that registers taps, routes, providers,
@@ -49,6 +50,12 @@ export interface PluginAPI extends Registries {
   provide<T>(token: symbol, value: T): void;
   /** Returns a service registered with `provide`. Throws when absent. */
   resolve<T>(token: symbol): T;
+  /**
+   * Makes a request through the gateway's own strategy, interceptors and
+   * transport (logged, marked internal), e.g. an embedding for a cache.
+   * Only valid once boot has finished.
+   */
+  internalRequest(request: InternalRequest): Promise<InternalResponse>;
   /** Async set-up, awaited before the first request is served. */
   onReady(fn: () => void | Promise<void>): void;
   /** Tear-down on close, run in reverse registration order after in-flight requests ended. */

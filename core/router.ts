@@ -19,6 +19,7 @@ export class RouteTable {
   readonly #static = new Map<string, RouteDefinition>();
   readonly #params: ParamRoute[] = [];
   readonly #paths = new Set<string>();
+  readonly #byName = new Map<string, RouteDefinition>();
   #fallback: { prefix: string; methods: Set<string>; route: RouteDefinition } | null = null;
   #frozen = false;
 
@@ -32,6 +33,12 @@ export class RouteTable {
       this.#static.set(key, route);
     }
     this.#paths.add(route.path);
+    if (!this.#byName.has(route.name)) this.#byName.set(route.name, route);
+  }
+
+  /** The route registered under a name (the first, if several share it). */
+  byName(name: string): RouteDefinition | undefined {
+    return this.#byName.get(name);
   }
 
   /** Sets the route that serves unmatched paths under `prefix` for `methods`. */

@@ -30,6 +30,8 @@ export function requestLogLine(ctx: RequestContext): Record<string, unknown> {
     upstream_latency_ms: round(ctx.upstreamLatencyMs),
     first_byte_ms: round(ctx.firstByteMs),
     tokens: ctx.usage,
+    cache_status: ctx.cacheStatus ?? undefined,
+    internal: ctx.internal || undefined,
     key_id: ctx.auth?.keyId ?? null,
     metadata: ctx.metadata,
     target_path: ctx.targetPath,

@@ -206,3 +206,39 @@ describe('boot rules', () => {
     await gw.close();
   });
 });
+
+describe('internal requests', () => {
+  test('run through interceptors and transport, are read whole, and are logged as internal', async () => {
+    let api: Parameters<GatewayPlugin['apply']>[0] | undefined;
+    const seen: string[] = [];
+    const grab: GatewayPlugin = {
+      name: 'grab',
+      apply: (a) => {
+        api = a;
+        a.addInterceptor('seen', (next) => (ctx, t) => {
+          seen.push(`${ctx.route!.name}:${ctx.internal}`);
+          return next(ctx, t);
+        });
+        a.hooks.beforeRequest.tap('never-for-internal', () => {
+          seen.push('before');
+          return undefined;
+        });
+      },
+    };
+    const { requestLog } = await import('../../plugins/request-log/index.js');
+    const gw = await serveGateway({ plugins: [openai(), grab, requestLog()] });
+    await expect(gw.gateway.ready).resolves.toBeUndefined();
+    const result = await api!.internalRequest({
+      route: 'embeddings',
+      target: { provider: 'openai', api_key: 'sk-internal', custom_host: mock.baseURL },
+      body: { model: 'text-embedding-3-small', input: 'hello' },
+    });
+    expect(result.status).toBe(200);
+    expect((result.body as { data: unknown[] }).data).toHaveLength(1);
+    expect(seen).toEqual(['embeddings:true']);
+    await new Promise((r) => setTimeout(r, 20));
+    const line = gw.logs.lines().find((l) => l.msg === 'request');
+    expect(line).toMatchObject({ route: 'embeddings', internal: true, status: 200, tokens: { prompt_tokens: 8 } });
+    await gw.close();
+  });
+});
