@@ -25,6 +25,7 @@ export const CATALOG: Readonly<Record<string, Loader>> = Object.freeze({
   openai: async (options) => (await import('../plugins/providers/openai/index.js')).openai(options),
   'provider-registry': async (options, _env, server) =>
     (await import('../plugins/provider-registry/index.js')).providerRegistry({ providers: server.providers, ...options }),
+  anthropic: async (options) => (await import('../plugins/providers/anthropic/index.js')).anthropic(options),
   'openai-compatible': async (options) => (await import('../plugins/providers/openai-compatible/index.js')).openaiCompatible(options),
   config: async (options, _env, server) =>
     (await import('../plugins/config/index.js')).config({ configs: server.configs, default: server.defaultConfig, ...options }),

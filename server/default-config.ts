@@ -25,6 +25,7 @@ export const DEFAULT_CONFIG: ServerConfig = {
     { name: 'timeout' },
     { name: 'openai' },
     { name: 'openai-compatible' },
+    { name: 'anthropic' },
     { name: 'proxy' },
     { name: 'request-log' },
   ],

@@ -1,0 +1,96 @@
+import { effectiveBody, GatewayError, parseOptions, type GatewayPlugin, type GatewayResponse, type Provider, type RequestContext, type Target, type UpstreamResponse } from '../../../core/index.js';
+import { addShapedRoutes } from '../openai-format/routes.js';
+import { jsonAnswer, readJson, readText, streamAnswer, toGatewayUsage, wantsUsage } from '../openai-format/translate.js';
+import { AnthropicOptionsSchema, type AnthropicOptions } from './schema.js';
+import { anthropicErrorAnswer, anthropicStreamTranslator, fromAnthropicMessage, toAnthropicRequest } from './translate.js';
+
+export const PLUGIN_NAME = 'anthropic';
+/** Without `/v1`, like Anthropic's SDKs: the route path carries it. */
+export const ANTHROPIC_BASE_URL = 'https://api.anthropic.com';
+
+/** Error bodies are small; a larger one is not read (the envelope still names the status). */
+const MAX_ERROR_BYTES = 1024 * 1024;
+
+export type { AnthropicOptions };
+export { anthropicErrorAnswer, anthropicStreamTranslator, fromAnthropicMessage, toAnthropicRequest } from './translate.js';
+
+/** `strict_reference_compliance` defaults to true: provider extras (thinking) only when a target turns it off. */
+export function isStrict(target: Target): boolean {
+  return target.strict_reference_compliance !== false;
+}
+
+/**
+ * The `anthropic` provider: OpenAI chat completions (JSON and SSE) translated
+ * to and from the Messages API, plus credentials for the generic proxy.
+ * `apiKey` is the default for requests whose target sets none.
+ */
+export function anthropic(options: AnthropicOptions = {}): GatewayPlugin {
+  const opts = parseOptions(PLUGIN_NAME, AnthropicOptionsSchema, options);
+
+  async function response(upstream: UpstreamResponse, ctx: RequestContext, target: Target): Promise<GatewayResponse> {
+    if (upstream.status < 200 || upstream.status >= 300) {
+      let json: unknown = null;
+      try {
+        json = JSON.parse(await readText(upstream.body, MAX_ERROR_BYTES));
+      } catch {
+        // Not JSON (a proxy's HTML page, a cut body): the envelope carries the upstream status alone.
+      }
+      return anthropicErrorAnswer(upstream, json);
+    }
+    const strict = isStrict(target);
+    const type = upstream.headers['content-type'];
+    const sse = typeof type === 'string' ? type.toLowerCase().startsWith('text/event-stream') : ctx.stream;
+    if (sse) {
+      const translator = anthropicStreamTranslator({
+        model: ctx.model ?? '',
+        includeUsage: wantsUsage(ctx),
+        strict,
+        onUsage: (usage) => {
+          ctx.usage = toGatewayUsage(usage);
+        },
+      });
+      return streamAnswer(upstream, translator);
+    }
+    const { completion, usage } = fromAnthropicMessage(await readJson(upstream), { strict });
+    ctx.usage = toGatewayUsage(usage);
+    return jsonAnswer(upstream, upstream.status, completion);
+  }
+
+  const provider: Provider = {
+    name: PLUGIN_NAME,
+    baseURL: (opts.baseURL ?? ANTHROPIC_BASE_URL).replace(/\/$/, ''),
+    authHeaders(target: Target) {
+      const headers: Record<string, string> = { 'anthropic-version': opts.version };
+      const key = target.api_key ?? opts.apiKey;
+      if (key !== undefined) headers['x-api-key'] = key;
+      return headers;
+    },
+    routes: {
+      'chat.completions': {
+        path: '/v1/messages',
+        body(ctx, target) {
+          const body = effectiveBody(ctx, target);
+          if (body === null) throw new GatewayError('invalid_request', 'The request needs a JSON body.');
+          const native = toAnthropicRequest(body, {
+            provider: PLUGIN_NAME,
+            defaultMaxTokens: opts.defaultMaxTokens,
+            stream: body.stream === true,
+            strict: isStrict(target),
+          });
+          return JSON.stringify(native);
+        },
+        response,
+      },
+    },
+  };
+
+  return {
+    name: PLUGIN_NAME,
+    apply(api) {
+      addShapedRoutes(api, ['chat.completions']);
+      api.providers.add(PLUGIN_NAME, provider);
+    },
+  };
+}
+
+export default anthropic;
