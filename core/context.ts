@@ -77,6 +77,9 @@ export class RequestContext {
   /** True for a request the gateway made itself (an embedding for the semantic cache), not a client's. */
   internal = false;
 
+  /** Extra fields for this request's log line (hook results, cache details…), keyed by field name. */
+  readonly logFields: Record<string, unknown> = {};
+
   /** Scratch space for plugins, keyed by plugin name. */
   readonly state: Map<string, unknown> = new Map();
 

@@ -33,6 +33,9 @@ export const CATALOG: Readonly<Record<string, Loader>> = Object.freeze({
   'strategy-loadbalance': async () => (await import('../plugins/strategies/loadbalance/index.js')).loadbalanceStrategy(),
   'strategy-fallback': async () => (await import('../plugins/strategies/fallback/index.js')).fallbackStrategy(),
   'strategy-conditional': async () => (await import('../plugins/strategies/conditional/index.js')).conditionalStrategy(),
+  guardrails: async (options, _env, server) =>
+    (await import('../plugins/guardrails/index.js')).guardrails({ guardrails: server.guardrails, ...options }),
+  'guardrail-checks': async () => (await import('../plugins/guardrails/checks/index.js')).guardrailChecks(),
   retry: async (options) => (await import('../plugins/retry/index.js')).retry(options),
   timeout: async () => (await import('../plugins/timeout/index.js')).timeout(),
   breaker: async (options) => (await import('../plugins/breaker/index.js')).breaker(options),

@@ -16,6 +16,8 @@ export const DEFAULT_CONFIG: ServerConfig = {
     { name: 'provider-headers' },
     { name: 'provider-registry' },
     { name: 'validation' },
+    { name: 'guardrail-checks' },
+    { name: 'guardrails' },
     { name: 'strategy-single' },
     { name: 'strategy-loadbalance' },
     { name: 'strategy-fallback' },

@@ -26,6 +26,8 @@ export const ServerConfigSchema = v.strictObject({
   shutdownTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
   /** Provider slugs and virtual keys: slug → `{ provider, api_key, … }` (read by the `provider-registry` plugin). */
   providers: v.optional(v.record(v.string(), plainObject())),
+  /** Guardrails by id, for string items in `input_guardrails` / `output_guardrails` (read by the `guardrails` plugin). */
+  guardrails: v.optional(v.record(v.string(), plainObject())),
   /** Saved configs by id, for `x-gateway-config: <id>` (read by the `config` plugin). */
   configs: v.optional(v.record(v.string(), plainObject())),
   /** Config for requests that send none: a saved config id or an inline config. */

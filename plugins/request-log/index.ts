@@ -14,6 +14,12 @@ const round = (ms: number | null) => (ms === null ? null : Math.round(ms * 1000)
 
 /** The fields of the one log line written per request. Credentials are never among them. */
 export function requestLogLine(ctx: RequestContext): Record<string, unknown> {
+  const line = baseLine(ctx);
+  for (const key in ctx.logFields) line[key] = ctx.logFields[key];
+  return line;
+}
+
+function baseLine(ctx: RequestContext): Record<string, unknown> {
   return {
     trace_id: ctx.traceId,
     span_id: ctx.spanId,

@@ -1,0 +1,207 @@
+import { Readable } from 'node:stream';
+import * as v from 'valibot';
+import { GatewayError, parseOptions, plainObject, type GatewayPlugin, type GatewayResponse, type RequestContext, type Target } from '../../core/index.js';
+import { requestText, responseText, type CheckInput } from './check.js';
+import { compileHooks, type CompiledHook, type CompiledHooks } from './compile.js';
+import { runHook, type HookOutcome } from './run.js';
+import { guardStream } from './stream.js';
+
+export const PLUGIN_NAME = 'guardrails';
+export { defineCheck, type CheckInput, type CheckResult, type GuardrailCheck } from './check.js';
+
+/** Status of a request or answer stopped by a failing hook with `deny`. */
+export const DENIED_STATUS = 446;
+/** Status of an answer let through although a hook failed (no `deny`). 2xx, so SDKs read the body as usual. */
+export const PASSED_WITH_FAILURES_STATUS = 246;
+
+/** Before validation's stage (-100) there is no checked body; before the cache (0) a denied request is never answered from cache. */
+const INPUT_STAGE = -50;
+const HOOK_FIELDS = ['before_request_hooks', 'after_request_hooks', 'input_guardrails', 'output_guardrails'] as const;
+
+const OptionsSchema = v.strictObject({
+  /** Guardrails named by id, for string items in `input_guardrails` / `output_guardrails`. */
+  guardrails: v.optional(v.record(v.string(), plainObject()), {}),
+});
+
+export type GuardrailsOptions = v.InferInput<typeof OptionsSchema>;
+
+interface RunState {
+  before: HookOutcome[];
+  after: HookOutcome[];
+  failed: boolean;
+}
+
+/**
+ * Hooks and guardrails (spec: before/after request hooks, input/output
+ * guardrails). Input hooks run once per client request, after provider
+ * resolution and before the strategy; output hooks run on the answer before
+ * it is returned (or, with `async: true`, after it was sent). A failing hook
+ * with `deny` stops the request (446); without, the answer goes through as 246
+ * with `hook_results`. Checks come from the `api.checks` registry.
+ */
+export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
+  const opts = parseOptions(PLUGIN_NAME, OptionsSchema, options);
+  const named = new Map<string, Record<string, unknown>>(Object.entries(opts.guardrails));
+  return {
+    name: PLUGIN_NAME,
+    apply(api) {
+      const compiled = new WeakMap<Target, CompiledHooks | null>();
+      const hooksOf = (ctx: RequestContext): CompiledHooks | null => {
+        const target = ctx.target;
+        if (target === null) return null;
+        let c = compiled.get(target);
+        if (c === undefined) {
+          c = HOOK_FIELDS.some((f) => Array.isArray(target[f]) && (target[f] as unknown[]).length > 0) ? compileHooks(target, api.checks, named) : null;
+          compiled.set(target, c);
+        }
+        return c;
+      };
+      const inputOf = (ctx: RequestContext, phase: 'input' | 'output', text: string, response: Record<string, unknown> | null): CheckInput => ({
+        phase,
+        text,
+        request: ctx.body ?? {},
+        response,
+        route: ctx.route!.name,
+        model: ctx.model,
+        metadata: ctx.metadata,
+        signal: ctx.signal,
+        upstream: api.upstream,
+      });
+
+      api.hooks.beforeRequest.tapPromise({ name: PLUGIN_NAME, stage: INPUT_STAGE }, async (ctx) => {
+        const hooks = hooksOf(ctx);
+        if (hooks === null) return undefined;
+        const state: RunState = { before: [], after: [], failed: false };
+        ctx.state.set(PLUGIN_NAME, state);
+        ctx.logFields.hook_results = results(state);
+        if (ctx.body === null) return undefined;
+        for (const hook of hooks.input) {
+          const { outcome, transformed } = await runHook(hook, inputOf(ctx, 'input', requestText(ctx.route!.name, ctx.body), null));
+          state.before.push(outcome);
+          if (transformed !== null) {
+            ctx.body = transformed;
+            ctx.bodyChanged = true;
+          }
+          if (!outcome.verdict) {
+            if (hook.deny) return denied(state, outcome);
+            state.failed = true;
+          }
+        }
+        return undefined;
+      });
+
+      api.hooks.afterResponse.tapPromise(PLUGIN_NAME, async (response, ctx) => {
+        const state = ctx.state.get(PLUGIN_NAME) as RunState | undefined;
+        if (state === undefined || response.status === DENIED_STATUS) return response;
+        const hooks = hooksOf(ctx)!;
+        const sync = hooks.output.filter((h) => !h.async);
+        const later = hooks.output.filter((h) => h.async);
+        if (response.status < 200 || response.status >= 300) return response;
+
+        if (isEventStream(response)) {
+          if (sync.length === 0 && later.length === 0) return response;
+          response.body = (response.body as Readable).pipe(
+            guardStream(async (text) => {
+              if (later.length > 0) ctx.state.set(`${PLUGIN_NAME}:async`, () => runAll(later, inputOf(ctx, 'output', text, null), state));
+              const deny = await runAll(sync, inputOf(ctx, 'output', text, null), state);
+              if (deny === null) return '';
+              const envelope = deniedBody(state, deny);
+              return `data: ${JSON.stringify(envelope)}\n\n`;
+            }),
+          );
+          return response;
+        }
+
+        const bytes = await readAll(response.body);
+        let answer: Record<string, unknown>;
+        try {
+          answer = JSON.parse(bytes.toString('utf8')) as Record<string, unknown>;
+        } catch {
+          response.body = bytes;
+          return response;
+        }
+        let deny: HookOutcome | null = null;
+        for (const hook of sync) {
+          const { outcome, transformed } = await runHook(hook, inputOf(ctx, 'output', responseText(answer), answer));
+          state.after.push(outcome);
+          if (transformed !== null) answer = transformed;
+          if (!outcome.verdict) {
+            if (hook.deny) {
+              deny = outcome;
+              break;
+            }
+            state.failed = true;
+          }
+        }
+        if (later.length > 0) {
+          const snapshot = answer;
+          ctx.state.set(`${PLUGIN_NAME}:async`, () => runAll(later, inputOf(ctx, 'output', responseText(snapshot), snapshot), state));
+        }
+        if (deny !== null) return denied(state, deny);
+        const headers = response.headers;
+        delete headers['content-length'];
+        headers['content-type'] = 'application/json';
+        let status = response.status;
+        if (state.failed) {
+          headers['x-gateway-upstream-status'] = String(response.status);
+          status = PASSED_WITH_FAILURES_STATUS;
+        }
+        return { status, headers, body: JSON.stringify({ ...answer, hook_results: results(state) }), observers: response.observers };
+      });
+
+      // Async after-hooks: after the answer was sent, never delaying it. Their results go to the log.
+      api.hooks.log.tapPromise(PLUGIN_NAME, async (ctx) => {
+        const pending = ctx.state.get(`${PLUGIN_NAME}:async`) as (() => Promise<unknown>) | undefined;
+        if (pending === undefined) return;
+        const state = ctx.state.get(PLUGIN_NAME) as RunState;
+        const before = state.after.length;
+        await pending();
+        api.logger.info({ trace_id: ctx.traceId, async_hook_results: state.after.slice(before) }, 'async hook results');
+      });
+    },
+  };
+}
+
+/** Runs output hooks in order; returns the first failing hook with deny, or null. */
+async function runAll(hooks: CompiledHook[], input: CheckInput, state: RunState): Promise<HookOutcome | null> {
+  for (const hook of hooks) {
+    const { outcome } = await runHook(hook, input);
+    state.after.push(outcome);
+    if (!outcome.verdict) {
+      if (hook.deny && !hook.async) return outcome;
+      state.failed = true;
+    }
+  }
+  return null;
+}
+
+function results(state: RunState) {
+  return { before_request_hooks: state.before, after_request_hooks: state.after };
+}
+
+function deniedBody(state: RunState, hook: HookOutcome) {
+  const failing = hook.checks.find((c) => !c.verdict);
+  const why = failing?.explanation ? `: ${failing.explanation}` : '.';
+  const error = new GatewayError('guardrail_denied', `Denied by hook "${hook.id}" (check ${failing?.id ?? 'unknown'})${why}`).toEnvelope().error;
+  return { error, hook_results: results(state) };
+}
+
+function denied(state: RunState, hook: HookOutcome): GatewayResponse {
+  return { status: DENIED_STATUS, headers: { 'content-type': 'application/json' }, body: JSON.stringify(deniedBody(state, hook)), observers: null };
+}
+
+function isEventStream(response: GatewayResponse): boolean {
+  const type = response.headers['content-type'];
+  return response.body instanceof Readable && typeof type === 'string' && type.startsWith('text/event-stream');
+}
+
+async function readAll(body: GatewayResponse['body']): Promise<Buffer> {
+  if (body === null) return Buffer.alloc(0);
+  if (typeof body === 'string') return Buffer.from(body);
+  if (Buffer.isBuffer(body)) return body;
+  const chunks: Buffer[] = [];
+  for await (const chunk of body as AsyncIterable<Buffer>) chunks.push(chunk);
+  return Buffer.concat(chunks);
+}
+
+export default guardrails;

@@ -1,0 +1,80 @@
+import { performance } from 'node:perf_hooks';
+import type { CheckInput, CheckResult } from './check.js';
+import type { CompiledHook, Feedback } from './compile.js';
+
+/** One check's outcome, as reported in `hook_results`. */
+export interface CheckOutcome {
+  id: string;
+  verdict: boolean;
+  explanation: string | null;
+  data: unknown;
+  /** The check threw; counted as a failure. */
+  error: string | null;
+  transformed: boolean;
+  execution_time: number;
+}
+
+/** One hook's outcome, as reported in `hook_results`. */
+export interface HookOutcome {
+  id: string;
+  /** All checks passed. */
+  verdict: boolean;
+  deny: boolean;
+  async: boolean;
+  transformed: boolean;
+  feedback: Feedback | null;
+  execution_time: number;
+  checks: CheckOutcome[];
+}
+
+const round = (ms: number) => Math.round(ms * 1000) / 1000;
+
+/**
+ * Runs a hook's checks in parallel on the same input. The hook passes when
+ * every check passes; a check that throws fails. When checks transform, the
+ * last transforming check in config order wins (one per hook is the sane use).
+ */
+export async function runHook(hook: CompiledHook, input: CheckInput): Promise<{ outcome: HookOutcome; transformed: Record<string, unknown> | null }> {
+  const started = performance.now();
+  const results = await Promise.all(
+    hook.checks.map(async (c) => {
+      const t0 = performance.now();
+      let result: CheckResult;
+      let error: string | null = null;
+      try {
+        result = await c.check.run(c.parameters, input);
+      } catch (err) {
+        error = (err as Error)?.message ?? String(err);
+        result = { verdict: false, explanation: `The check failed to run: ${error}` };
+      }
+      return { id: c.id, result, error, ms: performance.now() - t0 };
+    }),
+  );
+  let transformed: Record<string, unknown> | null = null;
+  const checks: CheckOutcome[] = results.map(({ id, result, error, ms }) => {
+    if (result.transformed !== undefined) transformed = result.transformed;
+    return {
+      id,
+      verdict: result.verdict === true,
+      explanation: result.explanation ?? null,
+      data: result.data ?? null,
+      error,
+      transformed: result.transformed !== undefined,
+      execution_time: round(ms),
+    };
+  });
+  const verdict = checks.every((c) => c.verdict);
+  return {
+    outcome: {
+      id: hook.id,
+      verdict,
+      deny: hook.deny,
+      async: hook.async,
+      transformed: transformed !== null,
+      feedback: verdict ? hook.onSuccess : hook.onFail,
+      execution_time: round(performance.now() - started),
+      checks,
+    },
+    transformed,
+  };
+}
