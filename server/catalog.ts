@@ -25,6 +25,8 @@ export const CATALOG: Readonly<Record<string, Loader>> = Object.freeze({
   openai: async (options) => (await import('../plugins/providers/openai/index.js')).openai(options),
   'provider-registry': async (options, _env, server) =>
     (await import('../plugins/provider-registry/index.js')).providerRegistry({ providers: server.providers, ...options }),
+  google: async (options) => (await import('../plugins/providers/google/index.js')).google(options),
+  'vertex-ai': async (options) => (await import('../plugins/providers/vertex-ai/index.js')).vertexAI(options),
   anthropic: async (options) => (await import('../plugins/providers/anthropic/index.js')).anthropic(options),
   'openai-compatible': async (options) => (await import('../plugins/providers/openai-compatible/index.js')).openaiCompatible(options),
   config: async (options, _env, server) =>

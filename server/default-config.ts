@@ -28,6 +28,8 @@ export const DEFAULT_CONFIG: ServerConfig = {
     { name: 'openai' },
     { name: 'openai-compatible' },
     { name: 'anthropic' },
+    { name: 'google' },
+    { name: 'vertex-ai' },
     { name: 'proxy' },
     { name: 'request-log' },
   ],

@@ -1,0 +1,50 @@
+import type { GatewayResponse, RequestContext, UpstreamResponse } from '../../../core/index.js';
+import { anthropicErrorAnswer, anthropicStreamTranslator, fromAnthropicMessage, toAnthropicRequest } from '../anthropic/translate.js';
+import { jsonAnswer, readJson, readText, streamAnswer, toGatewayUsage } from '../openai-format/translate.js';
+import { geminiErrorAnswer, isGoogleError, parseErrorBody } from '../google/answer.js';
+import type { Json } from '../google/parts.js';
+
+/**
+ * Claude on Vertex AI (shared/providers/vertex.md §7): the Anthropic Messages
+ * body without `model` (it is in the URL) plus `anthropic_version:
+ * "vertex-2023-10-16"`, sent to `:rawPredict` / `:streamRawPredict`; answers
+ * are Anthropic's and are translated with the anthropic provider's module.
+ */
+
+export const VERTEX_ANTHROPIC_VERSION = 'vertex-2023-10-16';
+
+export function toVertexAnthropicRequest(body: Json, opts: { provider: string; defaultMaxTokens: number; strict: boolean }): Json {
+  const native = toAnthropicRequest(body, { provider: opts.provider, defaultMaxTokens: opts.defaultMaxTokens, stream: body.stream === true, strict: opts.strict });
+  const { model: _model, ...rest } = native;
+  return { anthropic_version: VERTEX_ANTHROPIC_VERSION, ...rest };
+}
+
+/**
+ * The answer of `:rawPredict` / `:streamRawPredict` in OpenAI's shape. Errors
+ * may be Anthropic-shaped (`{"type":"error","error":{…}}`) or Google-shaped
+ * (`{"error":{"code","status",…}}`, e.g. quota on Vertex): both are handled.
+ */
+export async function vertexAnthropicAnswer(
+  upstream: UpstreamResponse,
+  ctx: RequestContext,
+  opts: { provider: string; model: string; stream: boolean; strict: boolean; includeUsage: boolean },
+): Promise<GatewayResponse> {
+  if (upstream.status < 200 || upstream.status >= 300) {
+    const json = parseErrorBody(await readText(upstream.body, 1024 * 1024));
+    return isGoogleError(json) ? geminiErrorAnswer(upstream, json, opts.provider) : anthropicErrorAnswer(upstream, json);
+  }
+  if (opts.stream) {
+    const translator = anthropicStreamTranslator({
+      model: opts.model,
+      includeUsage: opts.includeUsage,
+      strict: opts.strict,
+      onUsage: (usage) => {
+        ctx.usage = toGatewayUsage(usage);
+      },
+    });
+    return streamAnswer(upstream, translator);
+  }
+  const { completion, usage } = fromAnthropicMessage(await readJson(upstream), { strict: opts.strict });
+  ctx.usage = toGatewayUsage(usage);
+  return jsonAnswer(upstream, upstream.status, completion);
+}
