@@ -10,6 +10,8 @@ export interface ServerEnv {
   allowPrivateHosts: boolean;
   /** REDIS_URL: the default for the `redis` store plugin. */
   redisUrl: string | undefined;
+  /** DATABASE_URL: the default for the `postgres` store plugin. */
+  databaseUrl: string | undefined;
 }
 
 export function readEnv(env: NodeJS.ProcessEnv = process.env): ServerEnv {
@@ -28,5 +30,6 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): ServerEnv {
     logLevel: env.GATEWAY_LOG_LEVEL || 'info',
     allowPrivateHosts: env.GATEWAY_ALLOW_PRIVATE_HOSTS === undefined ? true : env.GATEWAY_ALLOW_PRIVATE_HOSTS === '1',
     redisUrl: env.REDIS_URL || undefined,
+    databaseUrl: env.DATABASE_URL || undefined,
   };
 }

@@ -1,6 +1,9 @@
 import { Socket } from 'node:net';
 
 export const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
+export const DATABASE_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
+
+const DEFAULT_PORTS: Record<string, number> = { 'redis:': 6379, 'postgres:': 5432, 'postgresql:': 5432 };
 
 /** True when a TCP connection to the URL's host and port opens within a second. */
 export async function reachable(url: string): Promise<boolean> {
@@ -13,7 +16,7 @@ export async function reachable(url: string): Promise<boolean> {
     };
     socket.setTimeout(1000, () => done(false));
     socket.once('error', () => done(false));
-    socket.connect(Number(u.port || 6379), u.hostname, () => done(true));
+    socket.connect(Number(u.port || DEFAULT_PORTS[u.protocol] || 80), u.hostname, () => done(true));
   });
 }
 

@@ -25,11 +25,12 @@ describe('server config', () => {
     expect(() => configFileFrom(['--config'], undefined)).toThrow(/needs a file/);
   });
 
-  test('no file: the bundled default, which loads every bundled plugin but the redis store (it needs REDIS_URL)', async () => {
+  test('no file: the bundled default, which loads every bundled plugin but the opt-in stores', async () => {
     expect(await loadServerConfig(undefined)).toBe(DEFAULT_CONFIG);
     const names = DEFAULT_CONFIG.plugins.map((p) => p.name).sort();
     const { CATALOG } = await import('../../server/catalog.js');
-    expect(names).toEqual(Object.keys(CATALOG).filter((n) => n !== 'redis').sort());
+    // Stores that need a service or a file are opted into: redis (REDIS_URL), postgres (DATABASE_URL), sqlite (until a plugin uses it).
+    expect(names).toEqual(Object.keys(CATALOG).filter((n) => !['redis', 'postgres', 'sqlite'].includes(n)).sort());
   });
 
   test('a valid file is parsed', async () => {
@@ -65,7 +66,7 @@ describe('environment contract', () => {
     expect(env).toMatchObject({ port: undefined, configFile: undefined, apiKeys: [], logLevel: 'info', allowPrivateHosts: true });
     expect(env.dataDir.endsWith('/data')).toBe(true);
     const set = readEnv({ PORT: '9001', GATEWAY_CONFIG: 'g.json', GATEWAY_DATA_DIR: '/tmp/gw', GATEWAY_API_KEYS: ' a , b,,', GATEWAY_LOG_LEVEL: 'debug', GATEWAY_ALLOW_PRIVATE_HOSTS: '0' });
-    expect(set).toEqual({ port: 9001, configFile: 'g.json', dataDir: '/tmp/gw', apiKeys: ['a', 'b'], logLevel: 'debug', allowPrivateHosts: false, redisUrl: undefined });
+    expect(set).toEqual({ port: 9001, configFile: 'g.json', dataDir: '/tmp/gw', apiKeys: ['a', 'b'], logLevel: 'debug', allowPrivateHosts: false, redisUrl: undefined, databaseUrl: undefined });
     expect(() => readEnv({ PORT: 'http' })).toThrow(/PORT/);
   });
 

@@ -1,0 +1,37 @@
+import * as v from 'valibot';
+import { parseOptions, type GatewayPlugin } from '../../../core/index.js';
+import { sqlStore } from '../sql/client.js';
+import { postgresClient } from './client.js';
+
+export const PLUGIN_NAME = 'postgres';
+
+const OptionsSchema = v.strictObject({
+  /** Connection URL (the server passes DATABASE_URL). */
+  url: v.pipe(v.string(), v.minLength(1, 'is required (set DATABASE_URL)')),
+  /** Schema for every table; created when missing. Default: the connection's search_path. */
+  schema: v.optional(v.pipe(v.string(), v.regex(/^[a-z_][a-z0-9_]*$/, 'must be lower-case letters, digits and _'))),
+  /** Pool size. Default 10. */
+  max: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1)), 10),
+  /** Name in `api.stores`. Default `sql`. */
+  name: v.optional(v.string(), 'sql'),
+});
+
+export type PostgresStoreOptions = v.InferInput<typeof OptionsSchema>;
+
+/** The shared SQL store for several gateway instances: PostgreSQL. */
+export function postgresStore(options: PostgresStoreOptions): GatewayPlugin {
+  const opts = parseOptions(PLUGIN_NAME, OptionsSchema, options);
+  return {
+    name: PLUGIN_NAME,
+    apply(api) {
+      const store = sqlStore('postgres');
+      api.stores.add(opts.name, store);
+      api.onReady(async () => {
+        store.open(await postgresClient({ url: opts.url, schema: opts.schema, max: opts.max }));
+      });
+      api.onClose(() => store.client().close());
+    },
+  };
+}
+
+export default postgresStore;

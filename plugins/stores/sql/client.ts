@@ -1,0 +1,119 @@
+/**
+ * The SQL surface the control plane and the log store are written against.
+ * Two implementations (SQLite, PostgreSQL) pass one test suite. Statements use
+ * `?` placeholders in both; the PostgreSQL client rewrites them to `$n`.
+ * Portable types only: TEXT, INTEGER, BIGINT, DOUBLE PRECISION; JSON as TEXT,
+ * booleans as 0/1, times as BIGINT milliseconds.
+ */
+export interface SqlClient {
+  readonly dialect: 'sqlite' | 'postgres';
+  all<T = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<T[]>;
+  get<T = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<T | undefined>;
+  run(sql: string, params?: readonly unknown[]): Promise<{ changes: number }>;
+  /** Runs `fn` in one transaction: committed when it resolves, rolled back when it throws. */
+  transaction<T>(fn: (tx: SqlClient) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+/** One schema change. `up` is one SQL text for both dialects, or one per dialect. */
+export interface Migration {
+  version: number;
+  name: string;
+  up: string | { sqlite: string; postgres: string };
+}
+
+/**
+ * Applies the migrations of one namespace (e.g. `control-plane`, `logs`) that
+ * are not applied yet, in version order, each in its own transaction.
+ * Idempotent, and safe to run from several instances at once on PostgreSQL
+ * (an advisory lock serialises them).
+ */
+export async function migrate(client: SqlClient, namespace: string, migrations: readonly Migration[]): Promise<number[]> {
+  const sorted = [...migrations].sort((a, b) => a.version - b.version);
+  for (let i = 1; i < sorted.length; i++) {
+    if (sorted[i]!.version === sorted[i - 1]!.version) throw new Error(`migrations of ${namespace}: version ${sorted[i]!.version} appears twice`);
+  }
+  await client.run(
+    'CREATE TABLE IF NOT EXISTS schema_migrations (namespace TEXT NOT NULL, version INTEGER NOT NULL, name TEXT NOT NULL, applied_at BIGINT NOT NULL, PRIMARY KEY (namespace, version))',
+  );
+  const applied: number[] = [];
+  await client.transaction(async (tx) => {
+    if (tx.dialect === 'postgres') await tx.get('SELECT pg_advisory_xact_lock(hashtext(?))', [`migrate:${namespace}`]);
+    const done = new Set((await tx.all<{ version: number }>('SELECT version FROM schema_migrations WHERE namespace = ?', [namespace])).map((r) => Number(r.version)));
+    for (const m of sorted) {
+      if (done.has(m.version)) continue;
+      const sql = typeof m.up === 'string' ? m.up : m.up[tx.dialect];
+      for (const statement of splitStatements(sql)) await tx.run(statement);
+      await tx.run('INSERT INTO schema_migrations (namespace, version, name, applied_at) VALUES (?, ?, ?, ?)', [namespace, m.version, m.name, Date.now()]);
+      applied.push(m.version);
+    }
+  });
+  return applied;
+}
+
+/** Splits a migration into statements at semicolons outside quotes. */
+export function splitStatements(sql: string): string[] {
+  const out: string[] = [];
+  let current = '';
+  let quote: string | null = null;
+  for (const ch of sql) {
+    if (quote !== null) {
+      if (ch === quote) quote = null;
+    } else if (ch === "'" || ch === '"') {
+      quote = ch;
+    } else if (ch === ';') {
+      if (current.trim() !== '') out.push(current.trim());
+      current = '';
+      continue;
+    }
+    current += ch;
+  }
+  if (current.trim() !== '') out.push(current.trim());
+  return out;
+}
+
+/** Rewrites `?` placeholders to `$1, $2, …`, leaving `?` inside quoted strings alone. */
+export function numberPlaceholders(sql: string): string {
+  let n = 0;
+  let quote: string | null = null;
+  let out = '';
+  for (const ch of sql) {
+    if (quote !== null) {
+      if (ch === quote) quote = null;
+      out += ch;
+    } else if (ch === "'" || ch === '"') {
+      quote = ch;
+      out += ch;
+    } else if (ch === '?') {
+      out += `$${++n}`;
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
+/**
+ * What an SQL store plugin registers in `api.stores` (under `sql` by default).
+ * The connection opens in the store's `onReady`, so users take the store at
+ * boot and call `client()` from their own `onReady` on (plugins listed after the store).
+ */
+export interface SqlStore {
+  readonly dialect: 'sqlite' | 'postgres';
+  client(): SqlClient;
+}
+
+/** A store whose client is set once the connection is open. */
+export function sqlStore(dialect: 'sqlite' | 'postgres'): SqlStore & { open(client: SqlClient): void } {
+  let current: SqlClient | null = null;
+  return {
+    dialect,
+    client() {
+      if (current === null) throw new Error(`the ${dialect} store is not open yet: list it before the plugins that use it`);
+      return current;
+    },
+    open(client) {
+      current = client;
+    },
+  };
+}

@@ -1,0 +1,89 @@
+import { createRequire } from 'node:module';
+import type BetterSqlite3 from 'better-sqlite3';
+import type { SqlClient } from '../sql/client.js';
+
+const require = createRequire(import.meta.url);
+
+/**
+ * SQLite through better-sqlite3. Its calls are synchronous, so they are kept
+ * short and off the per-request path (the control plane caches what requests
+ * read; the log store writes in batches). One connection; a transaction holds
+ * a lock so no other statement interleaves with it.
+ */
+export function sqliteClient(file: string): SqlClient {
+  const Database = require('better-sqlite3') as typeof BetterSqlite3;
+  const db = new Database(file);
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.pragma('busy_timeout = 5000');
+  db.pragma('foreign_keys = ON');
+  const statements = new Map<string, BetterSqlite3.Statement>();
+  const prepare = (sql: string) => {
+    let s = statements.get(sql);
+    if (s === undefined) {
+      s = db.prepare(sql);
+      if (statements.size < 1000) statements.set(sql, s);
+    }
+    return s;
+  };
+  const values = (params: readonly unknown[] = []) => params.map((p) => (typeof p === 'boolean' ? (p ? 1 : 0) : p === undefined ? null : p));
+
+  let lock: Promise<void> = Promise.resolve();
+  let inTransaction = false;
+  const direct: SqlClient = {
+    dialect: 'sqlite',
+    async all<T>(sql: string, params?: readonly unknown[]) {
+      const s = prepare(sql);
+      return (s.reader ? s.all(...values(params)) : (s.run(...values(params)), [])) as T[];
+    },
+    async get<T>(sql: string, params?: readonly unknown[]) {
+      const s = prepare(sql);
+      return (s.reader ? s.get(...values(params)) : (s.run(...values(params)), undefined)) as T | undefined;
+    },
+    async run(sql: string, params?: readonly unknown[]) {
+      const s = prepare(sql);
+      if (s.reader) {
+        s.all(...values(params));
+        return { changes: 0 };
+      }
+      return { changes: s.run(...values(params)).changes };
+    },
+    transaction: () => Promise.reject(new Error('nested transactions are not supported')),
+    close: async () => undefined,
+  };
+  const guarded = <A extends unknown[], R>(fn: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      if (!inTransaction) await lock;
+      return fn(...args);
+    };
+
+  return {
+    dialect: 'sqlite',
+    all: guarded(direct.all) as SqlClient['all'],
+    get: guarded(direct.get) as SqlClient['get'],
+    run: guarded(direct.run),
+    async transaction<T>(fn: (tx: SqlClient) => Promise<T>): Promise<T> {
+      const previous = lock;
+      let release!: () => void;
+      lock = new Promise<void>((r) => (release = r));
+      await previous;
+      inTransaction = true;
+      db.exec('BEGIN IMMEDIATE');
+      try {
+        const result = await fn(direct);
+        db.exec('COMMIT');
+        return result;
+      } catch (err) {
+        db.exec('ROLLBACK');
+        throw err;
+      } finally {
+        inTransaction = false;
+        release();
+      }
+    },
+    async close() {
+      await lock;
+      db.close();
+    },
+  };
+}

@@ -1,0 +1,39 @@
+import { mkdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import * as v from 'valibot';
+import { parseOptions, type GatewayPlugin } from '../../../core/index.js';
+import { sqlStore } from '../sql/client.js';
+import { sqliteClient } from './client.js';
+
+export const PLUGIN_NAME = 'sqlite';
+
+const OptionsSchema = v.strictObject({
+  /** Database file. Default `<dataDir>/gateway.db`. `:memory:` for tests. */
+  file: v.optional(v.pipe(v.string(), v.minLength(1))),
+  /** Directory for the default file (the server passes GATEWAY_DATA_DIR). Default `./data`. */
+  dataDir: v.optional(v.string(), './data'),
+  /** Name in `api.stores`. Default `sql`. */
+  name: v.optional(v.string(), 'sql'),
+});
+
+export type SqliteStoreOptions = v.InferInput<typeof OptionsSchema>;
+
+/** The embedded SQL store: one SQLite file, nothing to run beside the gateway. */
+export function sqliteStore(options: SqliteStoreOptions = {}): GatewayPlugin {
+  const opts = parseOptions(PLUGIN_NAME, OptionsSchema, options);
+  const file = opts.file ?? join(opts.dataDir, 'gateway.db');
+  return {
+    name: PLUGIN_NAME,
+    apply(api) {
+      const store = sqlStore('sqlite');
+      api.stores.add(opts.name, store);
+      api.onReady(() => {
+        if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+        store.open(sqliteClient(file));
+      });
+      api.onClose(() => store.client().close());
+    },
+  };
+}
+
+export default sqliteStore;

@@ -1,0 +1,104 @@
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, describe, expect, test } from 'vitest';
+import { postgresClient } from '../../../plugins/stores/postgres/client.js';
+import { migrate, numberPlaceholders, splitStatements, type Migration, type SqlClient } from '../../../plugins/stores/sql/client.js';
+import { sqliteClient } from '../../../plugins/stores/sqlite/client.js';
+import { DATABASE_URL, requireService } from '../../helpers/services.js';
+
+
+const MIGRATIONS: Migration[] = [
+  { version: 1, name: 'items', up: "CREATE TABLE items (id TEXT PRIMARY KEY, n INTEGER NOT NULL, meta TEXT, at BIGINT NOT NULL); CREATE INDEX items_n ON items (n)" },
+  { version: 2, name: 'note', up: { sqlite: "ALTER TABLE items ADD COLUMN note TEXT DEFAULT 'a;b'", postgres: "ALTER TABLE items ADD COLUMN note TEXT DEFAULT 'a;b'" } },
+];
+
+/** The same suite for every SQL store. */
+function contract(name: string, open: () => Promise<SqlClient | null>) {
+  describe(`${name} store`, () => {
+    let db: SqlClient | null = null;
+    afterAll(async () => {
+      await db?.close();
+    });
+
+    test('migrations apply once, in order, and are recorded', async () => {
+      db = await open();
+      if (db === null) return;
+      expect(await migrate(db, 'test', [MIGRATIONS[1]!, MIGRATIONS[0]!])).toEqual([1, 2]);
+      expect(await migrate(db, 'test', MIGRATIONS)).toEqual([]);
+      const rows = await db.all<{ version: number }>('SELECT version FROM schema_migrations WHERE namespace = ? ORDER BY version', ['test']);
+      expect(rows.map((r) => Number(r.version))).toEqual([1, 2]);
+      await expect(migrate(db, 'dup', [MIGRATIONS[0]!, { ...MIGRATIONS[0]!, name: 'again' }])).rejects.toThrow(/twice/);
+    });
+
+    test('insert, select, update, delete; JSON as text, BIGINT as numbers, defaults with semicolons', async () => {
+      if (db === null) return;
+      const at = Date.now();
+      await db.run('INSERT INTO items (id, n, meta, at) VALUES (?, ?, ?, ?)', ['a', 1, JSON.stringify({ x: [1, 2] }), at]);
+      await db.run('INSERT INTO items (id, n, meta, at) VALUES (?, ?, ?, ?)', ['b', 2, null, at]);
+      const a = await db.get<{ id: string; n: number; meta: string; at: number; note: string }>('SELECT * FROM items WHERE id = ?', ['a']);
+      expect(a).toMatchObject({ id: 'a', n: 1, at, note: 'a;b' });
+      expect(JSON.parse(a!.meta)).toEqual({ x: [1, 2] });
+      expect(typeof a!.at).toBe('number');
+      expect((await db.run('UPDATE items SET n = n + 10 WHERE n >= ?', [1])).changes).toBe(2);
+      expect((await db.all<{ n: number }>("SELECT n FROM items WHERE note = 'a;b' AND id <> '?' ORDER BY n")).map((r) => Number(r.n))).toEqual([11, 12]);
+      expect((await db.run('DELETE FROM items WHERE id = ?', ['b'])).changes).toBe(1);
+      expect(await db.get('SELECT * FROM items WHERE id = ?', ['b'])).toBeUndefined();
+    });
+
+    test('a transaction commits on success and rolls back on a throw', async () => {
+      if (db === null) return;
+      await db.transaction(async (tx) => {
+        await tx.run('INSERT INTO items (id, n, at) VALUES (?, ?, ?)', ['t1', 5, 0]);
+      });
+      await expect(
+        db.transaction(async (tx) => {
+          await tx.run('INSERT INTO items (id, n, at) VALUES (?, ?, ?)', ['t2', 6, 0]);
+          throw new Error('boom');
+        }),
+      ).rejects.toThrow('boom');
+      expect(await db.get('SELECT id FROM items WHERE id = ?', ['t1'])).toBeDefined();
+      expect(await db.get('SELECT id FROM items WHERE id = ?', ['t2'])).toBeUndefined();
+    });
+
+    test('concurrent transactions do not lose updates', async () => {
+      if (db === null) return;
+      await db.run('INSERT INTO items (id, n, at) VALUES (?, ?, ?)', ['counter', 0, 0]);
+      await Promise.all(
+        Array.from({ length: 20 }, () =>
+          db!.transaction(async (tx) => {
+            const row = await tx.get<{ n: number }>('SELECT n FROM items WHERE id = ? FOR UPDATE'.replace(tx.dialect === 'sqlite' ? ' FOR UPDATE' : '', ''), ['counter']);
+            await tx.run('UPDATE items SET n = ? WHERE id = ?', [Number(row!.n) + 1, 'counter']);
+          }),
+        ),
+      );
+      expect(Number((await db.get<{ n: number }>('SELECT n FROM items WHERE id = ?', ['counter']))!.n)).toBe(20);
+    });
+
+    test('a constraint violation rejects with the database error', async () => {
+      if (db === null) return;
+      await expect(db.run('INSERT INTO items (id, n, at) VALUES (?, ?, ?)', ['a', 1, 0])).rejects.toThrow();
+    });
+  });
+}
+
+contract('sqlite', async () => sqliteClient(join(await mkdtemp(join(tmpdir(), 'gw-sqlite-')), 'test.db')));
+
+describe('postgres', async () => {
+  const available = await requireService('PostgreSQL', DATABASE_URL);
+  const schema = `t_${process.pid}_${Date.now().toString(36)}`;
+  afterAll(async () => {
+    if (!available) return;
+    const c = new pg.Client({ connectionString: DATABASE_URL });
+    await c.connect();
+    await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    await c.end();
+  });
+  contract('postgres', async () => (available ? postgresClient({ url: DATABASE_URL, schema }) : null));
+});
+
+test('placeholders and statement splitting ignore quoted text', () => {
+  expect(numberPlaceholders("SELECT * FROM t WHERE a = ? AND b = '?' AND c = ?")).toBe("SELECT * FROM t WHERE a = $1 AND b = '?' AND c = $2");
+  expect(splitStatements("CREATE TABLE a (x TEXT DEFAULT 'a;b'); CREATE INDEX i ON a (x);")).toEqual(["CREATE TABLE a (x TEXT DEFAULT 'a;b')", 'CREATE INDEX i ON a (x)']);
+});
