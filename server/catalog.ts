@@ -38,6 +38,14 @@ export const CATALOG: Readonly<Record<string, Loader>> = Object.freeze({
   guardrails: async (options, _env, server) =>
     (await import('../plugins/guardrails/index.js')).guardrails({ guardrails: server.guardrails, ...options }),
   'guardrail-checks': async () => (await import('../plugins/guardrails/checks/index.js')).guardrailChecks(),
+  cache: async (options) => (await import('../plugins/cache/index.js')).cache(options),
+  'cache-simple': async (options) => (await import('../plugins/cache/simple/index.js')).cacheSimple(options),
+  'cache-semantic': async (options) => {
+    const { cacheSemantic } = await import('../plugins/cache/semantic/index.js');
+    return cacheSemantic(options as Parameters<typeof cacheSemantic>[0]);
+  },
+  'cache-memory': async (options) => (await import('../plugins/cache/stores/memory/index.js')).cacheMemory(options),
+  'cache-redis': async (options) => (await import('../plugins/cache/stores/redis/index.js')).cacheRedis(options),
   retry: async (options) => (await import('../plugins/retry/index.js')).retry(options),
   timeout: async () => (await import('../plugins/timeout/index.js')).timeout(),
   breaker: async (options) => (await import('../plugins/breaker/index.js')).breaker(options),

@@ -49,3 +49,29 @@ export function checkTable(checks: Check[]): string {
   for (const c of checks) lines.push(`| ${c.name} | ${c.value} | ${c.target} | ${c.pass ? 'PASS' : 'FAIL'} |`);
   return lines.join('\n');
 }
+
+/** One autocannon run against the cached gateway: a hit (the same request again) or a miss (forced refresh). */
+export interface CacheRow extends LoadResult {
+  case: 'hit' | 'miss';
+  connections: number;
+}
+
+/** Hit against miss per concurrency, from autocannon. */
+export function cacheLoadTable(rows: CacheRow[]): string {
+  const lines = ['| connections | hit req/s | miss req/s | hit/miss | hit p50 / p99 ms | miss p50 / p99 ms | errors / non-2xx (hit, miss) |', '|--:|--:|--:|--:|--:|--:|--:|'];
+  for (const c of [...new Set(rows.map((r) => r.connections))]) {
+    const hit = rows.find((r) => r.case === 'hit' && r.connections === c)!;
+    const miss = rows.find((r) => r.case === 'miss' && r.connections === c)!;
+    lines.push(
+      `| ${c} | ${fmt(hit.rps)} | ${fmt(miss.rps)} | ${fmt(hit.rps / miss.rps, 2)} | ${hit.p50} / ${hit.p99} | ${miss.p50} / ${miss.p99} | ${hit.errors} / ${hit.non2xx}, ${miss.errors} / ${miss.non2xx} |`,
+    );
+  }
+  return lines.join('\n');
+}
+
+/** Sequential c=1 latency of a hit and a miss, with the mock's own p50 for reference. */
+export function cacheProbeTable(p50: Map<string, number>, mockP50: number): string {
+  const lines = ['| case | p50 µs | vs mock direct µs |', '|---|--:|--:|'];
+  for (const [name, us] of p50) lines.push(`| ${name} | ${fmt(us)} | ${fmt(us - mockP50)} |`);
+  return lines.join('\n');
+}

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { forkTs, startGateway, stopAll, type Child } from './children.js';
 import { measure, rssMb, withRss } from './load.js';
 import { probe } from './probe.js';
-import { checkTable, loadTable, machine, probeTable, ratioTable, type Check, type Row } from './report.js';
+import { cacheLoadTable, cacheProbeTable, checkTable, loadTable, machine, probeTable, ratioTable, type CacheRow, type Check, type Row } from './report.js';
 
 // `npm run bench`: mock origin, bare pass-through and gateway, each in its own process; see docs/performance.md.
 const DURATION = positive(process.env.BENCH_DURATION, 5);
@@ -21,9 +21,11 @@ const SCENARIOS = [
   { mode: 'stream', connections: 64 },
 ] as const;
 const DOC = fileURLToPath(new URL('../../docs/performance.md', import.meta.url));
+/** The cached-gateway runs: a hit (the same request again) against a miss (forced refresh), non-stream. */
+const CACHE_CONNECTIONS = [1, 64] as const;
 
-// Never hang: 15 runs of (1 s warm-up + duration), the probe, start-up and shutdown, with a wide margin.
-const budgetMs = (15 * (DURATION + 4) + 3 * (PROBE_N + 200) * 0.01 + 120) * 1000;
+// Never hang: 19 runs of (1 s warm-up + duration), the probes, start-up and shutdown, with a wide margin.
+const budgetMs = (19 * (DURATION + 4) + 5 * (PROBE_N + 200) * 0.01 + 150) * 1000;
 setTimeout(() => {
   process.stderr.write(`bench: still running after ${Math.round(budgetMs / 1000)} s, giving up\n`);
   process.exit(1);
@@ -71,6 +73,7 @@ async function main(): Promise<void> {
 
   console.log(`bench: sequential probe, ${PROBE_N} requests per target after 200 warm-up`);
   const p50 = await probe(targets, BODIES['non-stream'], PROBE_N);
+  const cached = await cacheBench(mock.url);
   await stopAll();
   const log = logSummary(logFile);
 
@@ -81,12 +84,61 @@ async function main(): Promise<void> {
     ['Added latency at c=1 (sequential probe)', probeTable(p50, 'mock')],
     ['Throughput ratios', ratioTable(rows)],
     ['Checks', checkTable(checks)],
+    ['Cache: hit against miss (non-stream, autocannon)', cacheLoadTable(cached.rows)],
+    ['Cache: hit against miss at c=1 (sequential probe)', cacheProbeTable(cached.p50, p50.get('mock')!)],
   ] as const;
   console.log();
   for (const [title, table] of sections) console.log(`${title}\n\n${table}\n`);
   console.log(`${rssLine}\n${log}`);
   writeFileSync(DOC, doc(sections, rssLine, log));
   console.log(`\nbench: wrote ${DOC}; ${checks.filter((c) => !c.pass).length} of ${checks.length} checks failed`);
+}
+
+/**
+ * The cached-hit case. The default server config does not load the cache yet, so a second gateway,
+ * built from plugins (trace, config with a cached default target, validation, openai, cache-memory,
+ * cache, cache-simple, request-log), runs in its own process in front of the same mock. A hit repeats
+ * one request; a miss sends `x-gateway-cache-force-refresh: true`, which calls the mock and stores the
+ * answer again, i.e. everything a real miss costs.
+ */
+async function cacheBench(mockUrl: string): Promise<{ rows: CacheRow[]; p50: Map<string, number> }> {
+  const logFile = join(tmpdir(), `bench-cache-${process.pid}.log`);
+  process.on('exit', () => rmSync(logFile, { force: true }));
+  const gw = await forkTs('cache', 'cache-gateway.ts', [mockUrl, logFile]);
+  const hit = { 'content-type': 'application/json' };
+  const miss = { ...hit, 'x-gateway-cache-force-refresh': 'true' };
+  const body = BODIES['non-stream'];
+  const status = async (headers: Record<string, string>) => {
+    const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers, body });
+    const text = await res.text();
+    if (res.status !== 200 || !text.includes('Hello')) throw new Error(`cache smoke request failed: ${res.status} ${text.slice(0, 300)}`);
+    return res.headers.get('x-gateway-cache-status');
+  };
+  if ((await status(miss)) !== 'REFRESH') throw new Error('cache smoke: a forced refresh was not REFRESH');
+  const until = Date.now() + 5000;
+  while ((await status(hit)) !== 'HIT') {
+    if (Date.now() > until) throw new Error('cache smoke: the stored answer never became a HIT');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  console.log('bench: cache, hit against miss (forced refresh), non-stream');
+  const rows: CacheRow[] = [];
+  for (const connections of CACHE_CONNECTIONS) {
+    for (const [name, headers] of [['hit', hit], ['miss', miss]] as const) {
+      const result = await measure({ url: `${gw.url}/v1/chat/completions`, headers, body, connections, duration: DURATION });
+      rows.push({ case: name, connections, ...result });
+      console.log(`  cache ${name.padEnd(4)} c=${String(connections).padEnd(3)} ${result.rps.toFixed(0).padStart(6)} req/s  p50 ${result.p50} ms  p99 ${result.p99} ms`);
+      if (result.errors > 0 || result.non2xx > 0) console.warn(`  WARNING: cache ${name} c=${connections}: ${result.errors} errors/timeouts, ${result.non2xx} non-2xx`);
+    }
+  }
+  const p50 = await probe(
+    [
+      { name: 'cache hit', url: gw.url, headers: hit },
+      { name: 'cache miss (forced refresh)', url: gw.url, headers: miss },
+    ],
+    body,
+    PROBE_N,
+  );
+  return { rows, p50 };
 }
 
 /** One request per mode before measuring: a fast 4xx would otherwise pass for great throughput. */
@@ -157,6 +209,14 @@ BENCH_DURATION=3 BENCH_PROBE_N=1000 npm run bench  # quicker
 ${sections.map(([title, table]) => `### ${title}\n\n${table}\n`).join('\n')}
 The probe times each request with \`process.hrtime.bigint\` over one keep-alive connection
 (autocannon reports whole milliseconds); added p50 = p50(target) - p50(mock direct).
+
+The two cache tables come from a second gateway process, since the default config does not load the
+cache yet: \`test/bench/cache-gateway.ts\`, run through tsx (not the built \`dist/\`), with trace, config
+(a default target with \`cache: {"mode":"simple"}\`), validation, openai, cache-memory, cache,
+cache-simple and request-log, in front of the same mock. A hit repeats one request; a miss sends
+\`x-gateway-cache-force-refresh: true\`, so it calls the mock and stores the answer again. Compare hit
+with miss within those tables; they are not comparable with the gateway rows above (different build,
+fewer plugins). See [caching.md](caching.md).
 
 ${rssLine} RSS is read from \`/proc/<pid>/status\` every 200 ms.
 

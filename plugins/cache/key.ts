@@ -1,0 +1,108 @@
+import { createHash } from 'node:crypto';
+import type { RequestContext, Target } from '../../core/index.js';
+
+/** Body fields left out of the key: how the answer is delivered, not what is asked. */
+const DELIVERY_FIELDS: ReadonlySet<string> = new Set(['stream', 'stream_options']);
+
+/**
+ * Target fields left out of the target identity: how the call is made
+ * (caching itself, retries, breaker, timeout), never what is asked or who answers.
+ */
+const CALL_SETTINGS: ReadonlySet<string> = new Set(['cache', 'retry', 'cb_config', 'request_timeout']);
+
+/** Credential fields, entered into the identity only as a digest. */
+const SECRET_FIELDS: ReadonlySet<string> = new Set([
+  'api_key',
+  'virtual_key',
+  'aws_access_key_id',
+  'aws_secret_access_key',
+  'aws_session_token',
+  'vertex_service_account_json',
+]);
+/** Any other field whose name looks like a credential is digested too (provider-specific fields). */
+const SECRET_NAME = /key|secret|token|password|credential|service_account/i;
+
+export function sha256(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+/**
+ * JSON with object keys sorted at every depth, so two bodies that differ only
+ * in key order give the same text. `undefined` members are left out, as
+ * JSON.stringify does. `skipTop` names top-level keys to leave out.
+ */
+export function canonicalJson(value: unknown, skipTop: ReadonlySet<string> | null = null): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
+  if (Array.isArray(value)) {
+    let out = '[';
+    for (let i = 0; i < value.length; i++) out += (i === 0 ? '' : ',') + canonicalJson(value[i] === undefined ? null : value[i]);
+    return out + ']';
+  }
+  const obj = value as Record<string, unknown>;
+  const keys = Object.keys(obj).sort();
+  let out = '{';
+  let first = true;
+  for (const k of keys) {
+    const member = obj[k];
+    if (member === undefined || (skipTop !== null && skipTop.has(k))) continue;
+    out += (first ? '' : ',') + JSON.stringify(k) + ':' + canonicalJson(member);
+    first = false;
+  }
+  return out + '}';
+}
+
+/** The request body as keyed: canonical, without `stream` and `stream_options`. */
+export function canonicalBody(body: Record<string, unknown> | null): string {
+  return canonicalJson(body ?? {}, DELIVERY_FIELDS);
+}
+
+/** The same target object (configs are parsed once and reused) keeps its identity. */
+const identities = new WeakMap<Target, string>();
+
+/**
+ * Identity of a target: its canonical tree (a strategy's children included),
+ * with every credential replaced by a digest and the call settings left out.
+ * Provider, custom host, overridden model, placement fields and the digests
+ * of the credentials all take part; a secret itself never does.
+ */
+export function targetIdentity(target: Target): string {
+  let id = identities.get(target);
+  if (id === undefined) {
+    id = canonicalJson(scrub(target));
+    identities.set(target, id);
+  }
+  return id;
+}
+
+function scrub(target: Target): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const field of Object.keys(target)) {
+    const value = target[field];
+    if (value === undefined || CALL_SETTINGS.has(field)) continue;
+    if (field === 'targets' && Array.isArray(value)) out.targets = value.map((child) => scrub(child as Target));
+    else if (SECRET_FIELDS.has(field) || SECRET_NAME.test(field)) out[field] = { digest: sha256(canonicalJson(value)).slice(0, 32) };
+    else out[field] = value;
+  }
+  return out;
+}
+
+/** Namespace header; with it, the key ignores metadata and any other header. */
+export const NAMESPACE_HEADER = 'x-gateway-cache-namespace';
+export const REFRESH_HEADER = 'x-gateway-cache-force-refresh';
+export const STATUS_HEADER = 'x-gateway-cache-status';
+
+/**
+ * Digest of everything that scopes a cache entry except the body: the route,
+ * the target identity, the workspace, and the namespace (the header's value,
+ * or the workspace's default namespace when the header is absent or empty).
+ */
+export function partitionOf(ctx: RequestContext, target: Target): string {
+  const namespace = ctx.header(NAMESPACE_HEADER);
+  const scope = namespace === undefined || namespace === '' ? ['default'] : ['ns', namespace];
+  return sha256(JSON.stringify(['cache/v1', ctx.route!.name, targetIdentity(target), ctx.auth?.workspaceId ?? null, scope]));
+}
+
+/** The exact-match key: partition + canonical body. */
+export function exactKey(partition: string, body: Record<string, unknown> | null): string {
+  return createHash('sha256').update(partition).update('\n').update(canonicalBody(body)).digest('hex');
+}

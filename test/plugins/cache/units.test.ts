@@ -1,0 +1,134 @@
+import { describe, expect, test } from 'vitest';
+import { RequestContext, type Target } from '../../../core/index.js';
+import { cache } from '../../../plugins/cache/index.js';
+import { canonicalBody, canonicalJson, exactKey, partitionOf, targetIdentity } from '../../../plugins/cache/key.js';
+import { cacheSemantic } from '../../../plugins/cache/semantic/index.js';
+import { cacheMemory, memoryCacheStore } from '../../../plugins/cache/stores/memory/index.js';
+import { cacheRedis } from '../../../plugins/cache/stores/redis/index.js';
+import type { CachedAnswer } from '../../../plugins/cache/types.js';
+import { rateLimitedWarning } from '../../../plugins/cache/warn.js';
+import { memoryLogger } from '../../helpers/gateway.js';
+
+function context(headers: Record<string, string> = {}, workspaceId: string | null = null, route = 'chat.completions'): RequestContext {
+  const ctx = new RequestContext('POST', '/v1/chat/completions', headers, new AbortController().signal, memoryLogger().logger);
+  ctx.route = { name: route, method: 'POST', path: '/v1/chat/completions', kind: 'provider' };
+  ctx.auth = { keyId: 'k', workspaceId, scopes: ['*'] };
+  return ctx;
+}
+
+describe('cache key', () => {
+  test('canonical JSON sorts keys at every depth and drops undefined', () => {
+    expect(canonicalJson({ b: 1, a: { d: [1, { y: 2, x: 1 }], c: undefined } })).toBe('{"a":{"d":[1,{"x":1,"y":2}]},"b":1}');
+    expect(canonicalBody({ stream: true, stream_options: { include_usage: true }, model: 'm' })).toBe('{"model":"m"}');
+    // Nested fields named stream are part of the request.
+    expect(canonicalBody({ model: 'm', metadata: { stream: 1 } })).toBe('{"metadata":{"stream":1},"model":"m"}');
+  });
+
+  test('the target identity holds digests of credentials, never the secrets, and leaves call settings out', () => {
+    const target: Target = {
+      provider: 'openai',
+      api_key: 'sk-very-secret',
+      custom_host: 'http://h/v1',
+      retry: { attempts: 3 },
+      cache: { mode: 'simple' },
+      strategy: { mode: 'fallback' },
+      targets: [{ provider: 'bedrock', aws_secret_access_key: 'aws-secret', aws_session_token: 'tok-secret', vertex_service_account_json: { private_key: 'pk-secret' } }],
+    };
+    const id = targetIdentity(target);
+    for (const secret of ['sk-very-secret', 'aws-secret', 'tok-secret', 'pk-secret']) expect(id).not.toContain(secret);
+    expect(id).toContain('http://h/v1');
+    expect(id).not.toContain('retry');
+    expect(id).not.toContain('"cache"');
+    const other = targetIdentity({ ...target, api_key: 'sk-other' });
+    expect(other).not.toBe(id);
+    expect(targetIdentity({ ...target, retry: { attempts: 1 }, cache: { mode: 'semantic' } })).toBe(id);
+  });
+
+  test('the partition separates routes, workspaces and namespaces; an empty namespace is the default', () => {
+    const t: Target = { provider: 'openai', api_key: 'k' };
+    const base = partitionOf(context(), t);
+    expect(partitionOf(context({ 'x-gateway-metadata': '{"a":1}', 'x-other': 'y' }), t)).toBe(base);
+    expect(partitionOf(context({ 'x-gateway-cache-namespace': '' }), t)).toBe(base);
+    expect(partitionOf(context({ 'x-gateway-cache-namespace': 'n' }), t)).not.toBe(base);
+    expect(partitionOf(context({}, 'ws-1'), t)).not.toBe(base);
+    expect(partitionOf(context({}, null, 'embeddings'), t)).not.toBe(base);
+    // A namespace that spells a workspace id is still not that workspace.
+    expect(partitionOf(context({ 'x-gateway-cache-namespace': 'ws-1' }), t)).not.toBe(partitionOf(context({}, 'ws-1'), t));
+    expect(exactKey(base, { model: 'm', a: 1 })).toBe(exactKey(base, { a: 1, model: 'm', stream: true }));
+    expect(exactKey(base, { model: 'm' })).toMatch(/^[0-9a-f]{64}$/);
+  });
+});
+
+describe('memory store', () => {
+  const answer = (body: string, createdAt = 0): CachedAnswer => ({ v: 1, route: 'chat.completions', status: 200, body, usage: null, fromStream: false, createdAt, expiresAt: createdAt + 1000 });
+
+  test('entries expire by TTL (on its clock)', async () => {
+    let clock = 1_000_000;
+    const store = memoryCacheStore({ now: () => clock });
+    await store.set('k', answer('{}'), 1000);
+    expect(await store.get('k')).not.toBeNull();
+    clock += 999;
+    expect(await store.get('k')).not.toBeNull();
+    clock += 2;
+    expect(await store.get('k')).toBeNull();
+  });
+
+  test('bounded by bytes: the least recently used go first', async () => {
+    const store = memoryCacheStore({ maxBytes: 10_000 });
+    const big = '{' + 'x'.repeat(3000) + '}';
+    for (const k of ['a', 'b', 'c']) await store.set(k, answer(big), 60_000);
+    await store.get('a');
+    await store.set('d', answer(big), 60_000);
+    expect(await store.get('b')).toBeNull();
+    expect(await store.get('a')).not.toBeNull();
+    expect(await store.get('d')).not.toBeNull();
+    // Larger than the whole store: not kept.
+    await store.set('huge', answer('{' + 'x'.repeat(20_000) + '}'), 60_000);
+    expect(await store.get('huge')).toBeNull();
+  });
+
+  test('candidate lists are capped, newest first, without duplicates or expired members', async () => {
+    let clock = 0;
+    const store = memoryCacheStore({ now: () => clock });
+    const c = (key: string, expiresAt = 10_000) => ({ key, vector: new Float32Array([1, 0]), createdAt: clock, expiresAt });
+    await store.addCandidate('s', c('k1', 50), 3, 10_000);
+    await store.addCandidate('s', c('k2'), 3, 10_000);
+    await store.addCandidate('s', c('k3'), 3, 10_000);
+    await store.addCandidate('s', c('k2'), 3, 10_000);
+    expect((await store.candidates('s', 10)).map((x) => x.key)).toEqual(['k2', 'k3', 'k1']);
+    clock = 100;
+    await store.addCandidate('s', c('k4'), 3, 10_000);
+    expect((await store.candidates('s', 10)).map((x) => x.key)).toEqual(['k4', 'k2', 'k3']);
+    expect((await store.candidates('s', 2)).map((x) => x.key)).toEqual(['k4', 'k2']);
+    expect(await store.candidates('other', 2)).toEqual([]);
+  });
+});
+
+describe('options are checked at start-up', () => {
+  test('bad options name the plugin and the field', () => {
+    expect(() => cache({ store: 'disk' as 'memory' })).toThrow(/Invalid options for cache: store/);
+    expect(() => cache({ defaultMaxAge: 10, maxAgeCap: 5 })).toThrow(/defaultMaxAge must not exceed maxAgeCap/);
+    expect(() => cacheMemory({ maxBytes: 10 })).toThrow(/cache-memory: maxBytes/);
+    expect(() => cacheRedis({ warnIntervalMs: -1 })).toThrow(/cache-redis: warnIntervalMs/);
+    expect(() => cacheSemantic({ embedding: { target: { provider: 'openai' }, model: 'm' }, threshold: 1.5 })).toThrow(/cache-semantic: threshold/);
+    expect(() => cacheSemantic({ embedding: { target: {}, model: 'm' } })).toThrow(/embedding.target/);
+  });
+});
+
+describe('rate-limited warning', () => {
+  test('one line per interval, with the count of the ones left out', () => {
+    const logs = memoryLogger();
+    let clock = 0;
+    const warn = rateLimitedWarning(logs.logger, 'down', 1000, () => clock);
+    warn(new Error('a'));
+    warn(new Error('b'));
+    clock = 500;
+    warn(new Error('c'));
+    clock = 1500;
+    warn(new Error('d'));
+    const lines = logs.lines().filter((l) => l.msg === 'down');
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatchObject({ err: 'a' });
+    expect(lines[1]).toMatchObject({ err: 'd', suppressed: 2 });
+  });
+});
