@@ -27,6 +27,11 @@ export const CATALOG: Readonly<Record<string, Loader>> = Object.freeze({
     (await import('../plugins/provider-registry/index.js')).providerRegistry({ providers: server.providers, ...options }),
   google: async (options) => (await import('../plugins/providers/google/index.js')).google(options),
   'vertex-ai': async (options) => (await import('../plugins/providers/vertex-ai/index.js')).vertexAI(options),
+  bedrock: async (options) => (await import('../plugins/providers/bedrock/index.js')).bedrock(options),
+  'azure-openai': async (options) => (await import('../plugins/providers/azure-openai/index.js')).azureOpenAI(options),
+  'azure-ai': async (options) => (await import('../plugins/providers/azure-ai/index.js')).azureAI(options),
+  cohere: async (options) => (await import('../plugins/providers/cohere/index.js')).cohere(options),
+  rerank: async (options) => (await import('../plugins/rerank/index.js')).rerank(options),
   anthropic: async (options) => (await import('../plugins/providers/anthropic/index.js')).anthropic(options),
   'openai-compatible': async (options) => (await import('../plugins/providers/openai-compatible/index.js')).openaiCompatible(options),
   config: async (options, _env, server) =>

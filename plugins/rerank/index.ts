@@ -1,0 +1,62 @@
+import * as v from 'valibot';
+import { GatewayError, issuePath, parseOptions, STAGE, type GatewayPlugin, type PluginAPI } from '../../core/index.js';
+import { rerankProvider, RERANK_PROVIDERS } from './providers.js';
+import { RerankBodySchema } from './schema.js';
+
+export const PLUGIN_NAME = 'rerank';
+/** The route name provider adapters key their rerank adapter by (`provider.routes.rerank`). */
+export const RERANK_ROUTE = 'rerank';
+
+export { RerankBodySchema, type RerankBody } from './schema.js';
+export { RERANK_PROVIDERS, rerankProvider, type RerankProviderRow } from './providers.js';
+export * from './shape.js';
+
+const OptionsSchema = v.strictObject({
+  /** Rerank-only providers this plugin registers (default both). A name already registered by another plugin is left alone. */
+  providers: v.optional(v.array(v.picklist(['jina', 'voyage'])), ['jina', 'voyage']),
+  /** Default base URL per bundled provider (e.g. a proxy). */
+  baseURLs: v.optional(v.record(v.picklist(['jina', 'voyage']), v.pipe(v.string(), v.url()))),
+});
+
+export type RerankOptions = v.InferInput<typeof OptionsSchema>;
+
+const parse = v.safeParser(RerankBodySchema);
+
+/** Adds `POST {basePath}/rerank` (a provider route named `rerank`), once. */
+export function addRerankRoute(api: PluginAPI): void {
+  const path = api.options.basePath + '/rerank';
+  if (!api.routes.has('POST', path)) api.routes.add({ name: RERANK_ROUTE, method: 'POST', path, kind: 'provider', body: 'json' });
+}
+
+/**
+ * The rerank route (spec, POST /rerank): registers the shaped route, checks
+ * its body before any provider is called (a 400 naming the field), and
+ * registers the rerank-only providers `jina` and `voyage`. Providers that also
+ * chat (`cohere`, `bedrock`) bring their own rerank adapters in their plugins.
+ */
+export function rerank(options: RerankOptions = {}): GatewayPlugin {
+  const opts = parseOptions(PLUGIN_NAME, OptionsSchema, options);
+  return {
+    name: PLUGIN_NAME,
+    apply(api) {
+      addRerankRoute(api);
+      for (const row of RERANK_PROVIDERS) {
+        if (!opts.providers.includes(row.name) || api.providers.has(row.name)) continue;
+        const url = opts.baseURLs?.[row.name];
+        api.providers.add(row.name, rerankProvider(url === undefined ? row : { ...row, baseURL: url.replace(/\/$/, '') }));
+      }
+      api.hooks.beforeRequest.tap({ name: PLUGIN_NAME, stage: STAGE.EARLY }, (ctx) => {
+        if (ctx.route?.name !== RERANK_ROUTE) return undefined;
+        const result = parse(ctx.body);
+        if (!result.success) {
+          const issue = result.issues[0];
+          const param = issuePath(issue) || null;
+          throw new GatewayError('invalid_request', `Invalid request body: ${param === null ? '' : `'${param}' `}${issue.message}`, { param });
+        }
+        return undefined;
+      });
+    },
+  };
+}
+
+export default rerank;

@@ -1,0 +1,87 @@
+import type { Provider, ProviderRoute, RequestContext, Target, UpstreamResponse } from '../../core/index.js';
+import { readJson } from '../providers/openai-format/translate.js';
+import { documentTexts, extraParameters, genericErrorAnswer, rerankAnswer, rerankBody, upstreamModel, type RankedIndex } from './shape.js';
+
+type Json = Record<string, unknown>;
+
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * Rerank-only providers registered by the `rerank` plugin, as data plus one
+ * small adapter each (shared/providers/cohere.md §3). Both take
+ * `Authorization: Bearer <api_key>` and answer `{results|data: [{index,
+ * relevance_score}], usage: {total_tokens}}`; Voyage calls `top_n` `top_k`.
+ * Documents are never asked back: the gateway re-attaches the request's text.
+ */
+export interface RerankProviderRow {
+  name: 'jina' | 'voyage';
+  baseURL: string;
+  /** Builds the native body from the gateway's rerank body. */
+  body(body: Json, model: string, documents: string[]): Json;
+  /** The array the results come in. */
+  resultsField: 'results' | 'data';
+}
+
+export const RERANK_PROVIDERS: readonly RerankProviderRow[] = Object.freeze([
+  {
+    name: 'jina',
+    baseURL: 'https://api.jina.ai/v1',
+    resultsField: 'results',
+    body(body, model, documents) {
+      const out: Json = { model, query: body.query, documents, return_documents: false };
+      if (typeof body.top_n === 'number') out.top_n = body.top_n;
+      return { ...out, ...extraParameters(body) };
+    },
+  },
+  {
+    name: 'voyage',
+    baseURL: 'https://api.voyageai.com/v1',
+    resultsField: 'data',
+    body(body, model, documents) {
+      const out: Json = { model, query: body.query, documents, return_documents: false };
+      if (typeof body.top_n === 'number') out.top_k = body.top_n;
+      if (typeof body.truncation === 'boolean') out.truncation = body.truncation;
+      return { ...out, ...extraParameters(body) };
+    },
+  },
+]);
+
+/** Reads `[{index, relevance_score}]` from a results array. */
+export function rankedIndexes(list: unknown): RankedIndex[] {
+  if (!Array.isArray(list)) return [];
+  return list.flatMap((r: unknown) =>
+    isObject(r) && typeof r.index === 'number' && typeof r.relevance_score === 'number' ? [{ index: r.index, relevance_score: r.relevance_score }] : [],
+  );
+}
+
+/** The provider adapter for one row: rerank, plus credentials for the generic proxy (embeddings etc.). */
+export function rerankProvider(row: RerankProviderRow): Provider {
+  const route: ProviderRoute = {
+    path: '/rerank',
+    body: (ctx: RequestContext, target: Target) => {
+      const body = rerankBody(ctx, target);
+      return JSON.stringify(row.body(body, upstreamModel(body, row.name), documentTexts(body)));
+    },
+    response: async (upstream: UpstreamResponse, ctx: RequestContext, target: Target) => {
+      if (upstream.status < 200 || upstream.status >= 300) return genericErrorAnswer(upstream, row.name);
+      const json = await readJson(upstream);
+      const j = isObject(json) ? json : {};
+      const usage = isObject(j.usage) ? j.usage : {};
+      return rerankAnswer(upstream, ctx, target, {
+        provider: row.name,
+        model: typeof j.model === 'string' && j.model !== '' ? j.model : upstreamModel(rerankBody(ctx, target), row.name),
+        id: typeof j.id === 'string' ? j.id : null,
+        results: rankedIndexes(j[row.resultsField]),
+        totalTokens: typeof usage.total_tokens === 'number' ? usage.total_tokens : null,
+      });
+    },
+  };
+  return {
+    name: row.name,
+    baseURL: row.baseURL,
+    authHeaders(target: Target): Record<string, string> {
+      return typeof target.api_key === 'string' && target.api_key !== '' ? { authorization: `Bearer ${target.api_key}` } : {};
+    },
+    routes: { rerank: route },
+  };
+}
