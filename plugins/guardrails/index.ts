@@ -74,9 +74,10 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
         const state: RunState = { before: [], after: [], failed: false };
         ctx.state.set(PLUGIN_NAME, state);
         ctx.logFields.hook_results = results(state);
-        if (ctx.body === null) return undefined;
+        // Proxied requests carry raw bytes (no parsed body): their hooks still run, on an empty text.
         for (const hook of hooks.input) {
-          const { outcome, transformed } = await runHook(hook, inputOf(ctx, 'input', requestText(ctx.route!.name, ctx.body), null));
+          const text = ctx.body === null ? '' : requestText(ctx.route!.name, ctx.body);
+          const { outcome, transformed } = await runHook(hook, inputOf(ctx, 'input', text, null));
           state.before.push(outcome);
           if (transformed !== null) {
             ctx.body = transformed;

@@ -1,7 +1,21 @@
 import type { GatewayPlugin } from '../../../core/index.js';
 import type { GuardrailCheck } from '../check.js';
+import { allowedRequestTypes } from './allowed-request-types.js';
+import { characterCount } from './character-count.js';
+import { containsCode } from './contains-code.js';
 import { contains } from './contains.js';
+import { endsWith } from './ends-with.js';
+import { jsonKeys } from './json-keys.js';
+import { jsonSchema } from './json-schema.js';
+import { createLogCheck, log } from './log.js';
+import { modelWhitelist } from './model-whitelist.js';
+import { pii } from './pii.js';
+import { promptInjection } from './prompt-injection.js';
 import { regexMatch } from './regex-match.js';
+import { sentenceCount } from './sentence-count.js';
+import { validUrls } from './valid-urls.js';
+import { webhook } from './webhook.js';
+import { wordCount } from './word-count.js';
 
 export const PLUGIN_NAME = 'guardrail-checks';
 
@@ -9,14 +23,30 @@ export const PLUGIN_NAME = 'guardrail-checks';
 export const BUNDLED_CHECKS: Readonly<Record<string, GuardrailCheck<any>>> = Object.freeze({
   'default.regexMatch': regexMatch,
   'default.contains': contains,
+  'default.wordCount': wordCount,
+  'default.sentenceCount': sentenceCount,
+  'default.characterCount': characterCount,
+  'default.jsonSchema': jsonSchema,
+  'default.jsonKeys': jsonKeys,
+  'default.validUrls': validUrls,
+  'default.containsCode': containsCode,
+  'default.endsWith': endsWith,
+  'default.modelWhitelist': modelWhitelist,
+  'default.allowedRequestTypes': allowedRequestTypes,
+  'default.pii': pii,
+  'default.promptInjection': promptInjection,
+  'default.webhook': webhook,
+  'default.log': log,
 });
 
-/** Registers every bundled check in `api.checks`. */
+/** Registers every bundled check in `api.checks`; `default.log` reports delivery failures through the gateway's logger. */
 export function guardrailChecks(): GatewayPlugin {
   return {
     name: PLUGIN_NAME,
     apply(api) {
-      for (const [id, check] of Object.entries(BUNDLED_CHECKS)) api.checks.add(id, check);
+      for (const [id, check] of Object.entries(BUNDLED_CHECKS)) {
+        api.checks.add(id, id === 'default.log' ? createLogCheck((fields, message) => api.logger.warn(fields, message)) : check);
+      }
     },
   };
 }

@@ -233,3 +233,17 @@ async function waitForLogMsg(logs: { lines: () => Record<string, any>[] }, msg: 
     await new Promise((r) => setTimeout(r, 10));
   }
 }
+
+describe('the generic proxy', () => {
+  test('input hooks run on proxied requests too: allowedRequestTypes can block the proxy before the provider is called', async () => {
+    const before = mock.requests.length;
+    const res = await fetch(`${gw.url}/v1/models`, {
+      headers: {
+        'x-gateway-api-key': GATEWAY_KEY,
+        'x-gateway-config': JSON.stringify({ ...target(), before_request_hooks: [{ id: 'no-proxy', checks: [{ id: 'default.allowedRequestTypes', parameters: { blocked: ['proxy'] } }], on_fail: { deny: true } }] }),
+      },
+    });
+    expect(res.status).toBe(446);
+    expect(mock.requests.length).toBe(before);
+  });
+});

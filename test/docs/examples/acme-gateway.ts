@@ -1,0 +1,23 @@
+import { createServer, type Server } from 'node:http';
+import { createGateway } from '../../../core/index.js';
+import { config } from '../../../plugins/config/index.js';
+import { guardrailChecks } from '../../../plugins/guardrails/checks/index.js';
+import { guardrails } from '../../../plugins/guardrails/index.js';
+import { acmeChecks } from './acme-max-digits.js';
+import { acmeProvider } from './acme-provider.js';
+
+/** A gateway with the Acme provider and check, next to the bundled checks. */
+export function startAcmeGateway(acmeBaseURL: string, port = 8787): Promise<Server> {
+  const gateway = createGateway({
+    plugins: [
+      config(), // reads x-gateway-config, where hooks and guardrails are set
+      acmeProvider({ baseURL: acmeBaseURL }),
+      guardrailChecks(), // the bundled default.* checks
+      acmeChecks(), // acme.maxDigits
+      guardrails(), // runs the hooks and guardrails of each config
+    ],
+  });
+  const server = createServer(gateway.handler);
+  server.on('close', () => void gateway.close());
+  return new Promise((resolve) => server.listen(port, '127.0.0.1', () => resolve(server)));
+}
