@@ -7,7 +7,7 @@ import { GatewayError, toGatewayError } from './errors.js';
 import type { GatewayHooks } from './hooks.js';
 import { bearerToken } from './http/headers.js';
 import { parseJsonObject, readBody } from './http/read-body.js';
-import { errorResponse, writeResponse } from './http/write-response.js';
+import { errorResponse, readResponseBody, writeResponse } from './http/write-response.js';
 import type { Registries } from './plugin.js';
 import type { RouteTable } from './router.js';
 import { TOKENS } from './tokens.js';
@@ -31,14 +31,6 @@ export interface InternalResponse {
   body: unknown;
 }
 
-async function readWhole(body: GatewayResponse['body']): Promise<Buffer> {
-  if (body === null) return Buffer.alloc(0);
-  if (typeof body === 'string') return Buffer.from(body);
-  if (Buffer.isBuffer(body)) return body;
-  const chunks: Buffer[] = [];
-  for await (const chunk of body as AsyncIterable<Buffer>) chunks.push(chunk);
-  return Buffer.concat(chunks);
-}
 
 /** Which hooks have taps, read once at boot so empty stages cost nothing per request. */
 interface UsedHooks {
@@ -211,7 +203,7 @@ export class Pipeline {
     ctx.target = request.target;
     try {
       const response = await this.runTarget(ctx, request.target, '');
-      const bytes = await readWhole(response.body);
+      const bytes = await readResponseBody(response.body);
       for (const o of response.observers ?? []) {
         o.onChunk(bytes);
         o.onEnd?.(null);

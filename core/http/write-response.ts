@@ -3,7 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { Readable } from 'node:stream';
 import type { RequestContext } from '../context.js';
 import { GatewayError } from '../errors.js';
-import type { BodyObserver, GatewayResponse } from '../types.js';
+import type { BodyObserver, GatewayResponse, ResponseBody } from '../types.js';
 
 /**
  * Writes a GatewayResponse to the client and resolves once the response has
@@ -98,6 +98,16 @@ export function discardResponse(response: GatewayResponse): void {
     body.on('error', () => undefined);
     body.resume();
   }
+}
+
+/** Reads a response body whole (bytes, text or a stream), for the few places that must see all of it. */
+export async function readResponseBody(body: ResponseBody): Promise<Buffer> {
+  if (body === null) return Buffer.alloc(0);
+  if (typeof body === 'string') return Buffer.from(body);
+  if (Buffer.isBuffer(body)) return body;
+  const chunks: Buffer[] = [];
+  for await (const chunk of body as AsyncIterable<Buffer>) chunks.push(chunk);
+  return Buffer.concat(chunks);
 }
 
 /** A JSON response with the given status. */

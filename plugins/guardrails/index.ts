@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import * as v from 'valibot';
-import { GatewayError, parseOptions, plainObject, type GatewayPlugin, type GatewayResponse, type RequestContext, type Target } from '../../core/index.js';
+import { GatewayError, parseOptions, plainObject, readResponseBody, type GatewayPlugin, type GatewayResponse, type RequestContext, type Target } from '../../core/index.js';
 import { requestText, responseText, type CheckInput } from './check.js';
 import { compileHooks, type CompiledHook, type CompiledHooks } from './compile.js';
 import { runHook, type HookOutcome } from './run.js';
@@ -113,7 +113,7 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
           return response;
         }
 
-        const bytes = await readAll(response.body);
+        const bytes = await readResponseBody(response.body);
         let answer: Record<string, unknown>;
         try {
           answer = JSON.parse(bytes.toString('utf8')) as Record<string, unknown>;
@@ -196,13 +196,5 @@ function isEventStream(response: GatewayResponse): boolean {
   return response.body instanceof Readable && typeof type === 'string' && type.startsWith('text/event-stream');
 }
 
-async function readAll(body: GatewayResponse['body']): Promise<Buffer> {
-  if (body === null) return Buffer.alloc(0);
-  if (typeof body === 'string') return Buffer.from(body);
-  if (Buffer.isBuffer(body)) return body;
-  const chunks: Buffer[] = [];
-  for await (const chunk of body as AsyncIterable<Buffer>) chunks.push(chunk);
-  return Buffer.concat(chunks);
-}
 
 export default guardrails;

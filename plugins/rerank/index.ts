@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { GatewayError, issuePath, parseOptions, STAGE, type GatewayPlugin, type PluginAPI } from '../../core/index.js';
+import { invalidBody, parseOptions, STAGE, type GatewayPlugin, type PluginAPI } from '../../core/index.js';
 import { rerankProvider, RERANK_PROVIDERS } from './providers.js';
 import { RerankBodySchema } from './schema.js';
 
@@ -48,11 +48,7 @@ export function rerank(options: RerankOptions = {}): GatewayPlugin {
       api.hooks.beforeRequest.tap({ name: PLUGIN_NAME, stage: STAGE.EARLY }, (ctx) => {
         if (ctx.route?.name !== RERANK_ROUTE) return undefined;
         const result = parse(ctx.body);
-        if (!result.success) {
-          const issue = result.issues[0];
-          const param = issuePath(issue) || null;
-          throw new GatewayError('invalid_request', `Invalid request body: ${param === null ? '' : `'${param}' `}${issue.message}`, { param });
-        }
+        if (!result.success) throw invalidBody(result.issues);
         return undefined;
       });
     },

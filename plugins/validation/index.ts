@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { GatewayError, issuePath, STAGE, type GatewayPlugin } from '../../core/index.js';
+import { invalidBody, STAGE, type GatewayPlugin } from '../../core/index.js';
 import { ChatCompletionBodySchema, CompletionBodySchema, EmbeddingBodySchema } from './schema.js';
 
 export const PLUGIN_NAME = 'validation';
@@ -26,11 +26,7 @@ export function validation(): GatewayPlugin {
         const parse = PARSERS.get(ctx.route!.name);
         if (parse === undefined || ctx.body === null) return undefined;
         const result = parse(ctx.body);
-        if (!result.success) {
-          const issue = result.issues[0];
-          const param = issuePath(issue) || null;
-          throw new GatewayError('invalid_request', `Invalid request body: ${param === null ? '' : `'${param}' `}${issue.message}`, { param });
-        }
+        if (!result.success) throw invalidBody(result.issues);
         return undefined;
       });
     },

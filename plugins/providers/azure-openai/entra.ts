@@ -112,21 +112,3 @@ export function tokenSender(client: { send(request: UpstreamRequest, signal: Abo
   return (request) => client.send(request, null, TOKEN_HEADERS_TIMEOUT_MS);
 }
 
-/** Resolves when `promise` does, or rejects when `signal` aborts first (a shared fetch goes on for others). */
-export function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (err: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(err);
-      },
-    );
-  });
-}

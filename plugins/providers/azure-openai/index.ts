@@ -1,10 +1,10 @@
 import * as v from 'valibot';
-import { effectiveBody, parseOptions, requestBody, STAGE, type GatewayPlugin, type GatewayResponse, type Provider, type ProviderRoute, type RequestContext, type Target, type UpstreamResponse } from '../../../core/index.js';
+import { abortable, effectiveBody, parseOptions, requestBody, STAGE, type GatewayPlugin, type GatewayResponse, type Provider, type ProviderRoute, type RequestContext, type Target, type UpstreamResponse } from '../../../core/index.js';
 import { openAIFormatResponse } from '../openai-format/response.js';
 import { addShapedRoutes, type OpenAIRouteName } from '../openai-format/routes.js';
 import { streamAnswer } from '../openai-format/translate.js';
 import { readErrorJson } from '../../rerank/shape.js';
-import { abortable, EntraTokenCache, entraClientOf, tokenSender, DEFAULT_AUTHORITY } from './entra.js';
+import { EntraTokenCache, entraClientOf, tokenSender, DEFAULT_AUTHORITY } from './entra.js';
 import { azureErrorAnswer, azureStreamTranslator } from './normalize.js';
 import { azureOpenAIOrigin, isV1, operationPath, pickDeployment } from './url.js';
 

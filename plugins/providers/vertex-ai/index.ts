@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { effectiveBody, parseOptions, STAGE, type GatewayPlugin, type Provider, type RequestContext, type Target } from '../../../core/index.js';
+import { abortable, effectiveBody, parseOptions, STAGE, type GatewayPlugin, type Provider, type RequestContext, type Target } from '../../../core/index.js';
 import { addShapedRoutes } from '../openai-format/routes.js';
 import { geminiChatAnswer } from '../google/answer.js';
 import { isObject, isStrict, modelName, type Json } from '../google/parts.js';
@@ -30,24 +30,6 @@ export function isAnthropicModel(model: string): boolean {
 
 const body = (ctx: RequestContext, target: Target): Json => effectiveBody(ctx, target) ?? {};
 
-/** Resolves when `promise` does, or rejects when `signal` aborts first (the shared token fetch goes on for others). */
-function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (err: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(err);
-      },
-    );
-  });
-}
 
 /**
  * The `vertex-ai` provider: Gemini (and Claude, see below) on Google Cloud Vertex AI.
