@@ -21,6 +21,7 @@ export const ERROR_CODES = {
   guardrail_denied: { status: 446, type: 'guardrail_error' },
   unsupported_media_type: { status: 415, type: 'invalid_request_error' },
   rate_limited: { status: 429, type: 'rate_limit_error' },
+  client_closed_request: { status: 499, type: 'client_error' },
   internal_error: { status: 500, type: 'server_error' },
   upstream_unreachable: { status: 502, type: 'upstream_error' },
   upstream_invalid_response: { status: 502, type: 'upstream_error' },

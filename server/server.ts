@@ -47,7 +47,12 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   });
   await gateway.ready;
 
-  const server = createServer({ keepAliveTimeout: 65_000 }, gateway.handler);
+  let draining = false;
+  const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
+    // Once shutdown began, every answer closes its connection, so keep-alive clients stop sending here and in-flight work can drain.
+    if (draining) res.setHeader('connection', 'close');
+    gateway.handler(req, res);
+  });
   // Node's default request timeout (5 min) would cut long streams; the upstream timeouts govern instead.
   server.requestTimeout = 0;
   const port = options.port ?? env.port ?? config.port ?? 8787;
@@ -65,6 +70,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   let closing: Promise<void> | null = null;
   const close = () =>
     (closing ??= (async () => {
+      draining = true;
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       await gateway.close(shutdownTimeoutMs);

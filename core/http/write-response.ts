@@ -17,6 +17,14 @@ export function writeResponse(res: ServerResponse, ctx: RequestContext, response
   const body = response.body;
   const observers = response.observers;
 
+  // The client left before its answer was ready: 'close' has fired already, so waiting for it would never end.
+  if (res.destroyed || res.closed) {
+    ctx.aborted = true;
+    if (body instanceof Readable) body.destroy();
+    notifyEnd(observers, new Error('client closed the connection'));
+    return Promise.resolve();
+  }
+
   if (!(body instanceof Readable)) {
     const bytes = body === null ? null : typeof body === 'string' ? Buffer.from(body) : body;
     if (bytes !== null) headers['content-length'] = String(bytes.length);

@@ -242,3 +242,27 @@ describe('internal requests', () => {
     await gw.close();
   });
 });
+
+describe('clients that leave early', () => {
+  test('a client gone before its answer: the request ends (not stuck in flight), logged as 499 aborted, not as an internal error', async () => {
+    const { requestLog } = await import('../../plugins/request-log/index.js');
+    const gw = await serveGateway({ plugins: [openai({ baseURL: mock.baseURL }), requestLog()] });
+    const controller = new AbortController();
+    const pending = fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ...chat, model: 'slow-300' }),
+      signal: controller.signal,
+    }).catch(() => 'aborted');
+    await new Promise((r) => setTimeout(r, 80));
+    controller.abort();
+    expect(await pending).toBe('aborted');
+    for (let i = 0; i < 100 && gw.gateway.inFlight > 0; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(gw.gateway.inFlight).toBe(0);
+    for (let i = 0; i < 100 && !gw.logs.lines().some((l) => l.msg === 'request'); i++) await new Promise((r) => setTimeout(r, 10));
+    const line = gw.logs.lines().find((l) => l.msg === 'request')!;
+    expect(line).toMatchObject({ status: 499, aborted: true, error: { code: 'client_closed_request' } });
+    expect(gw.logs.text()).not.toContain('unexpected error');
+    await gw.close();
+  });
+});
