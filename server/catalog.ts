@@ -51,6 +51,12 @@ export const CATALOG: Readonly<Record<string, Loader>> = Object.freeze({
   },
   'cache-memory': async (options) => (await import('../plugins/cache/stores/memory/index.js')).cacheMemory(options),
   'cache-redis': async (options) => (await import('../plugins/cache/stores/redis/index.js')).cacheRedis(options),
+  'log-store': async (options, _env, server) =>
+    (await import('../plugins/logs/index.js')).logStore({ defaultConfigId: typeof server.defaultConfig === 'string' ? server.defaultConfig : undefined, ...options }),
+  'log-api': async (options) => (await import('../plugins/logs/routes/index.js')).logApi(options),
+  pricing: async (options) => (await import('../plugins/pricing/index.js')).pricing(options),
+  metrics: async (options, env) => (await import('../plugins/metrics/index.js')).metrics({ token: env.metricsToken, ...options }),
+  traceparent: async (options) => (await import('../plugins/traceparent/index.js')).traceparent(options),
   retry: async (options) => (await import('../plugins/retry/index.js')).retry(options),
   timeout: async () => (await import('../plugins/timeout/index.js')).timeout(),
   breaker: async (options) => (await import('../plugins/breaker/index.js')).breaker(options),

@@ -2,7 +2,8 @@ import type { ServerConfig } from './schema.js';
 
 /**
  * What `npm start` runs without a config file: every bundled plugin, with
- * embedded defaults (keys from GATEWAY_API_KEYS, in-memory state). The
+ * embedded defaults (keys from GATEWAY_API_KEYS, in-memory state, request
+ * logs in an SQLite file in GATEWAY_DATA_DIR). The
  * `redis` store is left out: it needs REDIS_URL, and the breaker then
  * needs `{ "store": "redis" }`.
  */
@@ -10,6 +11,7 @@ export const DEFAULT_CONFIG: ServerConfig = {
   port: 8787,
   plugins: [
     { name: 'trace' },
+    { name: 'traceparent' },
     { name: 'health' },
     { name: 'auth-static' },
     { name: 'config' },
@@ -39,6 +41,10 @@ export const DEFAULT_CONFIG: ServerConfig = {
     { name: 'cohere' },
     { name: 'rerank' },
     { name: 'proxy' },
+    { name: 'sqlite' },
+    { name: 'log-store' },
+    { name: 'log-api' },
+    { name: 'metrics' },
     { name: 'request-log' },
   ],
 };

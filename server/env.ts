@@ -12,6 +12,8 @@ export interface ServerEnv {
   redisUrl: string | undefined;
   /** DATABASE_URL: the default for the `postgres` store plugin. */
   databaseUrl: string | undefined;
+  /** GATEWAY_METRICS_TOKEN: a bearer token that may read /metrics without a gateway key. */
+  metricsToken: string | undefined;
 }
 
 export function readEnv(env: NodeJS.ProcessEnv = process.env): ServerEnv {
@@ -31,5 +33,6 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): ServerEnv {
     allowPrivateHosts: env.GATEWAY_ALLOW_PRIVATE_HOSTS === undefined ? true : env.GATEWAY_ALLOW_PRIVATE_HOSTS === '1',
     redisUrl: env.REDIS_URL || undefined,
     databaseUrl: env.DATABASE_URL || undefined,
+    metricsToken: env.GATEWAY_METRICS_TOKEN || undefined,
   };
 }

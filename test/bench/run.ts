@@ -3,6 +3,7 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { forkTs, startGateway, stopAll, type Child } from './children.js';
+import { loggingBench, loggingTable } from './logging.js';
 import { measure, rssMb, withRss } from './load.js';
 import { probe } from './probe.js';
 import { cacheLoadTable, cacheProbeTable, checkTable, loadTable, machine, probeTable, ratioTable, type CacheRow, type Check, type Row } from './report.js';
@@ -24,8 +25,8 @@ const DOC = fileURLToPath(new URL('../../docs/performance.md', import.meta.url))
 /** The cached-gateway runs: a hit (the same request again) against a miss (forced refresh), non-stream. */
 const CACHE_CONNECTIONS = [1, 64] as const;
 
-// Never hang: 19 runs of (1 s warm-up + duration), the probes, start-up and shutdown, with a wide margin.
-const budgetMs = (19 * (DURATION + 4) + 5 * (PROBE_N + 200) * 0.01 + 150) * 1000;
+// Never hang: 19 runs of (1 s warm-up + duration), the logging bench's 18 shorter runs, the probes, start-up and shutdown, with a wide margin.
+const budgetMs = (19 * (DURATION + 4) + 18 * (Math.max(2, Math.round(DURATION / 2)) + 3) + 5 * (PROBE_N + 200) * 0.01 + 150) * 1000;
 setTimeout(() => {
   process.stderr.write(`bench: still running after ${Math.round(budgetMs / 1000)} s, giving up\n`);
   process.exit(1);
@@ -74,6 +75,8 @@ async function main(): Promise<void> {
   console.log(`bench: sequential probe, ${PROBE_N} requests per target after 200 warm-up`);
   const p50 = await probe(targets, BODIES['non-stream'], PROBE_N);
   const cached = await cacheBench(mock.url);
+  console.log('bench: logging off against the SQLite log store (test/bench/logging.ts)');
+  const logging = await loggingBench(mock.url, DURATION);
   await stopAll();
   const log = logSummary(logFile);
 
@@ -86,6 +89,7 @@ async function main(): Promise<void> {
     ['Checks', checkTable(checks)],
     ['Cache: hit against miss (non-stream, autocannon)', cacheLoadTable(cached.rows)],
     ['Cache: hit against miss at c=1 (sequential probe)', cacheProbeTable(cached.p50, p50.get('mock')!)],
+    ['Logging: the SQLite log store against logging off (autocannon; see docs/logs.md)', loggingTable(logging.rows, logging.written)],
   ] as const;
   console.log();
   for (const [title, table] of sections) console.log(`${title}\n\n${table}\n`);

@@ -1,3 +1,6 @@
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { createLogger, type Logger } from '../../core/index.js';
 import { startServer, type RunningServer } from '../../server/server.js';
@@ -33,9 +36,11 @@ export async function startTestServer(
   options: { config?: ServerConfig; env?: Record<string, string> } = {},
 ): Promise<RunningServer & { logs: ReturnType<typeof memoryLogger> }> {
   const logs = memoryLogger();
+  // Each server gets its own data directory, so embedded stores (SQLite) never share a file between tests.
+  const dataDir = await mkdtemp(join(tmpdir(), 'gw-data-'));
   const running = await startServer({
     config: options.config ?? DEFAULT_CONFIG,
-    env: { GATEWAY_API_KEYS: GATEWAY_KEY, ...options.env },
+    env: { GATEWAY_API_KEYS: GATEWAY_KEY, GATEWAY_DATA_DIR: dataDir, ...options.env },
     port: 0,
     host: '127.0.0.1',
     logger: logs.logger,

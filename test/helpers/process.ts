@@ -1,4 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 export interface GatewayProcess {
   child: ChildProcess;
@@ -10,7 +13,7 @@ export interface GatewayProcess {
 /** Starts `server/main.ts` as its own process; resolves once it listens. */
 export function startProcess(args: string[], env: Record<string, string>): Promise<GatewayProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts', ...args], {
-    env: { ...process.env, PORT: '0', ...env },
+    env: { ...process.env, PORT: '0', GATEWAY_DATA_DIR: mkdtempSync(join(tmpdir(), 'gw-proc-')), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

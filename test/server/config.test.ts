@@ -30,9 +30,9 @@ describe('server config', () => {
     const names = DEFAULT_CONFIG.plugins.map((p) => p.name).sort();
     const { CATALOG } = await import('../../server/catalog.js');
     // Stores that need a service or a file are opted into: redis (REDIS_URL), postgres (DATABASE_URL), sqlite (until a plugin uses it).
-    // Opt-in: stores that need a service or a file (redis, postgres, sqlite until a plugin uses it),
-    // and the Redis cache store and semantic cache, which need Redis and embedding credentials.
-    const optIn = ['redis', 'postgres', 'sqlite', 'cache-redis', 'cache-semantic'];
+    // Opt-in: stores that need a service (redis, postgres), the Redis cache store and semantic cache
+    // (Redis, embedding credentials), and pricing overrides (the log store carries the bundled prices).
+    const optIn = ['redis', 'postgres', 'cache-redis', 'cache-semantic', 'pricing'];
     expect(names).toEqual(Object.keys(CATALOG).filter((n) => !optIn.includes(n)).sort());
   });
 
@@ -69,13 +69,13 @@ describe('environment contract', () => {
     expect(env).toMatchObject({ port: undefined, configFile: undefined, apiKeys: [], logLevel: 'info', allowPrivateHosts: true });
     expect(env.dataDir.endsWith('/data')).toBe(true);
     const set = readEnv({ PORT: '9001', GATEWAY_CONFIG: 'g.json', GATEWAY_DATA_DIR: '/tmp/gw', GATEWAY_API_KEYS: ' a , b,,', GATEWAY_LOG_LEVEL: 'debug', GATEWAY_ALLOW_PRIVATE_HOSTS: '0' });
-    expect(set).toEqual({ port: 9001, configFile: 'g.json', dataDir: '/tmp/gw', apiKeys: ['a', 'b'], logLevel: 'debug', allowPrivateHosts: false, redisUrl: undefined, databaseUrl: undefined });
+    expect(set).toEqual({ port: 9001, configFile: 'g.json', dataDir: '/tmp/gw', apiKeys: ['a', 'b'], logLevel: 'debug', allowPrivateHosts: false, redisUrl: undefined, databaseUrl: undefined, metricsToken: undefined });
     expect(() => readEnv({ PORT: 'http' })).toThrow(/PORT/);
   });
 
   test('with no key configured, one is generated, printed once to stderr and accepted', async () => {
     const write = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
-    const running = await startServer({ env: {}, config: DEFAULT_CONFIG, port: 0, host: '127.0.0.1', logger: memoryLogger().logger });
+    const running = await startServer({ env: { GATEWAY_DATA_DIR: await mkdtemp(join(tmpdir(), 'gw-keygen-')) }, config: DEFAULT_CONFIG, port: 0, host: '127.0.0.1', logger: memoryLogger().logger });
     const printed = write.mock.calls.map((c) => String(c[0])).join('');
     write.mockRestore();
     const key = printed.match(/x-gateway-api-key: (gw-\S+)/)?.[1];

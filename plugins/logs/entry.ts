@@ -1,0 +1,212 @@
+import { randomBytes } from 'node:crypto';
+import type { Attempt, RequestContext } from '../../core/index.js';
+import { redactBody, redactJson } from './redact.js';
+import type { RequestSummary } from './summary.js';
+
+/** How request and response bodies are kept: whole (up to the scan limit), cut at `captureBytes`, or not at all. */
+export type CaptureMode = 'full' | 'truncated' | 'off';
+
+/** One stored log entry; the column names of the `gateway_logs` table. Times are epoch ms. */
+export interface LogEntry {
+  id: string;
+  created_at: number;
+  ended_at: number;
+  trace_id: string | null;
+  span_id: string | null;
+  parent_span_id: string | null;
+  span_name: string | null;
+  workspace_id: string | null;
+  api_key_id: string | null;
+  config_id: string | null;
+  prompt_id: string | null;
+  route: string | null;
+  method: string;
+  path: string;
+  provider_requested: string | null;
+  provider: string | null;
+  model_requested: string | null;
+  model: string | null;
+  target_path: string | null;
+  status: number;
+  stream: boolean;
+  internal: boolean;
+  aborted: boolean;
+  latency_ms: number | null;
+  upstream_latency_ms: number | null;
+  first_byte_ms: number | null;
+  ttft_ms: number | null;
+  prompt_tokens: number | null;
+  completion_tokens: number | null;
+  total_tokens: number | null;
+  cached_tokens: number | null;
+  reasoning_tokens: number | null;
+  tokens_estimated: boolean;
+  cost: number | null;
+  cost_status: string;
+  pricing_multiplier: number;
+  cache_status: string | null;
+  retry_count: number;
+  attempt_count: number;
+  fallback_count: number;
+  attempts: Attempt[];
+  metadata: Record<string, unknown> | null;
+  hook_results: unknown;
+  error_code: string | null;
+  error_message: string | null;
+  request_body: string | null;
+  request_body_truncated: boolean;
+  response_body: string | null;
+  response_body_truncated: boolean;
+}
+
+/** Column order of an insert; every LogEntry field. */
+export const COLUMNS = [
+  'id', 'created_at', 'ended_at', 'trace_id', 'span_id', 'parent_span_id', 'span_name', 'workspace_id', 'api_key_id', 'config_id',
+  'prompt_id', 'route', 'method', 'path', 'provider_requested', 'provider', 'model_requested', 'model', 'target_path', 'status',
+  'stream', 'internal', 'aborted', 'latency_ms', 'upstream_latency_ms', 'first_byte_ms', 'ttft_ms', 'prompt_tokens',
+  'completion_tokens', 'total_tokens', 'cached_tokens', 'reasoning_tokens', 'tokens_estimated', 'cost', 'cost_status',
+  'pricing_multiplier', 'cache_status', 'retry_count', 'attempt_count', 'fallback_count', 'attempts', 'metadata', 'hook_results',
+  'error_code', 'error_message', 'request_body', 'request_body_truncated', 'response_body', 'response_body_truncated',
+] as const satisfies readonly (keyof LogEntry)[];
+
+/** Columns holding JSON text. */
+export const JSON_COLUMNS = new Set<string>(['attempts', 'metadata', 'hook_results']);
+/** Columns holding 0/1. */
+export const BOOLEAN_COLUMNS = new Set<string>(['stream', 'internal', 'aborted', 'tokens_estimated', 'request_body_truncated', 'response_body_truncated']);
+
+/** Random per process: ids from two gateway instances never collide. */
+const INSTANCE = randomBytes(5).toString('hex');
+const COUNTER_SPACE = 36 ** 6;
+let counter = Math.floor(Math.random() * COUNTER_SPACE);
+
+/**
+ * A unique id that sorts by creation time: `log_` + 9 base-36 digits of
+ * epoch ms + 6 base-36 digits of a per-process counter + 10 random hex
+ * digits drawn once per process (so two instances never collide).
+ */
+export function newLogId(ms: number): string {
+  counter = (counter + 1) % COUNTER_SPACE;
+  return `log_${ms.toString(36).padStart(9, '0')}${counter.toString(36).padStart(6, '0')}${INSTANCE}`;
+}
+
+export interface EntryOptions {
+  capture: CaptureMode;
+  captureBytes: number;
+  /** Longest body kept in `full` mode. */
+  scanLimit: number;
+  /** Saved config id when the server default config is a saved one (the request sent no header). */
+  defaultConfigId: string | null;
+}
+
+const round3 = (ms: number | null): number | null => (ms === null ? null : Math.round(ms * 1000) / 1000);
+
+/** The stored entry of a finished request. Credentials are redacted from bodies; headers are never stored. */
+export function buildEntry(ctx: RequestContext, s: RequestSummary, options: EntryOptions): LogEntry {
+  const created = Math.round(s.startedAt);
+  const usage = s.usage;
+  const request = captureRequest(ctx, options);
+  const response = captureText(s.responseText, s.responseCut, options);
+  return {
+    id: newLogId(created),
+    created_at: created,
+    ended_at: Math.round(s.endedAt),
+    trace_id: ctx.traceId,
+    span_id: ctx.spanId,
+    parent_span_id: ctx.parentSpanId,
+    span_name: ctx.spanName,
+    workspace_id: ctx.auth?.workspaceId ?? null,
+    api_key_id: ctx.auth?.keyId ?? null,
+    config_id: configId(ctx, options.defaultConfigId),
+    prompt_id: promptId(ctx),
+    route: ctx.route?.name ?? null,
+    method: ctx.method,
+    path: ctx.path,
+    provider_requested: s.providerRequested,
+    provider: s.provider,
+    model_requested: s.modelRequested,
+    model: s.modelAnswered ?? s.modelRequested,
+    target_path: ctx.targetPath,
+    status: ctx.status,
+    stream: ctx.stream || s.sse,
+    internal: ctx.internal,
+    aborted: ctx.aborted,
+    latency_ms: round3(ctx.latencyMs),
+    upstream_latency_ms: round3(ctx.upstreamLatencyMs),
+    first_byte_ms: round3(ctx.firstByteMs),
+    ttft_ms: round3(s.ttftMs),
+    prompt_tokens: usage?.prompt_tokens ?? null,
+    completion_tokens: usage?.completion_tokens ?? null,
+    total_tokens: usage?.total_tokens ?? null,
+    cached_tokens: usage === null ? null : usage.cached_tokens ?? 0,
+    reasoning_tokens: usage === null ? null : usage.reasoning_tokens ?? 0,
+    tokens_estimated: s.tokensEstimated,
+    cost: s.cost,
+    cost_status: s.costStatus,
+    pricing_multiplier: s.multiplier,
+    cache_status: ctx.cacheStatus,
+    retry_count: s.retries,
+    attempt_count: ctx.attempts.length,
+    fallback_count: s.fallbacks,
+    attempts: ctx.attempts.map((a) => ({ ...a, latencyMs: Math.round(a.latencyMs * 1000) / 1000 })),
+    metadata: ctx.metadata,
+    hook_results: ctx.logFields.hook_results === undefined ? null : redactJson(ctx.logFields.hook_results),
+    error_code: ctx.error?.code ?? null,
+    error_message: ctx.error?.message ?? null,
+    request_body: request.text,
+    request_body_truncated: request.cut,
+    response_body: response.text,
+    response_body_truncated: response.cut,
+  };
+}
+
+/** `x-gateway-config` when it names a saved config (not inline JSON); else the default config's id when it is a saved one. */
+function configId(ctx: RequestContext, defaultConfigId: string | null): string | null {
+  const header = ctx.header('x-gateway-config')?.trim();
+  if (header === undefined || header === '') return ctx.route?.kind === 'provider' ? defaultConfigId : null;
+  return header.startsWith('{') ? null : header.slice(0, 256);
+}
+
+/** The stored prompt a request used: the `promptId` of a prompts route (version suffix dropped), or the target's `prompt_id`. */
+function promptId(ctx: RequestContext): string | null {
+  const fromPath = ctx.params?.promptId;
+  if (typeof fromPath === 'string' && fromPath !== '') {
+    const at = fromPath.indexOf('@');
+    return at === -1 ? fromPath : fromPath.slice(0, at);
+  }
+  const fromTarget = ctx.target?.prompt_id;
+  return typeof fromTarget === 'string' && fromTarget !== '' ? fromTarget : null;
+}
+
+const TEXT_TYPES = /^(?:text\/|application\/(?:[a-z0-9.+-]*\+)?(?:json|xml|x-www-form-urlencoded|x-ndjson))/;
+
+function captureRequest(ctx: RequestContext, options: EntryOptions): { text: string | null; cut: boolean } {
+  if (options.capture === 'off' || ctx.rawBody === null || ctx.rawBody.length === 0) return { text: null, cut: false };
+  const type = (ctx.header('content-type') ?? '').toLowerCase();
+  if (ctx.body === null && type !== '' && !TEXT_TYPES.test(type)) return { text: `<${type} body, ${ctx.rawBody.length} bytes>`, cut: false };
+  return captureText(ctx.rawBody.toString('utf8'), false, options);
+}
+
+/** Slack kept past the limit before redacting, so a credential straddling the cut is still recognised. */
+export const REDACT_SLACK = 4096;
+
+/**
+ * Redacts, then cuts at the limit (`captureBytes`, or `scanLimit` in full mode) on a character
+ * boundary. A text far longer than the limit is first cut to the limit plus some slack, so a
+ * large body never costs more than that to redact (JSON that no longer parses is redacted as text).
+ */
+function captureText(text: string | null, alreadyCut: boolean, options: EntryOptions): { text: string | null; cut: boolean } {
+  if (options.capture === 'off' || text === null) return { text: null, cut: false };
+  const limit = options.capture === 'full' ? options.scanLimit : options.captureBytes;
+  const head = text.length > limit + REDACT_SLACK ? text.slice(0, limit + REDACT_SLACK) : text;
+  const clean = redactBody(head);
+  const shortened = alreadyCut || head.length < text.length;
+  if (clean.length <= limit / 3 || Buffer.byteLength(clean) <= limit) return { text: clean, cut: shortened };
+  let cut = Buffer.from(clean).subarray(0, limit).toString('utf8');
+  if (cut.endsWith('\uFFFD')) cut = cut.slice(0, -1);
+  return { text: cut, cut: true };
+}
+
+/** Approximate bytes an entry holds in memory, for the queue's byte bound. */
+export function entrySize(e: LogEntry): number {
+  return 1024 + (e.request_body?.length ?? 0) * 2 + (e.response_body?.length ?? 0) * 2 + (e.error_message?.length ?? 0) * 2;
+}

@@ -1,0 +1,180 @@
+import * as v from 'valibot';
+import { parseOptions, type GatewayPlugin } from '../../core/index.js';
+import { resolvePricing } from '../pricing/index.js';
+import { bundledPricing, type PricingTable } from '../pricing/table.js';
+import { migrate, type SqlStore } from '../stores/sql/client.js';
+import { buildEntry, entrySize, REDACT_SLACK, type CaptureMode, type LogEntry } from './entry.js';
+import { attachObservers, DEFAULT_SCAN_LIMIT } from './observe.js';
+import { BatchQueue, type QueueStats } from './queue.js';
+import { LOG_MIGRATIONS, LOGS_NAMESPACE } from './store/migrations.js';
+import { LogRepository } from './store/repository.js';
+import { requestSummary } from './summary.js';
+
+export const PLUGIN_NAME = 'log-store';
+
+/** The service the log store registers (`api.resolve(LOG_STORE)`): the log API and the metrics read it. */
+export const LOG_STORE = Symbol.for('gateway.logs.store');
+
+export type { LogEntry } from './entry.js';
+export type { QueueStats } from './queue.js';
+export { LogRepository } from './store/repository.js';
+
+export interface LogStoreService {
+  /** The tables, once the store is open (from `onReady` on). */
+  repository(): LogRepository;
+  /** Queue depth, bound, and what was written and dropped. */
+  stats(): QueueStats;
+  /** Writes everything queued now. */
+  flush(): Promise<void>;
+  /** Runs the retention clean-up now; returns entries deleted. */
+  applyRetention(): Promise<number>;
+}
+
+const int = (min: number) => v.pipe(v.number(), v.integer(), v.minValue(min, `must be an integer of at least ${min}`));
+
+const OptionsSchema = v.strictObject({
+  /** Name of the SQL store in `api.stores` (the `sqlite` or `postgres` plugin, listed before this one). */
+  store: v.optional(v.string(), 'sql'),
+  /** Request and response bodies: `full` (up to `scanLimitBytes`), `truncated` at `captureBytes`, or `off`. Credentials are always redacted. */
+  capture: v.optional(v.picklist(['full', 'truncated', 'off'], 'must be full, truncated or off'), 'truncated'),
+  /** Bytes kept of each body in `truncated` mode. */
+  captureBytes: v.optional(int(1), 16 * 1024),
+  /** Bytes of a response looked at: a stream is assembled from at most this much; `full` bodies stop here. */
+  scanLimitBytes: v.optional(int(4096), DEFAULT_SCAN_LIMIT),
+  /** Entries held in memory at most (waiting and being written); beyond, new entries are dropped and counted. */
+  queueMaxEntries: v.optional(int(1), 10_000),
+  /** Bytes held in memory at most (bodies dominate); beyond, new entries are dropped and counted. */
+  queueMaxBytes: v.optional(int(1024), 64 * 1024 * 1024),
+  /** Entries per write transaction; a write starts as soon as this many wait. Small batches keep each (synchronous, with SQLite) write short. */
+  batchSize: v.optional(int(1), 100),
+  /** A write starts at least this often while entries wait, in ms. */
+  flushIntervalMs: v.optional(int(1), 1000),
+  /** Attempts at writing one batch before it is dropped (counted as `write_failed`). */
+  maxWriteAttempts: v.optional(int(1), 3),
+  /** Entries older than this many days are deleted in the background; 0 keeps everything. */
+  retentionDays: v.optional(v.pipe(v.number(), v.minValue(0, 'must be at least 0')), 30),
+  /** How often the retention clean-up runs, in ms. */
+  retentionIntervalMs: v.optional(int(1000), 60 * 60 * 1000),
+  /** At most one warning about dropped entries (and one about failed writes) per this many ms. */
+  warnIntervalMs: v.optional(int(0), 60_000),
+  /** On close, how long writing what is left may take, in ms; what remains after is counted as dropped. */
+  closeTimeoutMs: v.optional(int(0), 10_000),
+  /** Request paths not logged (e.g. `/health`, `/metrics`). Default: none, every request is logged. */
+  skipPaths: v.optional(v.array(v.string()), []),
+  /** The server's default config id, recorded as `config_id` for provider requests that send no `x-gateway-config`. */
+  defaultConfigId: v.optional(v.string()),
+});
+
+export type LogStoreOptions = v.InferInput<typeof OptionsSchema>;
+
+/**
+ * The durable log sink: every finished request (proxied and internal ones
+ * included) becomes one entry in the `gateway_logs` table of the SQL store.
+ * Entries are queued in memory (bounded) and written in batches, one
+ * transaction each, off the request path; the queue is flushed on close.
+ * See docs/logs.md.
+ */
+export function logStore(options: LogStoreOptions = {}): GatewayPlugin {
+  const opts = parseOptions(PLUGIN_NAME, OptionsSchema, options);
+  const capture = opts.capture as CaptureMode;
+  const entryOptions = { capture, captureBytes: opts.captureBytes, scanLimit: opts.scanLimitBytes, defaultConfigId: opts.defaultConfigId ?? null };
+  const skip = new Set(opts.skipPaths);
+  return {
+    name: PLUGIN_NAME,
+    apply(api) {
+      let repository: LogRepository | null = null;
+      let pricing: PricingTable = bundledPricing();
+      let retentionTimer: NodeJS.Timeout | null = null;
+      let firstRetention: NodeJS.Timeout | null = null;
+      let closed = false;
+      let retentionRunning: Promise<number> | null = null;
+      let failedAt = -Infinity;
+
+      const queue = new BatchQueue<LogEntry>({
+        maxEntries: opts.queueMaxEntries,
+        maxBytes: opts.queueMaxBytes,
+        batchSize: opts.batchSize,
+        flushIntervalMs: opts.flushIntervalMs,
+        maxWriteAttempts: opts.maxWriteAttempts,
+        warnIntervalMs: opts.warnIntervalMs,
+        logger: api.logger,
+        write: (batch) => repository!.insert(batch),
+      });
+
+      const applyRetention = async (): Promise<number> => {
+        if (repository === null || closed || opts.retentionDays === 0) return 0;
+        retentionRunning ??= repository.deleteBefore(Date.now() - opts.retentionDays * 86_400_000).finally(() => {
+          retentionRunning = null;
+        });
+        return retentionRunning;
+      };
+
+      const service: LogStoreService = {
+        repository() {
+          if (repository === null) throw new Error('the log store is not open yet');
+          return repository;
+        },
+        stats: () => queue.stats(),
+        flush: () => queue.flush(),
+        applyRetention,
+      };
+      api.provide(LOG_STORE, service);
+      // Non-stream answers: what capture keeps (plus the redaction slack), so memory per request stays small.
+      const bodyLimit = capture === 'full' ? opts.scanLimitBytes : capture === 'truncated' ? opts.captureBytes + REDACT_SLACK : 0;
+      attachObservers(api, { scanLimit: opts.scanLimitBytes, bodyLimit });
+
+      // A sync tap: the entry is queued before the pipeline counts the request as finished, so close() flushes it.
+      api.hooks.log.tap(PLUGIN_NAME, (ctx) => {
+        if (skip.has(ctx.path)) return;
+        try {
+          const summary = requestSummary(ctx, { pricing, wantText: capture !== 'off' });
+          const entry = buildEntry(ctx, summary, entryOptions);
+          queue.push(entry, entrySize(entry));
+        } catch (err) {
+          // Never the client's problem; say it at most once a minute.
+          if (Date.now() - failedAt > 60_000) {
+            failedAt = Date.now();
+            api.logger.error({ err, trace_id: ctx.traceId }, 'log store: building a log entry failed');
+          }
+        }
+      });
+
+      api.onReady(async () => {
+        pricing = resolvePricing(api);
+        const store = api.stores.get(opts.store) as SqlStore | undefined;
+        if (store === undefined || typeof store.client !== 'function') {
+          throw new Error(`${PLUGIN_NAME}: no SQL store named "${opts.store}"; load the sqlite or postgres plugin before it`);
+        }
+        const client = store.client();
+        await migrate(client, LOGS_NAMESPACE, LOG_MIGRATIONS);
+        repository = new LogRepository(client);
+        queue.start();
+        if (opts.retentionDays > 0) {
+          const run = () => {
+            applyRetention().then(
+              (deleted) => {
+                if (deleted > 0) api.logger.info({ deleted, retention_days: opts.retentionDays }, 'log store: old entries deleted');
+              },
+              (err: unknown) => api.logger.warn({ err }, 'log store: retention clean-up failed'),
+            );
+          };
+          retentionTimer = setInterval(run, opts.retentionIntervalMs);
+          retentionTimer.unref();
+          firstRetention = setTimeout(run, Math.min(5000, opts.retentionIntervalMs));
+          firstRetention.unref();
+        }
+      });
+
+      // Closes run in reverse order: this one before the SQL store's (listed earlier), so the store is still open.
+      api.onClose(async () => {
+        closed = true;
+        if (retentionTimer !== null) clearInterval(retentionTimer);
+        if (firstRetention !== null) clearTimeout(firstRetention);
+        await queue.close(opts.closeTimeoutMs);
+        await retentionRunning?.catch(() => 0);
+      });
+    },
+  };
+}
+
+export default logStore;

@@ -1,0 +1,112 @@
+/**
+ * Credential scrubbing for stored bodies. Headers are never stored; bodies
+ * are scrubbed twice: JSON fields whose name says "credential" lose their
+ * value, and anything shaped like a provider key or a bearer token is
+ * replaced wherever it appears (string values, non-JSON text).
+ */
+
+export const REDACTED = '[REDACTED]';
+
+/**
+ * Field names whose values are credentials: api_key, apiKey, x-api-key, secret, client_secret, password,
+ * authorization, token, access_token, refresh_token, id_token, session_token, private_key,
+ * aws_secret_access_key, aws_access_key_id, service_account_json, credentials… (`max_tokens`,
+ * `prompt_tokens` and the like are not, since `tokens` is not `token`).
+ */
+const SECRET_FIELD =
+  /^(?:.*[_-])?(?:api[_-]?key|apikey|secret|client[_-]?secret|password|passwd|passphrase|authorization|auth|token|access[_-]?token|refresh[_-]?token|id[_-]?token|session[_-]?token|bearer|private[_-]?key|secret[_-]?access[_-]?key|access[_-]?key[_-]?id|access[_-]?key|service[_-]?account[_-]?json|credentials?|cookie)$/i;
+
+/** Values that look like keys whatever field they sit in. */
+const SECRET_VALUE = new RegExp(
+  [
+    String.raw`\bsk-(?:ant-|proj-|or-)?[A-Za-z0-9_-]{16,}`, // OpenAI, Anthropic, OpenRouter style
+    String.raw`\b(?:gsk|xai|pplx|fw|csk)_?-?[A-Za-z0-9]{20,}`, // Groq, xAI, Perplexity, Fireworks, Cerebras style
+    String.raw`\bAIza[0-9A-Za-z_-]{30,}`, // Google API keys
+    String.raw`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`, // AWS access key ids
+    String.raw`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)`,
+    String.raw`\b[Bb]earer\s+[A-Za-z0-9._~+/=-]{8,}`,
+  ].join('|'),
+  'g',
+);
+
+/**
+ * A cheap first look: text in which none of these appear holds no credential
+ * field and no key-shaped value, and is stored as it is without parsing.
+ * Every trigger of SECRET_FIELD and SECRET_VALUE contains one of them.
+ */
+const SUSPECT = /api[_-]?key|apikey|secret|passw|passphrase|authori[sz]ation|auth["=]|token["=]|bearer|private[_-]?key|access[_-]?key|credential|cookie|service[_-]?account|sk-|aiza|akia|asia|gsk|xai|pplx|fw|csk|-----begin/i;
+
+/** True when `text` may hold a credential (else it needs no redaction). */
+export function mightHoldSecret(text: string): boolean {
+  return SUSPECT.test(text);
+}
+
+/** True when a JSON field of this name holds a credential. */
+export function isSecretField(name: string): boolean {
+  return SECRET_FIELD.test(name);
+}
+
+/** Replaces key-shaped substrings of `text`. */
+export function scrubText(text: string): string {
+  SECRET_VALUE.lastIndex = 0;
+  return SECRET_VALUE.test(text) ? text.replace(SECRET_VALUE, REDACTED) : text;
+}
+
+/** A deep copy of a JSON value with credential fields and key-shaped strings redacted. */
+export function redactJson(value: unknown, depth = 0): unknown {
+  if (typeof value === 'string') return scrubText(value);
+  if (value === null || typeof value !== 'object' || depth > 64) return value;
+  if (Array.isArray(value)) return value.map((v) => redactJson(v, depth + 1));
+  const out: Record<string, unknown> = {};
+  for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
+    out[key] = isSecretField(key) && v !== null && v !== '' ? REDACTED : redactJson(v, depth + 1);
+  }
+  return out;
+}
+
+/**
+ * A body as text fit for storage: JSON is parsed, redacted and re-serialised;
+ * other text is scrubbed of key-shaped values.
+ */
+export function redactBody(text: string): string {
+  if (!SUSPECT.test(text)) return text;
+  const first = firstNonSpace(text);
+  if (first === '{' || first === '[') {
+    try {
+      return JSON.stringify(redactJson(JSON.parse(text)));
+    } catch {
+      /* not JSON after all: scrub as text */
+    }
+  }
+  return scrubText(redactJsonFields(redactForm(text)));
+}
+
+const JSON_STRING_FIELD = /"((?:[^"\\]|\\.){1,128})"(\s*:\s*)"((?:[^"\\]|\\.)*)"/g;
+
+/** `"api_key": "…"` pairs in JSON that does not parse (a body cut short): the value is replaced. */
+function redactJsonFields(text: string): string {
+  if (!text.includes('":')) return text;
+  return text.replace(JSON_STRING_FIELD, (all, key: string, colon: string) => (isSecretField(key) ? `"${key}"${colon}"${REDACTED}"` : all));
+}
+
+/** `a=1&api_key=…` bodies (form-encoded, query-like). */
+function redactForm(text: string): string {
+  if (!text.includes('=') || text.includes('\n')) return text;
+  return text.replace(/(^|&)([^=&]+)=([^&]*)/g, (all, sep: string, key: string) => (isSecretField(decodeSafe(key)) ? `${sep}${key}=${REDACTED}` : all));
+}
+
+function decodeSafe(s: string): string {
+  try {
+    return decodeURIComponent(s.replace(/\+/g, ' '));
+  } catch {
+    return s;
+  }
+}
+
+function firstNonSpace(text: string): string {
+  for (let i = 0; i < text.length && i < 64; i++) {
+    const c = text[i]!;
+    if (c !== ' ' && c !== '\n' && c !== '\r' && c !== '\t') return c;
+  }
+  return '';
+}

@@ -1,0 +1,164 @@
+import { GatewayError, type RequestContext } from '../../../core/index.js';
+import { GROUP_COLUMNS, GROUP_KEYS, type Cursor, type GroupBy, type GroupColumn, type LogFilters } from '../store/repository.js';
+
+/** Query parameters that filter both the list and the groups. */
+const FILTER_PARAMS = new Set(['from', 'to', 'status', 'provider', 'model', 'trace_id', 'api_key', 'config', 'cache_status', 'route', 'workspace_id', 'metadata_key', 'metadata_value']);
+const LIST_PARAMS = new Set([...FILTER_PARAMS, 'limit', 'cursor']);
+const GROUP_PARAMS = new Set([...FILTER_PARAMS, 'columns', 'limit', 'offset']);
+
+const bad = (param: string, message: string) => new GatewayError('invalid_request', message, { param });
+
+/** A scope check: with auth on, the key needs `scope` or `*`. Without an auth plugin there is nobody to check. */
+export function requireScope(ctx: RequestContext, scope: string): void {
+  const auth = ctx.auth;
+  if (auth === null) return;
+  if (auth.scopes.includes('*') || auth.scopes.includes(scope)) return;
+  throw new GatewayError('forbidden', `This API key lacks the "${scope}" scope needed for ${ctx.method} ${ctx.path}.`);
+}
+
+/** The workspace a caller is confined to, or undefined for an organisation-wide (or static) key. */
+export function callerWorkspace(ctx: RequestContext): string | undefined {
+  return ctx.auth?.workspaceId ?? undefined;
+}
+
+/** An instant: ISO 8601, or epoch milliseconds as digits. */
+export function parseTime(param: string, raw: string): number {
+  const text = raw.trim();
+  const ms = /^\d{1,16}$/.test(text) ? Number(text) : Date.parse(text);
+  if (!Number.isFinite(ms)) throw bad(param, `Invalid ${param}: expected an ISO 8601 time or epoch milliseconds, got "${text.slice(0, 64)}".`);
+  return ms;
+}
+
+function single(params: URLSearchParams, name: string): string | undefined {
+  const all = params.getAll(name);
+  if (all.length > 1) throw bad(name, `Query parameter ${name} is given more than once.`);
+  const value = all[0];
+  if (value === undefined) return undefined;
+  if (value === '') throw bad(name, `Query parameter ${name} is empty.`);
+  return value;
+}
+
+function integer(params: URLSearchParams, name: string, min: number, max: number, fallback: number): number {
+  const raw = single(params, name);
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n) || n < min || n > max) throw bad(name, `Invalid ${name}: expected an integer from ${min} to ${max}, got "${raw.slice(0, 32)}".`);
+  return n;
+}
+
+function checkKnown(params: URLSearchParams, known: Set<string>): void {
+  for (const name of params.keys()) {
+    if (known.has(name) || (name.startsWith('metadata.') && name.length > 9)) continue;
+    throw bad(name, `Unknown query parameter "${name.slice(0, 64)}". Known: ${[...known].join(', ')}, metadata.<key>.`);
+  }
+}
+
+/** The filters of a list or groups request, confined to the caller's workspace. */
+function filtersOf(ctx: RequestContext, params: URLSearchParams): LogFilters {
+  const f: LogFilters = {};
+  const from = single(params, 'from');
+  const to = single(params, 'to');
+  if (from !== undefined) f.from = parseTime('from', from);
+  if (to !== undefined) f.to = parseTime('to', to);
+  if (f.from !== undefined && f.to !== undefined && f.from > f.to) throw bad('from', 'from must not be later than to.');
+  const status = single(params, 'status');
+  if (status !== undefined) {
+    f.status = status.split(',').map((s) => {
+      const code = Number(s.trim());
+      if (!/^\d{1,3}$/.test(s.trim())) throw bad('status', `Invalid status "${s.slice(0, 16)}": expected HTTP status codes, comma-separated.`);
+      return code;
+    });
+  }
+  const text = (name: string) => single(params, name);
+  f.provider = text('provider');
+  f.model = text('model');
+  f.traceId = text('trace_id');
+  f.apiKey = text('api_key');
+  f.config = text('config');
+  f.cacheStatus = text('cache_status');
+  f.route = text('route');
+  const own = callerWorkspace(ctx);
+  const asked = text('workspace_id');
+  if (own !== undefined) {
+    if (asked !== undefined && asked !== own) throw new GatewayError('forbidden', 'This API key can only read the logs of its own workspace.', { param: 'workspace_id' });
+    f.workspace = own;
+  } else if (asked !== undefined) {
+    f.workspace = asked;
+  }
+  const metadata: Array<[string, string]> = [];
+  for (const [name, value] of params) if (name.startsWith('metadata.') && name.length > 9) metadata.push([name.slice(9), value]);
+  const mk = text('metadata_key');
+  const mv = params.get('metadata_value');
+  if ((mk === undefined) !== (mv === null)) throw bad(mk === undefined ? 'metadata_key' : 'metadata_value', 'metadata_key and metadata_value go together.');
+  if (mk !== undefined && mv !== null) metadata.push([mk, mv]);
+  if (metadata.length > 0) f.metadata = metadata;
+  for (const key of Object.keys(f) as (keyof LogFilters)[]) if (f[key] === undefined) delete f[key];
+  return f;
+}
+
+export const DEFAULT_PAGE = 50;
+export const MAX_PAGE = 500;
+
+export interface ListQuery {
+  filters: LogFilters;
+  limit: number;
+  cursor: Cursor | null;
+}
+
+export function listQuery(ctx: RequestContext): ListQuery {
+  const params = new URLSearchParams(ctx.query);
+  checkKnown(params, LIST_PARAMS);
+  const raw = single(params, 'cursor');
+  return { filters: filtersOf(ctx, params), limit: integer(params, 'limit', 1, MAX_PAGE, DEFAULT_PAGE), cursor: raw === undefined ? null : decodeCursor(raw) };
+}
+
+export function encodeCursor(c: Cursor): string {
+  return Buffer.from(JSON.stringify([c.createdAt, c.id])).toString('base64url');
+}
+
+function decodeCursor(raw: string): Cursor {
+  try {
+    const value = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8')) as unknown;
+    if (Array.isArray(value) && value.length === 2 && Number.isSafeInteger(value[0]) && typeof value[1] === 'string') return { createdAt: value[0] as number, id: value[1] };
+  } catch {
+    /* fall through */
+  }
+  throw bad('cursor', 'Invalid cursor: pass the next_cursor of a previous page as it was given.');
+}
+
+export const DEFAULT_GROUPS = 100;
+export const MAX_GROUPS = 1000;
+
+export interface GroupQuery {
+  groupBy: GroupBy;
+  columns: GroupColumn[];
+  filters: LogFilters;
+  limit: number;
+  offset: number;
+}
+
+export function groupQuery(ctx: RequestContext): GroupQuery {
+  const groupBy = ctx.params?.groupBy ?? '';
+  if (!Object.hasOwn(GROUP_KEYS, groupBy)) {
+    throw bad('groupBy', `Unknown groupBy "${groupBy.slice(0, 64)}". One of: ${Object.keys(GROUP_KEYS).join(', ')}.`);
+  }
+  const params = new URLSearchParams(ctx.query);
+  checkKnown(params, GROUP_PARAMS);
+  const columns: GroupColumn[] = [];
+  const raw = single(params, 'columns');
+  if (raw !== undefined) {
+    for (const part of raw.split(',')) {
+      const c = part.trim();
+      if (c === '') continue;
+      if (!(GROUP_COLUMNS as readonly string[]).includes(c)) throw bad('columns', `Unknown column "${c.slice(0, 64)}". Columns: ${GROUP_COLUMNS.join(', ')}.`);
+      if (!columns.includes(c as GroupColumn)) columns.push(c as GroupColumn);
+    }
+  }
+  return {
+    groupBy: groupBy as GroupBy,
+    columns,
+    filters: filtersOf(ctx, params),
+    limit: integer(params, 'limit', 1, MAX_GROUPS, DEFAULT_GROUPS),
+    offset: integer(params, 'offset', 0, 1_000_000, 0),
+  };
+}

@@ -1,0 +1,86 @@
+import type { Migration } from '../../stores/sql/client.js';
+
+/** Migration namespace of the log store. */
+export const LOGS_NAMESPACE = 'logs';
+
+/**
+ * The log tables, one text for both dialects (portable types only: TEXT,
+ * INTEGER, BIGINT, DOUBLE PRECISION; JSON as TEXT, booleans 0/1, times as
+ * epoch ms). Indexes serve the list filters (each with the time order) and
+ * the metadata filter (a key/value side table).
+ */
+export const LOG_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'gateway_logs',
+    up: `
+CREATE TABLE gateway_logs (
+  id TEXT PRIMARY KEY,
+  created_at BIGINT NOT NULL,
+  ended_at BIGINT NOT NULL,
+  trace_id TEXT,
+  span_id TEXT,
+  parent_span_id TEXT,
+  span_name TEXT,
+  workspace_id TEXT,
+  api_key_id TEXT,
+  config_id TEXT,
+  prompt_id TEXT,
+  route TEXT,
+  method TEXT NOT NULL,
+  path TEXT NOT NULL,
+  provider_requested TEXT,
+  provider TEXT,
+  model_requested TEXT,
+  model TEXT,
+  target_path TEXT,
+  status INTEGER NOT NULL,
+  stream INTEGER NOT NULL,
+  internal INTEGER NOT NULL,
+  aborted INTEGER NOT NULL,
+  latency_ms DOUBLE PRECISION,
+  upstream_latency_ms DOUBLE PRECISION,
+  first_byte_ms DOUBLE PRECISION,
+  ttft_ms DOUBLE PRECISION,
+  prompt_tokens BIGINT,
+  completion_tokens BIGINT,
+  total_tokens BIGINT,
+  cached_tokens BIGINT,
+  reasoning_tokens BIGINT,
+  tokens_estimated INTEGER NOT NULL,
+  cost DOUBLE PRECISION,
+  cost_status TEXT NOT NULL,
+  pricing_multiplier DOUBLE PRECISION NOT NULL,
+  cache_status TEXT,
+  retry_count INTEGER NOT NULL,
+  attempt_count INTEGER NOT NULL,
+  fallback_count INTEGER NOT NULL,
+  attempts TEXT,
+  metadata TEXT,
+  hook_results TEXT,
+  error_code TEXT,
+  error_message TEXT,
+  request_body TEXT,
+  request_body_truncated INTEGER NOT NULL,
+  response_body TEXT,
+  response_body_truncated INTEGER NOT NULL
+);
+CREATE INDEX gateway_logs_created ON gateway_logs (created_at, id);
+CREATE INDEX gateway_logs_workspace ON gateway_logs (workspace_id, created_at, id);
+CREATE INDEX gateway_logs_trace ON gateway_logs (trace_id);
+CREATE INDEX gateway_logs_api_key ON gateway_logs (api_key_id, created_at);
+CREATE INDEX gateway_logs_config ON gateway_logs (config_id, created_at);
+CREATE INDEX gateway_logs_provider ON gateway_logs (provider, created_at);
+CREATE INDEX gateway_logs_model ON gateway_logs (model, created_at);
+CREATE TABLE gateway_log_metadata (
+  log_id TEXT NOT NULL,
+  meta_key TEXT NOT NULL,
+  meta_value TEXT NOT NULL,
+  created_at BIGINT NOT NULL
+);
+CREATE INDEX gateway_log_metadata_kv ON gateway_log_metadata (meta_key, meta_value, log_id);
+CREATE INDEX gateway_log_metadata_log ON gateway_log_metadata (log_id);
+CREATE INDEX gateway_log_metadata_created ON gateway_log_metadata (created_at)
+`,
+  },
+];

@@ -1,0 +1,218 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import client from 'prom-client';
+import * as v from 'valibot';
+import { bearerToken, GatewayError, parseOptions, type GatewayPlugin, type RequestContext } from '../../core/index.js';
+import { LOG_STORE, type LogStoreService } from '../logs/index.js';
+import { attachObservers, DEFAULT_SCAN_LIMIT } from '../logs/observe.js';
+import { requestSummary } from '../logs/summary.js';
+import { resolvePricing } from '../pricing/index.js';
+import { bundledPricing, type PricingTable } from '../pricing/table.js';
+
+export const PLUGIN_NAME = 'metrics';
+
+/** Latency buckets in seconds: 5 ms to 2 min. */
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+
+const OptionsSchema = v.strictObject({
+  /** Paths served. Default `/metrics` and `/v1/metrics`. */
+  paths: v.optional(v.array(v.pipe(v.string(), v.startsWith('/'))), ['/metrics', '/v1/metrics']),
+  /** A bearer token for scrapers (`Authorization: Bearer <token>`). When set, it is the only way in; else the gateway key with `metrics.read` or `*`. */
+  token: v.optional(v.pipe(v.string(), v.minLength(16, 'must be at least 16 characters'))),
+  /** Scope a gateway key needs (besides `*`) when no token is set. */
+  scope: v.optional(v.pipe(v.string(), v.minLength(1)), 'metrics.read'),
+  /** prom-client's default Node metrics (event-loop lag, heap, GC, CPU, handles). */
+  defaultMetrics: v.optional(v.boolean(), true),
+  /** Prefix of every gateway metric name. */
+  prefix: v.optional(v.pipe(v.string(), v.regex(/^[a-zA-Z_:][a-zA-Z0-9_:]*$/)), 'gateway_'),
+  /** Distinct `model` label values kept; later models are counted as `other` (clients choose model names). */
+  maxModels: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1)), 200),
+});
+
+export type MetricsOptions = v.InferInput<typeof OptionsSchema>;
+
+/**
+ * Prometheus metrics with prom-client, in a registry of this gateway's own
+ * (two gateways in one process do not mix). Request counts, latency and TTFT
+ * histograms, tokens, cost, cache, retries and fallbacks, breaker refusals,
+ * the log queue, and Node's default metrics. See docs/logs.md.
+ */
+export function metrics(options: MetricsOptions = {}): GatewayPlugin {
+  const opts = parseOptions(PLUGIN_NAME, OptionsSchema, options);
+  const tokenDigest = opts.token === undefined ? null : digest(opts.token);
+  return {
+    name: PLUGIN_NAME,
+    apply(api) {
+      const registry = new client.Registry();
+      const p = opts.prefix;
+      if (opts.defaultMetrics) client.collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 10 });
+
+      const requests = new client.Counter({ name: `${p}requests_total`, help: 'Requests answered, by route, provider, model and status.', labelNames: ['route', 'provider', 'model', 'status'], registers: [registry] });
+      const duration = new client.Histogram({ name: `${p}request_duration_seconds`, help: 'Arrival to end of response.', labelNames: ['route', 'provider'], buckets: LATENCY_BUCKETS, registers: [registry] });
+      const upstream = new client.Histogram({ name: `${p}upstream_duration_seconds`, help: 'Sending upstream to its response headers, summed over attempts.', labelNames: ['provider'], buckets: LATENCY_BUCKETS, registers: [registry] });
+      const ttft = new client.Histogram({ name: `${p}time_to_first_token_seconds`, help: 'Arrival to the first byte of a streamed answer.', labelNames: ['route', 'provider'], buckets: LATENCY_BUCKETS, registers: [registry] });
+      const tokens = new client.Counter({ name: `${p}tokens_total`, help: 'Tokens by kind (prompt, completion, cached, reasoning); estimated="true" when counted by the gateway.', labelNames: ['provider', 'model', 'kind', 'estimated'], registers: [registry] });
+      const cost = new client.Counter({ name: `${p}cost_usd_total`, help: 'Cost of priced requests, in USD, from the pricing file.', labelNames: ['provider', 'model'], registers: [registry] });
+      const unpriced = new client.Counter({ name: `${p}unpriced_requests_total`, help: 'Requests with token usage but no price for their model (their cost is unknown).', labelNames: ['provider', 'model'], registers: [registry] });
+      const cache = new client.Counter({ name: `${p}cache_requests_total`, help: 'Cache outcomes (HIT, SEMANTIC HIT, MISS, REFRESH, DISABLED).', labelNames: ['status'], registers: [registry] });
+      const cacheHits = new client.Counter({ name: `${p}cache_hits_total`, help: 'Requests answered from the cache (HIT and SEMANTIC HIT).', registers: [registry] });
+      const attempts = new client.Counter({ name: `${p}upstream_attempts_total`, help: 'Upstream calls, by provider and outcome (status code or error code).', labelNames: ['provider', 'outcome'], registers: [registry] });
+      const retries = new client.Counter({ name: `${p}retries_total`, help: 'Upstream calls repeated on the same target (retries).', labelNames: ['provider'], registers: [registry] });
+      const retried = new client.Counter({ name: `${p}retried_requests_total`, help: 'Requests with at least one retry.', registers: [registry] });
+      const fallbacks = new client.Counter({ name: `${p}fallbacks_total`, help: 'Requests whose answer came from another target than the first tried (target path changed).', registers: [registry] });
+      const breakerOpen = new client.Counter({ name: `${p}circuit_open_total`, help: 'Attempts refused by an open circuit breaker (503 circuit_open).', labelNames: ['provider'], registers: [registry] });
+      const breakerSeen = new client.Gauge({ name: `${p}circuit_open_last_seen_seconds`, help: 'Unix time of the last attempt refused by an open breaker, by provider.', labelNames: ['provider'], registers: [registry] });
+
+      let logs: LogStoreService | null = null;
+      const last = { queue_full: 0, write_failed: 0, shutdown: 0, written: 0, errors: 0 };
+      new client.Gauge({
+        name: `${p}log_queue_depth`,
+        help: 'Log entries held in memory (waiting or being written).',
+        registers: [registry],
+        collect() {
+          this.set(logs?.stats().depth ?? 0);
+        },
+      });
+      new client.Gauge({
+        name: `${p}log_queue_capacity`,
+        help: 'Most log entries the queue holds before it drops new ones.',
+        registers: [registry],
+        collect() {
+          this.set(logs?.stats().maxEntries ?? 0);
+        },
+      });
+      new client.Gauge({
+        name: `${p}log_queue_bytes`,
+        help: 'Estimated bytes of the log entries held in memory.',
+        registers: [registry],
+        collect() {
+          this.set(logs?.stats().bytes ?? 0);
+        },
+      });
+      new client.Counter({
+        name: `${p}log_dropped_total`,
+        help: 'Log entries lost, by reason: queue_full (store too slow), write_failed (store failing), shutdown (close timed out).',
+        labelNames: ['reason'],
+        registers: [registry],
+        collect() {
+          const dropped = logs?.stats().dropped;
+          for (const reason of ['queue_full', 'write_failed', 'shutdown'] as const) {
+            const now = dropped?.[reason] ?? 0;
+            this.inc({ reason }, now - last[reason]);
+            last[reason] = now;
+          }
+        },
+      });
+      new client.Counter({
+        name: `${p}log_written_total`,
+        help: 'Log entries written to the store.',
+        registers: [registry],
+        collect() {
+          const now = logs?.stats().written ?? 0;
+          this.inc(now - last.written);
+          last.written = now;
+        },
+      });
+      new client.Counter({
+        name: `${p}log_write_errors_total`,
+        help: 'Failed attempts at writing a batch of log entries.',
+        registers: [registry],
+        collect() {
+          const now = logs?.stats().writeErrors ?? 0;
+          this.inc(now - last.errors);
+          last.errors = now;
+        },
+      });
+
+      const models = new Set<string>();
+      const modelLabel = (model: string | null): string => {
+        if (model === null) return 'none';
+        if (models.has(model)) return model;
+        if (models.size >= opts.maxModels) return 'other';
+        models.add(model);
+        return model;
+      };
+
+      let pricing: PricingTable = bundledPricing();
+      attachObservers(api, { scanLimit: DEFAULT_SCAN_LIMIT, bodyLimit: 0 });
+      api.onReady(() => {
+        pricing = resolvePricing(api);
+        try {
+          logs = api.resolve<LogStoreService>(LOG_STORE);
+        } catch {
+          logs = null;
+        }
+      });
+
+      const record = (ctx: RequestContext) => {
+        const s = requestSummary(ctx, { pricing, wantText: false });
+        const route = ctx.route?.name ?? 'unmatched';
+        const provider = s.provider ?? 'none';
+        const model = modelLabel(s.modelAnswered ?? s.modelRequested);
+        requests.inc({ route, provider, model, status: String(ctx.status) });
+        if (ctx.latencyMs !== null) duration.observe({ route, provider }, ctx.latencyMs / 1000);
+        if (ctx.upstreamLatencyMs !== null) upstream.observe({ provider }, ctx.upstreamLatencyMs / 1000);
+        if (s.ttftMs !== null) ttft.observe({ route, provider }, s.ttftMs / 1000);
+        const u = s.usage;
+        if (u !== null && s.costStatus !== 'cache_hit') {
+          const estimated = String(s.tokensEstimated);
+          if (u.prompt_tokens > 0) tokens.inc({ provider, model, kind: 'prompt', estimated }, u.prompt_tokens);
+          if (u.completion_tokens > 0) tokens.inc({ provider, model, kind: 'completion', estimated }, u.completion_tokens);
+          if ((u.cached_tokens ?? 0) > 0) tokens.inc({ provider, model, kind: 'cached', estimated }, u.cached_tokens);
+          if ((u.reasoning_tokens ?? 0) > 0) tokens.inc({ provider, model, kind: 'reasoning', estimated }, u.reasoning_tokens);
+        }
+        if (s.cost !== null && s.cost > 0) cost.inc({ provider, model }, s.cost);
+        if (s.costStatus === 'unpriced') unpriced.inc({ provider, model });
+        if (ctx.cacheStatus !== null) {
+          cache.inc({ status: ctx.cacheStatus });
+          if (s.costStatus === 'cache_hit') cacheHits.inc();
+        }
+        for (const a of ctx.attempts) attempts.inc({ provider: a.provider ?? 'none', outcome: a.error ?? String(a.status) });
+        if (s.retries > 0) {
+          retries.inc({ provider }, s.retries);
+          retried.inc();
+        }
+        if (s.fallbacks > 0) fallbacks.inc();
+        if (s.circuitOpen > 0) {
+          for (const a of ctx.attempts) {
+            if (a.error !== 'circuit_open') continue;
+            breakerOpen.inc({ provider: a.provider ?? 'none' });
+            breakerSeen.set({ provider: a.provider ?? 'none' }, Date.now() / 1000);
+          }
+        }
+      };
+      let failedAt = -Infinity;
+      api.hooks.log.tap(PLUGIN_NAME, (ctx) => {
+        try {
+          record(ctx);
+        } catch (err) {
+          if (Date.now() - failedAt > 60_000) {
+            failedAt = Date.now();
+            api.logger.error({ err }, 'metrics: recording a request failed');
+          }
+        }
+      });
+
+      const handler = async (ctx: RequestContext) => {
+        if (tokenDigest !== null) {
+          const given = bearerToken(ctx.headers);
+          if (given === undefined || !timingSafeEqual(digest(given), tokenDigest)) {
+            throw new GatewayError('unauthorized', 'Send the metrics token as Authorization: Bearer <token>.', { headers: { 'www-authenticate': 'Bearer realm="metrics"' } });
+          }
+        } else if (ctx.auth !== null && !ctx.auth.scopes.includes('*') && !ctx.auth.scopes.includes(opts.scope)) {
+          throw new GatewayError('forbidden', `This API key lacks the "${opts.scope}" scope needed for ${ctx.path}.`);
+        }
+        const text = await registry.metrics();
+        return { status: 200, headers: { 'content-type': registry.contentType, 'cache-control': 'no-store' }, body: text, observers: null };
+      };
+      for (const path of opts.paths) {
+        api.routes.add({ name: 'metrics', method: 'GET', path, kind: 'handler', body: 'none', auth: tokenDigest === null, handler });
+      }
+    },
+  };
+}
+
+function digest(value: string): Buffer {
+  return createHash('sha256').update(value).digest();
+}
+
+export default metrics;

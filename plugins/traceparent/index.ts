@@ -1,0 +1,127 @@
+import { createHash, randomBytes } from 'node:crypto';
+import * as v from 'valibot';
+import { parseOptions, STAGE, type GatewayPlugin, type RequestContext, type Target } from '../../core/index.js';
+
+export const PLUGIN_NAME = 'traceparent';
+
+/** Where the outgoing header value sits in `ctx.state`. */
+const STATE = PLUGIN_NAME;
+
+const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$/;
+const HEX32 = /^[0-9a-f]{32}$/;
+const HEX16 = /^[0-9a-f]{16}$/;
+const ZERO32 = '0'.repeat(32);
+const ZERO16 = '0'.repeat(16);
+
+const OptionsSchema = v.strictObject({
+  /** Send `traceparent` (and the client's `tracestate`) to the provider. Default true. */
+  propagate: v.optional(v.boolean(), true),
+});
+
+export type TraceparentOptions = v.InferInput<typeof OptionsSchema>;
+
+/** A parsed W3C traceparent (version 00 fields). */
+export interface TraceParent {
+  version: string;
+  traceId: string;
+  parentId: string;
+  flags: string;
+}
+
+/**
+ * Parses a `traceparent` header by the W3C Trace Context rules: lower-case
+ * hex, version `ff` invalid, all-zero trace or parent id invalid, version 00
+ * with nothing after the flags; a later version may append fields.
+ */
+export function parseTraceparent(value: string | undefined): TraceParent | null {
+  if (value === undefined) return null;
+  const m = TRACEPARENT.exec(value.trim());
+  if (m === null) return null;
+  const [, version, traceId, parentId, flags, rest] = m as unknown as [string, string, string, string, string, string | undefined];
+  if (version === 'ff' || traceId === ZERO32 || parentId === ZERO16) return null;
+  if (version === '00' && rest !== undefined) return null;
+  return { version, traceId, parentId, flags };
+}
+
+/**
+ * The W3C trace id for a gateway trace id: the id itself when it is 32 hex
+ * digits (a UUID without its dashes counts, so generated ids map one to
+ * one), else the first 32 hex digits of its SHA-256.
+ */
+export function w3cTraceId(traceId: string): string {
+  const bare = traceId.toLowerCase().replace(/-/g, '');
+  if (HEX32.test(bare) && bare !== ZERO32) return bare;
+  return createHash('sha256').update(traceId).digest('hex').slice(0, 32);
+}
+
+/**
+ * W3C Trace Context. An incoming `traceparent` is accepted: its trace id
+ * becomes the request's `x-gateway-trace-id` when the client sent none, and
+ * its parent id the request's parent span. The gateway takes a span of its
+ * own (the client's `x-gateway-span-id` when it is 16 hex digits, else a new
+ * one, recorded as the request's span id) and sends the provider
+ * `traceparent: 00-<trace id>-<gateway span id>-<flags>`, with the client's
+ * `tracestate`. Without an incoming header, the trace id is derived from
+ * `x-gateway-trace-id` (see `w3cTraceId`) and the flags are `01` (sampled).
+ */
+export function traceparent(options: TraceparentOptions = {}): GatewayPlugin {
+  const { propagate } = parseOptions(PLUGIN_NAME, OptionsSchema, options);
+  return {
+    name: PLUGIN_NAME,
+    apply(api) {
+      // After the trace plugin (STAGE.EARLY), which sets the trace id and span headers.
+      api.hooks.request.tap({ name: PLUGIN_NAME, stage: STAGE.EARLY + 1 }, (ctx) => {
+        const incoming = parseTraceparent(ctx.header('traceparent'));
+        let traceId: string;
+        let flags = '01';
+        if (incoming !== null) {
+          traceId = incoming.traceId;
+          flags = incoming.flags;
+          const given = ctx.header('x-gateway-trace-id');
+          if (given === undefined || given === '') {
+            ctx.traceId = traceId;
+            ctx.responseHeaders['x-gateway-trace-id'] = traceId;
+          }
+          ctx.parentSpanId ??= incoming.parentId;
+        } else {
+          ctx.traceId ??= randomBytes(16).toString('hex');
+          traceId = w3cTraceId(ctx.traceId);
+        }
+        let spanId: string;
+        if (ctx.spanId !== null && HEX16.test(ctx.spanId) && ctx.spanId !== ZERO16) {
+          spanId = ctx.spanId;
+        } else {
+          spanId = randomBytes(8).toString('hex');
+          ctx.spanId ??= spanId;
+        }
+        const outgoing = `00-${traceId}-${spanId}-${flags}`;
+        ctx.state.set(STATE, outgoing);
+        ctx.logFields.traceparent = outgoing;
+        // The generic proxy forwards client headers as received: it sends this one in place of the client's.
+        if (propagate) ctx.headers.traceparent = outgoing;
+        else delete ctx.headers.traceparent;
+      });
+
+      if (!propagate) return;
+      // Shaped routes send only the headers a target forwards: add traceparent (and tracestate) to them.
+      api.addInterceptor(
+        PLUGIN_NAME,
+        (next) => (ctx, target) => {
+          if (!ctx.state.has(STATE)) return next(ctx, target);
+          return next(ctx, withForwarded(ctx, target));
+        },
+        STAGE.LATE,
+      );
+    },
+  };
+}
+
+function withForwarded(ctx: RequestContext, target: Target): Target {
+  const current = Array.isArray(target.forward_headers) ? (target.forward_headers as string[]) : [];
+  const wanted = ctx.headers.tracestate === undefined ? ['traceparent'] : ['traceparent', 'tracestate'];
+  const missing = wanted.filter((h) => !current.some((c) => c.toLowerCase() === h));
+  if (missing.length === 0) return target;
+  return { ...target, forward_headers: [...current, ...missing] };
+}
+
+export default traceparent;

@@ -1,0 +1,28 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createGateway, createLogger, type GatewayPlugin } from '../../core/index.js';
+import { config } from '../../plugins/config/index.js';
+import { logStore } from '../../plugins/logs/index.js';
+import { metrics } from '../../plugins/metrics/index.js';
+import { openai } from '../../plugins/providers/openai/index.js';
+import { sqliteStore } from '../../plugins/stores/sqlite/index.js';
+import { trace } from '../../plugins/trace/index.js';
+import { validation } from '../../plugins/validation/index.js';
+
+// Child process for the logging bench: the same gateway with logging off, with the SQLite log store,
+// or with the log store and the Prometheus metrics. argv: <origin> <off|sqlite|sqlite+metrics> <db file>.
+// BENCH_LOG_OPTIONS / BENCH_METRICS_OPTIONS (JSON) override the plugins' options, to compare settings.
+const [origin, variant, file] = process.argv.slice(2) as [string, string, string];
+const plugins: GatewayPlugin[] = [trace(), config({ default: { provider: 'openai', api_key: 'sk-bench', custom_host: `${origin}/v1` } }), validation(), openai()];
+if (variant !== 'off') plugins.push(sqliteStore({ file }), logStore({ retentionDays: 0, ...(process.env.BENCH_LOG_OPTIONS ? JSON.parse(process.env.BENCH_LOG_OPTIONS) : {}) }));
+if (variant === 'sqlite+metrics') plugins.push(metrics(process.env.BENCH_METRICS_OPTIONS ? JSON.parse(process.env.BENCH_METRICS_OPTIONS) : {}));
+const gateway = createGateway({ logger: createLogger({ level: 'warn' }), plugins });
+await gateway.ready;
+const server = createServer({ keepAliveTimeout: 65_000 }, gateway.handler);
+server.listen(0, '127.0.0.1', () => process.send!({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }));
+process.on('disconnect', () => process.exit(0));
+process.on('SIGTERM', () => {
+  server.close();
+  server.closeAllConnections();
+  void gateway.close(1000).then(() => process.exit(0));
+});

@@ -1,0 +1,220 @@
+import pg from 'pg';
+import { afterAll, describe, expect, test } from 'vitest';
+import type { LogEntry } from '../../../plugins/logs/entry.js';
+import { LOG_MIGRATIONS, LOGS_NAMESPACE } from '../../../plugins/logs/store/migrations.js';
+import { GROUP_COLUMNS, GROUP_KEYS, LogRepository, type GroupBy, type LogFilters } from '../../../plugins/logs/store/repository.js';
+import { postgresClient } from '../../../plugins/stores/postgres/client.js';
+import { migrate, type SqlClient } from '../../../plugins/stores/sql/client.js';
+import { sqliteClient } from '../../../plugins/stores/sqlite/client.js';
+import { DATABASE_URL, requireService } from '../../helpers/services.js';
+import { bruteGroups, matches, sampleEntry, tempFile } from './helpers.js';
+
+/** A small deterministic PRNG (mulberry32), so both stores get the same rows on every run. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const T0 = Date.UTC(2025, 0, 1);
+
+/** 600 varied rows: ties in latency and time, nulls in every nullable grouped column, every cache status. */
+function sampleRows(): LogEntry[] {
+  const r = prng(42);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
+  const rows: LogEntry[] = [];
+  for (let i = 0; i < 600; i++) {
+    const provider = pick(['openai', 'anthropic', 'groq', null]);
+    const hasUsage = r() < 0.8;
+    const prompt = Math.floor(r() * 2000);
+    const completion = Math.floor(r() * 500);
+    const costStatus = !hasUsage ? 'no_usage' : pick(['priced', 'priced', 'unpriced', 'cache_hit']);
+    const status = pick([200, 200, 200, 201, 302, 400, 429, 500, 503]);
+    rows.push(
+      sampleEntry({
+        created_at: T0 + Math.floor(r() * 200) * 1000, // many rows share a millisecond
+        trace_id: `trace-${i % 50}`,
+        workspace_id: pick(['ws-1', 'ws-2', null]),
+        api_key_id: pick(['key-1', 'key-2', 'key-3']),
+        config_id: pick(['cfg-a', 'cfg-b', null]),
+        prompt_id: pick(['prompt-1', null, null]),
+        provider,
+        provider_requested: provider === null ? null : pick([provider, `@${provider}-slug`]),
+        model_requested: pick(['gpt-4o', 'claude-3-5-sonnet', 'llama', null]),
+        model: pick(['gpt-4o-2024-08-06', 'claude-3-5-sonnet-20241022', null, null]),
+        status,
+        error_code: status >= 400 ? null : pick([null, null, null, 'upstream_unreachable']),
+        latency_ms: r() < 0.05 ? null : Math.round(r() * 50) * 10 + pick([0, 0.5]), // coarse values: ties
+        prompt_tokens: hasUsage ? prompt : null,
+        completion_tokens: hasUsage ? completion : null,
+        total_tokens: hasUsage ? prompt + completion : null,
+        cached_tokens: hasUsage ? Math.floor(prompt / 4) : null,
+        reasoning_tokens: hasUsage ? 0 : null,
+        cost: costStatus === 'priced' ? Math.round(r() * 1e6) / 1e9 : costStatus === 'cache_hit' ? 0 : null,
+        cost_status: costStatus,
+        cache_status: pick([null, 'DISABLED', 'MISS', 'HIT', 'SEMANTIC HIT', 'REFRESH']),
+        metadata: r() < 0.5 ? { team: pick(['blue', 'red']), n: Math.floor(r() * 3), flag: r() < 0.5 } : null,
+      }),
+    );
+  }
+  return rows;
+}
+
+const newestFirst = (a: LogEntry, b: LogEntry) => b.created_at - a.created_at || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
+
+function contract(name: string, open: () => Promise<SqlClient | null>) {
+  describe(`log store on ${name}`, () => {
+    let client: SqlClient | null = null;
+    let repo: LogRepository;
+    const rows = sampleRows();
+    afterAll(async () => {
+      await client?.close();
+    });
+
+    test('migrations apply once; a batch of 600 entries is written in one transaction', async () => {
+      client = await open();
+      if (client === null) return;
+      expect(await migrate(client, LOGS_NAMESPACE, LOG_MIGRATIONS)).toEqual([1]);
+      expect(await migrate(client, LOGS_NAMESPACE, LOG_MIGRATIONS)).toEqual([]);
+      repo = new LogRepository(client);
+      await repo.insert(rows);
+      expect(await repo.count()).toBe(rows.length);
+      // A failing batch leaves nothing behind (same id twice violates the primary key).
+      const dup = sampleEntry({ created_at: T0 - 1 });
+      await expect(repo.insert([dup, { ...dup }])).rejects.toThrow();
+      expect(await repo.count()).toBe(rows.length);
+    });
+
+    test('one entry by id, every field as written', async () => {
+      if (client === null) return;
+      const full = sampleEntry({
+        created_at: T0 - 5000,
+        trace_id: 'one',
+        attempts: [{ target: '0', provider: 'openai', status: 500, latencyMs: 1.5, error: null }, { target: '1', provider: 'openai', status: 200, latencyMs: 2, error: null }],
+        metadata: { a: 'b', nested: { x: [1, 2] } },
+        hook_results: { before_request_hooks: [{ id: 'h1', verdict: true }], after_request_hooks: [] },
+        request_body: '{"model":"gpt-4o"}',
+        response_body: 'Hello',
+        response_body_truncated: true,
+        stream: true,
+        cost: 0.000123,
+        cost_status: 'priced',
+        latency_ms: 12.345,
+        prompt_tokens: 5,
+        workspace_id: 'ws-9',
+      });
+      await repo.insert([full]);
+      const got = await repo.get(full.id, undefined);
+      const expected: Record<string, unknown> = { ...full, created_at: new Date(full.created_at).toISOString(), ended_at: new Date(full.ended_at).toISOString() };
+      expect(got).toEqual(expected);
+      expect(await repo.get(full.id, 'ws-1')).toBeNull();
+      expect(await repo.get(full.id, 'ws-9')).not.toBeNull();
+      expect(await repo.get('log_missing', undefined)).toBeNull();
+      await client.run('DELETE FROM gateway_logs WHERE id = ?', [full.id]);
+      await client.run('DELETE FROM gateway_log_metadata WHERE log_id = ?', [full.id]);
+    });
+
+    const FILTERS: LogFilters[] = [
+      {},
+      { status: [500, 503] },
+      { provider: 'openai' },
+      { provider: '@groq-slug' },
+      { model: 'gpt-4o' },
+      { model: 'claude-3-5-sonnet-20241022' },
+      { traceId: 'trace-7' },
+      { apiKey: 'key-2' },
+      { config: 'cfg-a' },
+      { workspace: 'ws-1' },
+      { cacheStatus: 'HIT' },
+      { from: T0 + 50_000, to: T0 + 120_000 },
+      { metadata: [['team', 'blue']] },
+      { metadata: [['n', '2'], ['flag', 'true']] },
+      { workspace: 'ws-2', status: [200], metadata: [['team', 'red']], from: T0 + 10_000 },
+    ];
+
+    test.each(FILTERS.map((f) => [JSON.stringify(f), f] as const))('filter %s: the cursor walk returns exactly the matching rows, newest first', async (_, filters) => {
+      if (client === null) return;
+      const expected = rows.filter((e) => matches(e, filters)).sort(newestFirst).map((e) => e.id);
+      const seen: string[] = [];
+      let cursor = null;
+      for (let pages = 0; pages < 1000; pages++) {
+        const page: Awaited<ReturnType<LogRepository['list']>> = await repo.list(filters, 37, cursor);
+        expect(page.data.length).toBeLessThanOrEqual(37);
+        seen.push(...page.data.map((d) => String(d.id)));
+        cursor = page.next;
+        if (cursor === null) break;
+      }
+      expect(seen).toEqual(expected);
+    });
+
+    const ALL = [...GROUP_COLUMNS];
+    const cases: [GroupBy, LogFilters][] = [];
+    for (const g of Object.keys(GROUP_KEYS) as GroupBy[]) {
+      cases.push([g, {}]);
+      cases.push([g, { from: T0 + 30_000, to: T0 + 150_000 }]);
+    }
+    cases.push(['model', { workspace: 'ws-1', status: [200, 201] }]);
+
+    test.each(cases.map(([g, f]) => [g, JSON.stringify(f), f] as const))('groups by %s %s: every column equals a brute-force computation', async (groupBy, _, filters) => {
+      if (client === null) return;
+      const expected = bruteGroups(rows.filter((e) => matches(e, filters)), groupBy);
+      const { data, hasMore } = await repo.groups(groupBy, ALL, filters, 1000, 0);
+      expect(hasMore).toBe(false);
+      expect(data).toHaveLength(expected.size);
+      for (let i = 1; i < data.length; i++) expect(Number(data[i - 1]!.requests)).toBeGreaterThanOrEqual(Number(data[i]!.requests));
+      for (const row of data) {
+        const want = expected.get(String(row[groupBy]));
+        expect(want, `group ${String(row[groupBy])}`).toBeDefined();
+        for (const [column, value] of Object.entries(want!)) {
+          const got = row[column];
+          if (typeof value === 'number' && !Number.isInteger(value)) expect(got, `${String(row[groupBy])}.${column}`).toBeCloseTo(value, 9);
+          else expect(got, `${String(row[groupBy])}.${column}`).toEqual(value);
+        }
+      }
+      // Without columns: only the key and the count.
+      const bare = await repo.groups(groupBy, [], filters, 1000, 0);
+      for (const row of bare.data) expect(Object.keys(row).sort()).toEqual(['requests', groupBy].sort());
+    });
+
+    test('group pages: limit and offset', async () => {
+      if (client === null) return;
+      const all = await repo.groups('api_key', [], {}, 1000, 0);
+      const first = await repo.groups('api_key', [], {}, 2, 0);
+      const rest = await repo.groups('api_key', [], {}, 2, 2);
+      expect(first.hasMore).toBe(true);
+      expect([...first.data, ...rest.data]).toEqual(all.data);
+    });
+
+    test('retention deletes entries older than the cut-off, with their metadata rows', async () => {
+      if (client === null) return;
+      const cut = T0 + 100_000;
+      const older = rows.filter((e) => e.created_at < cut).length;
+      expect(await repo.deleteBefore(cut)).toBe(older);
+      expect(await repo.count()).toBe(rows.length - older);
+      const orphans = await client.get<{ c: unknown }>('SELECT COUNT(*) AS c FROM gateway_log_metadata WHERE created_at < ?', [cut]);
+      expect(Number(orphans!.c)).toBe(0);
+      const left = await repo.list({ metadata: [['team', 'blue']] }, 500, null);
+      expect(left.data.map((d) => d.id)).toEqual(rows.filter((e) => e.created_at >= cut && matches(e, { metadata: [['team', 'blue']] })).sort(newestFirst).map((e) => e.id));
+    });
+  });
+}
+
+contract('sqlite', async () => sqliteClient(await tempFile('contract.db')));
+
+describe('postgres', async () => {
+  const available = await requireService('PostgreSQL', DATABASE_URL);
+  const schema = `logs_${process.pid}_${Date.now().toString(36)}`;
+  afterAll(async () => {
+    if (!available) return;
+    const c = new pg.Client({ connectionString: DATABASE_URL });
+    await c.connect();
+    await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    await c.end();
+  });
+  contract('postgres', async () => (available ? postgresClient({ url: DATABASE_URL, schema }) : null));
+});
