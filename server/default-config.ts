@@ -2,8 +2,9 @@ import type { ServerConfig } from './schema.js';
 
 /**
  * What `npm start` runs without a config file: every bundled plugin, with
- * embedded defaults (keys from GATEWAY_API_KEYS, in-memory state, request
- * logs in an SQLite file in GATEWAY_DATA_DIR). The
+ * embedded defaults (keys from GATEWAY_API_KEYS, in-memory state). The
+ * durable log store and /metrics are opted into with config/full.json: they
+ * cost about a third of the throughput (docs/performance.md). The
  * `redis` store is left out: it needs REDIS_URL, and the breaker then
  * needs `{ "store": "redis" }`.
  */
@@ -41,10 +42,6 @@ export const DEFAULT_CONFIG: ServerConfig = {
     { name: 'cohere' },
     { name: 'rerank' },
     { name: 'proxy' },
-    { name: 'sqlite' },
-    { name: 'log-store' },
-    { name: 'log-api' },
-    { name: 'metrics' },
     { name: 'request-log' },
   ],
 };

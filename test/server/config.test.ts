@@ -31,9 +31,17 @@ describe('server config', () => {
     const { CATALOG } = await import('../../server/catalog.js');
     // Stores that need a service or a file are opted into: redis (REDIS_URL), postgres (DATABASE_URL), sqlite (until a plugin uses it).
     // Opt-in: stores that need a service (redis, postgres), the Redis cache store and semantic cache
-    // (Redis, embedding credentials), and pricing overrides (the log store carries the bundled prices).
-    const optIn = ['redis', 'postgres', 'cache-redis', 'cache-semantic', 'pricing'];
+    // (Redis, embedding credentials), pricing overrides, and the durable log store with /metrics (config/full.json).
+    const optIn = ['redis', 'postgres', 'cache-redis', 'cache-semantic', 'pricing', 'sqlite', 'log-store', 'log-api', 'metrics'];
     expect(names).toEqual(Object.keys(CATALOG).filter((n) => !optIn.includes(n)).sort());
+  });
+
+  test('config/full.json is the default plus the durable log store, its routes and /metrics, after the proxy', async () => {
+    const full = await loadServerConfig('config/full.json');
+    const names = full.plugins.map((p) => p.name);
+    const expected = DEFAULT_CONFIG.plugins.flatMap((p) => (p.name === 'proxy' ? ['proxy', 'sqlite', 'log-store', 'log-api', 'metrics'] : [p.name]));
+    expect(names).toEqual(expected);
+    expect(full.plugins.every((p) => p.options === undefined)).toBe(true);
   });
 
   test('a valid file is parsed', async () => {
