@@ -1,12 +1,9 @@
 import * as v from 'valibot';
-import { parseOptions, type GatewayPlugin, type GatewayResponse, type Provider, type ProviderRoute, type RequestContext, type Target, type UpstreamResponse } from '../../../core/index.js';
-import { openAIFormatResponse } from '../openai-format/response.js';
+import { parseOptions, type GatewayPlugin, type Provider, type ProviderRoute, type Target } from '../../../core/index.js';
 import { addShapedRoutes } from '../openai-format/routes.js';
-import { streamAnswer } from '../openai-format/translate.js';
-import { readErrorJson } from '../../rerank/shape.js';
 import { AZURE_STAGE, azureAuthHeaders, azurePreparer, EntraOptionsSchema } from '../azure-openai/index.js';
 import { EntraTokenCache, tokenSender } from '../azure-openai/entra.js';
-import { azureErrorAnswer, azureStreamTranslator } from '../azure-openai/normalize.js';
+import { azureAnswer } from '../azure-openai/normalize.js';
 import { azureAIOrigin, azureAIPath, deploymentTypeOf, placementHeaders } from './url.js';
 
 export const PLUGIN_NAME = 'azure-ai';
@@ -41,12 +38,7 @@ export function azureAI(options: AzureAIOptions = {}): GatewayPlugin {
   const opts = parseOptions(PLUGIN_NAME, OptionsSchema, options);
   const bearer = new WeakMap<Target, string>();
 
-  async function response(upstream: UpstreamResponse, ctx: RequestContext): Promise<GatewayResponse> {
-    if (upstream.status < 200 || upstream.status >= 300) return azureErrorAnswer(upstream, await readErrorJson(upstream), PLUGIN_NAME);
-    const type = upstream.headers['content-type'];
-    if (typeof type === 'string' && type.startsWith('text/event-stream')) return streamAnswer(upstream, azureStreamTranslator(ctx, PLUGIN_NAME));
-    return openAIFormatResponse(upstream, ctx);
-  }
+  const response = azureAnswer(PLUGIN_NAME);
 
   const headers = (target: Target): Record<string, string> => {
     const out = placementHeaders(target);

@@ -1,11 +1,8 @@
 import * as v from 'valibot';
-import { abortable, effectiveBody, parseOptions, requestBody, STAGE, type GatewayPlugin, type GatewayResponse, type Provider, type ProviderRoute, type RequestContext, type Target, type UpstreamResponse } from '../../../core/index.js';
-import { openAIFormatResponse } from '../openai-format/response.js';
+import { abortable, effectiveBody, parseOptions, requestBody, STAGE, type GatewayPlugin, type GatewayResponse, type Provider, type ProviderRoute, type RequestContext, type Target } from '../../../core/index.js';
 import { addShapedRoutes, type OpenAIRouteName } from '../openai-format/routes.js';
-import { streamAnswer } from '../openai-format/translate.js';
-import { readErrorJson } from '../../rerank/shape.js';
 import { EntraTokenCache, entraClientOf, tokenSender, DEFAULT_AUTHORITY } from './entra.js';
-import { azureErrorAnswer, azureStreamTranslator } from './normalize.js';
+import { azureAnswer } from './normalize.js';
 import { azureOpenAIOrigin, isV1, operationPath, pickDeployment } from './url.js';
 
 export const PLUGIN_NAME = 'azure-openai';
@@ -81,12 +78,7 @@ export function azureOpenAI(options: AzureOpenAIOptions = {}): GatewayPlugin {
   const opts = parseOptions(PLUGIN_NAME, OptionsSchema, options);
   const bearer = new WeakMap<Target, string>();
 
-  async function response(upstream: UpstreamResponse, ctx: RequestContext): Promise<GatewayResponse> {
-    if (upstream.status < 200 || upstream.status >= 300) return azureErrorAnswer(upstream, await readErrorJson(upstream), PLUGIN_NAME);
-    const type = upstream.headers['content-type'];
-    if (typeof type === 'string' && type.startsWith('text/event-stream')) return streamAnswer(upstream, azureStreamTranslator(ctx, PLUGIN_NAME));
-    return openAIFormatResponse(upstream, ctx);
-  }
+  const response = azureAnswer(PLUGIN_NAME);
 
   const route = (name: OpenAIRouteName): ProviderRoute => ({
     path: (ctx, target) => operationPath(pickDeployment(target, str(effectiveBody(ctx, target)?.model)), OPERATIONS[name]),

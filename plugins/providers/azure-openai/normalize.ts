@@ -1,6 +1,8 @@
 import type { GatewayResponse, RequestContext, UpstreamResponse } from '../../../core/index.js';
+import { readErrorJson } from '../../rerank/shape.js';
+import { openAIFormatResponse } from '../openai-format/response.js';
 import { SSEParser } from '../openai-format/sse.js';
-import { errorAnswer, toGatewayUsage, type ErrorFields, type StreamTranslator } from '../openai-format/translate.js';
+import { errorAnswer, streamAnswer, toGatewayUsage, type ErrorFields, type StreamTranslator } from '../openai-format/translate.js';
 
 /**
  * Azure answers are OpenAI's, with quirks (shared/providers/azure.md §4–5),
@@ -102,5 +104,18 @@ export function azureStreamTranslator(ctx: RequestContext, provider: string): St
       closed = true;
       return out + 'data: [DONE]\n\n';
     },
+  };
+}
+
+/**
+ * The answer of an Azure OpenAI-format upstream (both Azure providers): errors
+ * normalised, streams cleaned of Azure's filter chunks, JSON passed through.
+ */
+export function azureAnswer(provider: string) {
+  return async (upstream: UpstreamResponse, ctx: RequestContext): Promise<GatewayResponse> => {
+    if (upstream.status < 200 || upstream.status >= 300) return azureErrorAnswer(upstream, await readErrorJson(upstream), provider);
+    const type = upstream.headers['content-type'];
+    if (typeof type === 'string' && type.startsWith('text/event-stream')) return streamAnswer(upstream, azureStreamTranslator(ctx, provider));
+    return openAIFormatResponse(upstream, ctx);
   };
 }
