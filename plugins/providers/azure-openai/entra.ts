@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { GatewayError, type Target, type UpstreamRequest, type UpstreamResponse } from '../../../core/index.js';
-import { readText } from '../openai-format/translate.js';
+import { postTokenForm } from '../oauth/token-endpoint.js';
 
 /**
  * Microsoft Entra ID tokens (client-credentials grant, shared/providers/azure.md §3),
@@ -19,7 +19,6 @@ export const DEFAULT_ENTRA_SCOPE = 'https://cognitiveservices.azure.com/.default
 export const DEFAULT_AUTHORITY = 'https://login.microsoftonline.com';
 export const EXPIRY_MARGIN_MS = 5 * 60_000;
 const MAX_CACHED = 1000;
-const MAX_TOKEN_ANSWER_BYTES = 64 * 1024;
 const TOKEN_HEADERS_TIMEOUT_MS = 30_000;
 
 export interface EntraClient {
@@ -78,25 +77,17 @@ export class EntraTokenCache {
 
   async #fetch(client: EntraClient, key: string): Promise<string> {
     const started = this.#now();
-    const upstream = await this.#send({
-      method: 'POST',
-      url: `${this.#authority}/${encodeURIComponent(client.tenantId)}/oauth2/v2.0/token`,
-      headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
-      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: client.clientId, client_secret: client.clientSecret, scope: client.scope }).toString(),
+    const { status, json } = await postTokenForm(this.#send, `${this.#authority}/${encodeURIComponent(client.tenantId)}/oauth2/v2.0/token`, {
+      grant_type: 'client_credentials',
+      client_id: client.clientId,
+      client_secret: client.clientSecret,
+      scope: client.scope,
     });
-    const text = await readText(upstream.body, MAX_TOKEN_ANSWER_BYTES);
-    let json: Record<string, unknown> | null = null;
-    try {
-      const parsed = JSON.parse(text) as unknown;
-      if (typeof parsed === 'object' && parsed !== null) json = parsed as Record<string, unknown>;
-    } catch {
-      /* reported below */
-    }
-    if (upstream.status >= 400 && upstream.status < 500) {
-      const error = typeof json?.error === 'string' ? json.error.slice(0, 64) : `HTTP ${upstream.status}`;
+    if (status >= 400 && status < 500) {
+      const error = typeof json?.error === 'string' ? json.error.slice(0, 64) : `HTTP ${status}`;
       throw new GatewayError('unauthorized', `Entra ID refused the client credentials (${error}).`, { param: 'azure_entra_client_id' });
     }
-    if (upstream.status !== 200) throw new GatewayError('upstream_unreachable', `The Entra ID token endpoint answered ${upstream.status}.`);
+    if (status !== 200) throw new GatewayError('upstream_unreachable', `The Entra ID token endpoint answered ${status}.`);
     const token = json?.access_token;
     if (typeof token !== 'string' || token === '') throw new GatewayError('upstream_invalid_response', 'The Entra ID token endpoint answered without an access_token.');
     const expiresIn = Number(json?.expires_in);

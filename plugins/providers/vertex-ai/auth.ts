@@ -1,6 +1,6 @@
 import { createHash, createPrivateKey, sign, type KeyObject } from 'node:crypto';
 import { GatewayError, type UpstreamRequest, type UpstreamResponse } from '../../../core/index.js';
-import { readText } from '../openai-format/translate.js';
+import { postTokenForm } from '../oauth/token-endpoint.js';
 
 /**
  * Service-account credentials → Google OAuth access tokens
@@ -18,7 +18,6 @@ export const EXPIRY_MARGIN_MS = 5 * 60_000;
 const JWT_LIFETIME_S = 3600;
 const MAX_CACHED = 1000;
 const TOKEN_HEADERS_TIMEOUT_MS = 30_000;
-const MAX_TOKEN_ANSWER_BYTES = 64 * 1024;
 
 /** The fields of a key file this flow needs. */
 export interface ServiceAccount {
@@ -127,26 +126,13 @@ export class TokenCache {
   async #fetch(sa: Prepared): Promise<string> {
     const started = this.#now();
     const assertion = signAssertion(sa.account, sa.key, started);
-    const upstream = await this.#send({
-      method: 'POST',
-      url: sa.account.token_uri,
-      headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
-      body: new URLSearchParams({ grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer', assertion }).toString(),
-    });
-    const text = await readText(upstream.body, MAX_TOKEN_ANSWER_BYTES);
-    let json: Record<string, unknown> | null = null;
-    try {
-      const parsed = JSON.parse(text) as unknown;
-      if (typeof parsed === 'object' && parsed !== null) json = parsed as Record<string, unknown>;
-    } catch {
-      /* reported below */
-    }
-    if (upstream.status >= 400 && upstream.status < 500) {
-      const error = typeof json?.error === 'string' ? json.error.slice(0, 64) : `HTTP ${upstream.status}`;
+    const { status, json } = await postTokenForm(this.#send, sa.account.token_uri, { grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer', assertion });
+    if (status >= 400 && status < 500) {
+      const error = typeof json?.error === 'string' ? json.error.slice(0, 64) : `HTTP ${status}`;
       const description = typeof json?.error_description === 'string' ? `: ${json.error_description.slice(0, 200)}` : '';
       throw unauthorized(`the service account token exchange was refused (${error}${description}).`);
     }
-    if (upstream.status !== 200) throw new GatewayError('upstream_unreachable', `Vertex AI: the token endpoint answered ${upstream.status}.`);
+    if (status !== 200) throw new GatewayError('upstream_unreachable', `Vertex AI: the token endpoint answered ${status}.`);
     const token = json?.access_token;
     const expiresIn = json?.expires_in;
     if (typeof token !== 'string' || token === '') throw new GatewayError('upstream_invalid_response', 'Vertex AI: the token endpoint answered without an access_token.');
