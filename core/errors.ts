@@ -16,6 +16,7 @@ export const ERROR_CODES = {
   forbidden: { status: 403, type: 'permission_error' },
   not_found: { status: 404, type: 'invalid_request_error' },
   method_not_allowed: { status: 405, type: 'invalid_request_error' },
+  conflict: { status: 409, type: 'invalid_request_error' },
   request_timeout: { status: 408, type: 'timeout_error' },
   payload_too_large: { status: 413, type: 'invalid_request_error' },
   guardrail_denied: { status: 446, type: 'guardrail_error' },

@@ -8,6 +8,7 @@ export { Registry } from './registry.js';
 export { RouteTable, type RouteMatch } from './router.js';
 export { TOKENS } from './tokens.js';
 export { childPath } from './paths.js';
+export { hasScope, requireScope } from './auth.js';
 export { abortable } from './abort.js';
 export { invalidBody, issuePath, parseOptions, plainObject } from './validate.js';
 export { createLogger, flushLogger, REDACT_PATHS, type Logger, type LoggerOptions } from './logger.js';

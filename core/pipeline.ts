@@ -149,13 +149,20 @@ export class Pipeline {
     const match = this.routes.match(ctx.method, ctx.path);
     if (match === null) throw new GatewayError('not_found', `Unknown route ${ctx.method} ${ctx.path}.`);
     if (match === 'method_not_allowed') throw new GatewayError('method_not_allowed', `Method ${ctx.method} is not allowed on ${ctx.path}.`);
-    const route = match.route;
-    ctx.route = route;
+    let route = match.route;
     ctx.params = match.params;
+    if (route.deferToFallback !== undefined && route.deferToFallback(ctx)) {
+      const fallback = this.routes.fallbackFor(ctx.method, ctx.path);
+      if (fallback !== null) {
+        route = fallback;
+        ctx.params = null;
+      }
+    }
+    ctx.route = route;
 
     if (route.auth !== false && used.auth) {
       const auth = await this.hooks.auth.promise(ctx);
-      if (auth === undefined) throw new GatewayError('unauthorized', 'Missing or unknown gateway API key (x-gateway-api-key).');
+      if (auth === undefined) throw new GatewayError('unauthorized', 'Missing or unknown gateway API key (x-gateway-api-key).', { param: 'x-gateway-api-key' });
       ctx.auth = auth;
     }
 

@@ -67,6 +67,12 @@ export class RouteTable {
     return this.#paths.has(path) ? 'method_not_allowed' : null;
   }
 
+  /** The fallback route if it would serve this method and path, else null. */
+  fallbackFor(method: string, path: string): RouteDefinition | null {
+    const fb = this.#fallback;
+    return fb !== null && path.startsWith(fb.prefix) && fb.methods.has(method) ? fb.route : null;
+  }
+
   /** True when a route with exactly this method and path was added. */
   has(method: string, path: string): boolean {
     if (this.#static.has(`${method} ${path}`)) return true;

@@ -28,6 +28,15 @@ export interface AuthInfo {
   keyId: string;
   workspaceId: string | null;
   scopes: readonly string[];
+  /**
+   * The caller's role where a control plane defines one: `owner` or `admin` for organisation-wide
+   * keys, the workspace role (`admin`, `manager`, `member`) otherwise. Absent for plain static keys.
+   */
+  role?: string;
+  /** Kind of credential, e.g. `static`, `organisation-service`, `workspace-user`, `jwt`. */
+  type?: string;
+  /** The user a user key or token belongs to. */
+  userId?: string | null;
 }
 
 /** Token counts in OpenAI terms. */
@@ -137,6 +146,13 @@ export interface RouteDefinition {
   method: 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PATCH';
   /** Full path, e.g. `/v1/chat/completions`; `:param` segments match one segment. */
   path: string;
+  /**
+   * Lets the fallback route (the generic proxy) serve a request this route matched,
+   * e.g. `GET /models` with a provider selected goes to that provider. Checked before auth.
+   */
+  deferToFallback?: (ctx: RequestContext) => boolean;
+  /** Bodies hold secrets (new API keys, provider credentials): log sinks must not store them. Default false. */
+  sensitive?: boolean;
   /** Whether the auth hook runs. Default true. */
   auth?: boolean;
   /** `json` parses the body (400 on bad JSON); `raw` keeps the bytes; `none` ignores it. Default `json` for POST/PUT/PATCH. */

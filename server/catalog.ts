@@ -62,6 +62,8 @@ export const CATALOG: Readonly<Record<string, Loader>> = Object.freeze({
   breaker: async (options) => (await import('../plugins/breaker/index.js')).breaker(options),
   sqlite: async (options, env) => (await import('../plugins/stores/sqlite/index.js')).sqliteStore({ dataDir: env.dataDir, ...options }),
   postgres: async (options, env) => (await import('../plugins/stores/postgres/index.js')).postgresStore({ url: env.databaseUrl ?? '', ...options }),
+  'control-plane': async (options, env) =>
+    (await import('../plugins/control-plane/index.js')).controlPlane({ dataDir: env.dataDir, encryptionKey: env.encryptionKey, bootstrapKey: env.bootstrapKey, ...options }),
   redis: async (options, env) => (await import('../plugins/stores/redis/index.js')).redisStore({ url: env.redisUrl ?? '', ...options }),
 });
 

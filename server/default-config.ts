@@ -2,7 +2,8 @@ import type { ServerConfig } from './schema.js';
 
 /**
  * What `npm start` runs without a config file: every bundled plugin, with
- * embedded defaults (keys from GATEWAY_API_KEYS, in-memory state). The
+ * embedded defaults (static keys from GATEWAY_API_KEYS, the control plane in
+ * an SQLite file in the data dir, in-memory state otherwise). The
  * durable log store and /metrics are opted into with config/full.json: they
  * cost about a third of the throughput (docs/performance.md). The
  * `redis` store is left out: it needs REDIS_URL, and the breaker then
@@ -15,6 +16,8 @@ export const DEFAULT_CONFIG: ServerConfig = {
     { name: 'traceparent' },
     { name: 'health' },
     { name: 'auth-static' },
+    { name: 'sqlite' },
+    { name: 'control-plane' },
     { name: 'config' },
     { name: 'provider-headers' },
     { name: 'provider-registry' },

@@ -14,6 +14,10 @@ export interface ServerEnv {
   databaseUrl: string | undefined;
   /** GATEWAY_METRICS_TOKEN: a bearer token that may read /metrics without a gateway key. */
   metricsToken: string | undefined;
+  /** GATEWAY_ENCRYPTION_KEY: seals integration secrets (else a key file in the data dir). */
+  encryptionKey: string | undefined;
+  /** GATEWAY_BOOTSTRAP_KEY: the first admin key of an empty control plane (else one is generated and printed). */
+  bootstrapKey: string | undefined;
 }
 
 export function readEnv(env: NodeJS.ProcessEnv = process.env): ServerEnv {
@@ -34,5 +38,7 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): ServerEnv {
     redisUrl: env.REDIS_URL || undefined,
     databaseUrl: env.DATABASE_URL || undefined,
     metricsToken: env.GATEWAY_METRICS_TOKEN || undefined,
+    encryptionKey: env.GATEWAY_ENCRYPTION_KEY || undefined,
+    bootstrapKey: env.GATEWAY_BOOTSTRAP_KEY || undefined,
   };
 }

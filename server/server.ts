@@ -87,6 +87,8 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
  */
 function ensureKeys(config: ServerConfig, env: ServerEnv, logger: Logger): void {
   const auth = config.plugins.find((p) => p.name === 'auth-static');
+  // With a control plane, its first admin key (GATEWAY_BOOTSTRAP_KEY, or generated and printed once) opens the gateway.
+  if (config.plugins.some((p) => p.name === 'control-plane')) return;
   if (auth === undefined || (auth.options?.keys as unknown[] | undefined)?.length || env.apiKeys.length > 0) return;
   const key = `gw-${randomBytes(24).toString('base64url')}`;
   env.apiKeys.push(key);

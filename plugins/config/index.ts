@@ -6,6 +6,18 @@ import { buildTarget, needsHeaderProvider, passthroughTarget } from './tree.js';
 
 export const PLUGIN_NAME = 'config';
 export { parseConfig, type GatewayConfig } from './schema.js';
+export { buildTarget } from './tree.js';
+
+/**
+ * Token of an optional source of saved configs beyond the server config's
+ * (the control plane provides one). Asked for ids the server config does not know.
+ */
+export const CONFIG_SOURCE = Symbol.for('gateway.config-source');
+
+/** Finds a saved config by id for a request (scoped to its caller); undefined when unknown. */
+export interface ConfigSource {
+  find(ctx: RequestContext, id: string): Promise<Target | undefined>;
+}
 
 /** Inline configs kept parsed, keyed by the header text; clients reuse a handful of configs. */
 const CACHE_SIZE = 512;
@@ -40,12 +52,21 @@ export function config(options: ConfigOptions = {}): GatewayPlugin {
   }
   const inline = new Map<string, Target>();
 
-  const fromHeader = (raw: string): Target => {
+  let source: ConfigSource | null = null;
+  const unknownId = (id: string) => new GatewayError('not_found', `Unknown config id "${id.slice(0, 64)}" in x-gateway-config.`, { param: 'x-gateway-config' });
+  const savedConfig = async (ctx: RequestContext, id: string): Promise<Target> => {
+    const found = await source!.find(ctx, id);
+    if (found === undefined) throw unknownId(id);
+    return found;
+  };
+
+  const fromHeader = (ctx: RequestContext, raw: string): Target | Promise<Target> => {
     const text = raw.trim();
     if (!text.startsWith('{')) {
       const found = saved.get(text);
-      if (found === undefined) throw new GatewayError('invalid_header', `Unknown config id "${text.slice(0, 64)}" in x-gateway-config.`, { param: 'x-gateway-config' });
-      return found;
+      if (found !== undefined) return found;
+      if (source !== null) return savedConfig(ctx, text);
+      throw unknownId(text);
     }
     const cached = inline.get(text);
     if (cached !== undefined) return cached;
@@ -64,9 +85,14 @@ export function config(options: ConfigOptions = {}): GatewayPlugin {
   return {
     name: PLUGIN_NAME,
     apply(api) {
-      api.hooks.resolveProvider.tap({ name: PLUGIN_NAME, stage: STAGE.EARLY }, (ctx: RequestContext) => {
-        const header = ctx.header('x-gateway-config');
-        const target = header !== undefined && header !== '' ? fromHeader(header) : fallback;
+      api.onReady(() => {
+        try {
+          source = api.resolve<ConfigSource>(CONFIG_SOURCE);
+        } catch {
+          source = null;
+        }
+      });
+      const select = (ctx: RequestContext, target: Target | null): Target | undefined => {
         if (target === null) return undefined;
         if (!needsHeaderProvider(target)) return target;
         const selected = targetFromHeaders(ctx, api.providers);
@@ -76,6 +102,10 @@ export function config(options: ConfigOptions = {}): GatewayPlugin {
           });
         }
         return passthroughTarget(target, selected);
+      };
+      api.hooks.resolveProvider.tapPromise({ name: PLUGIN_NAME, stage: STAGE.EARLY }, async (ctx: RequestContext) => {
+        const header = ctx.header('x-gateway-config');
+        return select(ctx, header !== undefined && header !== '' ? await fromHeader(ctx, header) : fallback);
       });
     },
   };

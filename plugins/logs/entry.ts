@@ -104,8 +104,10 @@ const round3 = (ms: number | null): number | null => (ms === null ? null : Math.
 export function buildEntry(ctx: RequestContext, s: RequestSummary, options: EntryOptions): LogEntry {
   const created = Math.round(s.startedAt);
   const usage = s.usage;
-  const request = captureRequest(ctx, options);
-  const response = captureText(s.responseText, s.responseCut, options);
+  // Routes that carry secrets in their bodies (the admin API: new keys, provider credentials) never have them stored.
+  const sensitive = ctx.route?.sensitive === true;
+  const request = sensitive ? { text: null, cut: false } : captureRequest(ctx, options);
+  const response = sensitive ? { text: null, cut: false } : captureText(s.responseText, s.responseCut, options);
   return {
     id: newLogId(created),
     created_at: created,

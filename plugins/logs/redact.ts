@@ -25,6 +25,7 @@ const SECRET_VALUE = new RegExp(
     String.raw`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`, // AWS access key ids
     String.raw`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)`,
     String.raw`\b[Bb]earer\s+[A-Za-z0-9._~+/=-]{8,}`,
+    String.raw`\bgwk-[A-Za-z0-9_-]{16,}`, // this gateway's own keys
   ].join('|'),
   'g',
 );
@@ -34,7 +35,7 @@ const SECRET_VALUE = new RegExp(
  * field and no key-shaped value, and is stored as it is without parsing.
  * Every trigger of SECRET_FIELD and SECRET_VALUE contains one of them.
  */
-const SUSPECT = /api[_-]?key|apikey|secret|passw|passphrase|authori[sz]ation|auth["=]|token["=]|bearer|private[_-]?key|access[_-]?key|credential|cookie|service[_-]?account|sk-|aiza|akia|asia|gsk|xai|pplx|fw|csk|-----begin/i;
+const SUSPECT = /api[_-]?key|apikey|secret|passw|passphrase|authori[sz]ation|auth["=]|token["=]|bearer|private[_-]?key|access[_-]?key|credential|cookie|service[_-]?account|sk-|gwk-|aiza|akia|asia|gsk|xai|pplx|fw|csk|-----begin/i;
 
 /** True when `text` may hold a credential (else it needs no redaction). */
 export function mightHoldSecret(text: string): boolean {

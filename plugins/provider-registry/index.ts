@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { GatewayError, parseOptions, plainObject, type GatewayPlugin, type Target } from '../../core/index.js';
+import { GatewayError, parseOptions, plainObject, type GatewayPlugin, type RequestContext, type Target } from '../../core/index.js';
 
 export const PLUGIN_NAME = 'provider-registry';
 
@@ -17,6 +17,18 @@ const OptionsSchema = v.strictObject({
   providers: v.optional(v.record(v.pipe(v.string(), v.regex(/^[a-zA-Z0-9][a-zA-Z0-9._-]*$/, 'slugs are letters, digits, . _ -')), EntrySchema), {}),
 });
 
+/**
+ * Token of an optional source of slugs beyond the server config's (the
+ * control plane provides one, scoped to the caller's workspace). Asked for
+ * slugs and virtual keys the server config does not know.
+ */
+export const PROVIDER_SOURCE = Symbol.for('gateway.provider-source');
+
+/** Finds the provider and credentials behind a slug (without `@`) or virtual key for a request; undefined when unknown. */
+export interface ProviderSource {
+  find(ctx: RequestContext, ref: string): Promise<Target | undefined>;
+}
+
 /** Entries are checked at boot: each needs a loaded `provider` name. */
 export interface ProviderRegistryOptions {
   providers?: Record<string, Record<string, unknown>>;
@@ -27,8 +39,8 @@ export interface ProviderRegistryOptions {
  * `provider: "@slug"`, `virtual_key: "slug"` and `x-gateway-virtual-key:
  * slug` resolve to the provider and credentials registered under the slug.
  * The target's own settings win over the registered ones, except the
- * provider itself. For now the entries come from the server config's
- * `providers` map; the control plane stores them later.
+ * provider itself. Entries come from the server config's `providers` map
+ * and, for other slugs, from a {@link ProviderSource} (the control plane).
  */
 export function providerRegistry(options: ProviderRegistryOptions = {}): GatewayPlugin {
   const opts = parseOptions(PLUGIN_NAME, OptionsSchema, options);
@@ -44,29 +56,59 @@ export function providerRegistry(options: ProviderRegistryOptions = {}): Gateway
           });
         }
       }
-      api.addInterceptor(PLUGIN_NAME, (next) => (ctx, target) => next(ctx, resolveTarget(entries, target)), REGISTRY_STAGE);
+      let source: ProviderSource | null = null;
+      api.onReady(() => {
+        try {
+          source = api.resolve<ProviderSource>(PROVIDER_SOURCE);
+        } catch {
+          source = null;
+        }
+      });
+      api.addInterceptor(
+        PLUGIN_NAME,
+        (next) => (ctx, target) => {
+          const ref = referenceOf(target);
+          if (ref === null || entries.has(ref.name) || source === null) return next(ctx, resolveTarget(entries, target));
+          return source.find(ctx, ref.name).then((entry) => {
+            if (entry === undefined) throw unknownReference(ref);
+            return next(ctx, merge(entry, target));
+          });
+        },
+        REGISTRY_STAGE,
+      );
     },
   };
 }
 
 /** The target with its slug or virtual key replaced by the registered provider and credentials. */
 export function resolveTarget(entries: ReadonlyMap<string, Target>, target: Target): Target {
+  const ref = referenceOf(target);
+  if (ref === null) return target;
+  const entry = entries.get(ref.name);
+  if (entry === undefined) throw unknownReference(ref);
+  return merge(entry, target);
+}
+
+interface Reference {
+  name: string;
+  param: 'provider' | 'virtual_key';
+}
+
+/** The slug or virtual key a target refers to, or null when it names a provider directly. */
+function referenceOf(target: Target): Reference | null {
   const provider = target.provider;
-  let ref: string | undefined;
-  let param: string;
-  if (typeof provider === 'string' && provider.startsWith('@')) {
-    ref = provider.slice(1);
-    param = 'provider';
-  } else if (provider === undefined && typeof target.virtual_key === 'string') {
-    ref = target.virtual_key;
-    param = 'virtual_key';
-  } else {
-    return target;
-  }
-  const entry = entries.get(ref);
-  if (entry === undefined) {
-    throw new GatewayError('unknown_provider', `Unknown provider ${param === 'provider' ? `slug "@${ref}"` : `virtual key "${ref.slice(0, 64)}"`}.`, { param });
-  }
+  if (typeof provider === 'string' && provider.startsWith('@')) return { name: provider.slice(1), param: 'provider' };
+  if (provider === undefined && typeof target.virtual_key === 'string') return { name: target.virtual_key, param: 'virtual_key' };
+  return null;
+}
+
+/** Unknown here and in the caller's workspace alike: a 404 that does not tell the two apart. */
+function unknownReference(ref: Reference): GatewayError {
+  const what = ref.param === 'provider' ? `provider slug "@${ref.name.slice(0, 64)}"` : `virtual key "${ref.name.slice(0, 64)}"`;
+  return new GatewayError('not_found', `Unknown ${what} (slugs belong to a workspace: check the API key's workspace).`, { param: ref.param });
+}
+
+function merge(entry: Target, target: Target): Target {
   const { provider: _p, virtual_key: _v, ...own } = target;
   return { ...entry, ...stripUndefined(own), provider: entry.provider };
 }

@@ -8,6 +8,8 @@ import type { ServerConfig } from '../../server/schema.js';
 import { DEFAULT_CONFIG } from '../../server/default-config.js';
 
 export const GATEWAY_KEY = 'test-gateway-key-0001';
+/** The control plane's first admin key in test servers (so none is generated and printed). */
+export const BOOTSTRAP_KEY = 'test-bootstrap-admin-key-0001';
 
 /** A logger that keeps its JSON lines in memory, for assertions on what was logged. */
 export function memoryLogger(level = 'info'): { logger: Logger; lines: () => Record<string, any>[]; text: () => string } {
@@ -40,7 +42,7 @@ export async function startTestServer(
   const dataDir = await mkdtemp(join(tmpdir(), 'gw-data-'));
   const running = await startServer({
     config: options.config ?? DEFAULT_CONFIG,
-    env: { GATEWAY_API_KEYS: GATEWAY_KEY, GATEWAY_DATA_DIR: dataDir, ...options.env },
+    env: { GATEWAY_API_KEYS: GATEWAY_KEY, GATEWAY_BOOTSTRAP_KEY: BOOTSTRAP_KEY, GATEWAY_DATA_DIR: dataDir, ...options.env },
     port: 0,
     host: '127.0.0.1',
     logger: logs.logger,

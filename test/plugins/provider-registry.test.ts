@@ -51,14 +51,16 @@ test('a config provider slug resolves, and the config\'s own settings win', asyn
   expect(mock.requests.at(-1)!.headers.authorization).toBe('Bearer sk-slug-secret');
 });
 
-test('an unknown slug or virtual key is a 400 naming it, and no secret leaks', async () => {
+test('an unknown slug or virtual key is a 404 naming it, and no secret leaks', async () => {
   const res = await chat({ 'x-gateway-provider': '@nope' });
-  expect(res.status).toBe(400);
+  expect(res.status).toBe(404);
   const err = (await res.json()).error;
-  expect(err.code).toBe('unknown_provider');
+  expect(err.code).toBe('not_found');
+  expect(err.param).toBe('provider');
   expect(err.message).toContain('@nope');
   const vk = await chat({ 'x-gateway-virtual-key': 'vk-missing' });
-  expect(vk.status).toBe(400);
+  expect(vk.status).toBe(404);
+  expect((await vk.json()).error.param).toBe('virtual_key');
   expect(gw.logs.text()).not.toContain('sk-slug-secret');
 });
 

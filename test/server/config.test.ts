@@ -29,17 +29,17 @@ describe('server config', () => {
     expect(await loadServerConfig(undefined)).toBe(DEFAULT_CONFIG);
     const names = DEFAULT_CONFIG.plugins.map((p) => p.name).sort();
     const { CATALOG } = await import('../../server/catalog.js');
-    // Stores that need a service or a file are opted into: redis (REDIS_URL), postgres (DATABASE_URL), sqlite (until a plugin uses it).
+    // The embedded SQLite store is in (the control plane keeps its state there); stores that need a service are opted into.
     // Opt-in: stores that need a service (redis, postgres), the Redis cache store and semantic cache
     // (Redis, embedding credentials), pricing overrides, and the durable log store with /metrics (config/full.json).
-    const optIn = ['redis', 'postgres', 'cache-redis', 'cache-semantic', 'pricing', 'sqlite', 'log-store', 'log-api', 'metrics'];
+    const optIn = ['redis', 'postgres', 'cache-redis', 'cache-semantic', 'pricing', 'log-store', 'log-api', 'metrics'];
     expect(names).toEqual(Object.keys(CATALOG).filter((n) => !optIn.includes(n)).sort());
   });
 
-  test('config/full.json is the default plus the durable log store, its routes and /metrics, after the proxy', async () => {
+  test('config/full.json is the default plus the durable log store (in the default SQLite store), its routes and /metrics, after the proxy', async () => {
     const full = await loadServerConfig('config/full.json');
     const names = full.plugins.map((p) => p.name);
-    const expected = DEFAULT_CONFIG.plugins.flatMap((p) => (p.name === 'proxy' ? ['proxy', 'sqlite', 'log-store', 'log-api', 'metrics'] : [p.name]));
+    const expected = DEFAULT_CONFIG.plugins.flatMap((p) => (p.name === 'proxy' ? ['proxy', 'log-store', 'log-api', 'metrics'] : [p.name]));
     expect(names).toEqual(expected);
     expect(full.plugins.every((p) => p.options === undefined)).toBe(true);
   });
@@ -81,17 +81,30 @@ describe('environment contract', () => {
     expect(() => readEnv({ PORT: 'http' })).toThrow(/PORT/);
   });
 
-  test('with no key configured, one is generated, printed once to stderr and accepted', async () => {
+  test('with no key configured, the control plane generates a first admin key, prints it once to stderr and accepts it', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'gw-keygen-'));
     const write = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
-    const running = await startServer({ env: { GATEWAY_DATA_DIR: await mkdtemp(join(tmpdir(), 'gw-keygen-')) }, config: DEFAULT_CONFIG, port: 0, host: '127.0.0.1', logger: memoryLogger().logger });
+    const running = await startServer({ env: { GATEWAY_DATA_DIR: dataDir }, config: DEFAULT_CONFIG, port: 0, host: '127.0.0.1', logger: memoryLogger().logger });
+    await running.gateway.ready;
     const printed = write.mock.calls.map((c) => String(c[0])).join('');
     write.mockRestore();
-    const key = printed.match(/x-gateway-api-key: (gw-\S+)/)?.[1];
+    const key = printed.match(/x-gateway-api-key: (gwk-\S+)/)?.[1];
     expect(key).toBeDefined();
-    const ok = await fetch(`${running.url}/v1/models`, { headers: { 'x-gateway-api-key': key! } });
-    expect(ok.status).toBe(404); // authenticated; no provider selected to proxy to
+    expect(printed).toContain('GATEWAY_BOOTSTRAP_KEY');
+    const ok = await fetch(`${running.url}/v1/workspaces`, { headers: { 'x-gateway-api-key': key! } });
+    expect(ok.status).toBe(200);
     const denied = await fetch(`${running.url}/v1/models`, { headers: { 'x-gateway-api-key': 'gw-guess-guess' } });
     expect(denied.status).toBe(401);
     await running.close();
+
+    // Second start on the same data: nothing printed, the same key still works.
+    const again = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    const second = await startServer({ env: { GATEWAY_DATA_DIR: dataDir }, config: DEFAULT_CONFIG, port: 0, host: '127.0.0.1', logger: memoryLogger().logger });
+    await second.gateway.ready;
+    const printedAgain = again.mock.calls.map((c) => String(c[0])).join('');
+    again.mockRestore();
+    expect(printedAgain).not.toContain('x-gateway-api-key');
+    expect((await fetch(`${second.url}/v1/workspaces`, { headers: { 'x-gateway-api-key': key! } })).status).toBe(200);
+    await second.close();
   });
 });

@@ -1,7 +1,7 @@
 import * as v from 'valibot';
-import { GatewayError, jsonResponse, parseOptions, type GatewayPlugin, type RequestContext } from '../../../core/index.js';
+import { GatewayError, jsonResponse, parseOptions, requireScope, type GatewayPlugin, type RequestContext } from '../../../core/index.js';
 import { LOG_STORE, type LogStoreService } from '../index.js';
-import { callerWorkspace, encodeCursor, groupQuery, listQuery, requireScope } from './query.js';
+import { callerWorkspace, encodeCursor, groupQuery, listQuery } from './query.js';
 
 export const PLUGIN_NAME = 'log-api';
 

@@ -8,14 +8,6 @@ const GROUP_PARAMS = new Set([...FILTER_PARAMS, 'columns', 'limit', 'offset']);
 
 const bad = (param: string, message: string) => new GatewayError('invalid_request', message, { param });
 
-/** A scope check: with auth on, the key needs `scope` or `*`. Without an auth plugin there is nobody to check. */
-export function requireScope(ctx: RequestContext, scope: string): void {
-  const auth = ctx.auth;
-  if (auth === null) return;
-  if (auth.scopes.includes('*') || auth.scopes.includes(scope)) return;
-  throw new GatewayError('forbidden', `This API key lacks the "${scope}" scope needed for ${ctx.method} ${ctx.path}.`);
-}
-
 /** The workspace a caller is confined to, or undefined for an organisation-wide (or static) key. */
 export function callerWorkspace(ctx: RequestContext): string | undefined {
   return ctx.auth?.workspaceId ?? undefined;

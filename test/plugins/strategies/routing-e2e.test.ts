@@ -264,7 +264,6 @@ describe('retry, timeout and the carrier', () => {
 
   test.each([
     ['not JSON', '{nope', 'invalid_header'],
-    ['unknown id', 'cfg-missing', 'invalid_header'],
     ['schema violation', JSON.stringify({ provider: 'openai', api_key: 'k', cb_config: { failure_threshold: 1, cooldown_interval: 10 } }), 'invalid_request'],
   ])('a bad config header (%s) is a 400', async (_name, header, code) => {
     const { res, text } = await chat(header);
@@ -272,6 +271,12 @@ describe('retry, timeout and the carrier', () => {
     const err = JSON.parse(text).error;
     expect(err.code).toBe(code);
     expect(err.param).toBe('x-gateway-config');
+  });
+
+  test('an unknown saved config id is a 404 naming the header', async () => {
+    const { res, text } = await chat('cfg-missing');
+    expect(res.status).toBe(404);
+    expect(JSON.parse(text).error).toMatchObject({ code: 'not_found', param: 'x-gateway-config' });
   });
 
   test('the schema error names the path and the rule', async () => {

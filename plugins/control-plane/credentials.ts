@@ -1,0 +1,99 @@
+import { readFile } from 'node:fs/promises';
+import { isAbsolute, join, normalize, sep } from 'node:path';
+import { maskSecret, type SecretBox } from './secret-box.js';
+
+/** Provider fields that are credentials: sealed at rest, masked in every response. */
+export const SECRET_FIELDS: ReadonlySet<string> = new Set([
+  'api_key',
+  'aws_access_key_id',
+  'aws_secret_access_key',
+  'aws_session_token',
+  'vertex_service_account_json',
+  'azure_entra_client_secret',
+]);
+
+/** Environment variables a secret mapping may read: only these, so an admin cannot read DATABASE_URL or the encryption key through an integration. */
+export const SECRET_ENV_PREFIX = 'GATEWAY_SECRET_';
+
+export interface SecretMapping {
+  /** `key`, or `configurations.<field>`. */
+  target_field: string;
+  /** `env:GATEWAY_SECRET_…`, or `file:<name>` under the secrets directory. */
+  secret_reference: string;
+  value_format: 'string' | 'json';
+}
+
+/** What is sealed for an integration: its key and its secret configuration fields. */
+export interface SealedCredentials {
+  key?: string;
+  configurations?: Record<string, unknown>;
+}
+
+/** Splits configurations into the fields kept in clear and the ones sealed. */
+export function splitConfigurations(configurations: Record<string, unknown>): { clear: Record<string, unknown>; secret: Record<string, unknown> } {
+  const clear: Record<string, unknown> = {};
+  const secret: Record<string, unknown> = {};
+  for (const [k, value] of Object.entries(configurations)) (SECRET_FIELDS.has(k) ? secret : clear)[k] = value;
+  return { clear, secret };
+}
+
+/** The masked view of sealed credentials, stored beside them so reads never decrypt. */
+export function maskCredentials(creds: SealedCredentials): { key: string | null; configurations: Record<string, string> } {
+  const configurations: Record<string, string> = {};
+  for (const [k, value] of Object.entries(creds.configurations ?? {})) configurations[k] = maskSecret(typeof value === 'string' ? value : JSON.stringify(value));
+  return { key: creds.key === undefined ? null : maskSecret(creds.key), configurations };
+}
+
+export function sealCredentials(box: SecretBox, integrationId: string, creds: SealedCredentials): string | null {
+  if (creds.key === undefined && Object.keys(creds.configurations ?? {}).length === 0) return null;
+  return box.seal(JSON.stringify(creds), integrationId);
+}
+
+export function openCredentials(box: SecretBox, integrationId: string, sealed: string | null): SealedCredentials {
+  return sealed === null ? {} : (JSON.parse(box.open(sealed, integrationId)) as SealedCredentials);
+}
+
+/** Reads each mapped secret and writes it into `target` (a provider target). */
+export async function applySecretMappings(target: Record<string, unknown>, mappings: readonly SecretMapping[], secretsDir: string): Promise<void> {
+  for (const m of mappings) {
+    const raw = await readReference(m.secret_reference, secretsDir);
+    let value: unknown = raw;
+    if (m.value_format === 'json') {
+      try {
+        value = JSON.parse(raw);
+      } catch {
+        throw new Error(`secret mapping for ${m.target_field}: the secret is not valid JSON`);
+      }
+    }
+    const field = m.target_field === 'key' ? 'api_key' : m.target_field.slice('configurations.'.length);
+    target[field] = value;
+  }
+}
+
+/** Whether a reference has a valid form; the message says what is wrong, or null. */
+export function checkReference(reference: string): string | null {
+  if (reference.startsWith('env:')) {
+    const name = reference.slice(4);
+    if (!name.startsWith(SECRET_ENV_PREFIX) || !/^[A-Z0-9_]+$/.test(name)) return `env references must name a variable starting with ${SECRET_ENV_PREFIX} (upper case, digits, _)`;
+    return null;
+  }
+  if (reference.startsWith('file:')) {
+    const name = reference.slice(5);
+    if (name === '' || isAbsolute(name) || normalize(name).split(sep).includes('..')) return 'file references must be a relative path inside the secrets directory';
+    return null;
+  }
+  return 'must start with env: or file:';
+}
+
+async function readReference(reference: string, secretsDir: string): Promise<string> {
+  if (reference.startsWith('env:')) {
+    const value = process.env[reference.slice(4)];
+    if (value === undefined) throw new Error(`secret ${reference} is not set`);
+    return value;
+  }
+  try {
+    return (await readFile(join(secretsDir, normalize(reference.slice(5))), 'utf8')).trim();
+  } catch {
+    throw new Error(`secret ${reference} could not be read from the secrets directory`);
+  }
+}

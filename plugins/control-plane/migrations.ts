@@ -1,0 +1,133 @@
+import type { Migration } from '../stores/sql/client.js';
+
+/** Migration namespace of the control plane. */
+export const CONTROL_PLANE_NAMESPACE = 'control-plane';
+
+/**
+ * Control-plane tables, one text for both dialects (portable types only; JSON
+ * as TEXT, booleans 0/1, times as epoch ms). Secrets are never stored in the
+ * clear: API keys as SHA-256 digests, provider credentials sealed with
+ * AES-256-GCM (`secret`).
+ */
+export const CONTROL_PLANE_MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'control_plane',
+    up: `
+CREATE TABLE cp_organisations (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  settings TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT NOT NULL
+);
+CREATE TABLE cp_workspaces (
+  id TEXT PRIMARY KEY,
+  organisation_id TEXT NOT NULL,
+  slug TEXT NOT NULL UNIQUE,
+  name TEXT NOT NULL,
+  description TEXT,
+  status TEXT NOT NULL,
+  metadata TEXT,
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT NOT NULL,
+  archived_at BIGINT
+);
+CREATE TABLE cp_users (
+  id TEXT PRIMARY KEY,
+  email TEXT NOT NULL UNIQUE,
+  name TEXT,
+  role TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT NOT NULL
+);
+CREATE TABLE cp_members (
+  workspace_id TEXT NOT NULL,
+  user_id TEXT NOT NULL,
+  role TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT NOT NULL,
+  PRIMARY KEY (workspace_id, user_id)
+);
+CREATE TABLE cp_api_keys (
+  id TEXT PRIMARY KEY,
+  organisation_id TEXT NOT NULL,
+  workspace_id TEXT,
+  user_id TEXT,
+  type TEXT NOT NULL,
+  name TEXT NOT NULL,
+  description TEXT,
+  scopes TEXT NOT NULL,
+  status TEXT NOT NULL,
+  key_hash TEXT NOT NULL UNIQUE,
+  key_mask TEXT NOT NULL,
+  previous_hash TEXT,
+  previous_expires_at BIGINT,
+  rotation_policy TEXT,
+  last_rotated_at BIGINT,
+  expires_at BIGINT,
+  metadata TEXT,
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT NOT NULL
+);
+CREATE INDEX cp_api_keys_previous ON cp_api_keys (previous_hash);
+CREATE INDEX cp_api_keys_workspace ON cp_api_keys (workspace_id);
+CREATE TABLE cp_integrations (
+  id TEXT PRIMARY KEY,
+  organisation_id TEXT NOT NULL,
+  workspace_id TEXT,
+  slug TEXT NOT NULL UNIQUE,
+  name TEXT NOT NULL,
+  description TEXT,
+  provider TEXT NOT NULL,
+  status TEXT NOT NULL,
+  secret TEXT,
+  masked TEXT NOT NULL,
+  configurations TEXT NOT NULL,
+  secret_mappings TEXT,
+  pricing_multiplier DOUBLE PRECISION,
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT NOT NULL
+);
+CREATE TABLE cp_integration_models (
+  integration_id TEXT NOT NULL,
+  slug TEXT NOT NULL,
+  enabled INTEGER NOT NULL,
+  configurations TEXT,
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT NOT NULL,
+  PRIMARY KEY (integration_id, slug)
+);
+CREATE TABLE cp_providers (
+  id TEXT PRIMARY KEY,
+  workspace_id TEXT NOT NULL,
+  slug TEXT NOT NULL,
+  name TEXT NOT NULL,
+  integration_id TEXT NOT NULL,
+  note TEXT,
+  status TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT NOT NULL,
+  UNIQUE (workspace_id, slug)
+);
+CREATE INDEX cp_providers_integration ON cp_providers (integration_id);
+CREATE TABLE cp_configs (
+  id TEXT PRIMARY KEY,
+  workspace_id TEXT NOT NULL,
+  slug TEXT NOT NULL,
+  name TEXT NOT NULL,
+  status TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT NOT NULL,
+  UNIQUE (workspace_id, slug)
+);
+CREATE TABLE cp_config_versions (
+  config_id TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  body TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  PRIMARY KEY (config_id, version)
+)`,
+  },
+];

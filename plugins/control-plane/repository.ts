@@ -1,0 +1,348 @@
+import type { SqlClient } from '../stores/sql/client.js';
+
+/** Rows as stored. JSON columns are TEXT; times are epoch ms. */
+export interface OrganisationRow {
+  id: string;
+  name: string;
+  settings: string;
+  created_at: number;
+  updated_at: number;
+}
+export interface WorkspaceRow {
+  id: string;
+  organisation_id: string;
+  slug: string;
+  name: string;
+  description: string | null;
+  status: 'active' | 'archived';
+  metadata: string | null;
+  created_at: number;
+  updated_at: number;
+  archived_at: number | null;
+}
+export interface UserRow {
+  id: string;
+  email: string;
+  name: string | null;
+  role: string;
+  created_at: number;
+  updated_at: number;
+}
+export interface MemberRow {
+  workspace_id: string;
+  user_id: string;
+  role: string;
+  created_at: number;
+  updated_at: number;
+  email?: string;
+  name?: string | null;
+}
+export interface ApiKeyRow {
+  id: string;
+  organisation_id: string;
+  workspace_id: string | null;
+  user_id: string | null;
+  type: string;
+  name: string;
+  description: string | null;
+  scopes: string;
+  status: string;
+  key_hash: string;
+  key_mask: string;
+  previous_hash: string | null;
+  previous_expires_at: number | null;
+  rotation_policy: string | null;
+  last_rotated_at: number | null;
+  expires_at: number | null;
+  metadata: string | null;
+  created_at: number;
+  updated_at: number;
+}
+export interface IntegrationRow {
+  id: string;
+  organisation_id: string;
+  workspace_id: string | null;
+  slug: string;
+  name: string;
+  description: string | null;
+  provider: string;
+  status: string;
+  secret: string | null;
+  masked: string;
+  configurations: string;
+  secret_mappings: string | null;
+  pricing_multiplier: number | null;
+  created_at: number;
+  updated_at: number;
+}
+export interface IntegrationModelRow {
+  integration_id: string;
+  slug: string;
+  enabled: number;
+  configurations: string | null;
+  created_at: number;
+  updated_at: number;
+}
+export interface ProviderRow {
+  id: string;
+  workspace_id: string;
+  slug: string;
+  name: string;
+  integration_id: string;
+  note: string | null;
+  status: string;
+  created_at: number;
+  updated_at: number;
+}
+export interface ConfigRow {
+  id: string;
+  workspace_id: string;
+  slug: string;
+  name: string;
+  status: string;
+  version: number;
+  created_at: number;
+  updated_at: number;
+}
+export interface ConfigVersionRow {
+  config_id: string;
+  version: number;
+  body: string;
+  created_at: number;
+}
+
+/** A page request: `current_page` from 0, `page_size` rows. */
+export interface Page {
+  current: number;
+  size: number;
+}
+export interface Paged<T> {
+  data: T[];
+  total: number;
+}
+
+type Row = Record<string, unknown>;
+
+/** Numeric columns come back as strings from pg for BIGINT; normalise once here. */
+const NUMERIC = new Set(['created_at', 'updated_at', 'archived_at', 'previous_expires_at', 'last_rotated_at', 'expires_at', 'version', 'enabled', 'pricing_multiplier']);
+function normalise<T>(row: Row | undefined): T | undefined {
+  if (row === undefined) return undefined;
+  for (const k in row) if (NUMERIC.has(k) && row[k] !== null && typeof row[k] !== 'number') row[k] = Number(row[k]);
+  return row as T;
+}
+
+/**
+ * Every statement the control plane runs, against either SQL store. Column
+ * and table names come from this file only; values always go as parameters.
+ */
+export class ControlPlaneRepository {
+  constructor(readonly db: () => SqlClient) {}
+
+  async #get<T>(sql: string, params: readonly unknown[], client = this.db()): Promise<T | undefined> {
+    return normalise<T>(await client.get<Row>(sql, params));
+  }
+
+  async #all<T>(sql: string, params: readonly unknown[], client = this.db()): Promise<T[]> {
+    return (await client.all<Row>(sql, params)).map((r) => normalise<T>(r)!);
+  }
+
+  async #paged<T>(from: string, params: readonly unknown[], order: string, page: Page): Promise<Paged<T>> {
+    const count = await this.db().get<{ n: number | string }>(`SELECT COUNT(*) AS n ${from}`, params);
+    const data = await this.#all<T>(`SELECT * ${from} ORDER BY ${order} LIMIT ? OFFSET ?`, [...params, page.size, page.current * page.size]);
+    return { data, total: Number(count?.n ?? 0) };
+  }
+
+  async insert(table: string, row: Row, client = this.db()): Promise<void> {
+    const cols = Object.keys(row);
+    await client.run(`INSERT INTO ${table} (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`, cols.map((c) => row[c]));
+  }
+
+  async update(table: string, where: Row, patch: Row, client = this.db()): Promise<number> {
+    const cols = Object.keys(patch);
+    if (cols.length === 0) return 0;
+    const keys = Object.keys(where);
+    const { changes } = await client.run(
+      `UPDATE ${table} SET ${cols.map((c) => `${c} = ?`).join(', ')} WHERE ${keys.map((k) => `${k} = ?`).join(' AND ')}`,
+      [...cols.map((c) => patch[c]), ...keys.map((k) => where[k])],
+    );
+    return changes;
+  }
+
+  // Organisation
+
+  organisation(client = this.db()): Promise<OrganisationRow | undefined> {
+    return this.#get<OrganisationRow>('SELECT * FROM cp_organisations ORDER BY created_at LIMIT 1', [], client);
+  }
+
+  // Workspaces
+
+  workspace(idOrSlug: string): Promise<WorkspaceRow | undefined> {
+    return this.#get<WorkspaceRow>('SELECT * FROM cp_workspaces WHERE id = ? OR slug = ?', [idOrSlug, idOrSlug]);
+  }
+
+  workspaces(statuses: readonly string[], onlyId: string | null, page: Page): Promise<Paged<WorkspaceRow>> {
+    const params: unknown[] = [...statuses];
+    let from = `FROM cp_workspaces WHERE status IN (${statuses.map(() => '?').join(', ')})`;
+    if (onlyId !== null) {
+      from += ' AND id = ?';
+      params.push(onlyId);
+    }
+    return this.#paged<WorkspaceRow>(from, params, 'created_at, id', page);
+  }
+
+  defaultWorkspace(): Promise<WorkspaceRow | undefined> {
+    return this.#get<WorkspaceRow>("SELECT * FROM cp_workspaces WHERE slug = 'default'", []);
+  }
+
+  // Users and members
+
+  userByEmail(email: string): Promise<UserRow | undefined> {
+    return this.#get<UserRow>('SELECT * FROM cp_users WHERE email = ?', [email]);
+  }
+
+  user(id: string): Promise<UserRow | undefined> {
+    return this.#get<UserRow>('SELECT * FROM cp_users WHERE id = ?', [id]);
+  }
+
+  member(workspaceId: string, userId: string): Promise<MemberRow | undefined> {
+    return this.#get<MemberRow>(
+      'SELECT m.*, u.email, u.name FROM cp_members m JOIN cp_users u ON u.id = m.user_id WHERE m.workspace_id = ? AND m.user_id = ?',
+      [workspaceId, userId],
+    );
+  }
+
+  members(workspaceId: string, page: Page): Promise<Paged<MemberRow>> {
+    return this.#paged<MemberRow>(
+      'FROM cp_members m JOIN cp_users u ON u.id = m.user_id WHERE m.workspace_id = ?',
+      [workspaceId],
+      'm.created_at, m.user_id',
+      page,
+    ).then((p) => p);
+  }
+
+  async removeMember(workspaceId: string, userId: string): Promise<boolean> {
+    return (await this.db().run('DELETE FROM cp_members WHERE workspace_id = ? AND user_id = ?', [workspaceId, userId])).changes > 0;
+  }
+
+  // API keys
+
+  apiKey(id: string): Promise<ApiKeyRow | undefined> {
+    return this.#get<ApiKeyRow>('SELECT * FROM cp_api_keys WHERE id = ?', [id]);
+  }
+
+  /** The key whose current or previous secret has this digest. */
+  apiKeyByHash(hash: string): Promise<ApiKeyRow | undefined> {
+    return this.#get<ApiKeyRow>('SELECT * FROM cp_api_keys WHERE key_hash = ? OR previous_hash = ?', [hash, hash]);
+  }
+
+  apiKeys(filter: { workspaceId?: string | null; type?: string; userId?: string }, page: Page): Promise<Paged<ApiKeyRow>> {
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (filter.workspaceId !== undefined) {
+      where.push(filter.workspaceId === null ? 'workspace_id IS NULL' : 'workspace_id = ?');
+      if (filter.workspaceId !== null) params.push(filter.workspaceId);
+    }
+    if (filter.type !== undefined) {
+      where.push('type = ?');
+      params.push(filter.type);
+    }
+    if (filter.userId !== undefined) {
+      where.push('user_id = ?');
+      params.push(filter.userId);
+    }
+    return this.#paged<ApiKeyRow>(`FROM cp_api_keys${where.length ? ` WHERE ${where.join(' AND ')}` : ''}`, params, 'created_at, id', page);
+  }
+
+  async deleteApiKey(id: string): Promise<boolean> {
+    return (await this.db().run('DELETE FROM cp_api_keys WHERE id = ?', [id])).changes > 0;
+  }
+
+  async countApiKeys(client = this.db()): Promise<number> {
+    return Number((await client.get<{ n: number | string }>('SELECT COUNT(*) AS n FROM cp_api_keys', []))?.n ?? 0);
+  }
+
+  // Integrations
+
+  integration(idOrSlug: string): Promise<IntegrationRow | undefined> {
+    return this.#get<IntegrationRow>('SELECT * FROM cp_integrations WHERE id = ? OR slug = ?', [idOrSlug, idOrSlug]);
+  }
+
+  /** Integrations a workspace may see: its own and the organisation-wide ones (all, for `null`). */
+  integrations(workspaceId: string | null, page: Page): Promise<Paged<IntegrationRow>> {
+    return workspaceId === null
+      ? this.#paged<IntegrationRow>('FROM cp_integrations', [], 'created_at, id', page)
+      : this.#paged<IntegrationRow>('FROM cp_integrations WHERE workspace_id IS NULL OR workspace_id = ?', [workspaceId], 'created_at, id', page);
+  }
+
+  async deleteIntegration(id: string): Promise<void> {
+    await this.db().transaction(async (tx) => {
+      await tx.run('DELETE FROM cp_integration_models WHERE integration_id = ?', [id]);
+      await tx.run('DELETE FROM cp_integrations WHERE id = ?', [id]);
+    });
+  }
+
+  integrationModels(integrationId: string): Promise<IntegrationModelRow[]> {
+    return this.#all<IntegrationModelRow>('SELECT * FROM cp_integration_models WHERE integration_id = ? ORDER BY slug', [integrationId]);
+  }
+
+  /** Replaces the integration's model list in one transaction. */
+  async setIntegrationModels(integrationId: string, rows: IntegrationModelRow[]): Promise<void> {
+    await this.db().transaction(async (tx) => {
+      await tx.run('DELETE FROM cp_integration_models WHERE integration_id = ?', [integrationId]);
+      for (const row of rows) await this.insert('cp_integration_models', row as unknown as Row, tx);
+    });
+  }
+
+  async providersUsingIntegration(integrationId: string): Promise<number> {
+    return Number((await this.db().get<{ n: number | string }>('SELECT COUNT(*) AS n FROM cp_providers WHERE integration_id = ?', [integrationId]))?.n ?? 0);
+  }
+
+  // Providers (slugs, virtual keys)
+
+  provider(workspaceId: string, idOrSlug: string): Promise<ProviderRow | undefined> {
+    return this.#get<ProviderRow>('SELECT * FROM cp_providers WHERE workspace_id = ? AND (id = ? OR slug = ?)', [workspaceId, idOrSlug, idOrSlug]);
+  }
+
+  providers(workspaceId: string, page: Page): Promise<Paged<ProviderRow>> {
+    return this.#paged<ProviderRow>('FROM cp_providers WHERE workspace_id = ?', [workspaceId], 'created_at, id', page);
+  }
+
+  /** Active providers of a workspace with their integrations, for `GET /models`. */
+  providersWithIntegrations(workspaceId: string): Promise<Array<ProviderRow & { integration_provider: string }>> {
+    return this.#all(
+      "SELECT p.*, i.provider AS integration_provider FROM cp_providers p JOIN cp_integrations i ON i.id = p.integration_id WHERE p.workspace_id = ? AND p.status = 'active' AND i.status = 'active' ORDER BY p.slug",
+      [workspaceId],
+    );
+  }
+
+  async deleteProvider(id: string): Promise<boolean> {
+    return (await this.db().run('DELETE FROM cp_providers WHERE id = ?', [id])).changes > 0;
+  }
+
+  // Configs
+
+  config(workspaceId: string | null, idOrSlug: string): Promise<ConfigRow | undefined> {
+    return workspaceId === null
+      ? this.#get<ConfigRow>('SELECT * FROM cp_configs WHERE id = ?', [idOrSlug])
+      : this.#get<ConfigRow>('SELECT * FROM cp_configs WHERE workspace_id = ? AND (id = ? OR slug = ?)', [workspaceId, idOrSlug, idOrSlug]);
+  }
+
+  configs(workspaceId: string, page: Page): Promise<Paged<ConfigRow>> {
+    return this.#paged<ConfigRow>('FROM cp_configs WHERE workspace_id = ?', [workspaceId], 'created_at, id', page);
+  }
+
+  configVersion(configId: string, version: number): Promise<ConfigVersionRow | undefined> {
+    return this.#get<ConfigVersionRow>('SELECT * FROM cp_config_versions WHERE config_id = ? AND version = ?', [configId, version]);
+  }
+
+  configVersions(configId: string): Promise<ConfigVersionRow[]> {
+    return this.#all<ConfigVersionRow>('SELECT * FROM cp_config_versions WHERE config_id = ? ORDER BY version DESC', [configId]);
+  }
+
+  async deleteConfig(id: string): Promise<void> {
+    await this.db().transaction(async (tx) => {
+      await tx.run('DELETE FROM cp_config_versions WHERE config_id = ?', [id]);
+      await tx.run('DELETE FROM cp_configs WHERE id = ?', [id]);
+    });
+  }
+}

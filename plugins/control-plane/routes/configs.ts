@@ -1,0 +1,151 @@
+import * as v from 'valibot';
+import { GatewayError, plainObject, type RequestContext } from '../../../core/index.js';
+import { parseConfig } from '../../config/index.js';
+import { randomSlug } from '../keys.js';
+import type { ConfigRow, ConfigVersionRow } from '../repository.js';
+import type { ControlPlane } from '../service.js';
+import { Name, PAGE_QUERY, Slug, conflict, iso, listResponse, notFound, ok, pageOf, parseBody, parseQuery, workspaceFor, type AdminRoute } from './http.js';
+
+const CreateBody = v.strictObject({ name: Name, slug: v.optional(Slug), config: plainObject('must be a config object'), workspace_id: v.nullish(v.string()) });
+const UpdateBody = v.strictObject({
+  name: v.optional(Name),
+  config: v.optional(plainObject('must be a config object')),
+  status: v.optional(v.picklist(['active', 'archived'], 'must be "active" or "archived"')),
+});
+const ListQuery = v.strictObject({ ...PAGE_QUERY, workspace_id: v.optional(v.string()) });
+
+/** Validates with the inline-config schema; a bad config is a 400 whose param is `config.<path>`. */
+function checkConfig(config: Record<string, unknown>): string {
+  try {
+    parseConfig(config);
+  } catch (err) {
+    if (err instanceof GatewayError) {
+      throw new GatewayError('invalid_request', `Invalid request body: 'config' ${err.message}`, { param: err.param ? `config.${err.param}` : 'config' });
+    }
+    throw err;
+  }
+  return JSON.stringify(config);
+}
+
+function presentConfig(row: ConfigRow, version?: ConfigVersionRow) {
+  return {
+    id: row.id,
+    object: 'config',
+    slug: row.slug,
+    name: row.name,
+    workspace_id: row.workspace_id,
+    status: row.status,
+    version: row.version,
+    ...(version === undefined ? {} : { config: JSON.parse(version.body) as Record<string, unknown> }),
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  };
+}
+
+async function visibleConfig(ctx: RequestContext, cp: ControlPlane, ref: string): Promise<ConfigRow> {
+  const own = ctx.auth?.workspaceId ?? null;
+  const row = await cp.repo.config(own, ref);
+  if (row === undefined) throw notFound('config', ref);
+  return row;
+}
+
+export const configRoutes: AdminRoute[] = [
+  {
+    name: 'configs.create',
+    method: 'POST',
+    path: '/configs',
+    scope: 'configs.create',
+    async handler(ctx, cp) {
+      const body = parseBody(ctx, CreateBody);
+      const text = checkConfig(body.config);
+      const workspaceId = await workspaceFor(ctx, cp, body.workspace_id);
+      const slug = body.slug ?? randomSlug(10);
+      if ((await cp.repo.config(workspaceId, slug)) !== undefined) throw conflict(`A config with slug "${slug}" exists in this workspace.`, 'slug');
+      const now = cp.now();
+      const row: ConfigRow = { id: `pc-${randomSlug(16)}`, workspace_id: workspaceId, slug, name: body.name, status: 'active', version: 1, created_at: now, updated_at: now };
+      const version: ConfigVersionRow = { config_id: row.id, version: 1, body: text, created_at: now };
+      await cp.repo.db().transaction(async (tx) => {
+        await cp.repo.insert('cp_configs', { ...row }, tx);
+        await cp.repo.insert('cp_config_versions', { ...version }, tx);
+      });
+      cp.invalidate();
+      return ok(presentConfig(row, version));
+    },
+  },
+  {
+    name: 'configs.list',
+    method: 'GET',
+    path: '/configs',
+    scope: 'configs.read',
+    async handler(ctx, cp) {
+      const q = parseQuery(ctx, ListQuery);
+      const workspaceId = await workspaceFor(ctx, cp, q.workspace_id);
+      return listResponse(await cp.repo.configs(workspaceId, pageOf(q)), (row) => presentConfig(row));
+    },
+  },
+  {
+    name: 'configs.get',
+    method: 'GET',
+    path: '/configs/:id',
+    scope: 'configs.read',
+    async handler(ctx, cp) {
+      const row = await visibleConfig(ctx, cp, ctx.params!.id!);
+      return ok(presentConfig(row, await cp.repo.configVersion(row.id, row.version)));
+    },
+  },
+  {
+    name: 'configs.versions',
+    method: 'GET',
+    path: '/configs/:id/versions',
+    scope: 'configs.read',
+    async handler(ctx, cp) {
+      const row = await visibleConfig(ctx, cp, ctx.params!.id!);
+      const versions = await cp.repo.configVersions(row.id);
+      return ok({
+        object: 'list',
+        total_count: versions.length,
+        data: versions.map((ver) => ({ object: 'config-version', config_id: row.id, version: ver.version, config: JSON.parse(ver.body), created_at: iso(ver.created_at) })),
+      });
+    },
+  },
+  {
+    name: 'configs.update',
+    method: 'PUT',
+    path: '/configs/:id',
+    scope: 'configs.update',
+    async handler(ctx, cp) {
+      const row = await visibleConfig(ctx, cp, ctx.params!.id!);
+      const body = parseBody(ctx, UpdateBody);
+      const text = body.config === undefined ? null : checkConfig(body.config);
+      const now = cp.now();
+      const patch: Record<string, unknown> = { updated_at: now };
+      if (body.name !== undefined) patch.name = body.name;
+      if (body.status !== undefined) patch.status = body.status;
+      await cp.repo.db().transaction(async (tx) => {
+        if (text !== null) {
+          // Each update of the body is a new version; the version number is read inside the transaction so concurrent updates cannot share one.
+          const current = await tx.get<{ version: number | string }>('SELECT version FROM cp_configs WHERE id = ?', [row.id]);
+          const next = Number(current!.version) + 1;
+          await cp.repo.insert('cp_config_versions', { config_id: row.id, version: next, body: text, created_at: now }, tx);
+          patch.version = next;
+        }
+        await cp.repo.update('cp_configs', { id: row.id }, patch, tx);
+      });
+      cp.invalidate();
+      const updated = (await cp.repo.config(null, row.id))!;
+      return ok(presentConfig(updated, await cp.repo.configVersion(updated.id, updated.version)));
+    },
+  },
+  {
+    name: 'configs.delete',
+    method: 'DELETE',
+    path: '/configs/:id',
+    scope: 'configs.delete',
+    async handler(ctx, cp) {
+      const row = await visibleConfig(ctx, cp, ctx.params!.id!);
+      await cp.repo.deleteConfig(row.id);
+      cp.invalidate();
+      return ok({ id: row.id, object: 'config', deleted: true });
+    },
+  },
+];

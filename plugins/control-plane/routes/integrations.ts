@@ -1,0 +1,291 @@
+import * as v from 'valibot';
+import { GatewayError, plainObject, type Provider, type Registry, type RequestContext } from '../../../core/index.js';
+import { checkReference, maskCredentials, sealCredentials, splitConfigurations, openCredentials, type SealedCredentials, type SecretMapping } from '../credentials.js';
+import { newId, randomSlug } from '../keys.js';
+import type { IntegrationModelRow, IntegrationRow } from '../repository.js';
+import type { ControlPlane } from '../service.js';
+import { insertProvider } from './providers.js';
+import {
+  Description,
+  Name,
+  PAGE_QUERY,
+  Slug,
+  canSee,
+  canWrite,
+  conflict,
+  forbidden,
+  iso,
+  json,
+  listResponse,
+  notFound,
+  ok,
+  pageOf,
+  parseBody,
+  parseQuery,
+  workspaceFor,
+  type AdminRoute,
+} from './http.js';
+
+const SecretMappingSchema = v.strictObject({
+  target_field: v.pipe(v.string(), v.regex(/^(key|configurations\.[a-z][a-z0-9_]*)$/, 'must be "key" or "configurations.<field>"')),
+  secret_reference: v.pipe(
+    v.string(),
+    v.check((s) => checkReference(s) === null, (issue) => checkReference(String(issue.input)) ?? 'is invalid'),
+  ),
+  value_format: v.optional(v.picklist(['string', 'json'], 'must be "string" or "json"'), 'string'),
+});
+
+const Configurations = v.pipe(
+  plainObject('must be an object of provider settings'),
+  v.check((c) => Object.keys(c).length <= 50, 'holds at most 50 settings'),
+  v.check((c) => c.custom_host === undefined || validUrl(c.custom_host), "'custom_host' must be an http or https URL"),
+);
+
+const Fields = {
+  name: Name,
+  description: Description,
+  key: v.optional(v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty'), v.maxLength(8192))),
+  configurations: v.optional(Configurations),
+  secret_mappings: v.nullish(v.pipe(v.array(SecretMappingSchema), v.maxLength(20))),
+  pricing_adjustments: v.nullish(v.strictObject({ multiplier: v.pipe(v.number('must be a number'), v.gtValue(0, 'must be greater than 0'), v.maxValue(1000)) })),
+};
+
+const CreateBody = v.strictObject({
+  ...Fields,
+  slug: v.optional(Slug),
+  ai_provider_id: v.pipe(v.string(), v.minLength(1)),
+  workspace_id: v.nullish(v.string()),
+  create_default_provider: v.optional(v.boolean(), false),
+  default_provider_slug: v.optional(Slug),
+});
+
+const UpdateBody = v.strictObject({
+  ...Fields,
+  name: v.optional(Name),
+  status: v.optional(v.picklist(['active', 'archived'], 'must be "active" or "archived"')),
+});
+
+const ModelsBody = v.strictObject({
+  models: v.pipe(
+    v.array(
+      v.strictObject({
+        slug: v.pipe(v.string(), v.minLength(1, 'must not be empty'), v.maxLength(200)),
+        enabled: v.optional(v.boolean(), true),
+        configurations: v.optional(
+          v.pipe(
+            plainObject('must be an object'),
+            v.check((c) => Object.keys(c).length > 0, 'must be a non-empty object'),
+            v.strictObject({ custom_host: v.pipe(v.string('must be a string'), v.check((s: string) => validUrl(s), 'must be a valid http or https URL')) }),
+          ),
+        ),
+      }),
+    ),
+    v.maxLength(1000, 'holds at most 1000 models'),
+    v.check((list) => new Set(list.map((m) => m.slug)).size === list.length, 'lists a model slug twice'),
+  ),
+});
+
+const ListQuery = v.strictObject({ ...PAGE_QUERY, workspace_id: v.optional(v.string()) });
+
+function validUrl(value: unknown): boolean {
+  if (typeof value !== 'string') return false;
+  try {
+    const u = new URL(value);
+    return u.protocol === 'http:' || u.protocol === 'https:';
+  } catch {
+    return false;
+  }
+}
+
+export function presentIntegration(row: IntegrationRow) {
+  const masked = JSON.parse(row.masked) as ReturnType<typeof maskCredentials>;
+  return {
+    id: row.id,
+    object: 'integration',
+    slug: row.slug,
+    name: row.name,
+    description: row.description,
+    ai_provider_id: row.provider,
+    workspace_id: row.workspace_id,
+    status: row.status,
+    masked_key: masked.key,
+    configurations: { ...(JSON.parse(row.configurations) as Record<string, unknown>), ...masked.configurations },
+    secret_mappings: json<SecretMapping[]>(row.secret_mappings) ?? [],
+    pricing_adjustments: row.pricing_multiplier === null ? null : { multiplier: row.pricing_multiplier },
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  };
+}
+
+function presentModel(row: IntegrationModelRow) {
+  return { object: 'integration-model', slug: row.slug, enabled: row.enabled === 1, configurations: json(row.configurations) ?? {} };
+}
+
+async function visibleIntegration(ctx: RequestContext, cp: ControlPlane, id: string, write: boolean): Promise<IntegrationRow> {
+  const row = await cp.repo.integration(id);
+  if (row === undefined || !canSee(ctx, row.workspace_id)) throw notFound('integration', id);
+  if (write && !canWrite(ctx, row.workspace_id)) throw forbidden('This integration is organisation-wide: only an organisation-level key may change it.');
+  return row;
+}
+
+function checkProvider(providers: Registry<Provider>, name: string): void {
+  if (!providers.has(name)) {
+    throw new GatewayError('invalid_request', `Invalid request body: 'ai_provider_id' names no loaded provider ("${name.slice(0, 64)}"). Known: ${providers.names().join(', ')}.`, {
+      param: 'ai_provider_id',
+    });
+  }
+}
+
+/** Seals the credentials and builds the stored columns for them. */
+function credentialColumns(cp: ControlPlane, id: string, key: string | undefined, configurations: Record<string, unknown>) {
+  const { clear, secret } = splitConfigurations(configurations);
+  const creds: SealedCredentials = {};
+  if (key !== undefined) creds.key = key;
+  if (Object.keys(secret).length > 0) creds.configurations = secret;
+  return { secret: sealCredentials(cp.box, id, creds), masked: JSON.stringify(maskCredentials(creds)), configurations: JSON.stringify(clear) };
+}
+
+export function integrationRoutes(providers: Registry<Provider>): AdminRoute[] {
+  return [
+    {
+      name: 'integrations.create',
+      method: 'POST',
+      path: '/integrations',
+      scope: 'integrations.create',
+      async handler(ctx, cp) {
+        const body = parseBody(ctx, CreateBody);
+        checkProvider(providers, body.ai_provider_id);
+        // Organisation keys create organisation-wide integrations unless they name a workspace.
+        const workspaceId = ctx.auth?.workspaceId || body.workspace_id ? await workspaceFor(ctx, cp, body.workspace_id) : null;
+        const slug = body.slug ?? `${body.ai_provider_id.replace(/[^a-z0-9-]/g, '')}-${randomSlug(6)}`;
+        if ((await cp.repo.integration(slug)) !== undefined) throw conflict(`An integration with slug "${slug}" exists.`, 'slug');
+        const id = newId();
+        const now = cp.now();
+        const row: IntegrationRow = {
+          id,
+          organisation_id: (await cp.repo.organisation())!.id,
+          workspace_id: workspaceId,
+          slug,
+          name: body.name,
+          description: body.description ?? null,
+          provider: body.ai_provider_id,
+          status: 'active',
+          ...credentialColumns(cp, id, body.key, body.configurations ?? {}),
+          secret_mappings: body.secret_mappings ? JSON.stringify(body.secret_mappings) : null,
+          pricing_multiplier: body.pricing_adjustments?.multiplier ?? null,
+          created_at: now,
+          updated_at: now,
+        };
+        let provider = null;
+        if (body.create_default_provider) {
+          // The default provider lives in the integration's workspace, or the caller's (default) one for organisation-wide integrations.
+          const providerWorkspace = workspaceId ?? (await workspaceFor(ctx, cp, undefined));
+          const providerSlug = body.default_provider_slug ?? slug;
+          if ((await cp.repo.provider(providerWorkspace, providerSlug)) !== undefined) throw conflict(`A provider with slug "@${providerSlug}" exists in the workspace.`, 'default_provider_slug');
+          await cp.repo.insert('cp_integrations', { ...row });
+          provider = await insertProvider(cp, { workspaceId: providerWorkspace, slug: providerSlug, name: body.name, integrationId: id, note: null });
+        } else {
+          await cp.repo.insert('cp_integrations', { ...row });
+        }
+        cp.invalidate();
+        return ok({ ...presentIntegration(row), ...(provider === null ? {} : { default_provider: provider }) });
+      },
+    },
+    {
+      name: 'integrations.list',
+      method: 'GET',
+      path: '/integrations',
+      scope: 'integrations.read',
+      async handler(ctx, cp) {
+        const q = parseQuery(ctx, ListQuery);
+        const own = ctx.auth?.workspaceId ?? null;
+        const workspaceId = own !== null || q.workspace_id !== undefined ? await workspaceFor(ctx, cp, q.workspace_id) : null;
+        return listResponse(await cp.repo.integrations(workspaceId, pageOf(q)), presentIntegration);
+      },
+    },
+    {
+      name: 'integrations.get',
+      method: 'GET',
+      path: '/integrations/:id',
+      scope: 'integrations.read',
+      async handler(ctx, cp) {
+        return ok(presentIntegration(await visibleIntegration(ctx, cp, ctx.params!.id!, false)));
+      },
+    },
+    {
+      name: 'integrations.update',
+      method: 'PUT',
+      path: '/integrations/:id',
+      scope: 'integrations.update',
+      async handler(ctx, cp) {
+        const row = await visibleIntegration(ctx, cp, ctx.params!.id!, true);
+        const body = parseBody(ctx, UpdateBody);
+        const patch: Record<string, unknown> = { updated_at: cp.now() };
+        if (body.name !== undefined) patch.name = body.name;
+        if (body.description !== undefined) patch.description = body.description;
+        if (body.status !== undefined) patch.status = body.status;
+        if (body.secret_mappings !== undefined) patch.secret_mappings = body.secret_mappings === null ? null : JSON.stringify(body.secret_mappings);
+        if (body.pricing_adjustments !== undefined) patch.pricing_multiplier = body.pricing_adjustments?.multiplier ?? null;
+        if (body.key !== undefined || body.configurations !== undefined) {
+          // Unsent credentials stay as they were: a new key alone keeps the secret settings, and new settings keep the key.
+          const current = openCredentials(cp.box, row.id, row.secret);
+          const configurations = body.configurations ?? { ...(JSON.parse(row.configurations) as Record<string, unknown>), ...(current.configurations ?? {}) };
+          Object.assign(patch, credentialColumns(cp, row.id, body.key ?? current.key, configurations));
+        }
+        await cp.repo.update('cp_integrations', { id: row.id }, patch);
+        cp.invalidate();
+        return ok(presentIntegration((await cp.repo.integration(row.id))!));
+      },
+    },
+    {
+      name: 'integrations.delete',
+      method: 'DELETE',
+      path: '/integrations/:id',
+      scope: 'integrations.delete',
+      async handler(ctx, cp) {
+        const row = await visibleIntegration(ctx, cp, ctx.params!.id!, true);
+        const users = await cp.repo.providersUsingIntegration(row.id);
+        if (users > 0) throw conflict(`The integration is used by ${users} provider${users === 1 ? '' : 's'}; delete ${users === 1 ? 'it' : 'them'} first.`, 'id');
+        await cp.repo.deleteIntegration(row.id);
+        cp.invalidate();
+        return ok({ id: row.id, object: 'integration', deleted: true });
+      },
+    },
+    {
+      name: 'integrations.models.list',
+      method: 'GET',
+      path: '/integrations/:id/integration-models',
+      scope: 'integrations.read',
+      async handler(ctx, cp) {
+        const row = await visibleIntegration(ctx, cp, ctx.params!.id!, false);
+        const models = await cp.repo.integrationModels(row.id);
+        return ok({ object: 'list', total_count: models.length, data: models.map(presentModel) });
+      },
+    },
+    {
+      name: 'integrations.models.update',
+      method: 'PUT',
+      path: '/integrations/:id/integration-models',
+      scope: 'integrations.update',
+      async handler(ctx, cp) {
+        const row = await visibleIntegration(ctx, cp, ctx.params!.id!, true);
+        const body = parseBody(ctx, ModelsBody);
+        const now = cp.now();
+        await cp.repo.setIntegrationModels(
+          row.id,
+          body.models.map((m) => ({
+            integration_id: row.id,
+            slug: m.slug,
+            enabled: m.enabled ? 1 : 0,
+            configurations: m.configurations === undefined ? null : JSON.stringify(m.configurations),
+            created_at: now,
+            updated_at: now,
+          })),
+        );
+        cp.invalidate();
+        const models = await cp.repo.integrationModels(row.id);
+        return ok({ object: 'list', total_count: models.length, data: models.map(presentModel) });
+      },
+    },
+  ];
+}

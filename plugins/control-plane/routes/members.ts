@@ -1,0 +1,119 @@
+import * as v from 'valibot';
+import { insertKey, presentKey, settleRotationPolicy } from '../api-keys.js';
+import { newId } from '../keys.js';
+import type { MemberRow } from '../repository.js';
+import { defaultScopes } from '../scopes.js';
+import { PAGE_QUERY, conflict, iso, listResponse, notFound, ok, pageOf, parseBody, parseQuery, type AdminRoute } from './http.js';
+import { visibleWorkspace } from './workspaces.js';
+
+export const ROLES = ['admin', 'manager', 'member'] as const;
+const Role = v.pipe(
+  v.string(),
+  v.transform((s) => s.toLowerCase()),
+  v.picklist(ROLES, 'must be "admin", "manager" or "member"'),
+);
+const Email = v.pipe(v.string(), v.trim(), v.toLowerCase(), v.email('must be an email address'), v.maxLength(254));
+
+const AddBody = v.strictObject({ email: Email, name: v.nullish(v.pipe(v.string(), v.maxLength(200))), role: Role });
+const UpdateBody = v.strictObject({ role: Role });
+const ListQuery = v.strictObject({ ...PAGE_QUERY });
+
+function presentMember(row: MemberRow) {
+  return {
+    object: 'workspace-member',
+    user_id: row.user_id,
+    workspace_id: row.workspace_id,
+    email: row.email ?? null,
+    name: row.name ?? null,
+    role: row.role,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  };
+}
+
+export const memberRoutes: AdminRoute[] = [
+  {
+    name: 'members.create',
+    method: 'POST',
+    path: '/workspaces/:id/members',
+    scope: 'members.create',
+    async handler(ctx, cp) {
+      const ws = await visibleWorkspace(ctx, cp, ctx.params!.id!);
+      const body = parseBody(ctx, AddBody);
+      const now = cp.now();
+      let user = await cp.repo.userByEmail(body.email);
+      if (user === undefined) {
+        user = { id: newId(), email: body.email, name: body.name ?? null, role: 'member', created_at: now, updated_at: now };
+        await cp.repo.insert('cp_users', { ...user });
+      }
+      if ((await cp.repo.member(ws.id, user.id)) !== undefined) throw conflict(`${body.email} is already a member of this workspace.`, 'email');
+      await cp.repo.insert('cp_members', { workspace_id: ws.id, user_id: user.id, role: body.role, created_at: now, updated_at: now });
+      cp.invalidate();
+      const member = (await cp.repo.member(ws.id, user.id))!;
+      const settings = await cp.settings();
+      if (!settings.user_api_key_auto_create) return ok(presentMember(member));
+      // Organisation setting user_api_key_auto_create: each new member gets a user key, shown once here.
+      const { row, secret } = await insertKey(cp, {
+        type: 'workspace-user',
+        name: `${body.email} (auto-created)`,
+        description: null,
+        workspaceId: ws.id,
+        userId: user.id,
+        scopes: defaultScopes('workspace-user', body.role),
+        rotationPolicy: settleRotationPolicy(undefined, 'workspace-user', settings, now, null),
+        expiresAt: null,
+        metadata: null,
+      });
+      return ok({ ...presentMember(member), api_key: presentKey(row, now, secret) });
+    },
+  },
+  {
+    name: 'members.list',
+    method: 'GET',
+    path: '/workspaces/:id/members',
+    scope: 'members.read',
+    async handler(ctx, cp) {
+      const ws = await visibleWorkspace(ctx, cp, ctx.params!.id!);
+      const q = parseQuery(ctx, ListQuery);
+      return listResponse(await cp.repo.members(ws.id, pageOf(q)), presentMember);
+    },
+  },
+  {
+    name: 'members.get',
+    method: 'GET',
+    path: '/workspaces/:id/members/:userId',
+    scope: 'members.read',
+    async handler(ctx, cp) {
+      const ws = await visibleWorkspace(ctx, cp, ctx.params!.id!);
+      const member = await cp.repo.member(ws.id, ctx.params!.userId!);
+      if (member === undefined) throw notFound('member', ctx.params!.userId!, 'userId');
+      return ok(presentMember(member));
+    },
+  },
+  {
+    name: 'members.update',
+    method: 'PUT',
+    path: '/workspaces/:id/members/:userId',
+    scope: 'members.update',
+    async handler(ctx, cp) {
+      const ws = await visibleWorkspace(ctx, cp, ctx.params!.id!);
+      const body = parseBody(ctx, UpdateBody);
+      const changed = await cp.repo.update('cp_members', { workspace_id: ws.id, user_id: ctx.params!.userId! }, { role: body.role, updated_at: cp.now() });
+      if (changed === 0) throw notFound('member', ctx.params!.userId!, 'userId');
+      cp.invalidate();
+      return ok(presentMember((await cp.repo.member(ws.id, ctx.params!.userId!))!));
+    },
+  },
+  {
+    name: 'members.delete',
+    method: 'DELETE',
+    path: '/workspaces/:id/members/:userId',
+    scope: 'members.delete',
+    async handler(ctx, cp) {
+      const ws = await visibleWorkspace(ctx, cp, ctx.params!.id!);
+      if (!(await cp.repo.removeMember(ws.id, ctx.params!.userId!))) throw notFound('member', ctx.params!.userId!, 'userId');
+      cp.invalidate();
+      return ok({ object: 'workspace-member', user_id: ctx.params!.userId!, workspace_id: ws.id, deleted: true });
+    },
+  },
+];

@@ -1,0 +1,131 @@
+import * as v from 'valibot';
+import type { RequestContext } from '../../../core/index.js';
+import { newId, randomSlug } from '../keys.js';
+import type { ProviderRow } from '../repository.js';
+import type { ControlPlane } from '../service.js';
+import { PAGE_QUERY, Slug, canSee, conflict, iso, listResponse, notFound, ok, pageOf, parseBody, parseQuery, workspaceFor, type AdminRoute } from './http.js';
+
+const Note = v.nullish(v.pipe(v.string(), v.maxLength(2000, 'must be at most 2000 characters')));
+const ProviderName = v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(200));
+const CreateBody = v.strictObject({ name: ProviderName, slug: v.optional(Slug), integration_id: v.string(), workspace_id: v.nullish(v.string()), note: Note });
+const UpdateBody = v.strictObject({
+  name: v.optional(ProviderName),
+  note: Note,
+  integration_id: v.optional(v.string()),
+  status: v.optional(v.picklist(['active', 'archived'], 'must be "active" or "archived"')),
+});
+const ListQuery = v.strictObject({ ...PAGE_QUERY, workspace_id: v.optional(v.string()) });
+
+export function presentProvider(row: ProviderRow) {
+  return {
+    id: row.id,
+    object: 'provider',
+    slug: row.slug,
+    name: row.name,
+    workspace_id: row.workspace_id,
+    integration_id: row.integration_id,
+    note: row.note,
+    status: row.status,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  };
+}
+
+export async function insertProvider(
+  cp: ControlPlane,
+  p: { workspaceId: string; slug: string; name: string; integrationId: string; note: string | null },
+): Promise<ReturnType<typeof presentProvider>> {
+  const now = cp.now();
+  const row: ProviderRow = { id: newId(), workspace_id: p.workspaceId, slug: p.slug, name: p.name, integration_id: p.integrationId, note: p.note, status: 'active', created_at: now, updated_at: now };
+  await cp.repo.insert('cp_providers', { ...row });
+  cp.invalidate();
+  return presentProvider(row);
+}
+
+/** An integration the workspace may point a provider at: its own or an organisation-wide one. */
+async function usableIntegration(ctx: RequestContext, cp: ControlPlane, workspaceId: string, id: string) {
+  const row = await cp.repo.integration(id);
+  if (row === undefined || !canSee(ctx, row.workspace_id) || (row.workspace_id !== null && row.workspace_id !== workspaceId)) throw notFound('integration', id, 'integration_id');
+  return row;
+}
+
+/** Looks a provider up in the caller's workspace (or, for organisation keys, any workspace by id). */
+async function visibleProvider(ctx: RequestContext, cp: ControlPlane, ref: string): Promise<ProviderRow> {
+  const own = ctx.auth?.workspaceId ?? null;
+  const workspaceId = own ?? (await workspaceFor(ctx, cp, ctx.header('x-gateway-workspace') || undefined, 'x-gateway-workspace'));
+  const row = (await cp.repo.provider(workspaceId, ref)) ?? (own === null ? await providerById(cp, ref) : undefined);
+  if (row === undefined) throw notFound('provider', ref);
+  return row;
+}
+
+async function providerById(cp: ControlPlane, id: string): Promise<ProviderRow | undefined> {
+  const rows = await cp.repo.db().all<ProviderRow>('SELECT * FROM cp_providers WHERE id = ?', [id]);
+  return rows[0] === undefined ? undefined : { ...rows[0], created_at: Number(rows[0].created_at), updated_at: Number(rows[0].updated_at) };
+}
+
+export const providerRoutes: AdminRoute[] = [
+  {
+    name: 'providers.create',
+    method: 'POST',
+    path: '/providers',
+    scope: 'providers.create',
+    async handler(ctx, cp) {
+      const body = parseBody(ctx, CreateBody);
+      const workspaceId = await workspaceFor(ctx, cp, body.workspace_id);
+      const integration = await usableIntegration(ctx, cp, workspaceId, body.integration_id);
+      const slug = body.slug ?? `${integration.provider.replace(/[^a-z0-9-]/g, '')}-${randomSlug(6)}`;
+      if ((await cp.repo.provider(workspaceId, slug)) !== undefined) throw conflict(`A provider with slug "@${slug}" exists in this workspace.`, 'slug');
+      return ok(await insertProvider(cp, { workspaceId, slug, name: body.name, integrationId: integration.id, note: body.note ?? null }));
+    },
+  },
+  {
+    name: 'providers.list',
+    method: 'GET',
+    path: '/providers',
+    scope: 'providers.read',
+    async handler(ctx, cp) {
+      const q = parseQuery(ctx, ListQuery);
+      const workspaceId = await workspaceFor(ctx, cp, q.workspace_id);
+      return listResponse(await cp.repo.providers(workspaceId, pageOf(q)), presentProvider);
+    },
+  },
+  {
+    name: 'providers.get',
+    method: 'GET',
+    path: '/providers/:id',
+    scope: 'providers.read',
+    async handler(ctx, cp) {
+      return ok(presentProvider(await visibleProvider(ctx, cp, ctx.params!.id!)));
+    },
+  },
+  {
+    name: 'providers.update',
+    method: 'PUT',
+    path: '/providers/:id',
+    scope: 'providers.update',
+    async handler(ctx, cp) {
+      const row = await visibleProvider(ctx, cp, ctx.params!.id!);
+      const body = parseBody(ctx, UpdateBody);
+      const patch: Record<string, unknown> = { updated_at: cp.now() };
+      if (body.name !== undefined) patch.name = body.name;
+      if (body.note !== undefined) patch.note = body.note;
+      if (body.status !== undefined) patch.status = body.status;
+      if (body.integration_id !== undefined) patch.integration_id = (await usableIntegration(ctx, cp, row.workspace_id, body.integration_id)).id;
+      await cp.repo.update('cp_providers', { id: row.id }, patch);
+      cp.invalidate();
+      return ok(presentProvider((await cp.repo.provider(row.workspace_id, row.id))!));
+    },
+  },
+  {
+    name: 'providers.delete',
+    method: 'DELETE',
+    path: '/providers/:id',
+    scope: 'providers.delete',
+    async handler(ctx, cp) {
+      const row = await visibleProvider(ctx, cp, ctx.params!.id!);
+      await cp.repo.deleteProvider(row.id);
+      cp.invalidate();
+      return ok({ id: row.id, object: 'provider', deleted: true });
+    },
+  },
+];

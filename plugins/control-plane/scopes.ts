@@ -1,0 +1,47 @@
+/**
+ * The scope catalogue. A scope is `<resource>.<action>`; grants may use
+ * wildcards (`*`, `configs.*`, `*.rotate`), matched by core's `hasScope`.
+ */
+export const ADMIN_RESOURCES = ['organisation', 'workspaces', 'members', 'api_keys', 'integrations', 'providers', 'configs'] as const;
+export const ACTIONS = ['create', 'read', 'update', 'delete'] as const;
+
+/** Every scope a key may be given. */
+export const ALL_SCOPES: readonly string[] = Object.freeze([
+  ...ADMIN_RESOURCES.flatMap((r) => ACTIONS.map((a) => `${r}.${a}`)),
+  'api_keys.rotate',
+  'completions.write',
+  'logs.read',
+  'agents.invoke',
+]);
+
+const KNOWN = new Set(ALL_SCOPES);
+const RESOURCES = new Set<string>([...ADMIN_RESOURCES, 'completions', 'logs', 'agents']);
+const ACTION_NAMES = new Set<string>([...ACTIONS, 'rotate', 'write', 'invoke']);
+
+/** Whether a scope, possibly with a wildcard, names something in the catalogue. */
+export function isKnownScope(scope: string): boolean {
+  if (scope === '*' || KNOWN.has(scope)) return true;
+  const dot = scope.indexOf('.');
+  if (dot === -1) return false;
+  const resource = scope.slice(0, dot);
+  const action = scope.slice(dot + 1);
+  if (action === '*') return RESOURCES.has(resource);
+  if (resource === '*') return ACTION_NAMES.has(action);
+  return false;
+}
+
+const read = (...resources: string[]) => resources.map((r) => `${r}.read`);
+const all = (...resources: string[]) => resources.map((r) => `${r}.*`);
+
+/** What a workspace role may do in its workspace; also the default scopes of a key of that role. */
+export const ROLE_SCOPES: Readonly<Record<string, readonly string[]>> = Object.freeze({
+  member: Object.freeze(['completions.write', 'logs.read', ...read('workspaces', 'providers', 'configs')]),
+  manager: Object.freeze(['completions.write', 'logs.read', 'agents.invoke', 'api_keys.rotate', ...read('workspaces', 'members', 'api_keys', 'integrations'), ...all('providers', 'configs')]),
+  admin: Object.freeze(['completions.write', 'logs.read', 'agents.invoke', ...read('workspaces'), ...all('members', 'api_keys', 'integrations', 'providers', 'configs')]),
+});
+
+/** Default scopes by key type, when a create request names none. */
+export function defaultScopes(type: string, role: string): readonly string[] {
+  if (type === 'organisation-service') return ALL_SCOPES;
+  return ROLE_SCOPES[role] ?? ROLE_SCOPES.member!;
+}

@@ -1,0 +1,246 @@
+import { GatewayError, type AuthInfo, type RequestContext, type Target } from '../../core/index.js';
+import { buildTarget, parseConfig } from '../config/index.js';
+import { TtlCache } from './cache.js';
+import { applySecretMappings, openCredentials, type SecretMapping } from './credentials.js';
+import { hashSecret } from './keys.js';
+import { ControlPlaneRepository, type ApiKeyRow, type WorkspaceRow } from './repository.js';
+import { ROLE_SCOPES } from './scopes.js';
+import type { SecretBox } from './secret-box.js';
+import type { SqlClient } from '../stores/sql/client.js';
+
+export interface OrgSettings {
+  user_api_key_rotation_period: 'weekly' | 'monthly' | null;
+  user_api_key_auto_create: boolean;
+  session_settings: { max_session_ttl: number | null };
+}
+
+export const DEFAULT_SETTINGS: OrgSettings = Object.freeze({
+  user_api_key_rotation_period: null,
+  user_api_key_auto_create: false,
+  session_settings: Object.freeze({ max_session_ttl: null }),
+}) as OrgSettings;
+
+export interface RotationPolicy {
+  rotation_period: 'weekly' | 'monthly' | null;
+  next_rotation_at: string | null;
+  key_transition_period_ms: number | null;
+}
+
+/** A stored key as the request path needs it, built once per cache fill. */
+interface KeyEntry {
+  id: string;
+  auth: AuthInfo;
+  status: string;
+  hash: string;
+  previousHash: string | null;
+  previousExpiresAt: number | null;
+  expiresAt: number | null;
+  rotationDueAt: number | null;
+  rotationDeadline: number | null;
+  workspaceId: string | null;
+}
+
+/** A provider slug resolved to its provider and credentials. */
+interface ProviderEntry {
+  target: Target;
+  /** Per-model base URLs from the integration's models. */
+  modelHosts: ReadonlyMap<string, string> | null;
+}
+
+export interface ControlPlaneDeps {
+  db: () => SqlClient;
+  box: () => SecretBox;
+  now: () => number;
+  cacheTtlMs: number;
+  secretsDir: string;
+}
+
+const MAX_CACHED = 10_000;
+
+/**
+ * The control plane's state as the request path sees it: stored keys,
+ * workspaces, provider slugs and saved configs, each read through a short
+ * TTL cache. Admin writes call `invalidate()`, so this instance sees them at
+ * once and other instances within `cacheTtlMs`.
+ */
+export class ControlPlane {
+  readonly repo: ControlPlaneRepository;
+  readonly now: () => number;
+  readonly #deps: ControlPlaneDeps;
+  readonly #keys: TtlCache<KeyEntry | null>;
+  readonly #workspaces: TtlCache<WorkspaceRow | null>;
+  readonly #providers: TtlCache<ProviderEntry | null>;
+  readonly #configs: TtlCache<Target | null>;
+  readonly #settings: TtlCache<OrgSettings>;
+
+  constructor(deps: ControlPlaneDeps) {
+    this.#deps = deps;
+    this.now = deps.now;
+    this.repo = new ControlPlaneRepository(deps.db);
+    const cache = <V>() => new TtlCache<V>(deps.cacheTtlMs, MAX_CACHED, deps.now);
+    this.#keys = cache();
+    this.#workspaces = cache();
+    this.#providers = cache();
+    this.#configs = cache();
+    this.#settings = cache();
+  }
+
+  get box(): SecretBox {
+    return this.#deps.box();
+  }
+
+  /** Drops every cached lookup; called after each admin write. */
+  invalidate(): void {
+    this.#keys.clear();
+    this.#workspaces.clear();
+    this.#providers.clear();
+    this.#configs.clear();
+    this.#settings.clear();
+  }
+
+  settings(): OrgSettings | Promise<OrgSettings> {
+    return this.#settings.get('org', async () => {
+      const org = await this.repo.organisation();
+      return org === undefined ? DEFAULT_SETTINGS : { ...DEFAULT_SETTINGS, ...(JSON.parse(org.settings) as Partial<OrgSettings>) };
+    });
+  }
+
+  workspace(idOrSlug: string): WorkspaceRow | null | Promise<WorkspaceRow | null> {
+    return this.#workspaces.get(idOrSlug, async () => (await this.repo.workspace(idOrSlug)) ?? null);
+  }
+
+  /**
+   * The workspace a request acts in: the key's own, or for an organisation-wide key the one
+   * named by `x-gateway-workspace`, else the default workspace.
+   */
+  async requestWorkspace(ctx: RequestContext): Promise<string | null> {
+    const own = ctx.auth?.workspaceId;
+    if (own) return own;
+    const named = ctx.header('x-gateway-workspace');
+    const ws = await this.workspace(named !== undefined && named !== '' ? named : 'default');
+    if (ws === null) {
+      if (named !== undefined && named !== '') throw new GatewayError('not_found', `No workspace "${named.slice(0, 64)}".`, { param: 'x-gateway-workspace' });
+      return null;
+    }
+    return ws.id;
+  }
+
+  /**
+   * Authenticates a stored API key. Undefined when the secret is not a
+   * stored key (another auth tap may know it); throws 401/403 when it is one
+   * that may not be used now.
+   */
+  async authenticate(secret: string, ctx: RequestContext): Promise<AuthInfo | undefined> {
+    const hash = hashSecret(secret);
+    const entry = await this.#keys.get(hash, async () => {
+      const row = await this.repo.apiKeyByHash(hash);
+      return row === undefined ? null : this.#keyEntry(row);
+    });
+    if (entry === null) return undefined;
+    const now = this.now();
+    if (entry.status !== 'active') throw new GatewayError('unauthorized', 'This API key is disabled.', { param: 'x-gateway-api-key' });
+    if (entry.expiresAt !== null && now >= entry.expiresAt) {
+      throw new GatewayError('unauthorized', `This API key expired at ${iso(entry.expiresAt)}.`, { param: 'x-gateway-api-key' });
+    }
+    if (hash !== entry.hash) {
+      // The previous secret of a rotated key: valid only during the transition period.
+      if (entry.previousExpiresAt === null || now >= entry.previousExpiresAt) {
+        throw new GatewayError('unauthorized', `This API key was rotated; its previous secret stopped working at ${iso(entry.previousExpiresAt ?? 0)}. Use the new secret.`, {
+          param: 'x-gateway-api-key',
+        });
+      }
+      ctx.responseHeaders['x-gateway-api-key-expires-at'] = iso(entry.previousExpiresAt);
+    }
+    if (entry.rotationDueAt !== null && now >= entry.rotationDueAt) {
+      if (now >= entry.rotationDeadline!) {
+        throw new GatewayError(
+          'unauthorized',
+          `This API key's rotation was due at ${iso(entry.rotationDueAt)} and its grace period ended at ${iso(entry.rotationDeadline!)}; rotate it (POST /v1/api-keys/${entry.id}/rotate) with another admin key.`,
+          { param: 'x-gateway-api-key' },
+        );
+      }
+      ctx.responseHeaders['x-gateway-api-key-rotation-due'] = iso(entry.rotationDeadline!);
+    }
+    if (entry.workspaceId !== null) {
+      const ws = await this.workspace(entry.workspaceId);
+      if (ws === null || ws.status !== 'active') throw new GatewayError('forbidden', 'The workspace of this API key is archived.', { param: 'x-gateway-api-key' });
+    }
+    return entry.auth;
+  }
+
+  async #keyEntry(row: ApiKeyRow): Promise<KeyEntry> {
+    let role = row.type === 'organisation-service' ? 'admin' : 'manager';
+    let scopes = JSON.parse(row.scopes) as string[];
+    if (row.type === 'workspace-user' && row.user_id !== null && row.workspace_id !== null) {
+      // A user key acts with its owner's current role: never more than the role allows.
+      const member = await this.repo.member(row.workspace_id, row.user_id);
+      role = member?.role ?? 'none';
+      const allowed = ROLE_SCOPES[role] ?? [];
+      scopes = scopes.filter((s) => allowed.includes(s) || allowed.includes(`${s.split('.')[0]}.*`));
+    }
+    const policy = row.rotation_policy === null ? null : (JSON.parse(row.rotation_policy) as RotationPolicy);
+    const dueAt = policy?.next_rotation_at ? Date.parse(policy.next_rotation_at) : null;
+    return {
+      id: row.id,
+      auth: Object.freeze({ keyId: row.id, workspaceId: row.workspace_id, scopes: Object.freeze(scopes), role, type: row.type, userId: row.user_id }),
+      status: row.status,
+      hash: row.key_hash,
+      previousHash: row.previous_hash,
+      previousExpiresAt: row.previous_expires_at,
+      expiresAt: row.expires_at,
+      rotationDueAt: dueAt,
+      rotationDeadline: dueAt === null ? null : dueAt + (policy?.key_transition_period_ms ?? 30 * 60_000),
+      workspaceId: row.workspace_id,
+    };
+  }
+
+  /** The target behind a provider slug (or virtual key) in a workspace; undefined when there is none. */
+  async providerTarget(ctx: RequestContext, workspaceId: string, ref: string): Promise<Target | undefined> {
+    const entry = await this.#providers.get(`${workspaceId}\n${ref}`, () => this.#loadProvider(workspaceId, ref));
+    if (entry === null) return undefined;
+    if (entry.modelHosts !== null) {
+      const model = typeof ctx.model === 'string' ? ctx.model : undefined;
+      const host = model === undefined ? undefined : entry.modelHosts.get(model);
+      if (host !== undefined) return { ...entry.target, custom_host: host };
+    }
+    return entry.target;
+  }
+
+  async #loadProvider(workspaceId: string, ref: string): Promise<ProviderEntry | null> {
+    const provider = await this.repo.provider(workspaceId, ref);
+    if (provider === undefined || provider.status !== 'active') return null;
+    const integration = await this.repo.integration(provider.integration_id);
+    if (integration === undefined || integration.status !== 'active') return null;
+    if (integration.workspace_id !== null && integration.workspace_id !== workspaceId) return null;
+    const creds = openCredentials(this.box, integration.id, integration.secret);
+    const target: Target = { ...(JSON.parse(integration.configurations) as Record<string, unknown>), ...(creds.configurations ?? {}), provider: integration.provider };
+    if (creds.key !== undefined) target.api_key = creds.key;
+    if (integration.secret_mappings !== null) {
+      await applySecretMappings(target, JSON.parse(integration.secret_mappings) as SecretMapping[], this.#deps.secretsDir).catch((err: Error) => {
+        throw new GatewayError('service_unavailable', `Provider @${provider.slug}: ${err.message}.`);
+      });
+    }
+    if (integration.pricing_multiplier !== null) target.pricing_multiplier = integration.pricing_multiplier;
+    let modelHosts: Map<string, string> | null = null;
+    for (const m of await this.repo.integrationModels(integration.id)) {
+      const host = m.configurations === null ? undefined : (JSON.parse(m.configurations) as { custom_host?: string }).custom_host;
+      if (host !== undefined) (modelHosts ??= new Map()).set(m.slug, host);
+    }
+    return { target: Object.freeze(target), modelHosts };
+  }
+
+  /** A saved config of a workspace (by id or slug), as a target tree; undefined when there is none. */
+  async configTarget(workspaceId: string, ref: string): Promise<Target | undefined> {
+    const target = await this.#configs.get(`${workspaceId}\n${ref}`, async () => {
+      const row = await this.repo.config(workspaceId, ref);
+      if (row === undefined || row.status !== 'active') return null;
+      const version = await this.repo.configVersion(row.id, row.version);
+      return version === undefined ? null : buildTarget(parseConfig(JSON.parse(version.body)));
+    });
+    return target ?? undefined;
+  }
+}
+
+export function iso(ms: number): string {
+  return new Date(ms).toISOString();
+}
