@@ -320,7 +320,8 @@ const TargetSchema = configLevel('target');
  */
 export const ConfigSchema = configLevel('root');
 
-const safeParseConfig = v.safeParser(ConfigSchema);
+/** Like {@link parseConfig}, without throwing: the valibot result with its issues. */
+export const safeParseConfig = v.safeParser(ConfigSchema);
 
 /**
  * Validates and normalises a config object (already JSON-decoded).

@@ -56,6 +56,8 @@ export interface ControlPlaneDeps {
 }
 
 const MAX_CACHED = 10_000;
+/** Role of a user key whose owner left the workspace: the key is refused. */
+const NO_MEMBER = 'none';
 
 /**
  * The control plane's state as the request path sees it: stored keys,
@@ -139,6 +141,7 @@ export class ControlPlane {
     if (entry === null) return undefined;
     const now = this.now();
     if (entry.status !== 'active') throw new GatewayError('unauthorized', 'This API key is disabled.', { param: 'x-gateway-api-key' });
+    if (entry.auth.role === NO_MEMBER) throw new GatewayError('unauthorized', 'The user of this API key is no longer a member of its workspace.', { param: 'x-gateway-api-key' });
     if (entry.expiresAt !== null && now >= entry.expiresAt) {
       throw new GatewayError('unauthorized', `This API key expired at ${iso(entry.expiresAt)}.`, { param: 'x-gateway-api-key' });
     }
@@ -174,7 +177,7 @@ export class ControlPlane {
     if (row.type === 'workspace-user' && row.user_id !== null && row.workspace_id !== null) {
       // A user key acts with its owner's current role: never more than the role allows.
       const member = await this.repo.member(row.workspace_id, row.user_id);
-      role = member?.role ?? 'none';
+      role = member?.role ?? NO_MEMBER;
       const allowed = ROLE_SCOPES[role] ?? [];
       scopes = scopes.filter((s) => allowed.includes(s) || allowed.includes(`${s.split('.')[0]}.*`));
     }

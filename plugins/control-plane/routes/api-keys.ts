@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { GatewayError, type RequestContext } from '../../../core/index.js';
+import { GatewayError, hasScope, type RequestContext } from '../../../core/index.js';
 import { checkGrantable, ExpiresAt, insertKey, KEY_TYPES, presentKey, RotationPolicySchema, rotateKey, Scopes, settleRotationPolicy } from '../api-keys.js';
 import type { ApiKeyRow } from '../repository.js';
 import { defaultScopes } from '../scopes.js';
@@ -72,7 +72,8 @@ export const apiKeyRoutes: AdminRoute[] = [
       } else if (body.user_id) {
         throw new GatewayError('invalid_request', "Invalid request body: 'user_id' is only for workspace-user keys.", { param: 'user_id' });
       }
-      const scopes = body.scopes ?? defaultScopes(body.type, role);
+      // Default scopes follow the type and role, trimmed to what the caller holds; explicit ones must all be held.
+      const scopes = body.scopes ?? defaultScopes(body.type, role).filter((s) => ctx.auth === null || hasScope(ctx.auth.scopes, s));
       checkGrantable(ctx, scopes);
       const policy = settleRotationPolicy(body.rotation_policy, body.type, await cp.settings(), cp.now(), null);
       const { row, secret } = await insertKey(cp, {

@@ -1,6 +1,7 @@
 import * as v from 'valibot';
-import { GatewayError, plainObject, type RequestContext } from '../../../core/index.js';
-import { parseConfig } from '../../config/index.js';
+import { GatewayError, issuePath, plainObject, type RequestContext } from '../../../core/index.js';
+import { formatConfigIssues } from '../../config/errors.js';
+import { safeParseConfig } from '../../config/schema.js';
 import { randomSlug } from '../keys.js';
 import type { ConfigRow, ConfigVersionRow } from '../repository.js';
 import type { ControlPlane } from '../service.js';
@@ -16,13 +17,10 @@ const ListQuery = v.strictObject({ ...PAGE_QUERY, workspace_id: v.optional(v.str
 
 /** Validates with the inline-config schema; a bad config is a 400 whose param is `config.<path>`. */
 function checkConfig(config: Record<string, unknown>): string {
-  try {
-    parseConfig(config);
-  } catch (err) {
-    if (err instanceof GatewayError) {
-      throw new GatewayError('invalid_request', `Invalid request body: 'config' ${err.message}`, { param: err.param ? `config.${err.param}` : 'config' });
-    }
-    throw err;
+  const result = safeParseConfig(config);
+  if (!result.success) {
+    const path = issuePath(result.issues[0]);
+    throw new GatewayError('invalid_request', `Invalid request body: ${formatConfigIssues(result.issues)}`, { param: path === '' ? 'config' : `config.${path}` });
   }
   return JSON.stringify(config);
 }
