@@ -99,9 +99,9 @@ function requestedProvider(target: Target): string | null {
 }
 
 /**
- * The stand-in for an integration's `pricing_adjustments.multiplier` until the control plane's
- * integrations exist: `pricing_multiplier` (or `pricing_adjustments.multiplier`) on the resolved target,
- * e.g. on a provider slug's entry in the server config's `providers`.
+ * An integration's `pricing_adjustments.multiplier`, which the control plane puts on the resolved
+ * target as `pricing_multiplier`; a provider slug in the server config's `providers` may set
+ * `pricing_multiplier` (or `pricing_adjustments.multiplier`) itself.
  */
 export function pricingMultiplier(target: Target): number {
   const direct = target.pricing_multiplier;
