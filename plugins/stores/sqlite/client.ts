@@ -29,7 +29,6 @@ export function sqliteClient(file: string): SqlClient {
   const values = (params: readonly unknown[] = []) => params.map((p) => (typeof p === 'boolean' ? (p ? 1 : 0) : p === undefined ? null : p));
 
   let lock: Promise<void> = Promise.resolve();
-  let inTransaction = false;
   const direct: SqlClient = {
     dialect: 'sqlite',
     async all<T>(sql: string, params?: readonly unknown[]) {
@@ -51,9 +50,11 @@ export function sqliteClient(file: string): SqlClient {
     transaction: () => Promise.reject(new Error('nested transactions are not supported')),
     close: async () => undefined,
   };
+  // Statements from outside a running transaction wait for it: on one connection they would
+  // otherwise join it, and be rolled back with it. Inside, the transaction uses `direct`.
   const guarded = <A extends unknown[], R>(fn: (...args: A) => Promise<R>) =>
     async (...args: A): Promise<R> => {
-      if (!inTransaction) await lock;
+      await lock;
       return fn(...args);
     };
 
@@ -67,7 +68,6 @@ export function sqliteClient(file: string): SqlClient {
       let release!: () => void;
       lock = new Promise<void>((r) => (release = r));
       await previous;
-      inTransaction = true;
       db.exec('BEGIN IMMEDIATE');
       try {
         const result = await fn(direct);
@@ -77,7 +77,6 @@ export function sqliteClient(file: string): SqlClient {
         db.exec('ROLLBACK');
         throw err;
       } finally {
-        inTransaction = false;
         release();
       }
     },

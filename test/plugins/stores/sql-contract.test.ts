@@ -62,6 +62,24 @@ function contract(name: string, open: () => Promise<SqlClient | null>) {
       expect(await db.get('SELECT id FROM items WHERE id = ?', ['t2'])).toBeUndefined();
     });
 
+    test('a statement from outside a transaction that rolls back is not rolled back with it', async () => {
+      if (db === null) return;
+      let entered!: () => void;
+      const inside = new Promise<void>((r) => (entered = r));
+      const failing = db.transaction(async (tx) => {
+        await tx.run('INSERT INTO items (id, n, at) VALUES (?, ?, ?)', ['rolled-back', 1, 0]);
+        entered();
+        await new Promise((r) => setTimeout(r, 20));
+        throw new Error('undo');
+      });
+      await inside;
+      const outside = db.run('INSERT INTO items (id, n, at) VALUES (?, ?, ?)', ['kept', 1, 0]);
+      await expect(failing).rejects.toThrow('undo');
+      await outside;
+      expect(await db.get('SELECT id FROM items WHERE id = ?', ['rolled-back'])).toBeUndefined();
+      expect(await db.get('SELECT id FROM items WHERE id = ?', ['kept'])).toEqual({ id: 'kept' });
+    });
+
     test('concurrent transactions do not lose updates', async () => {
       if (db === null) return;
       await db.run('INSERT INTO items (id, n, at) VALUES (?, ?, ?)', ['counter', 0, 0]);
