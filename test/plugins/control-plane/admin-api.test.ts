@@ -1,5 +1,5 @@
 import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -549,6 +549,36 @@ function suite(name: string, makeStore: () => Promise<(() => GatewayPlugin) | nu
       await expectOk(call('DELETE', `/providers/${p.id}`, keys.A!));
       await expectOk(call('DELETE', `/integrations/${i.id}`, keys.A!));
       expect((await call('GET', `/integrations/${i.id}`, keys.A!)).status).toBe(404);
+    });
+
+    test('secret mappings: the key read from an env variable or a file in the secrets directory, at request time', async () => {
+      if (skip()) return;
+      process.env.GATEWAY_SECRET_TEST_OPENAI = 'sk-from-env-0123456789';
+      await mkdir(join(dataDir, 'secrets'), { recursive: true });
+      await writeFile(join(dataDir, 'secrets', 'org.txt'), 'org-from-file\n');
+      const i = await expectOk(
+        call('POST', '/integrations', keys.A!, {
+          name: 'mapped',
+          ai_provider_id: 'openai',
+          configurations: { custom_host: mock.baseURL },
+          secret_mappings: [
+            { target_field: 'key', secret_reference: 'env:GATEWAY_SECRET_TEST_OPENAI' },
+            { target_field: 'configurations.openai_organization', secret_reference: 'file:org.txt', value_format: 'string' },
+          ],
+          create_default_provider: true,
+          default_provider_slug: 'mapped',
+        }),
+      );
+      expect(i.masked_key).toBeNull();
+      expect((await chat(keys.A!, { 'x-gateway-provider': '@mapped' })).status).toBe(200);
+      expect(mock.requests.at(-1)!.headers.authorization).toBe('Bearer sk-from-env-0123456789');
+      expect(mock.requests.at(-1)!.headers['openai-organization']).toBe('org-from-file');
+      // A missing secret is a 503 naming the reference, not the value.
+      delete process.env.GATEWAY_SECRET_TEST_OPENAI;
+      clock.now += 10_001; // past the cache TTL
+      const r = await chat(keys.A!, { 'x-gateway-provider': '@mapped' });
+      expect(r.status).toBe(503);
+      expect(r.body.error.message).toContain('env:GATEWAY_SECRET_TEST_OPENAI');
     });
 
     test('organisation-wide integrations are visible to workspaces, changeable only by organisation keys', async () => {
