@@ -1,5 +1,6 @@
 import * as v from 'valibot';
 import { GatewayError, parseOptions, plainObject, type GatewayPlugin, type RequestContext, type Target } from '../../core/index.js';
+import { CREDENTIALS } from '../config/tree.js';
 
 export const PLUGIN_NAME = 'provider-registry';
 
@@ -71,7 +72,7 @@ export function providerRegistry(options: ProviderRegistryOptions = {}): Gateway
           if (ref === null || entries.has(ref.name) || source === null) return next(ctx, resolveTarget(entries, target));
           return source.find(ctx, ref.name).then((entry) => {
             if (entry === undefined) throw unknownReference(ref);
-            return next(ctx, merge(entry, target));
+            return next(ctx, merge(entry, target, ref));
           });
         },
         REGISTRY_STAGE,
@@ -86,7 +87,7 @@ export function resolveTarget(entries: ReadonlyMap<string, Target>, target: Targ
   if (ref === null) return target;
   const entry = entries.get(ref.name);
   if (entry === undefined) throw unknownReference(ref);
-  return merge(entry, target);
+  return merge(entry, target, ref);
 }
 
 interface Reference {
@@ -108,8 +109,25 @@ function unknownReference(ref: Reference): GatewayError {
   return new GatewayError('not_found', `Unknown ${what} (slugs belong to a workspace: check the API key's workspace).`, { param: ref.param });
 }
 
-function merge(entry: Target, target: Target): Target {
+/** Fields that say where a request goes or with which credentials: a caller may not change them on a slug. */
+const GUARDED: ReadonlySet<string> = new Set<string>(CREDENTIALS);
+const isGuarded = (field: string) => GUARDED.has(field) || /^(aws|vertex|azure)_/.test(field);
+
+/**
+ * The entry's provider and credentials with the request's other settings
+ * (retry, cache, override_params…). A request may not move a slug elsewhere:
+ * its own `custom_host`, key or placement next to a slug would send the
+ * stored credentials to a host of the caller's choosing, so they are refused.
+ */
+function merge(entry: Target, target: Target, ref: Reference): Target {
   const { provider: _p, virtual_key: _v, ...own } = target;
+  for (const field in own) {
+    if (own[field] === undefined || !isGuarded(field) || own[field] === entry[field]) continue;
+    const what = ref.param === 'provider' ? `provider slug "@${ref.name.slice(0, 64)}"` : `virtual key "${ref.name.slice(0, 64)}"`;
+    throw new GatewayError('invalid_request', `"${field}" cannot be set with the ${what}: a slug's stored credentials only go where the slug points.`, {
+      param: field === 'custom_host' ? 'x-gateway-custom-host' : field,
+    });
+  }
   return { ...entry, ...stripUndefined(own), provider: entry.provider };
 }
 

@@ -76,3 +76,16 @@ test('a slug naming a provider that is not loaded fails at boot', async () => {
   await gwBad.close();
   expect(() => providerRegistry({ providers: { x: { provider: '@y' } } })).toThrow(/not another slug/);
 });
+
+test("a request cannot send a slug's credentials elsewhere: its own custom_host or key next to a slug is a 400", async () => {
+  const before = mock.requests.length;
+  const viaHeader = await chat({ 'x-gateway-provider': '@prod-openai', 'x-gateway-custom-host': 'http://127.0.0.1:9/v1' });
+  expect(viaHeader.status).toBe(400);
+  expect((await viaHeader.json()).error).toMatchObject({ code: 'invalid_request', param: 'x-gateway-custom-host' });
+  const viaConfig = await chat({ 'x-gateway-config': JSON.stringify({ provider: '@prod-openai', api_key: 'sk-mine' }) });
+  expect(viaConfig.status).toBe(400);
+  expect((await viaConfig.json()).error.param).toBe('api_key');
+  // The slug's own host, restated, is fine.
+  expect((await chat({ 'x-gateway-config': JSON.stringify({ provider: '@prod-openai', custom_host: mock.baseURL }) })).status).toBe(200);
+  expect(mock.requests.length).toBe(before + 1);
+});
