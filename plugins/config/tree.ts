@@ -5,7 +5,7 @@ import type { GatewayConfig } from './schema.js';
 const INHERITED = ['retry', 'cache', 'request_timeout', 'cb_config', 'forward_headers', 'strict_reference_compliance'] as const;
 
 /** Provider credentials and placement. Inherited only by a child on the same provider (or one naming none). */
-export const CREDENTIALS = [
+const CREDENTIALS = [
   'api_key',
   'custom_host',
   'virtual_key',

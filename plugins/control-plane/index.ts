@@ -132,9 +132,9 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
       });
 
       const providerSource: ProviderSource = {
-        async find(ctx, ref) {
+        async find(ctx, ref, target) {
           const workspaceId = await cp.requestWorkspace(ctx);
-          return workspaceId === null ? undefined : cp.providerTarget(ctx, workspaceId, ref);
+          return workspaceId === null ? undefined : cp.providerTarget(ctx, workspaceId, ref, target);
         },
       };
       const configSource: ConfigSource = {

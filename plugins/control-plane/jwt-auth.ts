@@ -1,6 +1,6 @@
-import { GatewayError, hasScope, type AuthInfo } from '../../core/index.js';
+import { GatewayError, type AuthInfo } from '../../core/index.js';
 import { JwtError, type JwtPayload } from './jwt.js';
-import { isKnownScope, ROLE_SCOPES } from './scopes.js';
+import { capScopes, isKnownScope, ROLE_SCOPES } from './scopes.js';
 import type { ControlPlane } from './service.js';
 
 /** Which claims carry the workspace, scopes, role and user. */
@@ -47,7 +47,7 @@ export async function authenticateJwt(cp: ControlPlane, verify: (token: string) 
   else if (typeof rawScopes === 'string') scopes = rawScopes.split(' ').filter((s) => s !== '');
   else if (Array.isArray(rawScopes) && rawScopes.every((s) => typeof s === 'string')) scopes = rawScopes as string[];
   else throw unauthorized(`Invalid JWT: the "${claims.scopes}" claim must be a space-separated string or an array of strings.`);
-  scopes = scopes.filter((s) => isKnownScope(s) && hasScope(allowed, s));
+  scopes = capScopes(scopes.filter(isKnownScope), allowed);
 
   const ttl = (await cp.settings()).session_settings.max_session_ttl;
   if (ttl !== null) {

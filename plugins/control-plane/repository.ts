@@ -146,9 +146,9 @@ export class ControlPlaneRepository {
     return (await client.all<Row>(sql, params)).map((r) => normalise<T>(r)!);
   }
 
-  async #paged<T>(from: string, params: readonly unknown[], order: string, page: Page): Promise<Paged<T>> {
+  async #paged<T>(from: string, params: readonly unknown[], order: string, page: Page, select = '*'): Promise<Paged<T>> {
     const count = await this.db().get<{ n: number | string }>(`SELECT COUNT(*) AS n ${from}`, params);
-    const data = await this.#all<T>(`SELECT * ${from} ORDER BY ${order} LIMIT ? OFFSET ?`, [...params, page.size, page.current * page.size]);
+    const data = await this.#all<T>(`SELECT ${select} ${from} ORDER BY ${order} LIMIT ? OFFSET ?`, [...params, page.size, page.current * page.size]);
     return { data, total: Number(count?.n ?? 0) };
   }
 
@@ -217,7 +217,9 @@ export class ControlPlaneRepository {
       [workspaceId],
       'm.created_at, m.user_id',
       page,
-    ).then((p) => p);
+      // Both tables have role and times: the member's must win.
+      'm.*, u.email, u.name',
+    );
   }
 
   async removeMember(workspaceId: string, userId: string): Promise<boolean> {
@@ -301,6 +303,11 @@ export class ControlPlaneRepository {
 
   provider(workspaceId: string, idOrSlug: string): Promise<ProviderRow | undefined> {
     return this.#get<ProviderRow>('SELECT * FROM cp_providers WHERE workspace_id = ? AND (id = ? OR slug = ?)', [workspaceId, idOrSlug, idOrSlug]);
+  }
+
+  /** Any workspace's provider by id: for organisation keys. */
+  providerById(id: string): Promise<ProviderRow | undefined> {
+    return this.#get<ProviderRow>('SELECT * FROM cp_providers WHERE id = ?', [id]);
   }
 
   providers(workspaceId: string, page: Page): Promise<Paged<ProviderRow>> {

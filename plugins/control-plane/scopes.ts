@@ -1,3 +1,5 @@
+import { hasScope } from '../../core/index.js';
+
 /**
  * The scope catalogue. A scope is `<resource>.<action>`; grants may use
  * wildcards (`*`, `configs.*`, `*.rotate`), matched by core's `hasScope`.
@@ -11,11 +13,12 @@ export const ALL_SCOPES: readonly string[] = Object.freeze([
   'api_keys.rotate',
   'completions.write',
   'logs.read',
+  'metrics.read',
   'agents.invoke',
 ]);
 
 const KNOWN = new Set(ALL_SCOPES);
-const RESOURCES = new Set<string>([...ADMIN_RESOURCES, 'completions', 'logs', 'agents']);
+const RESOURCES = new Set<string>([...ADMIN_RESOURCES, 'completions', 'logs', 'metrics', 'agents']);
 const ACTION_NAMES = new Set<string>([...ACTIONS, 'rotate', 'write', 'invoke']);
 
 /** Whether a scope, possibly with a wildcard, names something in the catalogue. */
@@ -39,6 +42,20 @@ export const ROLE_SCOPES: Readonly<Record<string, readonly string[]>> = Object.f
   manager: Object.freeze(['completions.write', 'logs.read', 'agents.invoke', 'api_keys.rotate', ...read('workspaces', 'members', 'api_keys', 'integrations'), ...all('providers', 'configs')]),
   admin: Object.freeze(['completions.write', 'logs.read', 'agents.invoke', ...read('workspaces'), ...all('members', 'api_keys', 'integrations', 'providers', 'configs')]),
 });
+
+/**
+ * `granted` narrowed to what `allowed` permits: a scope `allowed` covers is
+ * kept; a wider one (`configs.*`) becomes the allowed scopes it covers
+ * (`configs.read`), so a wildcard is narrowed rather than dropped.
+ */
+export function capScopes(granted: readonly string[], allowed: readonly string[]): string[] {
+  const out = new Set<string>();
+  for (const s of granted) {
+    if (hasScope(allowed, s)) out.add(s);
+    else for (const a of allowed) if (hasScope([s], a)) out.add(a);
+  }
+  return [...out];
+}
 
 /** Default scopes by key type, when a create request names none. */
 export function defaultScopes(type: string, role: string): readonly string[] {

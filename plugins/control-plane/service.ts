@@ -4,7 +4,7 @@ import { TtlCache } from './cache.js';
 import { applySecretMappings, openCredentials, type SecretMapping } from './credentials.js';
 import { hashSecret } from './keys.js';
 import { ControlPlaneRepository, type ApiKeyRow, type WorkspaceRow } from './repository.js';
-import { ROLE_SCOPES } from './scopes.js';
+import { capScopes, ROLE_SCOPES } from './scopes.js';
 import type { SecretBox } from './secret-box.js';
 import type { SqlClient } from '../stores/sql/client.js';
 
@@ -45,6 +45,9 @@ interface ProviderEntry {
   target: Target;
   /** Per-model base URLs from the integration's models. */
   modelHosts: ReadonlyMap<string, string> | null;
+  /** Models the integration lists as disabled. */
+  disabled: ReadonlySet<string> | null;
+  slug: string;
 }
 
 export interface ControlPlaneDeps {
@@ -120,7 +123,7 @@ export class ControlPlane {
     if (own) return own;
     const named = ctx.header('x-gateway-workspace');
     const ws = await this.workspace(named !== undefined && named !== '' ? named : 'default');
-    if (ws === null) {
+    if (ws === null || ws.status !== 'active') {
       if (named !== undefined && named !== '') throw new GatewayError('not_found', `No workspace "${named.slice(0, 64)}".`, { param: 'x-gateway-workspace' });
       return null;
     }
@@ -178,8 +181,7 @@ export class ControlPlane {
       // A user key acts with its owner's current role: never more than the role allows.
       const member = await this.repo.member(row.workspace_id, row.user_id);
       role = member?.role ?? NO_MEMBER;
-      const allowed = ROLE_SCOPES[role] ?? [];
-      scopes = scopes.filter((s) => allowed.includes(s) || allowed.includes(`${s.split('.')[0]}.*`));
+      scopes = capScopes(scopes, ROLE_SCOPES[role] ?? []);
     }
     const policy = row.rotation_policy === null ? null : (JSON.parse(row.rotation_policy) as RotationPolicy);
     const dueAt = policy?.next_rotation_at ? Date.parse(policy.next_rotation_at) : null;
@@ -197,16 +199,21 @@ export class ControlPlane {
     };
   }
 
-  /** The target behind a provider slug (or virtual key) in a workspace; undefined when there is none. */
-  async providerTarget(ctx: RequestContext, workspaceId: string, ref: string): Promise<Target | undefined> {
+  /**
+   * The target behind a provider slug (or virtual key) in a workspace; undefined when there is none.
+   * The model (the request target's `override_params.model`, else the body's) picks the integration's
+   * per-model host; a model the integration disables is a 403.
+   */
+  async providerTarget(ctx: RequestContext, workspaceId: string, ref: string, requested?: Target): Promise<Target | undefined> {
     const entry = await this.#providers.get(`${workspaceId}\n${ref}`, () => this.#loadProvider(workspaceId, ref));
     if (entry === null) return undefined;
-    if (entry.modelHosts !== null) {
-      const model = typeof ctx.model === 'string' ? ctx.model : undefined;
-      const host = model === undefined ? undefined : entry.modelHosts.get(model);
-      if (host !== undefined) return { ...entry.target, custom_host: host };
-    }
-    return entry.target;
+    if (entry.modelHosts === null && entry.disabled === null) return entry.target;
+    const override = (requested?.override_params as { model?: unknown } | undefined)?.model;
+    const model = typeof override === 'string' ? override : ctx.model;
+    if (model === null) return entry.target;
+    if (entry.disabled?.has(model)) throw new GatewayError('forbidden', `Model "${model.slice(0, 128)}" is disabled for provider @${entry.slug}.`, { param: 'model' });
+    const host = entry.modelHosts?.get(model);
+    return host === undefined ? entry.target : { ...entry.target, custom_host: host };
   }
 
   async #loadProvider(workspaceId: string, ref: string): Promise<ProviderEntry | null> {
@@ -215,7 +222,12 @@ export class ControlPlane {
     const integration = await this.repo.integration(provider.integration_id);
     if (integration === undefined || integration.status !== 'active') return null;
     if (integration.workspace_id !== null && integration.workspace_id !== workspaceId) return null;
-    const creds = openCredentials(this.box, integration.id, integration.secret);
+    let creds: ReturnType<typeof openCredentials>;
+    try {
+      creds = openCredentials(this.box, integration.id, integration.secret);
+    } catch {
+      throw new GatewayError('service_unavailable', `Provider @${provider.slug}: its integration's credentials cannot be decrypted with this gateway's encryption key.`);
+    }
     const target: Target = { ...(JSON.parse(integration.configurations) as Record<string, unknown>), ...(creds.configurations ?? {}), provider: integration.provider };
     if (creds.key !== undefined) target.api_key = creds.key;
     if (integration.secret_mappings !== null) {
@@ -225,11 +237,13 @@ export class ControlPlane {
     }
     if (integration.pricing_multiplier !== null) target.pricing_multiplier = integration.pricing_multiplier;
     let modelHosts: Map<string, string> | null = null;
+    let disabled: Set<string> | null = null;
     for (const m of await this.repo.integrationModels(integration.id)) {
+      if (m.enabled !== 1) (disabled ??= new Set()).add(m.slug);
       const host = m.configurations === null ? undefined : (JSON.parse(m.configurations) as { custom_host?: string }).custom_host;
       if (host !== undefined) (modelHosts ??= new Map()).set(m.slug, host);
     }
-    return { target: Object.freeze(target), modelHosts };
+    return { target: Object.freeze(target), modelHosts, disabled, slug: provider.slug };
   }
 
   /** A saved config of a workspace (by id or slug), as a target tree; undefined when there is none. */

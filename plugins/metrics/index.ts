@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import client from 'prom-client';
 import * as v from 'valibot';
-import { bearerToken, GatewayError, parseOptions, type GatewayPlugin, type RequestContext } from '../../core/index.js';
+import { bearerToken, requireScope, GatewayError, parseOptions, type GatewayPlugin, type RequestContext } from '../../core/index.js';
 import { LOG_STORE, type LogStoreService } from '../logs/index.js';
 import { attachObservers, DEFAULT_SCAN_LIMIT } from '../logs/observe.js';
 import { requestSummary } from '../logs/summary.js';
@@ -198,8 +198,8 @@ export function metrics(options: MetricsOptions = {}): GatewayPlugin {
           if (given === undefined || !timingSafeEqual(digest(given), tokenDigest)) {
             throw new GatewayError('unauthorized', 'Send the metrics token as Authorization: Bearer <token>.', { headers: { 'www-authenticate': 'Bearer realm="metrics"' } });
           }
-        } else if (ctx.auth !== null && !ctx.auth.scopes.includes('*') && !ctx.auth.scopes.includes(opts.scope)) {
-          throw new GatewayError('forbidden', `This API key lacks the "${opts.scope}" scope needed for ${ctx.path}.`);
+        } else {
+          requireScope(ctx, opts.scope);
         }
         const text = await registry.metrics();
         return { status: 200, headers: { 'content-type': registry.contentType, 'cache-control': 'no-store' }, body: text, observers: null };

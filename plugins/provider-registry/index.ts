@@ -1,6 +1,5 @@
 import * as v from 'valibot';
 import { GatewayError, parseOptions, plainObject, type GatewayPlugin, type RequestContext, type Target } from '../../core/index.js';
-import { CREDENTIALS } from '../config/tree.js';
 
 export const PLUGIN_NAME = 'provider-registry';
 
@@ -25,9 +24,13 @@ const OptionsSchema = v.strictObject({
  */
 export const PROVIDER_SOURCE = Symbol.for('gateway.provider-source');
 
-/** Finds the provider and credentials behind a slug (without `@`) or virtual key for a request; undefined when unknown. */
+/**
+ * Finds the provider and credentials behind a slug (without `@`) or virtual
+ * key for a request; undefined when unknown. `target` is the request's target
+ * naming the slug (its `override_params.model` may pick per-model settings).
+ */
 export interface ProviderSource {
-  find(ctx: RequestContext, ref: string): Promise<Target | undefined>;
+  find(ctx: RequestContext, ref: string, target: Target): Promise<Target | undefined>;
 }
 
 /** Entries are checked at boot: each needs a loaded `provider` name. */
@@ -70,7 +73,7 @@ export function providerRegistry(options: ProviderRegistryOptions = {}): Gateway
         (next) => (ctx, target) => {
           const ref = referenceOf(target);
           if (ref === null || entries.has(ref.name) || source === null) return next(ctx, resolveTarget(entries, target));
-          return source.find(ctx, ref.name).then((entry) => {
+          return source.find(ctx, ref.name, target).then((entry) => {
             if (entry === undefined) throw unknownReference(ref);
             return next(ctx, merge(entry, target, ref));
           });
@@ -109,9 +112,29 @@ function unknownReference(ref: Reference): GatewayError {
   return new GatewayError('not_found', `Unknown ${what} (slugs belong to a workspace: check the API key's workspace).`, { param: ref.param });
 }
 
-/** Fields that say where a request goes or with which credentials: a caller may not change them on a slug. */
-const GUARDED: ReadonlySet<string> = new Set<string>(CREDENTIALS);
-const isGuarded = (field: string) => GUARDED.has(field) || /^(aws|vertex|azure)_/.test(field);
+/**
+ * Fields that are credentials or build the upstream host: a caller may not change them on a slug.
+ * Path and version settings (`deployment_id`, `api_version`, `azure_entra_scope`, …) stay overridable.
+ */
+const GUARDED: ReadonlySet<string> = new Set([
+  'api_key',
+  'custom_host',
+  'resource_name',
+  'azure_endpoint_name',
+  'azure_region',
+  'azure_ad_token',
+  'azure_entra_tenant_id',
+  'azure_entra_client_id',
+  'azure_entra_client_secret',
+  'aws_access_key_id',
+  'aws_secret_access_key',
+  'aws_session_token',
+  'aws_region',
+  'vertex_project_id',
+  'vertex_region',
+  'vertex_service_account_json',
+]);
+const isGuarded = (field: string) => GUARDED.has(field);
 
 /**
  * The entry's provider and credentials with the request's other settings

@@ -1,5 +1,7 @@
 import { fork, spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
@@ -78,7 +80,8 @@ export async function startGateway(apiKey: string, logFile: string): Promise<Chi
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('GATEWAY_')));
   const out = openSync(logFile, 'w');
   const child = spawn(process.execPath, [...startFlags(), here('../../dist/server/main.js')], {
-    env: { ...inherited, PORT: String(port), GATEWAY_API_KEYS: apiKey, GATEWAY_LOG_LEVEL: 'info' },
+    // A fresh data dir: the control plane's SQLite file and key start empty, as on a first `npm start`.
+    env: { ...inherited, PORT: String(port), GATEWAY_API_KEYS: apiKey, GATEWAY_LOG_LEVEL: 'info', GATEWAY_DATA_DIR: mkdtempSync(join(tmpdir(), 'gw-bench-')), GATEWAY_BOOTSTRAP_KEY: `${apiKey}-bootstrap` },
     stdio: ['ignore', out, 'inherit'],
   });
   closeSync(out);

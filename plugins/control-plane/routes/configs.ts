@@ -42,7 +42,8 @@ function presentConfig(row: ConfigRow, version?: ConfigVersionRow) {
 
 async function visibleConfig(ctx: RequestContext, cp: ControlPlane, ref: string): Promise<ConfigRow> {
   const own = ctx.auth?.workspaceId ?? null;
-  const row = await cp.repo.config(own, ref);
+  // Organisation keys: any config by id, or by slug in the workspace they act in.
+  const row = (await cp.repo.config(own, ref)) ?? (own === null ? await cp.repo.config(await workspaceFor(ctx, cp, undefined), ref) : undefined);
   if (row === undefined) throw notFound('config', ref);
   return row;
 }

@@ -105,6 +105,11 @@ export async function workspaceFor(ctx: RequestContext, cp: ControlPlane, named:
     }
     return own;
   }
+  const header = ctx.header('x-gateway-workspace');
+  if ((named === undefined || named === null) && header !== undefined && header !== '') {
+    named = header;
+    param = 'x-gateway-workspace';
+  }
   const ws = await cp.workspace(named ?? 'default');
   if (ws === null) throw notFound('workspace', named ?? 'default', param);
   if (ws.status !== 'active') throw new GatewayError('invalid_request', `Workspace "${ws.slug}" is archived.`, { param });

@@ -128,6 +128,18 @@ async function visibleIntegration(ctx: RequestContext, cp: ControlPlane, id: str
   return row;
 }
 
+function openStored(cp: ControlPlane, row: IntegrationRow): SealedCredentials {
+  try {
+    return openCredentials(cp.box, row.id, row.secret);
+  } catch {
+    throw new GatewayError(
+      'conflict',
+      'The stored credentials of this integration cannot be decrypted with the current encryption key; send both "key" and "configurations" to replace them.',
+      { param: 'key' },
+    );
+  }
+}
+
 function checkProvider(providers: Registry<Provider>, name: string): void {
   if (!providers.has(name)) {
     throw new GatewayError('invalid_request', `Invalid request body: 'ai_provider_id' names no loaded provider ("${name.slice(0, 64)}"). Known: ${providers.names().join(', ')}.`, {
@@ -228,7 +240,8 @@ export function integrationRoutes(providers: Registry<Provider>): AdminRoute[] {
         if (body.pricing_adjustments !== undefined) patch.pricing_multiplier = body.pricing_adjustments?.multiplier ?? null;
         if (body.key !== undefined || body.configurations !== undefined) {
           // Unsent credentials stay as they were: a new key alone keeps the secret settings, and new settings keep the key.
-          const current = openCredentials(cp.box, row.id, row.secret);
+          // Replacing both needs no decryption: the way out when the encryption key was lost.
+          const current = body.key !== undefined && body.configurations !== undefined ? {} : openStored(cp, row);
           const configurations = body.configurations ?? { ...(JSON.parse(row.configurations) as Record<string, unknown>), ...(current.configurations ?? {}) };
           Object.assign(patch, credentialColumns(cp, row.id, body.key ?? current.key, configurations));
         }

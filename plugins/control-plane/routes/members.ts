@@ -1,8 +1,9 @@
 import * as v from 'valibot';
+import { GatewayError, hasScope, type RequestContext } from '../../../core/index.js';
 import { insertKey, presentKey, settleRotationPolicy } from '../api-keys.js';
 import { newId } from '../keys.js';
 import type { MemberRow } from '../repository.js';
-import { defaultScopes } from '../scopes.js';
+import { defaultScopes, ROLE_SCOPES } from '../scopes.js';
 import { PAGE_QUERY, conflict, iso, listResponse, notFound, ok, pageOf, parseBody, parseQuery, type AdminRoute } from './http.js';
 import { visibleWorkspace } from './workspaces.js';
 
@@ -17,6 +18,19 @@ const Email = v.pipe(v.string(), v.trim(), v.toLowerCase(), v.email('must be an 
 const AddBody = v.strictObject({ email: Email, name: v.nullish(v.pipe(v.string(), v.maxLength(200))), role: Role });
 const UpdateBody = v.strictObject({ role: Role });
 const ListQuery = v.strictObject({ ...PAGE_QUERY });
+
+/**
+ * A caller may only give a role whose powers it holds itself: otherwise a key
+ * with only `members.create` could add an admin (whose user key holds more).
+ */
+function checkAssignable(ctx: RequestContext, role: string): void {
+  const granted = ctx.auth?.scopes;
+  if (granted === undefined) return;
+  const missing = ROLE_SCOPES[role]!.find((s) => !hasScope(granted, s));
+  if (missing !== undefined) {
+    throw new GatewayError('forbidden', `This API key cannot give the "${role}" role: the role holds the "${missing}" scope, which the key lacks.`, { param: 'role' });
+  }
+}
 
 function presentMember(row: MemberRow) {
   return {
@@ -40,6 +54,7 @@ export const memberRoutes: AdminRoute[] = [
     async handler(ctx, cp) {
       const ws = await visibleWorkspace(ctx, cp, ctx.params!.id!);
       const body = parseBody(ctx, AddBody);
+      checkAssignable(ctx, body.role);
       const now = cp.now();
       let user = await cp.repo.userByEmail(body.email);
       if (user === undefined) {
@@ -98,6 +113,7 @@ export const memberRoutes: AdminRoute[] = [
     async handler(ctx, cp) {
       const ws = await visibleWorkspace(ctx, cp, ctx.params!.id!);
       const body = parseBody(ctx, UpdateBody);
+      checkAssignable(ctx, body.role);
       const changed = await cp.repo.update('cp_members', { workspace_id: ws.id, user_id: ctx.params!.userId! }, { role: body.role, updated_at: cp.now() });
       if (changed === 0) throw notFound('member', ctx.params!.userId!, 'userId');
       cp.invalidate();

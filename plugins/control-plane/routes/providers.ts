@@ -53,14 +53,9 @@ async function usableIntegration(ctx: RequestContext, cp: ControlPlane, workspac
 async function visibleProvider(ctx: RequestContext, cp: ControlPlane, ref: string): Promise<ProviderRow> {
   const own = ctx.auth?.workspaceId ?? null;
   const workspaceId = own ?? (await workspaceFor(ctx, cp, ctx.header('x-gateway-workspace') || undefined, 'x-gateway-workspace'));
-  const row = (await cp.repo.provider(workspaceId, ref)) ?? (own === null ? await providerById(cp, ref) : undefined);
+  const row = (await cp.repo.provider(workspaceId, ref)) ?? (own === null ? await cp.repo.providerById(ref) : undefined);
   if (row === undefined) throw notFound('provider', ref);
   return row;
-}
-
-async function providerById(cp: ControlPlane, id: string): Promise<ProviderRow | undefined> {
-  const rows = await cp.repo.db().all<ProviderRow>('SELECT * FROM cp_providers WHERE id = ?', [id]);
-  return rows[0] === undefined ? undefined : { ...rows[0], created_at: Number(rows[0].created_at), updated_at: Number(rows[0].updated_at) };
 }
 
 export const providerRoutes: AdminRoute[] = [

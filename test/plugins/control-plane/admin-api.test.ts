@@ -99,7 +99,7 @@ function suite(name: string, makeStore: () => Promise<(() => GatewayPlugin) | nu
       ids.A = (await expectOk(call('POST', '/workspaces', ADMIN, { name: 'Team A', slug: 'team-a' }))).id;
       ids.B = (await expectOk(call('POST', '/workspaces', ADMIN, { name: 'Team B', slug: 'team-b' }))).id;
       for (const ws of ['A', 'B']) {
-        const key = await expectOk(call('POST', '/api-keys', ADMIN, { type: 'workspace-service', name: `${ws} admin`, workspace_id: ids[ws], scopes: ['workspaces.*', 'members.*', 'api_keys.*', 'integrations.*', 'providers.*', 'configs.*', 'completions.write', 'logs.read'] }));
+        const key = await expectOk(call('POST', '/api-keys', ADMIN, { type: 'workspace-service', name: `${ws} admin`, workspace_id: ids[ws], scopes: ['workspaces.*', 'members.*', 'api_keys.*', 'integrations.*', 'providers.*', 'configs.*', 'completions.write', 'logs.read', 'agents.invoke'] }));
         keys[ws] = key.key;
         ids[`key${ws}`] = key.id;
       }
@@ -344,6 +344,9 @@ function suite(name: string, makeStore: () => Promise<(() => GatewayPlugin) | nu
       expect(list.data.map((x: Json) => x.email).sort()).toEqual(['ann@example.com', 'bob@example.com']);
       expect((await expectOk(call('PUT', `/workspaces/${ids.A}/members/${m.user_id}`, keys.A!, { role: 'admin' }))).role).toBe('admin');
       expect((await expectOk(call('GET', `/workspaces/${ids.A}/members/${m.user_id}`, keys.A!))).role).toBe('admin');
+      const relisted = await expectOk(call('GET', `/workspaces/${ids.A}/members`, keys.A!));
+      expect(relisted.data.find((x: Json) => x.user_id === m.user_id)).toMatchObject({ role: 'admin', email: 'bob@example.com' });
+      expect(relisted.data.find((x: Json) => x.email === 'ann@example.com').role).toBe('manager');
       expect((await expectOk(call('DELETE', `/workspaces/${ids.A}/members/${m.user_id}`, keys.A!))).deleted).toBe(true);
       expect((await call('GET', `/workspaces/${ids.A}/members/${m.user_id}`, keys.A!)).status).toBe(404);
     });
@@ -375,6 +378,24 @@ function suite(name: string, makeStore: () => Promise<(() => GatewayPlugin) | nu
       await expectOk(call('DELETE', `/api-keys/${created.id}`, keys.A!));
       expect((await call('GET', '/configs', created.key)).status).toBe(401);
       expect((await call('GET', `/api-keys/${created.id}`, keys.A!)).status).toBe(404);
+    });
+
+    test('a key cannot give a role whose scopes it lacks (no escalation through members or auto-created keys)', async () => {
+      if (skip()) return;
+      await expectOk(call('PUT', '/organisation/settings', ADMIN, { user_api_key_auto_create: true }));
+      try {
+        const inviter = await expectOk(call('POST', '/api-keys', keys.A!, { type: 'workspace-service', name: 'inviter', scopes: ['members.create', 'members.update'] }));
+        const r = await call('POST', `/workspaces/${ids.A}/members`, inviter.key, { email: 'mallory@example.com', role: 'admin' });
+        expect(r.status).toBe(403);
+        expect(r.body.error).toMatchObject({ code: 'forbidden', param: 'role' });
+        expect(r.body.error.message).toMatch(/"admin" role/);
+        expect((await call('POST', `/workspaces/${ids.A}/members`, inviter.key, { email: 'mallory@example.com', role: 'member' })).status).toBe(403);
+        expect((await call('PUT', `/workspaces/${ids.A}/members/${ids.user}`, inviter.key, { role: 'admin' })).status).toBe(403);
+        const list = await expectOk(call('GET', `/workspaces/${ids.A}/members`, keys.A!));
+        expect(list.data.map((m: Json) => m.email)).not.toContain('mallory@example.com');
+      } finally {
+        await expectOk(call('PUT', '/organisation/settings', ADMIN, { user_api_key_auto_create: false }));
+      }
     });
 
     test('a key cannot grant scopes it does not hold, nor create organisation keys from a workspace', async () => {
@@ -579,6 +600,51 @@ function suite(name: string, makeStore: () => Promise<(() => GatewayPlugin) | nu
       const r = await chat(keys.A!, { 'x-gateway-provider': '@mapped' });
       expect(r.status).toBe(503);
       expect(r.body.error.message).toContain('env:GATEWAY_SECRET_TEST_OPENAI');
+    });
+
+    test('integration models: a disabled model is refused through the slug; a per-model host applies to override_params.model too', async () => {
+      if (skip()) return;
+      const other = await startMockOpenAI();
+      try {
+        await expectOk(
+          call('PUT', `/integrations/${ids.integration}/integration-models`, keys.A!, { models: [{ slug: 'gpt-off', enabled: false }, { slug: 'gpt-special', configurations: { custom_host: other.baseURL } }] }),
+        );
+        const off = await call('POST', '/chat/completions', keys.A!, { model: 'gpt-off', messages: [{ role: 'user', content: 'hi' }] }, { 'x-gateway-provider': '@oa' });
+        expect(off.status).toBe(403);
+        expect(off.body.error).toMatchObject({ param: 'model' });
+        expect(off.body.error.message).toMatch(/disabled for provider @oa/);
+        const viaConfig = await chat(keys.A!, { 'x-gateway-config': JSON.stringify({ provider: '@oa', override_params: { model: 'gpt-special' } }) });
+        expect(viaConfig.status).toBe(200);
+        expect(other.requests).toHaveLength(1);
+        expect((await chat(keys.A!, { 'x-gateway-provider': '@oa' })).status).toBe(200);
+        expect(other.requests).toHaveLength(1);
+      } finally {
+        await expectOk(call('PUT', `/integrations/${ids.integration}/integration-models`, keys.A!, { models: [] }));
+        await other.close();
+      }
+    });
+
+    test('another encryption key: the request path says the credentials cannot be decrypted; replacing key and configurations recovers', async () => {
+      if (skip()) return;
+      const otherDir = await mkdtemp(join(tmpdir(), 'gw-cp-otherkey-'));
+      const second = await startGateway(store!, clock, otherDir, publicPem, mock.baseURL);
+      try {
+        await second.gateway.ready;
+        const i = await expectOk(call('POST', '/integrations', keys.A!, { name: 'rekey', ai_provider_id: 'openai', key: 'sk-rekey-0123456789', configurations: { custom_host: mock.baseURL }, create_default_provider: true, default_provider_slug: 'rekey' }));
+        const broken = await call('POST', '/chat/completions', keys.A!, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }, { 'x-gateway-provider': '@rekey' }, second.url);
+        expect(broken.status).toBe(503);
+        expect(broken.body.error.message).toMatch(/cannot be decrypted/);
+        expect((await call('PUT', `/integrations/${i.id}`, keys.A!, { name: 'renamed' }, {}, second.url)).status).toBe(200);
+        const half = await call('PUT', `/integrations/${i.id}`, keys.A!, { key: 'sk-rekey-new-0123456789' }, {}, second.url);
+        expect(half.status).toBe(409);
+        expect(half.body.error.message).toMatch(/send both "key" and "configurations"/);
+        await expectOk(call('PUT', `/integrations/${i.id}`, keys.A!, { key: 'sk-rekey-new-0123456789', configurations: { custom_host: mock.baseURL } }, {}, second.url));
+        const fixed = await call('POST', '/chat/completions', keys.A!, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }, { 'x-gateway-provider': '@rekey' }, second.url);
+        expect(fixed.status).toBe(200);
+        expect(mock.requests.at(-1)!.headers.authorization).toBe('Bearer sk-rekey-new-0123456789');
+      } finally {
+        await second.close();
+      }
     });
 
     test('organisation-wide integrations are visible to workspaces, changeable only by organisation keys', async () => {

@@ -4,7 +4,7 @@ import { settleRotationPolicy } from '../../../plugins/control-plane/api-keys.js
 import { TtlCache } from '../../../plugins/control-plane/cache.js';
 import { checkReference } from '../../../plugins/control-plane/credentials.js';
 import { addPeriod, hashSecret, maskKey, newSecret } from '../../../plugins/control-plane/keys.js';
-import { ALL_SCOPES, isKnownScope, ROLE_SCOPES } from '../../../plugins/control-plane/scopes.js';
+import { ALL_SCOPES, capScopes, isKnownScope, ROLE_SCOPES } from '../../../plugins/control-plane/scopes.js';
 import { DEFAULT_SETTINGS } from '../../../plugins/control-plane/service.js';
 
 describe('scopes', () => {
@@ -24,8 +24,17 @@ describe('scopes', () => {
 
   test('the catalogue and its wildcards are known; anything else is not', () => {
     for (const s of ALL_SCOPES) expect(isKnownScope(s)).toBe(true);
-    for (const s of ['*', 'configs.*', '*.rotate', 'agents.invoke', 'completions.write', 'logs.read']) expect(isKnownScope(s)).toBe(true);
+    for (const s of ['*', 'configs.*', '*.rotate', 'agents.invoke', 'completions.write', 'logs.read', 'metrics.read']) expect(isKnownScope(s)).toBe(true);
     for (const s of ['nope.read', 'configs.fly', '*.*x', 'configs', '']) expect(isKnownScope(s)).toBe(false);
+  });
+
+  test('capScopes narrows wildcards to what the role allows instead of dropping them', () => {
+    const member = ROLE_SCOPES.member!;
+    expect(capScopes(['configs.*'], member)).toEqual(['configs.read']);
+    expect(capScopes(['*'], member).sort()).toEqual([...member].sort());
+    expect(capScopes(['configs.read', 'configs.delete'], member)).toEqual(['configs.read']);
+    expect(capScopes(['configs.*'], ['configs.*'])).toEqual(['configs.*']);
+    expect(capScopes([], member)).toEqual([]);
   });
 
   test('each role can do what the role below it can', () => {
