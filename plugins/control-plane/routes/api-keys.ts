@@ -4,7 +4,7 @@ import { checkGrantable, ExpiresAt, insertKey, KEY_TYPES, presentKey, RotationPo
 import type { ApiKeyRow } from '../repository.js';
 import { defaultScopes } from '../scopes.js';
 import type { ControlPlane, RotationPolicy } from '../service.js';
-import { Description, Metadata, Name, PAGE_QUERY, listResponse, notFound, ok, optionalBody, pageOf, parseBody, parseQuery, requireOrgLevel, workspaceFor, type AdminRoute } from './http.js';
+import { patchOf, Description, Metadata, Name, PAGE_QUERY, listResponse, notFound, ok, optionalBody, pageOf, parseBody, parseQuery, requireOrgLevel, workspaceFor, type AdminRoute } from './http.js';
 import { MIN_TRANSITION_MS } from '../keys.js';
 
 const CreateBody = v.strictObject({
@@ -120,10 +120,7 @@ export const apiKeyRoutes: AdminRoute[] = [
     async handler(ctx, cp) {
       const row = await visibleKey(ctx, cp, ctx.params!.id!);
       const body = parseBody(ctx, UpdateBody);
-      const patch: Record<string, unknown> = { updated_at: cp.now() };
-      if (body.name !== undefined) patch.name = body.name;
-      if (body.description !== undefined) patch.description = body.description;
-      if (body.status !== undefined) patch.status = body.status;
+      const patch = patchOf(body, ['name', 'description', 'status'], cp.now());
       if (body.metadata !== undefined) patch.metadata = body.metadata === null ? null : JSON.stringify(body.metadata);
       if (body.expires_at !== undefined) patch.expires_at = body.expires_at === null ? null : Date.parse(body.expires_at);
       if (body.scopes !== undefined) {

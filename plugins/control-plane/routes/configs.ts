@@ -5,7 +5,7 @@ import { safeParseConfig } from '../../config/schema.js';
 import { randomSlug } from '../keys.js';
 import type { ConfigRow, ConfigVersionRow } from '../repository.js';
 import type { ControlPlane } from '../service.js';
-import { Name, PAGE_QUERY, Slug, conflict, iso, listResponse, notFound, ok, pageOf, parseBody, parseQuery, workspaceFor, type AdminRoute } from './http.js';
+import { patchOf, Name, PAGE_QUERY, Slug, conflict, iso, listResponse, notFound, ok, pageOf, parseBody, parseQuery, workspaceFor, type AdminRoute } from './http.js';
 
 const CreateBody = v.strictObject({ name: Name, slug: v.optional(Slug), config: plainObject('must be a config object'), workspace_id: v.nullish(v.string()) });
 const UpdateBody = v.strictObject({
@@ -117,9 +117,7 @@ export const configRoutes: AdminRoute[] = [
       const body = parseBody(ctx, UpdateBody);
       const text = body.config === undefined ? null : checkConfig(body.config);
       const now = cp.now();
-      const patch: Record<string, unknown> = { updated_at: now };
-      if (body.name !== undefined) patch.name = body.name;
-      if (body.status !== undefined) patch.status = body.status;
+      const patch = patchOf(body, ['name', 'status'], now);
       await cp.repo.db().transaction(async (tx) => {
         if (text !== null) {
           // Each update of the body is a new version; the version number is read inside the transaction so concurrent updates cannot share one.

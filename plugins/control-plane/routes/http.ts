@@ -128,6 +128,13 @@ export function canWrite(ctx: RequestContext, workspaceId: string | null): boole
   return own === null || workspaceId === own;
 }
 
+/** The columns an update sets: each listed field the body sent (null included), and `updated_at`. */
+export function patchOf(body: Record<string, unknown>, fields: readonly string[], now: number): Record<string, unknown> {
+  const patch: Record<string, unknown> = { updated_at: now };
+  for (const f of fields) if (body[f] !== undefined) patch[f] = body[f];
+  return patch;
+}
+
 export function iso(ms: number | null): string | null {
   return ms === null ? null : new Date(ms).toISOString();
 }

@@ -5,26 +5,7 @@ import { newId, randomSlug } from '../keys.js';
 import type { IntegrationModelRow, IntegrationRow } from '../repository.js';
 import type { ControlPlane } from '../service.js';
 import { insertProvider } from './providers.js';
-import {
-  Description,
-  Name,
-  PAGE_QUERY,
-  Slug,
-  canSee,
-  canWrite,
-  conflict,
-  forbidden,
-  iso,
-  json,
-  listResponse,
-  notFound,
-  ok,
-  pageOf,
-  parseBody,
-  parseQuery,
-  workspaceFor,
-  type AdminRoute,
-} from './http.js';
+import { patchOf, Description, Name, PAGE_QUERY, Slug, canSee, canWrite, conflict, forbidden, iso, json, listResponse, notFound, ok, pageOf, parseBody, parseQuery, workspaceFor, type AdminRoute } from './http.js';
 
 const SecretMappingSchema = v.strictObject({
   target_field: v.pipe(v.string(), v.regex(/^(key|configurations\.[a-z][a-z0-9_]*)$/, 'must be "key" or "configurations.<field>"')),
@@ -232,10 +213,7 @@ export function integrationRoutes(providers: Registry<Provider>): AdminRoute[] {
       async handler(ctx, cp) {
         const row = await visibleIntegration(ctx, cp, ctx.params!.id!, true);
         const body = parseBody(ctx, UpdateBody);
-        const patch: Record<string, unknown> = { updated_at: cp.now() };
-        if (body.name !== undefined) patch.name = body.name;
-        if (body.description !== undefined) patch.description = body.description;
-        if (body.status !== undefined) patch.status = body.status;
+        const patch = patchOf(body, ['name', 'description', 'status'], cp.now());
         if (body.secret_mappings !== undefined) patch.secret_mappings = body.secret_mappings === null ? null : JSON.stringify(body.secret_mappings);
         if (body.pricing_adjustments !== undefined) patch.pricing_multiplier = body.pricing_adjustments?.multiplier ?? null;
         if (body.key !== undefined || body.configurations !== undefined) {

@@ -3,7 +3,7 @@ import type { RequestContext } from '../../../core/index.js';
 import { newId, randomSlug } from '../keys.js';
 import type { ProviderRow } from '../repository.js';
 import type { ControlPlane } from '../service.js';
-import { PAGE_QUERY, Slug, canSee, conflict, iso, listResponse, notFound, ok, pageOf, parseBody, parseQuery, workspaceFor, type AdminRoute } from './http.js';
+import { patchOf, PAGE_QUERY, Slug, canSee, conflict, iso, listResponse, notFound, ok, pageOf, parseBody, parseQuery, workspaceFor, type AdminRoute } from './http.js';
 
 const Note = v.nullish(v.pipe(v.string(), v.maxLength(2000, 'must be at most 2000 characters')));
 const ProviderName = v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(200));
@@ -101,10 +101,7 @@ export const providerRoutes: AdminRoute[] = [
     async handler(ctx, cp) {
       const row = await visibleProvider(ctx, cp, ctx.params!.id!);
       const body = parseBody(ctx, UpdateBody);
-      const patch: Record<string, unknown> = { updated_at: cp.now() };
-      if (body.name !== undefined) patch.name = body.name;
-      if (body.note !== undefined) patch.note = body.note;
-      if (body.status !== undefined) patch.status = body.status;
+      const patch = patchOf(body, ['name', 'note', 'status'], cp.now());
       if (body.integration_id !== undefined) patch.integration_id = (await usableIntegration(ctx, cp, row.workspace_id, body.integration_id)).id;
       await cp.repo.update('cp_providers', { id: row.id }, patch);
       cp.invalidate();

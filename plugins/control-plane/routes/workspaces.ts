@@ -3,26 +3,7 @@ import { GatewayError, type RequestContext } from '../../../core/index.js';
 import { newId, randomSlug } from '../keys.js';
 import type { WorkspaceRow } from '../repository.js';
 import type { ControlPlane } from '../service.js';
-import {
-  Description,
-  Metadata,
-  Name,
-  PAGE_QUERY,
-  Slug,
-  forbidden,
-  conflict,
-  isOrgAdmin,
-  iso,
-  json,
-  listResponse,
-  notFound,
-  ok,
-  pageOf,
-  parseBody,
-  parseQuery,
-  requireOrgLevel,
-  type AdminRoute,
-} from './http.js';
+import { patchOf, Description, Metadata, Name, PAGE_QUERY, Slug, forbidden, conflict, isOrgAdmin, iso, json, listResponse, notFound, ok, pageOf, parseBody, parseQuery, requireOrgLevel, type AdminRoute } from './http.js';
 
 const Status = v.picklist(['active', 'archived'], 'must be "active" or "archived"');
 
@@ -124,9 +105,7 @@ export const workspaceRoutes: AdminRoute[] = [
     async handler(ctx, cp) {
       const row = await visibleWorkspace(ctx, cp, ctx.params!.id!);
       const body = parseBody(ctx, UpdateBody);
-      const patch: Record<string, unknown> = { updated_at: cp.now() };
-      if (body.name !== undefined) patch.name = body.name;
-      if (body.description !== undefined) patch.description = body.description;
+      const patch = patchOf(body, ['name', 'description'], cp.now());
       if (body.metadata !== undefined) patch.metadata = body.metadata === null ? null : JSON.stringify(body.metadata);
       if (body.status !== undefined && body.status !== row.status) {
         requireOrgLevel(ctx, 'Archiving or restoring a workspace');
