@@ -32,7 +32,6 @@ interface KeyEntry {
   auth: AuthInfo;
   status: string;
   hash: string;
-  previousHash: string | null;
   previousExpiresAt: number | null;
   expiresAt: number | null;
   rotationDueAt: number | null;
@@ -190,7 +189,6 @@ export class ControlPlane {
       auth: Object.freeze({ keyId: row.id, workspaceId: row.workspace_id, scopes: Object.freeze(scopes), role, type: row.type, userId: row.user_id }),
       status: row.status,
       hash: row.key_hash,
-      previousHash: row.previous_hash,
       previousExpiresAt: row.previous_expires_at,
       expiresAt: row.expires_at,
       rotationDueAt: dueAt,
