@@ -36,3 +36,20 @@ export async function requireService(service: string, url: string): Promise<bool
 export function uniquePrefix(name: string): string {
   return `test:${name}:${process.pid}:${Date.now().toString(36)}:${Math.random().toString(36).slice(2, 8)}:`;
 }
+
+/** A PostgreSQL schema name no other test run uses (lower case, so it needs no quoting). */
+export function uniqueSchema(name: string): string {
+  return `${name}_${process.pid}_${Date.now().toString(36)}`;
+}
+
+/** Drops a test's schema and everything in it. */
+export async function dropSchema(schema: string): Promise<void> {
+  const { default: pg } = await import('pg');
+  const c = new pg.Client({ connectionString: DATABASE_URL });
+  await c.connect();
+  try {
+    await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  } finally {
+    await c.end();
+  }
+}

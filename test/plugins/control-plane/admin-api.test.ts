@@ -2,7 +2,6 @@ import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { GatewayPlugin } from '../../../core/index.js';
 import { config } from '../../../plugins/config/index.js';
@@ -15,7 +14,7 @@ import { bedrock } from '../../../plugins/providers/bedrock/index.js';
 import { postgresStore } from '../../../plugins/stores/postgres/index.js';
 import { sqliteStore } from '../../../plugins/stores/sqlite/index.js';
 import { serveGateway } from '../../helpers/serve.js';
-import { DATABASE_URL, requireService } from '../../helpers/services.js';
+import { DATABASE_URL, dropSchema, requireService, uniqueSchema } from '../../helpers/services.js';
 import { startMockOpenAI, type MockUpstream } from '../../mocks/openai-upstream.js';
 
 const ADMIN = 'admin-bootstrap-key-0123456789';
@@ -735,16 +734,12 @@ suite('sqlite', async () => {
   return () => sqliteStore({ file: join(dir, 'gateway.db') });
 });
 
-const schema = `cp_${process.pid}_${Date.now().toString(36)}`;
+const schema = uniqueSchema('cp');
 suite('postgres', async () => {
   if (!(await requireService('PostgreSQL', DATABASE_URL))) return null;
   return () => postgresStore({ url: DATABASE_URL, schema });
 });
 
 afterAll(async () => {
-  if (!(await requireService('PostgreSQL', DATABASE_URL).catch(() => false))) return;
-  const c = new pg.Client({ connectionString: DATABASE_URL });
-  await c.connect();
-  await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-  await c.end();
+  if (await requireService('PostgreSQL', DATABASE_URL).catch(() => false)) await dropSchema(schema);
 });

@@ -1,4 +1,3 @@
-import pg from 'pg';
 import { afterAll, describe, expect, test } from 'vitest';
 import type { LogEntry } from '../../../plugins/logs/entry.js';
 import { LOG_MIGRATIONS, LOGS_NAMESPACE } from '../../../plugins/logs/store/migrations.js';
@@ -6,7 +5,7 @@ import { GROUP_COLUMNS, GROUP_KEYS, LogRepository, type GroupBy, type LogFilters
 import { postgresClient } from '../../../plugins/stores/postgres/client.js';
 import { migrate, type SqlClient } from '../../../plugins/stores/sql/client.js';
 import { sqliteClient } from '../../../plugins/stores/sqlite/client.js';
-import { DATABASE_URL, requireService } from '../../helpers/services.js';
+import { DATABASE_URL, dropSchema, requireService, uniqueSchema } from '../../helpers/services.js';
 import { bruteGroups, matches, sampleEntry, tempFile } from './helpers.js';
 
 /** A small deterministic PRNG (mulberry32), so both stores get the same rows on every run. */
@@ -208,13 +207,9 @@ contract('sqlite', async () => sqliteClient(await tempFile('contract.db')));
 
 describe('postgres', async () => {
   const available = await requireService('PostgreSQL', DATABASE_URL);
-  const schema = `logs_${process.pid}_${Date.now().toString(36)}`;
+  const schema = uniqueSchema('logs');
   afterAll(async () => {
-    if (!available) return;
-    const c = new pg.Client({ connectionString: DATABASE_URL });
-    await c.connect();
-    await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-    await c.end();
+    if (available) await dropSchema(schema);
   });
   contract('postgres', async () => (available ? postgresClient({ url: DATABASE_URL, schema }) : null));
 });

@@ -1,12 +1,11 @@
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { afterAll, describe, expect, test } from 'vitest';
 import { postgresClient } from '../../../plugins/stores/postgres/client.js';
 import { migrate, numberPlaceholders, splitStatements, type Migration, type SqlClient } from '../../../plugins/stores/sql/client.js';
 import { sqliteClient } from '../../../plugins/stores/sqlite/client.js';
-import { DATABASE_URL, requireService } from '../../helpers/services.js';
+import { DATABASE_URL, dropSchema, requireService, uniqueSchema } from '../../helpers/services.js';
 
 
 const MIGRATIONS: Migration[] = [
@@ -105,13 +104,9 @@ contract('sqlite', async () => sqliteClient(join(await mkdtemp(join(tmpdir(), 'g
 
 describe('postgres', async () => {
   const available = await requireService('PostgreSQL', DATABASE_URL);
-  const schema = `t_${process.pid}_${Date.now().toString(36)}`;
+  const schema = uniqueSchema('t');
   afterAll(async () => {
-    if (!available) return;
-    const c = new pg.Client({ connectionString: DATABASE_URL });
-    await c.connect();
-    await c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-    await c.end();
+    if (available) await dropSchema(schema);
   });
   contract('postgres', async () => (available ? postgresClient({ url: DATABASE_URL, schema }) : null));
 });
