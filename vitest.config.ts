@@ -1,6 +1,16 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
+const root = (path: string) => fileURLToPath(new URL(path, import.meta.url));
+
 export default defineConfig({
+  resolve: {
+    // The package's own name, as a plugin outside the repo imports it (docs examples): the sources, as in tsconfig's paths.
+    alias: [
+      { find: /^ai-gateway(\/sdk)?$/, replacement: root('./sdk/index.ts') },
+      { find: /^ai-gateway\/plugins\/(.*)\.js$/, replacement: root('./plugins/$1.ts') },
+    ],
+  },
   test: {
     include: ['test/**/*.test.ts'],
     testTimeout: 20_000,

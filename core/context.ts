@@ -49,6 +49,10 @@ export class RequestContext {
 
   /** The resolved routing target (may be a tree run by a strategy). */
   target: Target | null = null;
+  /** The leaf target being called (the last one, once the answer is in), as the config or headers named it: a `@slug`, a virtual key or a provider. */
+  leafTarget: Target | null = null;
+  /** The same leaf after `resolveTarget`: the provider and credentials actually called. Never log it whole. */
+  resolvedTarget: Target | null = null;
   /** The provider of the leaf target that answered (or is being called). */
   provider: Provider | null = null;
   /** Dotted index path of the target that answered, e.g. `0.1`. */
@@ -56,6 +60,9 @@ export class RequestContext {
   attempts: Attempt[] = [];
   /** Signal for the current upstream attempt, when an interceptor (timeout) narrows `signal`. */
   attemptSignal: AbortSignal | null = null;
+
+  /** Headers added to every upstream call of this request, after the provider's own (e.g. `traceparent`). Null when none. */
+  upstreamHeaders: Record<string, string> | null = null;
 
   /** Headers added to whatever response goes out (trace id, provider, cache status…). */
   readonly responseHeaders: Record<string, string> = {};

@@ -2,11 +2,12 @@ import 'reflect-metadata';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { container as rootContainer } from 'tsyringe';
-import { GatewayError } from './errors.js';
+import { GatewayError, registerErrorCode } from './errors.js';
+import { CORE_TARGET_FIELDS, TargetFields } from './fields.js';
 import { createHooks, type GatewayHooks } from './hooks.js';
 import { errorResponse, writeResponse } from './http/write-response.js';
 import { RequestContext } from './context.js';
-import { createLogger, flushLogger } from './logger.js';
+import { createLogger, flushLogger, redactPaths, withRedaction } from './logger.js';
 import { Pipeline } from './pipeline.js';
 import type { GatewayPlugin, PluginAPI, Registries } from './plugin.js';
 import { Registry } from './registry.js';
@@ -14,13 +15,18 @@ import { RouteTable } from './router.js';
 import { TOKENS } from './tokens.js';
 import type { Dispatch, GatewayOptions, Interceptor } from './types.js';
 import { UpstreamClient } from './upstream/client.js';
+import { checkGatewayApi } from './version.js';
 
 export interface CreateGatewayOptions {
   /** Plugins, applied in order. */
   plugins: readonly GatewayPlugin[];
   /** Core options; defaults in {@link DEFAULT_OPTIONS}. */
   options?: GatewayOptions;
-  /** Root logger; default: JSON lines to stdout at `info`. */
+  /**
+   * Root logger; default: JSON lines to stdout at `info`. The gateway logs
+   * through a child of it that censors the core's paths and every declared
+   * credential field (a child's redaction replaces its parent's).
+   */
   logger?: Logger;
 }
 
@@ -60,7 +66,19 @@ interface InterceptorEntry {
 /** Builds a gateway from plugins. Nothing is served until `ready` (handled automatically by `handler`). */
 export function createGateway(init: CreateGatewayOptions): Gateway {
   const options = Object.freeze({ ...DEFAULT_OPTIONS, ...stripUndefined(init.options ?? {}) });
-  const logger = init.logger ?? createLogger();
+  // What plugins declare is settled before any of them is applied: versions, fields, error codes.
+  const targetFields = new TargetFields();
+  targetFields.declare('core', CORE_TARGET_FIELDS);
+  const names = new Set<string>();
+  for (const plugin of init.plugins) {
+    if (names.has(plugin.name)) throw new Error(`plugin "${plugin.name}" is applied twice`);
+    names.add(plugin.name);
+    checkGatewayApi(plugin.name, plugin.gatewayApi);
+    if (plugin.targetFields !== undefined) targetFields.declare(plugin.name, plugin.targetFields);
+    for (const [code, spec] of Object.entries(plugin.errorCodes ?? {})) registerErrorCode(code, spec, plugin.name);
+  }
+  const paths = redactPaths(targetFields.credentials());
+  const logger = init.logger === undefined ? createLogger({ redact: paths }) : withRedaction(init.logger, paths);
   const hooks = createHooks();
   const registries: Registries = {
     providers: new Registry('provider'),
@@ -98,6 +116,7 @@ export function createGateway(init: CreateGatewayOptions): Gateway {
     ...registries,
     hooks,
     routes,
+    targetFields,
     logger,
     options,
     upstream,
@@ -111,6 +130,9 @@ export function createGateway(init: CreateGatewayOptions): Gateway {
     },
     resolve<T>(token: symbol): T {
       return container.resolve<T>(token);
+    },
+    tryResolve<T>(token: symbol): T | undefined {
+      return container.isRegistered(token, true) ? container.resolve<T>(token) : undefined;
     },
     internalRequest(request) {
       if (pipelineRef === null) return Promise.reject(new Error('internalRequest is only valid after boot'));
@@ -126,12 +148,7 @@ export function createGateway(init: CreateGatewayOptions): Gateway {
     },
   };
 
-  const names = new Set<string>();
-  for (const plugin of init.plugins) {
-    if (names.has(plugin.name)) throw new Error(`plugin "${plugin.name}" is applied twice`);
-    names.add(plugin.name);
-    plugin.apply(api);
-  }
+  for (const plugin of init.plugins) plugin.apply(api);
   booting = false;
   for (const r of Object.values(registries)) (r as Registry<unknown>).freeze();
   routes.freeze();
@@ -191,6 +208,7 @@ export function createGateway(init: CreateGatewayOptions): Gateway {
 
 /** Folds interceptors around the transport: lowest stage outermost, then registration order. */
 function compose(entries: InterceptorEntry[], transport: Dispatch): Dispatch {
+  // Stages are named in core/stages.ts (STAGES.interceptor); equal stages keep registration order.
   const sorted = [...entries].sort((a, b) => a.stage - b.stage || a.order - b.order);
   let dispatch = transport;
   for (let i = sorted.length - 1; i >= 0; i--) dispatch = sorted[i]!.interceptor(dispatch);

@@ -6,8 +6,9 @@ const { SyncHook, AsyncSeriesBailHook, AsyncSeriesWaterfallHook, AsyncParallelHo
 
 /**
  * Creates the lifecycle hooks of one gateway, in the order they run:
- * request → auth → resolveProvider → beforeRequest → (strategy → transport) → afterResponse → log.
- * Taps are added at boot only; tapable compiles each hook on first call.
+ * request → auth → resolveProvider → beforeRequest → strategy → (per leaf: resolveTarget →
+ * interceptors → transport) → afterResponse → log.
+ * Taps are added at boot only; tapable compiles each hook on first call. Stages: `STAGES` (core/stages.ts).
  */
 export function createHooks() {
   return Object.freeze({
@@ -19,6 +20,12 @@ export function createHooks() {
     resolveProvider: new AsyncSeriesBailHook<[RequestContext], Target | undefined>(['ctx']),
     /** Before the strategy, once per client request. Return a GatewayResponse to answer without calling upstream (cache hit); throw to reject. */
     beforeRequest: new AsyncSeriesBailHook<[RequestContext], GatewayResponse | undefined>(['ctx']),
+    /**
+     * Per leaf target a strategy runs, before the interceptors (so retry, breaker and timeout see the
+     * result): each tap returns the target to call, e.g. a provider slug replaced by the provider and
+     * credentials it stands for. Runs again for each leaf of a fallback, not for each retry.
+     */
+    resolveTarget: new AsyncSeriesWaterfallHook<[Target, RequestContext]>(['target', 'ctx']),
     /** After the upstream answered (or a before tap did). Each tap returns the response to pass on, possibly replaced or wrapped. */
     afterResponse: new AsyncSeriesWaterfallHook<[GatewayResponse, RequestContext]>(['response', 'ctx']),
     /** After the response ended. Taps run in parallel; never awaited by the response path, errors are logged. */
@@ -27,10 +34,3 @@ export function createHooks() {
 }
 
 export type GatewayHooks = ReturnType<typeof createHooks>;
-
-/** Tap stages, so a plugin can run before or after the defaults (webpack-style). */
-export const STAGE = Object.freeze({
-  EARLY: -100,
-  DEFAULT: 0,
-  LATE: 100,
-});

@@ -1,17 +1,33 @@
-/** The public plugin API. Plugins import from here and nowhere else in `core/`. */
+/**
+ * The core's public surface. Plugins reach it through the SDK (`sdk/index.ts`,
+ * published as `ai-gateway/sdk`), which re-exports all of this; the server and
+ * the tests may import it directly.
+ */
 export { createGateway, DEFAULT_OPTIONS, type CreateGatewayOptions, type Gateway } from './gateway.js';
 export { RequestContext } from './context.js';
-export { GatewayError, ERROR_CODES, toGatewayError, type ErrorCode, type ErrorEnvelope } from './errors.js';
-export { createHooks, STAGE, type GatewayHooks } from './hooks.js';
+export {
+  GatewayError,
+  CORE_ERROR_CODES,
+  errorCodeSpec,
+  toGatewayError,
+  type CoreErrorCode,
+  type ErrorCode,
+  type ErrorCodeSpec,
+  type ErrorEnvelope,
+} from './errors.js';
+export { CORE_TARGET_FIELDS, fieldSchema, TargetFields, type DeclaredField, type TargetField } from './fields.js';
+export { createHooks, type GatewayHooks } from './hooks.js';
+export { STAGES, type StageGroup } from './stages.js';
 export type { GatewayPlugin, PluginAPI, Registries } from './plugin.js';
 export { Registry } from './registry.js';
 export { RouteTable, type RouteMatch } from './router.js';
-export { TOKENS } from './tokens.js';
+export { serviceToken, TOKENS, type ServiceToken } from './tokens.js';
+export { GATEWAY_API_VERSION } from './version.js';
 export { childPath } from './paths.js';
 export { hasScope, requireScope } from './auth.js';
 export { abortable } from './abort.js';
 export { invalidBody, issuePath, parseOptions, plainObject } from './validate.js';
-export { createLogger, flushLogger, REDACT_PATHS, type Logger, type LoggerOptions } from './logger.js';
+export { createLogger, CORE_REDACT_PATHS, flushLogger, redactPaths, type Logger, type LoggerOptions } from './logger.js';
 export { HOP_BY_HOP, bearerToken, forwardableHeaders } from './http/headers.js';
 export { discardResponse, jsonResponse, errorResponse, readResponseBody } from './http/write-response.js';
 export { baseURL, effectiveBody, passThrough, requestBody } from './upstream/transport.js';

@@ -38,13 +38,15 @@ interface UsedHooks {
   auth: boolean;
   resolveProvider: boolean;
   beforeRequest: boolean;
+  resolveTarget: boolean;
   afterResponse: boolean;
   log: boolean;
 }
 
 /**
  * Runs one request through the lifecycle:
- * request → auth → body → resolveProvider → beforeRequest → strategy → transport → afterResponse → write → log.
+ * request → auth → body → resolveProvider → beforeRequest → strategy → (per leaf: resolveTarget →
+ * interceptors → transport) → afterResponse → write → log.
  */
 @injectable()
 export class Pipeline {
@@ -70,6 +72,7 @@ export class Pipeline {
       auth: h.auth.isUsed(),
       resolveProvider: h.resolveProvider.isUsed(),
       beforeRequest: h.beforeRequest.isUsed(),
+      resolveTarget: h.resolveTarget.isUsed(),
       afterResponse: h.afterResponse.isUsed(),
       log: h.log.isUsed(),
     };
@@ -235,7 +238,8 @@ export class Pipeline {
   }
 
   /**
-   * Runs a target: through its strategy when it has children, else one dispatch.
+   * Runs a target: through its strategy when it has children, else one leaf:
+   * resolveTarget, then the interceptor chain around the transport.
    * Strategies call back here for children, with paths built by `childPath`. The root's path is ''.
    */
   readonly runTarget = (ctx: RequestContext, target: Target, path: string): Promise<GatewayResponse> => {
@@ -244,7 +248,15 @@ export class Pipeline {
       return strategy.execute(ctx, target, this.runTarget, path);
     }
     ctx.targetPath = path === '' ? '0' : path;
-    return this.#dispatch!(ctx, target);
+    ctx.leafTarget = target;
+    if (!this.#used!.resolveTarget) {
+      ctx.resolvedTarget = target;
+      return this.#dispatch!(ctx, target);
+    }
+    return this.hooks.resolveTarget.promise(target, ctx).then((resolved) => {
+      ctx.resolvedTarget = resolved;
+      return this.#dispatch!(ctx, resolved);
+    });
   };
 
   /**

@@ -1,7 +1,10 @@
 import type { Logger } from 'pino';
+import type { ErrorCodeSpec } from './errors.js';
+import type { TargetField, TargetFields } from './fields.js';
 import type { GatewayHooks } from './hooks.js';
 import type { Registry } from './registry.js';
 import type { RouteTable } from './router.js';
+import type { ServiceToken } from './tokens.js';
 import type { Interceptor, Provider, Strategy, GatewayOptions } from './types.js';
 import type { UpstreamClient } from './upstream/client.js';
 import type { InternalRequest, InternalResponse } from './pipeline.js';
@@ -10,10 +13,26 @@ import type { InternalRequest, InternalResponse } from './pipeline.js';
  * A plugin: a name and an `apply` that registers taps, routes, providers,
  * strategies or services. `apply` runs once at boot and must be synchronous;
  * async set-up (connecting to a store, running migrations) goes in `api.onReady`.
+ * What a plugin brings besides code (target fields, error codes) it declares
+ * on the object, so the gateway knows it before any plugin is applied.
  */
 export interface GatewayPlugin {
   /** Unique, stable name, used in logs and errors. */
   readonly name: string;
+  /**
+   * The range of the plugin API this plugin needs (semver, e.g. `^1.0.0`),
+   * checked against {@link GATEWAY_API_VERSION} at boot: a mismatch stops the
+   * start with both versions named.
+   */
+  readonly gatewayApi?: string;
+  /**
+   * The target (config) fields this plugin reads, by name: their schema, and
+   * whether they are credentials or decide where a call goes. A config naming
+   * a field no loaded plugin declares is refused.
+   */
+  readonly targetFields?: Readonly<Record<string, TargetField>>;
+  /** Error codes this plugin raises, with their HTTP status and type. Building a GatewayError with an undeclared code throws. */
+  readonly errorCodes?: Readonly<Record<string, ErrorCodeSpec>>;
   apply(api: PluginAPI): void;
 }
 
@@ -35,21 +54,26 @@ export interface Registries {
 export interface PluginAPI extends Registries {
   readonly hooks: GatewayHooks;
   readonly routes: RouteTable;
-  /** Root logger; secrets are redacted at the paths in `REDACT_PATHS`. */
+  /** Every target field declared by the core and the loaded plugins (read-only; complete before any `apply`). */
+  readonly targetFields: TargetFields;
+  /** Root logger; secrets are redacted at the core's paths and at every declared credential field (`target.<field>`, `config.<field>`). */
   readonly logger: Logger;
   /** Core options with defaults filled in. */
   readonly options: Readonly<Required<GatewayOptions>>;
   /** The pooled upstream HTTP client, for plugins that call out (webhooks, embeddings). */
   readonly upstream: UpstreamClient;
   /**
-   * Wraps every leaf upstream call (retry, timeout, breaker). Lower `stage` is outermost.
-   * The chain is composed once, when boot finishes.
+   * Wraps every leaf upstream call (retry, timeout, breaker). Lower `stage` is
+   * outermost; pick one from `STAGES.interceptor` (default `DEFAULT`, inside the
+   * resilience chain). The chain is composed once, when boot finishes.
    */
   addInterceptor(name: string, interceptor: Interceptor, stage?: number): void;
-  /** Registers a shared service under a token (see `TOKENS`). */
-  provide<T>(token: symbol, value: T): void;
-  /** Returns a service registered with `provide`. Throws when absent. */
-  resolve<T>(token: symbol): T;
+  /** Registers a shared service under a token (`serviceToken<T>(name)`, or one of the SDK's). During `apply` only. */
+  provide<T>(token: ServiceToken<T>, value: T): void;
+  /** Returns a service registered with `provide`. Throws when absent. Call from `onReady` on: a provider may be applied after you. */
+  resolve<T>(token: ServiceToken<T>): T;
+  /** Like `resolve`, but undefined when no plugin provides the service (an optional collaborator). */
+  tryResolve<T>(token: ServiceToken<T>): T | undefined;
   /**
    * Makes a request through the gateway's own strategy, interceptors and
    * transport (logged, marked internal), e.g. an embedding for a cache.

@@ -96,8 +96,11 @@ export interface UpstreamResponse {
 export interface ProviderRoute {
   /** Path appended to the base URL, or a function of the request. */
   path: string | ((ctx: RequestContext, target: Target) => string);
-  /** Upstream body. Default: the client's bytes, or the re-serialised body when a plugin changed it. */
-  body?(ctx: RequestContext, target: Target): Buffer | string;
+  /**
+   * Upstream body. Default: the client's bytes, or the re-serialised body when a plugin changed it.
+   * May resolve later, for a body that needs I/O first (images fetched and inlined).
+   */
+  body?(ctx: RequestContext, target: Target): Buffer | string | Promise<Buffer | string>;
   /** Extra upstream headers for this route. */
   headers?(ctx: RequestContext, target: Target): Record<string, string>;
   /**
@@ -113,10 +116,23 @@ export interface ProviderRoute {
  */
 export interface Provider {
   name: string;
-  /** Default base URL, replaced by `custom_host`. No trailing slash. */
-  baseURL: string;
+  /**
+   * Where its routes' paths are appended. A string is the default base URL (no
+   * trailing slash), which a target's `custom_host` replaces. A function builds
+   * it from the target (a region, a resource name) and handles `custom_host`
+   * itself; it may throw a GatewayError naming a missing or bad field.
+   */
+  baseURL: string | ((target: Target, ctx: RequestContext) => string);
   /** Credential and scoping headers for any call to this provider (shaped routes and proxy). */
   authHeaders(target: Target, ctx: RequestContext): Record<string, string>;
+  /**
+   * The last step before a call to this provider is sent, once per attempt
+   * (a retry prepares again): sign the request, add a token fetched or cached
+   * for the target. It receives the request as built (URL, headers, body of a
+   * shaped route or of the generic proxy) and may change it in place. Only
+   * this provider's calls pay for it; the core awaits it only when it is set.
+   */
+  prepare?(request: UpstreamRequest, target: Target, ctx: RequestContext): void | Promise<void>;
   /** Shaped routes this provider serves, keyed by route name. */
   routes: Partial<Record<string, ProviderRoute>>;
 }

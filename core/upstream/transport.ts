@@ -9,7 +9,9 @@ import type { UpstreamClient } from './client.js';
 /**
  * The innermost dispatch: builds the upstream request from the target's
  * provider adapter (or the route's own forwarder, for the generic proxy),
- * sends it through the pooled client and maps the answer back.
+ * adds the headers the target forwards and the request's upstream headers,
+ * lets the provider prepare it (sign, add a token), sends it through the
+ * pooled client and maps the answer back.
  */
 export function createTransport(providers: Registry<Provider>, client: UpstreamClient): Dispatch {
   return async (ctx: RequestContext, target: Target): Promise<GatewayResponse> => {
@@ -27,11 +29,13 @@ export function createTransport(providers: Registry<Provider>, client: UpstreamC
       const headers = provider.authHeaders(target, ctx);
       headers['content-type'] = 'application/json';
       if (adapter.headers !== undefined) Object.assign(headers, adapter.headers(ctx, target));
+      const body = adapter.body !== undefined ? adapter.body(ctx, target) : requestBody(ctx, target);
       request = {
         method: route.method,
-        url: baseURL(target, provider) + (typeof adapter.path === 'string' ? adapter.path : adapter.path(ctx, target)),
+        url: baseURL(target, provider, ctx) + (typeof adapter.path === 'string' ? adapter.path : adapter.path(ctx, target)),
         headers,
-        body: adapter.body !== undefined ? adapter.body(ctx, target) : requestBody(ctx, target),
+        // Only a body that needs I/O first is a promise; the others cost no await.
+        body: body instanceof Promise ? await body : body,
       };
     } else if (route.forward !== undefined) {
       request = route.forward(ctx, target, provider);
@@ -41,6 +45,8 @@ export function createTransport(providers: Registry<Provider>, client: UpstreamC
 
     const forward = target.forward_headers;
     if (Array.isArray(forward)) forwardHeaders(ctx, forward as string[], request.headers);
+    if (ctx.upstreamHeaders !== null) Object.assign(request.headers, ctx.upstreamHeaders);
+    if (provider.prepare !== undefined) await provider.prepare(request, target, ctx);
 
     const started = performance.now();
     let upstream: UpstreamResponse;
@@ -55,11 +61,17 @@ export function createTransport(providers: Registry<Provider>, client: UpstreamC
   };
 }
 
-/** The target's base URL: `custom_host` when set, else the provider's default; never with a trailing slash. */
-export function baseURL(target: Target, provider: Provider): string {
+/**
+ * The base URL a target's calls go to: the provider's function of the target,
+ * or else `custom_host` when set, else the provider's default; never with a
+ * trailing slash.
+ */
+export function baseURL(target: Target, provider: Provider, ctx: RequestContext): string {
+  const base = provider.baseURL;
+  if (typeof base === 'function') return base(target, ctx);
   const custom = target.custom_host;
   if (typeof custom === 'string' && custom !== '') return custom.endsWith('/') ? custom.slice(0, -1) : custom;
-  return provider.baseURL;
+  return base;
 }
 
 /** The target's `override_params`, when it has any. */

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { GatewayError, parseOptions, type AuthInfo, type GatewayPlugin } from '../../core/index.js';
+import { type AuthInfo, GatewayError, type GatewayPlugin, parseOptions } from '../../sdk/index.js';
 import { StaticAuthOptionsSchema, type StaticAuthOptions } from './schema.js';
 
 export const PLUGIN_NAME = 'auth-static';

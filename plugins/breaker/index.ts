@@ -1,14 +1,30 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import * as v from 'valibot';
-import { GatewayError, parseOptions, type GatewayPlugin, type RequestContext, type Target } from '../../core/index.js';
+import { fieldSchema as f, GatewayError, parseOptions, STAGES, type ErrorCodeSpec, type GatewayPlugin, type RequestContext, type Target, type TargetField } from '../../sdk/index.js';
 import { redisBreakerState } from './redis-state.js';
 import { memoryBreakerState, type Admission, type BreakerState } from './state.js';
 
 export const PLUGIN_NAME = 'breaker';
 
-/** Interceptor stage: inside retry (each attempt counts), outside timeout (a timeout counts). */
-export const BREAKER_STAGE = -20;
+/** The config field this plugin reads: `cb_config`, inherited by every target that sets none, no part of what is answered. */
+export const BREAKER_FIELDS: Readonly<Record<string, TargetField>> = Object.freeze({
+  cb_config: {
+    schema: f.strictObject({
+      failure_threshold: f.integer(1),
+      cooldown_interval: f.number(30_000),
+      // Absent means "status codes above 500" (spec default); applied by the interceptor, not here.
+      failure_status_codes: v.optional(f.list(f.integer(100, 599), 'HTTP status codes')),
+    }),
+    inherit: 'always',
+    affectsAnswer: false,
+  },
+});
+
+/** The answer while a breaker is open: 503, so clients and fallbacks treat it as the target being down. */
+export const BREAKER_ERRORS: Readonly<Record<string, ErrorCodeSpec>> = Object.freeze({
+  circuit_open: { status: 503, type: 'server_error' },
+});
 
 /** Gateway errors that count as failures: the target is down, slow or garbled. */
 const FAILURE_ERRORS = new Set(['upstream_unreachable', 'upstream_invalid_response', 'upstream_timeout', 'request_timeout']);
@@ -49,8 +65,11 @@ export function breaker(options: BreakerOptions = {}): GatewayPlugin {
   const opts = parseOptions(PLUGIN_NAME, OptionsSchema, rest);
   return {
     name: PLUGIN_NAME,
+    targetFields: BREAKER_FIELDS,
+    errorCodes: BREAKER_ERRORS,
     apply(api) {
       let state: BreakerState = memoryBreakerState();
+      const credentials = [...api.targetFields.credentials()];
       if (opts.store === 'redis') {
         api.onReady(() => {
           const entry = api.stores.get('redis') as RedisStoreEntry | undefined;
@@ -71,7 +90,7 @@ export function breaker(options: BreakerOptions = {}): GatewayPlugin {
         (next) => async (ctx, target) => {
           const cb = target.cb_config as CbConfig | undefined;
           if (cb === undefined) return next(ctx, target);
-          const key = breakerKey(ctx, target);
+          const key = breakerKey(ctx, target, credentials);
           let admission: Admission;
           try {
             admission = await state.admit(key, cb.cooldown_interval, now());
@@ -99,7 +118,7 @@ export function breaker(options: BreakerOptions = {}): GatewayPlugin {
             throw err;
           }
         },
-        BREAKER_STAGE,
+        STAGES.interceptor.BREAKER,
       );
     },
   };
@@ -110,14 +129,22 @@ export function isFailureStatus(status: number, codes: readonly number[] | undef
   return codes !== undefined ? codes.includes(status) : status > 500;
 }
 
-/** Identity of a target for its breaker. The credential enters only as a digest. */
-export function breakerKey(ctx: RequestContext, target: Target): string {
+/**
+ * Identity of a target for its breaker: provider, base URL, model, and the
+ * values of its credential fields (`credentials`, the declared ones), which
+ * enter only through the digest.
+ */
+export function breakerKey(ctx: RequestContext, target: Target, credentials: readonly string[] = ['api_key']): string {
   const provider = target.provider ?? '';
   const host = typeof target.custom_host === 'string' ? target.custom_host : '';
   const override = target.override_params as Record<string, unknown> | undefined;
   const model = (override?.model as string | undefined) ?? ctx.model ?? '';
-  const credential = typeof target.api_key === 'string' ? target.api_key : '';
-  return createHash('sha256').update(`${provider}\n${host}\n${model}\n${credential}`).digest('hex').slice(0, 32);
+  const hash = createHash('sha256').update(`${provider}\n${host}\n${model}`);
+  for (const field of credentials) {
+    const value = target[field];
+    if (value !== undefined) hash.update(`\n${field}=${typeof value === 'string' ? value : JSON.stringify(value)}`);
+  }
+  return hash.digest('hex').slice(0, 32);
 }
 
 export default breaker;

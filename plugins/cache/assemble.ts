@@ -1,4 +1,4 @@
-import { SSEParser } from '../providers/openai-format/sse.js';
+import { SSEParser } from '../../sdk/index.js';
 
 interface ToolCallAcc {
   id: string | undefined;

@@ -1,4 +1,4 @@
-import type { BodyObserver } from '../../core/index.js';
+import type { BodyObserver } from '../../sdk/index.js';
 
 /**
  * Collects an answer's bytes as they go out to the client. Each chunk is only

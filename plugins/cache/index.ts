@@ -1,9 +1,8 @@
 import * as v from 'valibot';
-import { parseOptions, STAGE, type GatewayPlugin, type GatewayResponse, type RequestContext } from '../../core/index.js';
-import { extractUsage } from '../providers/openai-format/usage.js';
+import { extractUsage, fieldSchema as f, parseOptions, STAGES, type GatewayPlugin, type GatewayResponse, type RequestContext, type TargetField } from '../../sdk/index.js';
 import { assembleStream } from './assemble.js';
 import { captureObserver } from './capture.js';
-import { exactKey, partitionOf, REFRESH_HEADER, STATUS_HEADER } from './key.js';
+import { createTargetIdentity, exactKey, identityFields, partitionOf, REFRESH_HEADER, STATUS_HEADER } from './key.js';
 import { jsonHit, streamHit } from './replay.js';
 import { memoryCacheStore } from './stores/memory/index.js';
 import { CACHEABLE_ROUTES, STORE_NAMES, type CachedAnswer, type CacheLookup, type CacheMode, type CacheStatus, type CacheStore } from './types.js';
@@ -41,6 +40,16 @@ export type CacheOptions = v.InferInput<typeof OptionsSchema> & {
   now?: () => number;
 };
 
+/** The config field this plugin reads: `cache` (`mode` picks a cache mode plugin), inherited by every target that sets none. */
+export const CACHE_FIELDS: Readonly<Record<string, TargetField>> = Object.freeze({
+  cache: {
+    schema: f.strictObject({ mode: f.oneOf(['simple', 'semantic']), max_age: v.optional(f.integer(0)) }),
+    inherit: 'always',
+    affectsAnswer: false,
+    combination: ['cache'],
+  },
+});
+
 /** A miss waiting for its answer, kept in `ctx.state` under the plugin's name. */
 interface Pending {
   lookup: CacheLookup;
@@ -67,8 +76,10 @@ export function cache(options: CacheOptions = {}): GatewayPlugin {
   const opts = parseOptions(PLUGIN_NAME, OptionsSchema, rest);
   return {
     name: PLUGIN_NAME,
+    targetFields: CACHE_FIELDS,
     apply(api) {
       let store: CacheStore | null = null;
+      const identity = createTargetIdentity(identityFields(api.targetFields));
       const modes = new Map<string, CacheMode>();
       const failed = rateLimitedWarning(api.logger, 'cache lookup or save failed; treated as a miss', opts.warnIntervalMs, now);
       const unknownModes = new Set<string>();
@@ -111,7 +122,7 @@ export function cache(options: CacheOptions = {}): GatewayPlugin {
         const route = ctx.route!.name;
         const stream = ctx.stream;
         const includeUsage = stream && isObject(ctx.body?.stream_options) && ctx.body.stream_options.include_usage === true;
-        const partition = partitionOf(ctx, target);
+        const partition = partitionOf(ctx, target, identity);
         const lookup: CacheLookup = {
           ctx,
           store: store!,
@@ -170,10 +181,10 @@ export function cache(options: CacheOptions = {}): GatewayPlugin {
 
       // Late: validation, guardrails and anything else that may refuse or rewrite the request run first,
       // so a hit is never served to a request they would refuse, and the key sees the final body.
-      api.hooks.beforeRequest.tapPromise({ name: PLUGIN_NAME, stage: STAGE.LATE }, lookupRequest);
+      api.hooks.beforeRequest.tapPromise({ name: PLUGIN_NAME, stage: STAGES.beforeRequest.ANSWER }, lookupRequest);
 
       // Late too: the answer seen is the one the client gets, after any other tap replaced or wrapped it.
-      api.hooks.afterResponse.tap({ name: PLUGIN_NAME, stage: STAGE.LATE }, (response, ctx) => {
+      api.hooks.afterResponse.tap({ name: PLUGIN_NAME, stage: STAGES.afterResponse.STORE }, (response, ctx) => {
         const pending = ctx.state.get(PLUGIN_NAME) as Pending | undefined;
         if (pending === undefined || response.status < 200 || response.status >= 300 || response.body === null) return response;
         const type = response.headers['content-type'];

@@ -1,26 +1,8 @@
 import { createHash } from 'node:crypto';
-import type { RequestContext, Target } from '../../core/index.js';
+import type { RequestContext, Target, TargetFields } from '../../sdk/index.js';
 
 /** Body fields left out of the key: how the answer is delivered, not what is asked. */
 const DELIVERY_FIELDS: ReadonlySet<string> = new Set(['stream', 'stream_options']);
-
-/**
- * Target fields left out of the target identity: how the call is made
- * (caching itself, retries, breaker, timeout), never what is asked or who answers.
- */
-const CALL_SETTINGS: ReadonlySet<string> = new Set(['cache', 'retry', 'cb_config', 'request_timeout']);
-
-/** Credential fields, entered into the identity only as a digest. */
-const SECRET_FIELDS: ReadonlySet<string> = new Set([
-  'api_key',
-  'virtual_key',
-  'aws_access_key_id',
-  'aws_secret_access_key',
-  'aws_session_token',
-  'vertex_service_account_json',
-]);
-/** Any other field whose name looks like a credential is digested too (provider-specific fields). */
-const SECRET_NAME = /key|secret|token|password|credential|service_account/i;
 
 export function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
@@ -56,34 +38,51 @@ export function canonicalBody(body: Record<string, unknown> | null): string {
   return canonicalJson(body ?? {}, DELIVERY_FIELDS);
 }
 
-/** The same target object (configs are parsed once and reused) keeps its identity. */
-const identities = new WeakMap<Target, string>();
+/**
+ * Which target fields an identity treats specially, from the fields' declarations:
+ * credentials enter only as a digest, and fields that do not change the answer
+ * (`affectsAnswer: false`: retries, caching, breaker, timeout) are left out.
+ */
+export interface IdentityFields {
+  secret: ReadonlySet<string>;
+  skip: ReadonlySet<string>;
+}
+
+export function identityFields(fields: TargetFields): IdentityFields {
+  return { secret: fields.credentials(), skip: new Set(fields.names((f) => f.affectsAnswer === false)) };
+}
+
+/** The identity of a target, see {@link createTargetIdentity}. */
+export type TargetIdentity = (target: Target) => string;
 
 /**
  * Identity of a target: its canonical tree (a strategy's children included),
  * with every credential replaced by a digest and the call settings left out.
  * Provider, custom host, overridden model, placement fields and the digests
- * of the credentials all take part; a secret itself never does.
+ * of the credentials all take part; a secret itself never does. The same
+ * target object (configs are parsed once and reused) keeps its identity.
  */
-export function targetIdentity(target: Target): string {
-  let id = identities.get(target);
-  if (id === undefined) {
-    id = canonicalJson(scrub(target));
-    identities.set(target, id);
-  }
-  return id;
-}
-
-function scrub(target: Target): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const field of Object.keys(target)) {
-    const value = target[field];
-    if (value === undefined || CALL_SETTINGS.has(field)) continue;
-    if (field === 'targets' && Array.isArray(value)) out.targets = value.map((child) => scrub(child as Target));
-    else if (SECRET_FIELDS.has(field) || SECRET_NAME.test(field)) out[field] = { digest: sha256(canonicalJson(value)).slice(0, 32) };
-    else out[field] = value;
-  }
-  return out;
+export function createTargetIdentity(fields: IdentityFields): TargetIdentity {
+  const identities = new WeakMap<Target, string>();
+  const scrub = (target: Target): Record<string, unknown> => {
+    const out: Record<string, unknown> = {};
+    for (const field of Object.keys(target)) {
+      const value = target[field];
+      if (value === undefined || fields.skip.has(field)) continue;
+      if (field === 'targets' && Array.isArray(value)) out.targets = value.map((child) => scrub(child as Target));
+      else if (fields.secret.has(field)) out[field] = { digest: sha256(canonicalJson(value)).slice(0, 32) };
+      else out[field] = value;
+    }
+    return out;
+  };
+  return (target) => {
+    let id = identities.get(target);
+    if (id === undefined) {
+      id = canonicalJson(scrub(target));
+      identities.set(target, id);
+    }
+    return id;
+  };
 }
 
 /** Namespace header; with it, the key ignores metadata and any other header. */
@@ -96,10 +95,10 @@ export const STATUS_HEADER = 'x-gateway-cache-status';
  * the target identity, the workspace, and the namespace (the header's value,
  * or the workspace's default namespace when the header is absent or empty).
  */
-export function partitionOf(ctx: RequestContext, target: Target): string {
+export function partitionOf(ctx: RequestContext, target: Target, identity: TargetIdentity): string {
   const namespace = ctx.header(NAMESPACE_HEADER);
   const scope = namespace === undefined || namespace === '' ? ['default'] : ['ns', namespace];
-  return sha256(JSON.stringify(['cache/v1', ctx.route!.name, targetIdentity(target), ctx.auth?.workspaceId ?? null, scope]));
+  return sha256(JSON.stringify(['cache/v1', ctx.route!.name, identity(target), ctx.auth?.workspaceId ?? null, scope]));
 }
 
 /** The exact-match key: partition + canonical body. */

@@ -1,5 +1,4 @@
-import type { GatewayResponse } from '../../core/index.js';
-import { ChatChunkWriter, type FinishReason, type OpenAIUsage } from '../providers/openai-format/chunks.js';
+import { ChatChunkWriter, type FinishReason, type GatewayResponse, type OpenAIUsage } from '../../sdk/index.js';
 import type { CachedAnswer } from './types.js';
 
 type Json = Record<string, unknown>;

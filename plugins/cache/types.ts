@@ -1,4 +1,4 @@
-import type { GatewayResponse, RequestContext, Usage } from '../../core/index.js';
+import type { GatewayResponse, RequestContext, Usage } from '../../sdk/index.js';
 
 /** The values of `x-gateway-cache-status` (and `ctx.cacheStatus`). */
 export type CacheStatus = 'HIT' | 'SEMANTIC HIT' | 'MISS' | 'REFRESH' | 'DISABLED';

@@ -1,4 +1,4 @@
-import type { Logger } from '../../core/index.js';
+import type { Logger } from '../../sdk/index.js';
 
 /**
  * A warning logged at most once per `intervalMs` (by `now`), so an outage

@@ -1,23 +1,27 @@
 import * as v from 'valibot';
-import { GatewayError, parseOptions, plainObject, STAGE, type GatewayPlugin, type RequestContext, type Target } from '../../core/index.js';
-import { targetFromHeaders } from '../provider-headers/index.js';
-import { parseConfig } from './schema.js';
-import { buildTarget, needsHeaderProvider, passthroughTarget } from './tree.js';
+import {
+  CONFIG_PARSER,
+  CONFIG_SOURCE,
+  GatewayError,
+  HEADER_TARGETS,
+  parseOptions,
+  plainObject,
+  STAGES,
+  type ConfigParser,
+  type ConfigSource,
+  type GatewayPlugin,
+  type HeaderTargets,
+  type RequestContext,
+  type Target,
+} from '../../sdk/index.js';
+import { CONFIG_FIELDS } from './fields.js';
+import { createConfigParser } from './parser.js';
+import { needsHeaderProvider, passthroughTarget } from './tree.js';
 
 export const PLUGIN_NAME = 'config';
-export { parseConfig, type GatewayConfig } from './schema.js';
-export { buildTarget } from './tree.js';
-
-/**
- * Token of an optional source of saved configs beyond the server config's
- * (the control plane provides one). Asked for ids the server config does not know.
- */
-export const CONFIG_SOURCE = Symbol.for('gateway.config-source');
-
-/** Finds a saved config by id for a request (scoped to its caller); undefined when unknown. */
-export interface ConfigSource {
-  find(ctx: RequestContext, id: string): Promise<Target | undefined>;
-}
+export { CONFIG_FIELDS, MODES } from './fields.js';
+export { createConfigParser } from './parser.js';
+export type { GatewayConfig } from './schema.js';
 
 /** Inline configs kept parsed, keyed by the header text; clients reuse a handful of configs. */
 const CACHE_SIZE = 512;
@@ -37,65 +41,73 @@ export type ConfigOptions = v.InferInput<typeof OptionsSchema>;
  * config becomes the request's target (a strategy tree or a single
  * provider). It wins over `x-gateway-provider`, except with
  * `passthrough: true` or a config that names no provider (settings only),
- * where the request's headers pick the provider and the config adds its settings.
+ * where the request's headers pick the provider (through the
+ * `provider-headers` plugin) and the config adds its settings.
+ *
+ * The schema is strict and built once, at boot, from every target field the
+ * core and the loaded plugins declare; the parser is offered to other plugins
+ * under `CONFIG_PARSER` (the control plane validates saved configs with it).
  */
 export function config(options: ConfigOptions = {}): GatewayPlugin {
   const opts = parseOptions(PLUGIN_NAME, OptionsSchema, options);
-  const saved = new Map<string, Target>();
-  for (const [id, body] of Object.entries(opts.configs ?? {})) saved.set(id, bootTarget(body, `saved config "${id}"`));
-  let fallback: Target | null = null;
-  if (typeof opts.default === 'string') {
-    fallback = saved.get(opts.default) ?? null;
-    if (fallback === null) throw new Error(`Invalid options for ${PLUGIN_NAME}: default: no saved config "${opts.default}"`);
-  } else if (opts.default !== undefined) {
-    fallback = bootTarget(opts.default, 'the default config');
-  }
-  const inline = new Map<string, Target>();
-
-  let source: ConfigSource | null = null;
-  const unknownId = (id: string) => new GatewayError('not_found', `Unknown config id "${id.slice(0, 64)}" in x-gateway-config.`, { param: 'x-gateway-config' });
-  const savedConfig = async (ctx: RequestContext, id: string): Promise<Target> => {
-    const found = await source!.find(ctx, id);
-    if (found === undefined) throw unknownId(id);
-    return found;
-  };
-
-  const fromHeader = (ctx: RequestContext, raw: string): Target | Promise<Target> => {
-    const text = raw.trim();
-    if (!text.startsWith('{')) {
-      const found = saved.get(text);
-      if (found !== undefined) return found;
-      if (source !== null) return savedConfig(ctx, text);
-      throw unknownId(text);
-    }
-    const cached = inline.get(text);
-    if (cached !== undefined) return cached;
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      throw new GatewayError('invalid_header', 'x-gateway-config is not valid JSON (send a JSON object or a saved config id).', { param: 'x-gateway-config' });
-    }
-    const target = buildTarget(parseConfig(json));
-    if (inline.size >= CACHE_SIZE) inline.delete(inline.keys().next().value!);
-    inline.set(text, target);
-    return target;
-  };
-
   return {
     name: PLUGIN_NAME,
+    targetFields: CONFIG_FIELDS,
     apply(api) {
+      // Every field is declared before any plugin is applied, so the schema is complete here.
+      const parser = createConfigParser(api.targetFields);
+      api.provide(CONFIG_PARSER, parser);
+      const saved = new Map<string, Target>();
+      for (const [id, body] of Object.entries(opts.configs ?? {})) saved.set(id, bootTarget(parser, body, `saved config "${id}"`));
+      let fallback: Target | null = null;
+      if (typeof opts.default === 'string') {
+        fallback = saved.get(opts.default) ?? null;
+        if (fallback === null) throw new Error(`Invalid options for ${PLUGIN_NAME}: default: no saved config "${opts.default}"`);
+      } else if (opts.default !== undefined) {
+        fallback = bootTarget(parser, opts.default, 'the default config');
+      }
+      const inline = new Map<string, Target>();
+
+      let source: ConfigSource | undefined;
+      let headers: HeaderTargets | undefined;
       api.onReady(() => {
-        try {
-          source = api.resolve<ConfigSource>(CONFIG_SOURCE);
-        } catch {
-          source = null;
-        }
+        source = api.tryResolve(CONFIG_SOURCE);
+        headers = api.tryResolve(HEADER_TARGETS);
       });
+
+      const unknownId = (id: string) => new GatewayError('not_found', `Unknown config id "${id.slice(0, 64)}" in x-gateway-config.`, { param: 'x-gateway-config' });
+      const savedConfig = async (ctx: RequestContext, id: string): Promise<Target> => {
+        const found = await source!.find(ctx, id);
+        if (found === undefined) throw unknownId(id);
+        return found;
+      };
+
+      const fromHeader = (ctx: RequestContext, raw: string): Target | Promise<Target> => {
+        const text = raw.trim();
+        if (!text.startsWith('{')) {
+          const found = saved.get(text);
+          if (found !== undefined) return found;
+          if (source !== undefined) return savedConfig(ctx, text);
+          throw unknownId(text);
+        }
+        const cached = inline.get(text);
+        if (cached !== undefined) return cached;
+        let json: unknown;
+        try {
+          json = JSON.parse(text);
+        } catch {
+          throw new GatewayError('invalid_header', 'x-gateway-config is not valid JSON (send a JSON object or a saved config id).', { param: 'x-gateway-config' });
+        }
+        const target = parser.parse(json);
+        if (inline.size >= CACHE_SIZE) inline.delete(inline.keys().next().value!);
+        inline.set(text, target);
+        return target;
+      };
+
       const select = (ctx: RequestContext, target: Target | null): Target | undefined => {
         if (target === null) return undefined;
         if (!needsHeaderProvider(target)) return target;
-        const selected = targetFromHeaders(ctx, api.providers);
+        const selected = headers?.fromHeaders(ctx);
         if (selected === undefined) {
           throw new GatewayError('provider_required', 'The config names no provider: select it with x-gateway-provider (and Authorization: Bearer <provider key>).', {
             param: 'x-gateway-provider',
@@ -103,7 +115,7 @@ export function config(options: ConfigOptions = {}): GatewayPlugin {
         }
         return passthroughTarget(target, selected);
       };
-      api.hooks.resolveProvider.tapPromise({ name: PLUGIN_NAME, stage: STAGE.EARLY }, async (ctx: RequestContext) => {
+      api.hooks.resolveProvider.tapPromise({ name: PLUGIN_NAME, stage: STAGES.resolveProvider.CONFIG }, async (ctx: RequestContext) => {
         const header = ctx.header('x-gateway-config');
         return select(ctx, header !== undefined && header !== '' ? await fromHeader(ctx, header) : fallback);
       });
@@ -112,9 +124,9 @@ export function config(options: ConfigOptions = {}): GatewayPlugin {
 }
 
 /** Parses a config given at boot; a bad one stops start-up with its name and the offending path. */
-function bootTarget(body: unknown, what: string): Target {
+function bootTarget(parser: ConfigParser, body: unknown, what: string): Target {
   try {
-    return buildTarget(parseConfig(body));
+    return parser.parse(body);
   } catch (err) {
     throw new Error(`Invalid options for ${PLUGIN_NAME}: ${what}: ${(err as Error).message}`);
   }

@@ -1,34 +1,20 @@
-import type { Target } from '../../core/index.js';
+import type { Target, TargetFields } from '../../sdk/index.js';
 import type { GatewayConfig } from './schema.js';
 
-/** Settings a child target takes from its parent when it leaves them unset. */
-const INHERITED = ['retry', 'cache', 'request_timeout', 'cb_config', 'forward_headers', 'strict_reference_compliance'] as const;
+/** Which fields an item of `targets` takes from its parent config, by the fields' declarations. */
+export interface Inheritance {
+  /** Settings taken whenever the item leaves them unset (retry, cache, timeouts, …). */
+  always: readonly string[];
+  /** Provider credentials, placement and settings: taken only by an item on the same provider (or naming none). */
+  sameProvider: readonly string[];
+}
 
-/** Provider credentials and placement. Inherited only by a child on the same provider (or one naming none). */
-const CREDENTIALS = [
-  'api_key',
-  'custom_host',
-  'virtual_key',
-  'aws_access_key_id',
-  'aws_secret_access_key',
-  'aws_region',
-  'aws_session_token',
-  'vertex_project_id',
-  'vertex_region',
-  'vertex_service_account_json',
-  'azure_region',
-  'azure_deployment_name',
-  'azure_deployment_type',
-  'azure_endpoint_name',
-  'azure_api_version',
-  'azure_entra_scope',
-  'openai_organization',
-  'openai_project',
-  'resource_name',
-  'deployment_id',
-  'api_version',
-  'deployments',
-] as const;
+export function inheritanceOf(fields: TargetFields): Inheritance {
+  return {
+    always: fields.names((f) => f.inherit === 'always'),
+    sameProvider: fields.names((f) => f.inherit === 'same-provider'),
+  };
+}
 
 /**
  * Turns a validated config into the target tree the pipeline runs, once per
@@ -36,20 +22,20 @@ const CREDENTIALS = [
  * settled fields. A leaf with no provider (`passthrough`, or a config of
  * settings only, such as `{ "retry": … }`) gets its provider from the request.
  */
-export function buildTarget(config: GatewayConfig, parent: Target | null = null, where = ''): Target {
+export function buildTarget(config: GatewayConfig, inheritance: Inheritance, parent: Target | null = null): Target {
   const { targets, ...fields } = config as GatewayConfig & { targets?: GatewayConfig[] };
   const t: Target = { ...(fields as Record<string, unknown>) };
   const own = t as Record<string, unknown>;
   if (parent !== null) {
-    for (const key of INHERITED) if (own[key] === undefined && parent[key] !== undefined) own[key] = parent[key];
+    for (const key of inheritance.always) if (own[key] === undefined && parent[key] !== undefined) own[key] = parent[key];
     const sameProvider = t.provider === undefined || t.provider === parent.provider;
     if (t.provider === undefined && parent.provider !== undefined) t.provider = parent.provider;
-    if (sameProvider) for (const key of CREDENTIALS) if (own[key] === undefined && parent[key] !== undefined) own[key] = parent[key];
+    if (sameProvider) for (const key of inheritance.sameProvider) if (own[key] === undefined && parent[key] !== undefined) own[key] = parent[key];
     const merged = mergeOverrides(parent.override_params, t.override_params);
     if (merged !== undefined) t.override_params = merged;
   }
   if (targets !== undefined) {
-    t.targets = targets.map((child, i) => buildTarget(child, t, `${where}targets[${i}].`));
+    t.targets = targets.map((child) => buildTarget(child, inheritance, t));
   }
   return t;
 }

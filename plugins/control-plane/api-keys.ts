@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { GatewayError, hasScope, type RequestContext } from '../../core/index.js';
+import { GatewayError, hasScope, type RequestContext } from '../../sdk/index.js';
 import { addPeriod, hashSecret, maskKey, MIN_TRANSITION_MS, newId, newSecret, type RotationPeriod } from './keys.js';
 import type { ApiKeyRow } from './repository.js';
 import { isKnownScope } from './scopes.js';

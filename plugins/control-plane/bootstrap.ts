@@ -1,4 +1,4 @@
-import type { Logger } from '../../core/index.js';
+import type { Logger } from '../../sdk/index.js';
 import { hashSecret, maskKey, newId, newSecret } from './keys.js';
 import { DEFAULT_SETTINGS, type ControlPlane } from './service.js';
 

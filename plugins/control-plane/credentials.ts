@@ -2,16 +2,6 @@ import { readFile } from 'node:fs/promises';
 import { isAbsolute, join, normalize, sep } from 'node:path';
 import { maskSecret, type SecretBox } from './secret-box.js';
 
-/** Provider fields that are credentials: sealed at rest, masked in every response. */
-export const SECRET_FIELDS: ReadonlySet<string> = new Set([
-  'api_key',
-  'aws_access_key_id',
-  'aws_secret_access_key',
-  'aws_session_token',
-  'vertex_service_account_json',
-  'azure_entra_client_secret',
-]);
-
 /** Environment variables a secret mapping may read: only these, so an admin cannot read DATABASE_URL or the encryption key through an integration. */
 export const SECRET_ENV_PREFIX = 'GATEWAY_SECRET_';
 
@@ -29,11 +19,18 @@ export interface SealedCredentials {
   configurations?: Record<string, unknown>;
 }
 
-/** Splits configurations into the fields kept in clear and the ones sealed. */
-export function splitConfigurations(configurations: Record<string, unknown>): { clear: Record<string, unknown>; secret: Record<string, unknown> } {
+/**
+ * Splits configurations into the fields kept in clear and the ones sealed:
+ * `secretFields` are the target fields the core and the plugins declare as
+ * credentials (`TargetField.credential`).
+ */
+export function splitConfigurations(
+  configurations: Record<string, unknown>,
+  secretFields: ReadonlySet<string>,
+): { clear: Record<string, unknown>; secret: Record<string, unknown> } {
   const clear: Record<string, unknown> = {};
   const secret: Record<string, unknown> = {};
-  for (const [k, value] of Object.entries(configurations)) (SECRET_FIELDS.has(k) ? secret : clear)[k] = value;
+  for (const [k, value] of Object.entries(configurations)) (secretFields.has(k) ? secret : clear)[k] = value;
   return { clear, secret };
 }
 

@@ -1,9 +1,23 @@
 import { join } from 'node:path';
 import * as v from 'valibot';
-import { GatewayError, hasScope, parseOptions, STAGE, type GatewayPlugin, type RequestContext } from '../../core/index.js';
-import { CONFIG_SOURCE, type ConfigSource } from '../config/index.js';
-import { PROVIDER_SOURCE, type ProviderSource } from '../provider-registry/index.js';
-import { migrate, type SqlClient, type SqlStore } from '../stores/sql/client.js';
+import {
+  GatewayError,
+  type GatewayPlugin,
+  hasScope,
+  migrate,
+  parseOptions,
+  type RequestContext,
+  type SqlClient,
+  type SqlStore,
+  CONFIG_PARSER,
+  CONFIG_SOURCE,
+  PROVIDER_SOURCE,
+  serviceToken,
+  STAGES,
+  type ConfigParser,
+  type ConfigSource,
+  type ProviderSource,
+} from '../../sdk/index.js';
 import { bootstrap } from './bootstrap.js';
 import { authenticateJwt, DEFAULT_CLAIMS } from './jwt-auth.js';
 import { createJwtVerifier, loadJwksFile, looksLikeJwt, type JwtPayload } from './jwt.js';
@@ -25,7 +39,7 @@ export { ControlPlane } from './service.js';
 export { ALL_SCOPES, ROLE_SCOPES } from './scopes.js';
 
 /** Token under which the plugin provides its {@link ControlPlane}, for plugins that read stored state. */
-export const CONTROL_PLANE = Symbol.for('gateway.control-plane');
+export const CONTROL_PLANE = serviceToken<ControlPlane>('gateway.control-plane');
 
 const JwtOptions = v.strictObject({
   /** PEM public keys (SPKI or certificates), with optional `kid`. */
@@ -84,16 +98,23 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
       let client: SqlClient | null = null;
       let box: SecretBox | null = null;
       let verify: ((token: string) => JwtPayload) | null = null;
+      let parser: ConfigParser | null = null;
       const cp = new ControlPlane({
         db: () => client!,
         box: () => box!,
         now: opts.now ?? Date.now,
         cacheTtlMs: opts.cacheTtlMs,
         secretsDir: opts.secretsDir ?? join(opts.dataDir, 'secrets'),
+        parser: () => {
+          if (parser === null) throw new GatewayError('service_unavailable', 'Saved configs need the config plugin, which is not loaded.');
+          return parser;
+        },
+        secretFields: api.targetFields.credentials(),
       });
       api.provide(CONTROL_PLANE, cp);
 
       api.onReady(async () => {
+        parser = api.tryResolve(CONFIG_PARSER) ?? null;
         const store = api.stores.get(opts.store) as SqlStore | undefined;
         if (store === undefined || typeof store.client !== 'function') {
           throw new Error(`${PLUGIN_NAME}: needs an SQL store named "${opts.store}": list the sqlite or postgres plugin before it`);
@@ -120,7 +141,7 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
       });
 
       // After the static keys (an in-memory map): only keys they do not know reach the store.
-      api.hooks.auth.tapPromise({ name: PLUGIN_NAME, stage: STAGE.LATE }, async (ctx: RequestContext) => {
+      api.hooks.auth.tapPromise({ name: PLUGIN_NAME, stage: STAGES.auth.STORED_KEYS }, async (ctx: RequestContext) => {
         const secret = ctx.header('x-gateway-api-key');
         if (secret === undefined || secret === '') return undefined;
         const auth = verify !== null && looksLikeJwt(secret) ? await authenticateJwt(cp, verify, claims, secret) : await cp.authenticate(secret, ctx);

@@ -1,4 +1,4 @@
-import { GatewayError, type AuthInfo } from '../../core/index.js';
+import { type AuthInfo, GatewayError } from '../../sdk/index.js';
 import { JwtError, type JwtPayload } from './jwt.js';
 import { capScopes, isKnownScope, ROLE_SCOPES } from './scopes.js';
 import type { ControlPlane } from './service.js';

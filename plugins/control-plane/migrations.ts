@@ -1,4 +1,4 @@
-import type { Migration } from '../stores/sql/client.js';
+import type { Migration } from '../../sdk/index.js';
 
 /** Migration namespace of the control plane. */
 export const CONTROL_PLANE_NAMESPACE = 'control-plane';

@@ -1,4 +1,4 @@
-import type { SqlClient } from '../stores/sql/client.js';
+import type { SqlClient } from '../../sdk/index.js';
 
 /** Rows as stored. JSON columns are TEXT; times are epoch ms. */
 export interface OrganisationRow {

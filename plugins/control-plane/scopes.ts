@@ -1,4 +1,4 @@
-import { hasScope } from '../../core/index.js';
+import { hasScope } from '../../sdk/index.js';
 
 /**
  * The scope catalogue. A scope is `<resource>.<action>`; grants may use

@@ -1,12 +1,10 @@
-import { GatewayError, type AuthInfo, type RequestContext, type Target } from '../../core/index.js';
-import { buildTarget, parseConfig } from '../config/index.js';
+import { type AuthInfo, type ConfigParser, GatewayError, type RequestContext, type SqlClient, type Target } from '../../sdk/index.js';
 import { TtlCache } from './cache.js';
 import { applySecretMappings, openCredentials, type SecretMapping } from './credentials.js';
 import { hashSecret } from './keys.js';
 import { ControlPlaneRepository, type ApiKeyRow, type WorkspaceRow } from './repository.js';
 import { capScopes, ROLE_SCOPES } from './scopes.js';
 import type { SecretBox } from './secret-box.js';
-import type { SqlClient } from '../stores/sql/client.js';
 
 export interface OrgSettings {
   user_api_key_rotation_period: 'weekly' | 'monthly' | null;
@@ -55,6 +53,10 @@ export interface ControlPlaneDeps {
   now: () => number;
   cacheTtlMs: number;
   secretsDir: string;
+  /** The config plugin's parser (saved configs are validated and built with the same schema as inline ones). */
+  parser: () => ConfigParser;
+  /** Target fields declared as credentials: sealed at rest, masked in every answer. */
+  secretFields: ReadonlySet<string>;
 }
 
 const MAX_CACHED = 10_000;
@@ -91,6 +93,16 @@ export class ControlPlane {
 
   get box(): SecretBox {
     return this.#deps.box();
+  }
+
+  /** The gateway's config parser (the config plugin's). */
+  get configParser(): ConfigParser {
+    return this.#deps.parser();
+  }
+
+  /** Credential fields of targets: sealed at rest, masked in answers. */
+  get secretFields(): ReadonlySet<string> {
+    return this.#deps.secretFields;
   }
 
   /** Drops every cached lookup; called after each admin write. */
@@ -250,7 +262,7 @@ export class ControlPlane {
       const row = await this.repo.config(workspaceId, ref);
       if (row === undefined || row.status !== 'active') return null;
       const version = await this.repo.configVersion(row.id, row.version);
-      return version === undefined ? null : buildTarget(parseConfig(JSON.parse(version.body)));
+      return version === undefined ? null : this.#deps.parser().parse(JSON.parse(version.body));
     });
     return target ?? undefined;
   }

@@ -1,6 +1,5 @@
 import * as v from 'valibot';
-import { GatewayError, issuePath, type Registry, type Target } from '../../core/index.js';
-import type { GuardrailCheck } from './check.js';
+import { GatewayError, type GuardrailCheck, issuePath, type Registry, type Target } from '../../sdk/index.js';
 
 /** Where a hook came from in the config; results are reported under the hook kind. */
 export type HookSource = 'before_request_hooks' | 'after_request_hooks' | 'input_guardrails' | 'output_guardrails';

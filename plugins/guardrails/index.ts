@@ -1,22 +1,42 @@
 import { Readable } from 'node:stream';
 import * as v from 'valibot';
-import { GatewayError, parseOptions, plainObject, readResponseBody, type GatewayPlugin, type GatewayResponse, type RequestContext, type Target } from '../../core/index.js';
-import { requestText, responseText, type CheckInput } from './check.js';
+import {
+  type CheckInput,
+  errorCodeSpec,
+  GatewayError,
+  type GuardrailCheck,
+  STAGES,
+  type ErrorCodeSpec,
+  type Registry,
+  type GatewayPlugin,
+  type GatewayResponse,
+  parseOptions,
+  plainObject,
+  readResponseBody,
+  type RequestContext,
+  requestText,
+  responseText,
+  type Target,
+} from '../../sdk/index.js';
 import { compileHooks, type CompiledHook, type CompiledHooks } from './compile.js';
+import { GUARDRAIL_FIELDS } from './fields.js';
 import { runHook, type HookOutcome } from './run.js';
 import { guardStream } from './stream.js';
 
 export const PLUGIN_NAME = 'guardrails';
-export { defineCheck, type CheckInput, type CheckResult, type GuardrailCheck } from './check.js';
+export { defineCheck, type CheckInput, type CheckResult, type GuardrailCheck } from '../../sdk/index.js';
 
 /** Status of a request or answer stopped by a failing hook with `deny`. */
 export const DENIED_STATUS = 446;
 /** Status of an answer let through although a hook failed (no `deny`). 2xx, so SDKs read the body as usual. */
 export const PASSED_WITH_FAILURES_STATUS = 246;
 
-/** Before validation's stage (-100) there is no checked body; before the cache (0) a denied request is never answered from cache. */
-const INPUT_STAGE = -50;
-const HOOK_FIELDS = ['before_request_hooks', 'after_request_hooks', 'input_guardrails', 'output_guardrails'] as const;
+const HOOK_FIELDS = Object.keys(GUARDRAIL_FIELDS);
+
+/** The code of a denial (446), unless the failing check names its own (`GuardrailCheck.denyCode`). */
+export const GUARDRAIL_ERRORS: Readonly<Record<string, ErrorCodeSpec>> = Object.freeze({
+  guardrail_denied: { status: DENIED_STATUS, type: 'guardrail_error' },
+});
 
 const OptionsSchema = v.strictObject({
   /** Guardrails named by id, for string items in `input_guardrails` / `output_guardrails`. */
@@ -44,8 +64,21 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
   const named = new Map<string, Record<string, unknown>>(Object.entries(opts.guardrails));
   return {
     name: PLUGIN_NAME,
+    targetFields: GUARDRAIL_FIELDS,
+    errorCodes: GUARDRAIL_ERRORS,
     apply(api) {
       const compiled = new WeakMap<Target, CompiledHooks | null>();
+      const checks = api.checks as Registry<GuardrailCheck>;
+      // A check's own denial code must be declared (by its plugin) as a 446, the spec's status for a denial.
+      api.onReady(() => {
+        for (const id of checks.names()) {
+          const code = checks.get(id)!.denyCode;
+          if (code === undefined) continue;
+          const spec = errorCodeSpec(code);
+          if (spec === undefined) throw new Error(`${PLUGIN_NAME}: check "${id}" denies with error code "${code}", which no loaded plugin declares in its errorCodes`);
+          if (spec.status !== DENIED_STATUS) throw new Error(`${PLUGIN_NAME}: check "${id}" denies with error code "${code}", declared as ${spec.status}; a denial answers ${DENIED_STATUS}`);
+        }
+      });
       const hooksOf = (ctx: RequestContext): CompiledHooks | null => {
         const target = ctx.target;
         if (target === null) return null;
@@ -68,7 +101,8 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
         upstream: api.upstream,
       });
 
-      api.hooks.beforeRequest.tapPromise({ name: PLUGIN_NAME, stage: INPUT_STAGE }, async (ctx) => {
+      // After validation (a checked body), before any tap that could answer (a denied request is never answered from a cache).
+      api.hooks.beforeRequest.tapPromise({ name: PLUGIN_NAME, stage: STAGES.beforeRequest.GUARD }, async (ctx) => {
         const hooks = hooksOf(ctx);
         if (hooks === null) return undefined;
         const state: RunState = { before: [], after: [], failed: false };
@@ -84,14 +118,14 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
             ctx.bodyChanged = true;
           }
           if (!outcome.verdict) {
-            if (hook.deny) return denied(state, outcome);
+            if (hook.deny) return denied(state, outcome, checks);
             state.failed = true;
           }
         }
         return undefined;
       });
 
-      api.hooks.afterResponse.tapPromise(PLUGIN_NAME, async (response, ctx) => {
+      api.hooks.afterResponse.tapPromise({ name: PLUGIN_NAME, stage: STAGES.afterResponse.GUARD }, async (response, ctx) => {
         const state = ctx.state.get(PLUGIN_NAME) as RunState | undefined;
         if (state === undefined || response.status === DENIED_STATUS) return response;
         const hooks = hooksOf(ctx)!;
@@ -106,7 +140,7 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
               if (later.length > 0) ctx.state.set(`${PLUGIN_NAME}:async`, () => runAll(later, inputOf(ctx, 'output', text, null), state));
               const deny = await runAll(sync, inputOf(ctx, 'output', text, null), state);
               if (deny === null) return '';
-              const envelope = deniedBody(state, deny);
+              const envelope = deniedBody(state, deny, checks);
               return `data: ${JSON.stringify(envelope)}\n\n`;
             }),
           );
@@ -138,7 +172,7 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
           const snapshot = answer;
           ctx.state.set(`${PLUGIN_NAME}:async`, () => runAll(later, inputOf(ctx, 'output', responseText(snapshot), snapshot), state));
         }
-        if (deny !== null) return denied(state, deny);
+        if (deny !== null) return denied(state, deny, checks);
         const headers = response.headers;
         delete headers['content-length'];
         headers['content-type'] = 'application/json';
@@ -180,15 +214,16 @@ function results(state: RunState) {
   return { before_request_hooks: state.before, after_request_hooks: state.after };
 }
 
-function deniedBody(state: RunState, hook: HookOutcome) {
+function deniedBody(state: RunState, hook: HookOutcome, checks: Registry<GuardrailCheck>) {
   const failing = hook.checks.find((c) => !c.verdict);
   const why = failing?.explanation ? `: ${failing.explanation}` : '.';
-  const error = new GatewayError('guardrail_denied', `Denied by hook "${hook.id}" (check ${failing?.id ?? 'unknown'})${why}`).toEnvelope().error;
+  const code = (failing === undefined ? undefined : checks.get(failing.id)?.denyCode) ?? 'guardrail_denied';
+  const error = new GatewayError(code, `Denied by hook "${hook.id}" (check ${failing?.id ?? 'unknown'})${why}`).toEnvelope().error;
   return { error, hook_results: results(state) };
 }
 
-function denied(state: RunState, hook: HookOutcome): GatewayResponse {
-  return { status: DENIED_STATUS, headers: { 'content-type': 'application/json' }, body: JSON.stringify(deniedBody(state, hook)), observers: null };
+function denied(state: RunState, hook: HookOutcome, checks: Registry<GuardrailCheck>): GatewayResponse {
+  return { status: DENIED_STATUS, headers: { 'content-type': 'application/json' }, body: JSON.stringify(deniedBody(state, hook, checks)), observers: null };
 }
 
 function isEventStream(response: GatewayResponse): boolean {

@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import type { CheckInput, CheckResult } from './check.js';
+import type { CheckInput, CheckResult } from '../../sdk/index.js';
 import type { CompiledHook, Feedback } from './compile.js';
 
 /** One check's outcome, as reported in `hook_results`. */

@@ -1,5 +1,5 @@
 import { Transform } from 'node:stream';
-import { SSEParser } from '../providers/openai-format/sse.js';
+import { SSEParser } from '../../sdk/index.js';
 
 /**
  * Wraps an OpenAI SSE answer so output checks can run on its assembled text.

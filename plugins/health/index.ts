@@ -1,4 +1,4 @@
-import { jsonResponse, type GatewayPlugin } from '../../core/index.js';
+import { type GatewayPlugin, jsonResponse } from '../../sdk/index.js';
 
 export const PLUGIN_NAME = 'health';
 

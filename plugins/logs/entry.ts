@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import type { Attempt, RequestContext } from '../../core/index.js';
+import type { Attempt, RequestContext, RequestSummary } from '../../sdk/index.js';
 import { redactBody, redactJson } from './redact.js';
-import type { RequestSummary } from './summary.js';
 
 /** How request and response bodies are kept: whole (up to the scan limit), cut at `captureBytes`, or not at all. */
 export type CaptureMode = 'full' | 'truncated' | 'off';

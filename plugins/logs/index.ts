@@ -1,34 +1,41 @@
 import * as v from 'valibot';
-import { parseOptions, type GatewayPlugin } from '../../core/index.js';
-import { resolvePricing } from '../pricing/index.js';
-import { bundledPricing, type PricingTable } from '../pricing/table.js';
-import { migrate, type SqlStore } from '../stores/sql/client.js';
+import {
+  bundledPricing,
+  captureResponses,
+  DEFAULT_SCAN_LIMIT,
+  type GatewayPlugin,
+  LOG_STORE,
+  type LogStoreStatus,
+  migrate,
+  parseOptions,
+  pricingOf,
+  type PricingTable,
+  requestSummary,
+  type ServiceToken,
+  type SqlStore,
+} from '../../sdk/index.js';
 import { buildEntry, entrySize, REDACT_SLACK, type CaptureMode, type LogEntry } from './entry.js';
-import { attachObservers, DEFAULT_SCAN_LIMIT } from './observe.js';
 import { BatchQueue, type QueueStats } from './queue.js';
 import { LOG_MIGRATIONS, LOGS_NAMESPACE } from './store/migrations.js';
 import { LogRepository } from './store/repository.js';
-import { requestSummary } from './summary.js';
 
 export const PLUGIN_NAME = 'log-store';
 
-/** The service the log store registers (`api.resolve(LOG_STORE)`): the log API and the metrics read it. */
-export const LOG_STORE = Symbol.for('gateway.logs.store');
 
 export type { LogEntry } from './entry.js';
 export type { QueueStats } from './queue.js';
 export { LogRepository } from './store/repository.js';
 
-export interface LogStoreService {
+/** What the log store offers: the SDK's `LogStoreStatus` (read by the metrics), and to its own package the tables and retention. */
+export interface LogStoreService extends LogStoreStatus {
   /** The tables, once the store is open (from `onReady` on). */
   repository(): LogRepository;
-  /** Queue depth, bound, and what was written and dropped. */
-  stats(): QueueStats;
-  /** Writes everything queued now. */
-  flush(): Promise<void>;
   /** Runs the retention clean-up now; returns entries deleted. */
   applyRetention(): Promise<number>;
 }
+
+/** The SDK's `LOG_STORE` token, typed with everything the log store offers (for this package's log API). */
+export const LOG_STORE_SERVICE = LOG_STORE as ServiceToken<LogStoreService>;
 
 const int = (min: number) => v.pipe(v.number(), v.integer(), v.minValue(min, `must be an integer of at least ${min}`));
 
@@ -118,10 +125,10 @@ export function logStore(options: LogStoreOptions = {}): GatewayPlugin {
         flush: () => queue.flush(),
         applyRetention,
       };
-      api.provide(LOG_STORE, service);
+      api.provide(LOG_STORE_SERVICE, service);
       // Non-stream answers: what capture keeps (plus the redaction slack), so memory per request stays small.
       const bodyLimit = capture === 'full' ? opts.scanLimitBytes : capture === 'truncated' ? opts.captureBytes + REDACT_SLACK : 0;
-      attachObservers(api, { scanLimit: opts.scanLimitBytes, bodyLimit });
+      captureResponses(api, { scanLimit: opts.scanLimitBytes, bodyLimit });
 
       // A sync tap: the entry is queued before the pipeline counts the request as finished, so close() flushes it.
       api.hooks.log.tap(PLUGIN_NAME, (ctx) => {
@@ -140,7 +147,7 @@ export function logStore(options: LogStoreOptions = {}): GatewayPlugin {
       });
 
       api.onReady(async () => {
-        pricing = resolvePricing(api);
+        pricing = pricingOf(api);
         const store = api.stores.get(opts.store) as SqlStore | undefined;
         if (store === undefined || typeof store.client !== 'function') {
           throw new Error(`${PLUGIN_NAME}: no SQL store named "${opts.store}"; load the sqlite or postgres plugin before it`);

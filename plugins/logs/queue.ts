@@ -1,7 +1,7 @@
-import type { Logger } from '../../core/index.js';
+import type { LogDropReason, LogQueueStats, Logger } from '../../sdk/index.js';
 
 /** Why entries were lost. Each is counted separately. */
-export type DropReason = 'queue_full' | 'write_failed' | 'shutdown';
+export type DropReason = LogDropReason;
 
 export interface QueueOptions<T> {
   /** Most entries held (waiting, and the batch being written). */
@@ -21,23 +21,8 @@ export interface QueueOptions<T> {
   now?: () => number;
 }
 
-export interface QueueStats {
-  /** Entries held now (waiting and being written). */
-  depth: number;
-  /** Bytes held now (estimate). */
-  bytes: number;
-  maxEntries: number;
-  maxBytes: number;
-  /** Entries accepted since start. */
-  accepted: number;
-  /** Entries written since start. */
-  written: number;
-  /** Entries lost since start, by reason. */
-  dropped: Record<DropReason, number>;
-  /** Batches written, and write attempts that failed. */
-  batches: number;
-  writeErrors: number;
-}
+/** The queue's state, in the shape the SDK's `LogStoreStatus.stats()` promises. */
+export type QueueStats = LogQueueStats;
 
 /**
  * A bounded in-memory queue written in batches by one writer: a batch goes

@@ -1,12 +1,22 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import client from 'prom-client';
 import * as v from 'valibot';
-import { bearerToken, requireScope, GatewayError, parseOptions, type GatewayPlugin, type RequestContext } from '../../core/index.js';
-import { LOG_STORE, type LogStoreService } from '../logs/index.js';
-import { attachObservers, DEFAULT_SCAN_LIMIT } from '../logs/observe.js';
-import { requestSummary } from '../logs/summary.js';
-import { resolvePricing } from '../pricing/index.js';
-import { bundledPricing, type PricingTable } from '../pricing/table.js';
+import {
+  bearerToken,
+  bundledPricing,
+  captureResponses,
+  DEFAULT_SCAN_LIMIT,
+  GatewayError,
+  type GatewayPlugin,
+  LOG_STORE,
+  type LogStoreStatus,
+  parseOptions,
+  pricingOf,
+  type PricingTable,
+  type RequestContext,
+  requestSummary,
+  requireScope,
+} from '../../sdk/index.js';
 
 export const PLUGIN_NAME = 'metrics';
 
@@ -62,7 +72,7 @@ export function metrics(options: MetricsOptions = {}): GatewayPlugin {
       const breakerOpen = new client.Counter({ name: `${p}circuit_open_total`, help: 'Attempts refused by an open circuit breaker (503 circuit_open).', labelNames: ['provider'], registers: [registry] });
       const breakerSeen = new client.Gauge({ name: `${p}circuit_open_last_seen_seconds`, help: 'Unix time of the last attempt refused by an open breaker, by provider.', labelNames: ['provider'], registers: [registry] });
 
-      let logs: LogStoreService | null = null;
+      let logs: LogStoreStatus | null = null;
       const last = { queue_full: 0, write_failed: 0, shutdown: 0, written: 0, errors: 0 };
       new client.Gauge({
         name: `${p}log_queue_depth`,
@@ -133,14 +143,10 @@ export function metrics(options: MetricsOptions = {}): GatewayPlugin {
       };
 
       let pricing: PricingTable = bundledPricing();
-      attachObservers(api, { scanLimit: DEFAULT_SCAN_LIMIT, bodyLimit: 0 });
+      captureResponses(api, { scanLimit: DEFAULT_SCAN_LIMIT, bodyLimit: 0 });
       api.onReady(() => {
-        pricing = resolvePricing(api);
-        try {
-          logs = api.resolve<LogStoreService>(LOG_STORE);
-        } catch {
-          logs = null;
-        }
+        pricing = pricingOf(api);
+        logs = api.tryResolve(LOG_STORE) ?? null;
       });
 
       const record = (ctx: RequestContext) => {

@@ -1,13 +1,17 @@
 import * as v from 'valibot';
-import { parseOptions, type GatewayPlugin, type PluginAPI } from '../../core/index.js';
-import { bundledPricing, bundledPricingData, PricingTable, readPricingData, type PricingData } from './table.js';
+import {
+  bundledPricing,
+  bundledPricingData,
+  type GatewayPlugin,
+  parseOptions,
+  PRICING,
+  type PricingData,
+  PricingTable,
+  readPricingData,
+} from '../../sdk/index.js';
 
 export const PLUGIN_NAME = 'pricing';
 
-/** The service the `pricing` plugin registers; the log store and the metrics read it (or the bundled list without the plugin). */
-export const PRICING = Symbol.for('gateway.pricing');
-
-export { bundledPricing, costOf, PricingTable, type CostResult, type CostStatus, type ModelPrice, type PricingData } from './table.js';
 
 const amount = v.pipe(v.number(), v.minValue(0, 'must be at least 0 (per million tokens)'));
 const PriceSchema = v.strictObject({
@@ -28,8 +32,9 @@ export type PricingOptions = v.InferInput<typeof OptionsSchema>;
 
 /**
  * The price list used for request costs: the bundled `prices.json`, or a
- * replacement `file`, with `prices` laid over it (model by model). Without
- * this plugin the bundled list applies.
+ * replacement `file`, with `prices` laid over it (model by model), offered
+ * under the SDK's `PRICING` token. Without this plugin the bundled list
+ * applies (`pricingOf(api)` in the SDK picks).
  */
 export function pricing(options: PricingOptions = {}): GatewayPlugin {
   const opts = parseOptions(PLUGIN_NAME, OptionsSchema, options);
@@ -52,15 +57,6 @@ export function pricing(options: PricingOptions = {}): GatewayPlugin {
       api.provide(PRICING, table);
     },
   };
-}
-
-/** The price list a plugin should use: the `pricing` plugin's, else the bundled one. Call from `onReady` or later. */
-export function resolvePricing(api: PluginAPI): PricingTable {
-  try {
-    return api.resolve<PricingTable>(PRICING);
-  } catch {
-    return bundledPricing();
-  }
 }
 
 export default pricing;

@@ -1,4 +1,15 @@
-import { bearerToken, GatewayError, parseOptions, type GatewayPlugin, type Provider, type Registry, type RequestContext, type Target } from '../../core/index.js';
+import {
+  bearerToken,
+  GatewayError,
+  HEADER_TARGETS,
+  type GatewayPlugin,
+  parseOptions,
+  STAGES,
+  type Provider,
+  type Registry,
+  type RequestContext,
+  type Target,
+} from '../../sdk/index.js';
 import * as v from 'valibot';
 
 export const PLUGIN_NAME = 'provider-headers';
@@ -16,13 +27,16 @@ export type ProviderHeadersOptions = v.InferInput<typeof OptionsSchema>;
  * `x-gateway-custom-host` replaces its base URL, and
  * `x-gateway-openai-organization` / `x-gateway-openai-project` (or the
  * OpenAI SDK's own `OpenAI-Organization` / `OpenAI-Project`) scope it.
+ * Offers the same selection under `HEADER_TARGETS`, for configs that leave
+ * the provider to the request (`passthrough`).
  */
 export function providerHeaders(options: ProviderHeadersOptions = {}): GatewayPlugin {
   parseOptions(PLUGIN_NAME, OptionsSchema, options);
   return {
     name: PLUGIN_NAME,
     apply(api) {
-      api.hooks.resolveProvider.tap(PLUGIN_NAME, (ctx) => targetFromHeaders(ctx, api.providers));
+      api.provide(HEADER_TARGETS, { fromHeaders: (ctx) => targetFromHeaders(ctx, api.providers) });
+      api.hooks.resolveProvider.tap({ name: PLUGIN_NAME, stage: STAGES.resolveProvider.HEADERS }, (ctx) => targetFromHeaders(ctx, api.providers));
     },
   };
 }

@@ -1,10 +1,18 @@
 import * as v from 'valibot';
-import { GatewayError, parseOptions, plainObject, type GatewayPlugin, type RequestContext, type Target } from '../../core/index.js';
+import {
+  fieldSchema,
+  GatewayError,
+  parseOptions,
+  plainObject,
+  PROVIDER_SOURCE,
+  STAGES,
+  type GatewayPlugin,
+  type ProviderSource,
+  type Target,
+  type TargetField,
+} from '../../sdk/index.js';
 
 export const PLUGIN_NAME = 'provider-registry';
-
-/** Interceptor stage: outermost, so retry, breaker and timeout see the resolved provider and credentials. */
-export const REGISTRY_STAGE = -100;
 
 const EntrySchema = v.pipe(
   plainObject(),
@@ -17,21 +25,10 @@ const OptionsSchema = v.strictObject({
   providers: v.optional(v.record(v.pipe(v.string(), v.regex(/^[a-zA-Z0-9][a-zA-Z0-9._-]*$/, 'slugs are letters, digits, . _ -')), EntrySchema), {}),
 });
 
-/**
- * Token of an optional source of slugs beyond the server config's (the
- * control plane provides one, scoped to the caller's workspace). Asked for
- * slugs and virtual keys the server config does not know.
- */
-export const PROVIDER_SOURCE = Symbol.for('gateway.provider-source');
-
-/**
- * Finds the provider and credentials behind a slug (without `@`) or virtual
- * key for a request; undefined when unknown. `target` is the request's target
- * naming the slug (its `override_params.model` may pick per-model settings).
- */
-export interface ProviderSource {
-  find(ctx: RequestContext, ref: string, target: Target): Promise<Target | undefined>;
-}
+/** The spec's `virtual_key` (a slug by its older name), owned here: this plugin resolves it. */
+const FIELDS: Readonly<Record<string, TargetField>> = Object.freeze({
+  virtual_key: { schema: fieldSchema.string(), credential: true, inherit: 'same-provider', combination: ['virtual_key'] },
+});
 
 /** Entries are checked at boot: each needs a loaded `provider` name. */
 export interface ProviderRegistryOptions {
@@ -51,6 +48,7 @@ export function providerRegistry(options: ProviderRegistryOptions = {}): Gateway
   const entries = new Map<string, Target>(Object.entries(opts.providers).map(([slug, entry]) => [slug, Object.freeze({ ...entry }) as Target]));
   return {
     name: PLUGIN_NAME,
+    targetFields: FIELDS,
     apply(api) {
       for (const [slug, entry] of entries) {
         if (!api.providers.has(entry.provider!)) {
@@ -60,37 +58,21 @@ export function providerRegistry(options: ProviderRegistryOptions = {}): Gateway
           });
         }
       }
-      let source: ProviderSource | null = null;
+      // Credentials and the fields that decide where a call goes: a request may not set them next to a slug.
+      const guarded: ReadonlySet<string> = new Set(api.targetFields.names((f) => f.credential === true || f.placement === true));
+      let source: ProviderSource | undefined;
       api.onReady(() => {
-        try {
-          source = api.resolve<ProviderSource>(PROVIDER_SOURCE);
-        } catch {
-          source = null;
-        }
+        source = api.tryResolve(PROVIDER_SOURCE);
       });
-      api.addInterceptor(
-        PLUGIN_NAME,
-        (next) => (ctx, target) => {
-          const ref = referenceOf(target);
-          if (ref === null || entries.has(ref.name) || source === null) return next(ctx, resolveTarget(entries, target));
-          return source.find(ctx, ref.name, target).then((entry) => {
-            if (entry === undefined) throw unknownReference(ref);
-            return next(ctx, merge(entry, target, ref));
-          });
-        },
-        REGISTRY_STAGE,
-      );
+      api.hooks.resolveTarget.tapPromise({ name: PLUGIN_NAME, stage: STAGES.resolveTarget.REFERENCES }, async (target, ctx) => {
+        const ref = referenceOf(target);
+        if (ref === null) return target;
+        const entry = entries.get(ref.name) ?? (await source?.find(ctx, ref.name, target));
+        if (entry === undefined) throw unknownReference(ref);
+        return merge(entry, target, ref, guarded);
+      });
     },
   };
-}
-
-/** The target with its slug or virtual key replaced by the registered provider and credentials. */
-export function resolveTarget(entries: ReadonlyMap<string, Target>, target: Target): Target {
-  const ref = referenceOf(target);
-  if (ref === null) return target;
-  const entry = entries.get(ref.name);
-  if (entry === undefined) throw unknownReference(ref);
-  return merge(entry, target, ref);
 }
 
 interface Reference {
@@ -113,39 +95,15 @@ function unknownReference(ref: Reference): GatewayError {
 }
 
 /**
- * Fields that are credentials or build the upstream host: a caller may not change them on a slug.
- * Path and version settings (`deployment_id`, `api_version`, `azure_entra_scope`, …) stay overridable.
- */
-const GUARDED: ReadonlySet<string> = new Set([
-  'api_key',
-  'custom_host',
-  'resource_name',
-  'azure_endpoint_name',
-  'azure_region',
-  'azure_ad_token',
-  'azure_entra_tenant_id',
-  'azure_entra_client_id',
-  'azure_entra_client_secret',
-  'aws_access_key_id',
-  'aws_secret_access_key',
-  'aws_session_token',
-  'aws_region',
-  'vertex_project_id',
-  'vertex_region',
-  'vertex_service_account_json',
-]);
-const isGuarded = (field: string) => GUARDED.has(field);
-
-/**
  * The entry's provider and credentials with the request's other settings
  * (retry, cache, override_params…). A request may not move a slug elsewhere:
  * its own `custom_host`, key or placement next to a slug would send the
  * stored credentials to a host of the caller's choosing, so they are refused.
  */
-function merge(entry: Target, target: Target, ref: Reference): Target {
+function merge(entry: Target, target: Target, ref: Reference, guarded: ReadonlySet<string>): Target {
   const { provider: _p, virtual_key: _v, ...own } = target;
   for (const field in own) {
-    if (own[field] === undefined || !isGuarded(field) || own[field] === entry[field]) continue;
+    if (own[field] === undefined || !guarded.has(field) || own[field] === entry[field]) continue;
     const what = ref.param === 'provider' ? `provider slug "@${ref.name.slice(0, 64)}"` : `virtual key "${ref.name.slice(0, 64)}"`;
     throw new GatewayError('invalid_request', `"${field}" cannot be set with the ${what}: a slug's stored credentials only go where the slug points.`, {
       param: field === 'custom_host' ? 'x-gateway-custom-host' : field,

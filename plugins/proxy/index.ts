@@ -1,12 +1,4 @@
-import {
-  baseURL,
-  HOP_BY_HOP,
-  type GatewayPlugin,
-  type Provider,
-  type RequestContext,
-  type Target,
-  type UpstreamRequest,
-} from '../../core/index.js';
+import { baseURL, type GatewayPlugin, HOP_BY_HOP, type Provider, type RequestContext, type Target, type UpstreamRequest } from '../../sdk/index.js';
 
 export const PLUGIN_NAME = 'proxy';
 
@@ -46,7 +38,7 @@ function forward(ctx: RequestContext, target: Target, provider: Provider, prefix
   const body = ctx.rawBody !== null && ctx.rawBody.length > 0 ? ctx.rawBody : null;
   return {
     method: ctx.method,
-    url: baseURL(target, provider) + ctx.path.slice(prefixLength) + (ctx.query === '' ? '' : `?${ctx.query}`),
+    url: baseURL(target, provider, ctx) + ctx.path.slice(prefixLength) + (ctx.query === '' ? '' : `?${ctx.query}`),
     headers,
     body,
   };

@@ -1,4 +1,4 @@
-import { parseOptions, type GatewayPlugin, type RequestContext } from '../../core/index.js';
+import { type GatewayPlugin, parseOptions, type RequestContext } from '../../sdk/index.js';
 import * as v from 'valibot';
 
 export const PLUGIN_NAME = 'request-log';

@@ -1,15 +1,10 @@
 import * as v from 'valibot';
-import { invalidBody, parseOptions, STAGE, type GatewayPlugin, type PluginAPI } from '../../core/index.js';
+import { addRerankRoute, type GatewayPlugin, invalidBody, parseOptions, RERANK_ROUTE, RerankBodySchema, STAGES } from '../../sdk/index.js';
 import { rerankProvider, RERANK_PROVIDERS } from './providers.js';
-import { RerankBodySchema } from './schema.js';
 
 export const PLUGIN_NAME = 'rerank';
-/** The route name provider adapters key their rerank adapter by (`provider.routes.rerank`). */
-export const RERANK_ROUTE = 'rerank';
 
-export { RerankBodySchema, type RerankBody } from './schema.js';
 export { RERANK_PROVIDERS, rerankProvider, type RerankProviderRow } from './providers.js';
-export * from './shape.js';
 
 const OptionsSchema = v.strictObject({
   /** Rerank-only providers this plugin registers (default both). A name already registered by another plugin is left alone. */
@@ -21,12 +16,6 @@ const OptionsSchema = v.strictObject({
 export type RerankOptions = v.InferInput<typeof OptionsSchema>;
 
 const parse = v.safeParser(RerankBodySchema);
-
-/** Adds `POST {basePath}/rerank` (a provider route named `rerank`), once. */
-export function addRerankRoute(api: PluginAPI): void {
-  const path = api.options.basePath + '/rerank';
-  if (!api.routes.has('POST', path)) api.routes.add({ name: RERANK_ROUTE, method: 'POST', path, kind: 'provider', body: 'json' });
-}
 
 /**
  * The rerank route (spec, POST /rerank): registers the shaped route, checks
@@ -45,7 +34,7 @@ export function rerank(options: RerankOptions = {}): GatewayPlugin {
         const url = opts.baseURLs?.[row.name];
         api.providers.add(row.name, rerankProvider(url === undefined ? row : { ...row, baseURL: url.replace(/\/$/, '') }));
       }
-      api.hooks.beforeRequest.tap({ name: PLUGIN_NAME, stage: STAGE.EARLY }, (ctx) => {
+      api.hooks.beforeRequest.tap({ name: PLUGIN_NAME, stage: STAGES.beforeRequest.VALIDATE }, (ctx) => {
         if (ctx.route?.name !== RERANK_ROUTE) return undefined;
         const result = parse(ctx.body);
         if (!result.success) throw invalidBody(result.issues);

@@ -1,6 +1,18 @@
-import type { Provider, ProviderRoute, RequestContext, Target, UpstreamResponse } from '../../core/index.js';
-import { readJson } from '../providers/openai-format/translate.js';
-import { documentTexts, extraParameters, genericErrorAnswer, rerankAnswer, rerankBody, upstreamModel, type RankedIndex } from './shape.js';
+import {
+  documentTexts,
+  extraParameters,
+  genericErrorAnswer,
+  type Provider,
+  type ProviderRoute,
+  rankedIndexes,
+  readJson,
+  type RequestContext,
+  rerankAnswer,
+  rerankBody,
+  type Target,
+  upstreamModel,
+  type UpstreamResponse,
+} from '../../sdk/index.js';
 
 type Json = Record<string, unknown>;
 
@@ -45,14 +57,6 @@ export const RERANK_PROVIDERS: readonly RerankProviderRow[] = Object.freeze([
     },
   },
 ]);
-
-/** Reads `[{index, relevance_score}]` from a results array. */
-export function rankedIndexes(list: unknown): RankedIndex[] {
-  if (!Array.isArray(list)) return [];
-  return list.flatMap((r: unknown) =>
-    isObject(r) && typeof r.index === 'number' && typeof r.relevance_score === 'number' ? [{ index: r.index, relevance_score: r.relevance_score }] : [],
-  );
-}
 
 /** The provider adapter for one row: rerank, plus credentials for the generic proxy (embeddings etc.). */
 export function rerankProvider(row: RerankProviderRow): Provider {

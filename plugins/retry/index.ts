@@ -1,6 +1,5 @@
 import * as v from 'valibot';
-import { discardResponse, GatewayError, parseOptions, type GatewayPlugin, type GatewayResponse, type Target } from '../../core/index.js';
-import { MAX_RETRY_ATTEMPTS } from '../config/limits.js';
+import { discardResponse, fieldSchema as f, GatewayError, parseOptions, STAGES, type GatewayPlugin, type GatewayResponse, type Target, type TargetField } from '../../sdk/index.js';
 import { retryAfterMs } from './retry-after.js';
 
 export const PLUGIN_NAME = 'retry';
@@ -10,8 +9,29 @@ export const DEFAULT_RETRY_STATUS_CODES: readonly number[] = [429, 500, 502, 503
 /** Gateway errors that mean the request may not have reached the provider, so retrying is safe. */
 const RETRIABLE_ERRORS = new Set(['upstream_unreachable', 'upstream_invalid_response']);
 
-/** Interceptor stage: outermost of the resilience chain (retry → breaker → timeout → transport). */
-export const RETRY_STAGE = -30;
+/**
+ * Highest `retry.attempts` a config may ask for. The spec gives no cap, but
+ * every attempt is a full upstream call that a client can trigger with one
+ * header, so the gateway bounds the fan-out. The config schema refuses more
+ * (so the client learns its config is not doing what it says), and the
+ * interceptor never makes more whatever target it is handed.
+ */
+export const MAX_RETRY_ATTEMPTS = 5;
+
+/** The config field this plugin reads: `retry`, inherited by every target that sets none, no part of what is answered. */
+export const RETRY_FIELDS: Readonly<Record<string, TargetField>> = Object.freeze({
+  retry: {
+    schema: f.strictObject({
+      attempts: f.integer(0, MAX_RETRY_ATTEMPTS),
+      on_status_codes: v.optional(f.statusCodes()),
+      // Absent means false (spec default). No default is injected so the output stays what the client sent.
+      use_retry_after_headers: v.optional(f.boolean()),
+    }),
+    inherit: 'always',
+    affectsAnswer: false,
+    combination: ['retry'],
+  },
+});
 
 const OptionsSchema = v.strictObject({
   /** First backoff delay; each retry doubles it. Default 500 ms. */
@@ -50,6 +70,7 @@ export function retry(options: RetryOptions = {}): GatewayPlugin {
   };
   return {
     name: PLUGIN_NAME,
+    targetFields: RETRY_FIELDS,
     apply(api) {
       api.addInterceptor(
         PLUGIN_NAME,
@@ -82,7 +103,7 @@ export function retry(options: RetryOptions = {}): GatewayPlugin {
             await sleep(wait, ctx.signal);
           }
         },
-        RETRY_STAGE,
+        STAGES.interceptor.RETRY,
       );
     },
   };

@@ -1,9 +1,11 @@
-import { GatewayError, type GatewayPlugin } from '../../core/index.js';
+import { fieldSchema as f, GatewayError, STAGES, type GatewayPlugin, type TargetField } from '../../sdk/index.js';
 
 export const PLUGIN_NAME = 'timeout';
 
-/** Interceptor stage: innermost, so each retry attempt has its own clock and the breaker sees a timeout as a failure. */
-export const TIMEOUT_STAGE = -10;
+/** The config field this plugin reads: `request_timeout` in ms, inherited by every target that sets none. */
+export const TIMEOUT_FIELDS: Readonly<Record<string, TargetField>> = Object.freeze({
+  request_timeout: { schema: f.integer(1), inherit: 'always', affectsAnswer: false, combination: ['request_timeout'] },
+});
 
 /**
  * `request_timeout` (ms): aborts an upstream attempt that has not answered in
@@ -14,6 +16,7 @@ export const TIMEOUT_STAGE = -10;
 export function timeout(): GatewayPlugin {
   return {
     name: PLUGIN_NAME,
+    targetFields: TIMEOUT_FIELDS,
     apply(api) {
       api.addInterceptor(
         PLUGIN_NAME,
@@ -37,7 +40,8 @@ export function timeout(): GatewayPlugin {
             outer.removeEventListener('abort', onOuterAbort);
           }
         },
-        TIMEOUT_STAGE,
+        // Innermost: each retry attempt has its own clock, and the breaker sees a timeout as a failure.
+        STAGES.interceptor.TIMEOUT,
       );
     },
   };

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { GatewayError, STAGE, type GatewayPlugin } from '../../core/index.js';
+import { GatewayError, STAGES, type GatewayPlugin } from '../../sdk/index.js';
 
 export const PLUGIN_NAME = 'trace';
 
@@ -16,7 +16,7 @@ export function trace(): GatewayPlugin {
   return {
     name: PLUGIN_NAME,
     apply(api) {
-      api.hooks.request.tap({ name: PLUGIN_NAME, stage: STAGE.EARLY }, (ctx) => {
+      api.hooks.request.tap({ name: PLUGIN_NAME, stage: STAGES.request.TRACE }, (ctx) => {
         const given = ctx.header('x-gateway-trace-id');
         const traceId = given === undefined || given === '' ? randomUUID() : given;
         ctx.traceId = traceId;

@@ -1,11 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import * as v from 'valibot';
-import { parseOptions, STAGE, type GatewayPlugin, type RequestContext, type Target } from '../../core/index.js';
+import { parseOptions, STAGES, type GatewayPlugin } from '../../sdk/index.js';
 
 export const PLUGIN_NAME = 'traceparent';
-
-/** Where the outgoing header value sits in `ctx.state`. */
-const STATE = PLUGIN_NAME;
 
 const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$/;
 const HEX32 = /^[0-9a-f]{32}$/;
@@ -69,8 +66,8 @@ export function traceparent(options: TraceparentOptions = {}): GatewayPlugin {
   return {
     name: PLUGIN_NAME,
     apply(api) {
-      // After the trace plugin (STAGE.EARLY), which sets the trace id and span headers.
-      api.hooks.request.tap({ name: PLUGIN_NAME, stage: STAGE.EARLY + 1 }, (ctx) => {
+      // After the trace plugin, which sets the trace id and span headers.
+      api.hooks.request.tap({ name: PLUGIN_NAME, stage: STAGES.request.TRACE_CONTEXT }, (ctx) => {
         const incoming = parseTraceparent(ctx.header('traceparent'));
         let traceId: string;
         let flags = '01';
@@ -95,33 +92,21 @@ export function traceparent(options: TraceparentOptions = {}): GatewayPlugin {
           ctx.spanId ??= spanId;
         }
         const outgoing = `00-${traceId}-${spanId}-${flags}`;
-        ctx.state.set(STATE, outgoing);
         ctx.logFields.traceparent = outgoing;
-        // The generic proxy forwards client headers as received: it sends this one in place of the client's.
-        if (propagate) ctx.headers.traceparent = outgoing;
-        else delete ctx.headers.traceparent;
+        if (!propagate) {
+          delete ctx.headers.traceparent;
+          return;
+        }
+        // Every upstream call of the request carries it (with the client's tracestate); the generic proxy,
+        // which forwards client headers as received, sends it in place of the client's.
+        ctx.headers.traceparent = outgoing;
+        const upstream = (ctx.upstreamHeaders ??= {});
+        upstream.traceparent = outgoing;
+        const tracestate = ctx.header('tracestate');
+        if (tracestate !== undefined) upstream.tracestate = tracestate;
       });
-
-      if (!propagate) return;
-      // Shaped routes send only the headers a target forwards: add traceparent (and tracestate) to them.
-      api.addInterceptor(
-        PLUGIN_NAME,
-        (next) => (ctx, target) => {
-          if (!ctx.state.has(STATE)) return next(ctx, target);
-          return next(ctx, withForwarded(ctx, target));
-        },
-        STAGE.LATE,
-      );
     },
   };
-}
-
-function withForwarded(ctx: RequestContext, target: Target): Target {
-  const current = Array.isArray(target.forward_headers) ? (target.forward_headers as string[]) : [];
-  const wanted = ctx.headers.tracestate === undefined ? ['traceparent'] : ['traceparent', 'tracestate'];
-  const missing = wanted.filter((h) => !current.some((c) => c.toLowerCase() === h));
-  if (missing.length === 0) return target;
-  return { ...target, forward_headers: [...current, ...missing] };
 }
 
 export default traceparent;

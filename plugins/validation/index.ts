@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { invalidBody, STAGE, type GatewayPlugin } from '../../core/index.js';
+import { invalidBody, STAGES, type GatewayPlugin } from '../../sdk/index.js';
 import { ChatCompletionBodySchema, CompletionBodySchema, EmbeddingBodySchema } from './schema.js';
 
 export const PLUGIN_NAME = 'validation';
@@ -22,7 +22,7 @@ export function validation(): GatewayPlugin {
   return {
     name: PLUGIN_NAME,
     apply(api) {
-      api.hooks.beforeRequest.tap({ name: PLUGIN_NAME, stage: STAGE.EARLY }, (ctx) => {
+      api.hooks.beforeRequest.tap({ name: PLUGIN_NAME, stage: STAGES.beforeRequest.VALIDATE }, (ctx) => {
         const parse = PARSERS.get(ctx.route!.name);
         if (parse === undefined || ctx.body === null) return undefined;
         const result = parse(ctx.body);

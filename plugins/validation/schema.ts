@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { plainObject } from '../../core/index.js';
+import { plainObject } from '../../sdk/index.js';
 
 /** A number in [min, max], or null/absent. */
 const range = (min: number, max: number) => v.nullish(v.pipe(v.number(), v.minValue(min), v.maxValue(max)));

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { createGateway, GatewayError, jsonResponse, STAGE, type GatewayPlugin, type GatewayResponse } from '../../core/index.js';
+import { createGateway, GatewayError, jsonResponse, STAGES, type GatewayPlugin, type GatewayResponse } from '../../core/index.js';
 import { openai } from '../../plugins/providers/openai/index.js';
 import { memoryLogger } from '../helpers/gateway.js';
 import { serveGateway } from '../helpers/serve.js';
@@ -59,7 +59,7 @@ describe('lifecycle order', () => {
     const cached: GatewayPlugin = {
       name: 'cache-like',
       apply(api) {
-        api.hooks.beforeRequest.tap({ name: 'cache-like', stage: STAGE.EARLY }, () => jsonResponse(200, { cached: true }));
+        api.hooks.beforeRequest.tap({ name: 'cache-like', stage: STAGES.beforeRequest.VALIDATE }, () => jsonResponse(200, { cached: true }));
       },
     };
     const gw = await serveGateway({ plugins: [openai(), recorder(events), cached] });

@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -44,10 +45,13 @@ describe('acme.maxDigits on its own', () => {
     expect(bad.issues![0].message).toBe('max must be a whole number');
   });
 
-  test('the plugins are plain objects with a name', () => {
+  test('the plugins are plain objects with a name and their declarations', () => {
     expect(acmeChecks().name).toBe('acme-checks');
+    expect(acmeChecks().errorCodes).toEqual({ acme_too_many_digits: { status: 446, type: 'guardrail_error' } });
     expect(acmeProvider({ baseURL: 'http://127.0.0.1:9000/v1' }).name).toBe('acme');
+    expect(Object.keys(acmeProvider().targetFields!)).toEqual(['acme_region']);
     expect(() => acmeProvider({ baseURL: 'not a url' })).toThrow(/Invalid options for acme: baseURL: baseURL must be a URL/);
+    expect(() => acmeProvider({ defaultRegion: 'mars' as never })).toThrow(/Invalid options for acme: defaultRegion: defaultRegion must be eu or us/);
   });
 });
 
@@ -67,12 +71,12 @@ describe('both examples through a gateway, against the mock OpenAI upstream', ()
     await mock.close();
   });
 
-  const send = (guardrail: Record<string, unknown>, content: string, extra: Record<string, unknown> = {}) =>
+  const send = (guardrail: Record<string, unknown>, content: string, extra: Record<string, unknown> = {}, target: Record<string, unknown> = {}) =>
     fetch(`${url}/v1/chat/completions`, {
       method: 'POST',
       headers: {
         'content-type': 'application/json',
-        'x-gateway-config': JSON.stringify({ provider: 'acme', api_key: 'sk-acme', input_guardrails: [{ id: 'digits', deny: true, ...guardrail }] }),
+        'x-gateway-config': JSON.stringify({ provider: 'acme', api_key: 'sk-acme', ...target, input_guardrails: [{ id: 'digits', deny: true, ...guardrail }] }),
       },
       body: JSON.stringify({ model: 'acme-1', messages: [{ role: 'user', content }], ...extra }),
     });
@@ -86,7 +90,19 @@ describe('both examples through a gateway, against the mock OpenAI upstream', ()
     const seen = mock.requests.at(-1)!;
     expect(seen.path).toBe('/v1/chat/completions');
     expect(seen.headers.authorization).toBe('Bearer sk-acme');
+    expect(seen.headers['x-acme-region']).toBe('eu');
+    // Signed in prepare, over the bytes actually sent.
+    expect(seen.headers['x-acme-signature']).toBe(createHmac('sha256', 'sk-acme').update(seen.body).digest('hex'));
     expect(JSON.parse(seen.body).model).toBe('acme-1');
+  });
+
+  test('acme_region is a config field of its own: accepted, sent, and checked', async () => {
+    const res = await send({ 'acme.maxDigits': { max: 3 } }, 'Hello', {}, { acme_region: 'us' });
+    expect(res.status).toBe(200);
+    expect(mock.requests.at(-1)!.headers['x-acme-region']).toBe('us');
+    const bad = await send({ 'acme.maxDigits': { max: 3 } }, 'Hello', {}, { acme_region: 'mars' });
+    expect(bad.status).toBe(400);
+    expect((await bad.json()).error).toMatchObject({ message: 'Invalid config: acme_region: must be eu or us (got "mars")', param: 'x-gateway-config' });
   });
 
   test('too many digits: 446, and the Acme server never sees the request', async () => {
@@ -95,6 +111,7 @@ describe('both examples through a gateway, against the mock OpenAI upstream', ()
     expect(res.status).toBe(446);
     const body = await res.json();
     expect(body.error.message).toBe('Denied by hook "digits" (check acme.maxDigits): The text holds 8 digits; at most 3 are allowed.');
+    expect(body.error).toMatchObject({ code: 'acme_too_many_digits', type: 'guardrail_error' });
     expect(mock.requests.length).toBe(before);
   });
 

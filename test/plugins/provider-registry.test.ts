@@ -2,7 +2,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { DEFAULT_CONFIG } from '../../server/default-config.js';
 import { GATEWAY_KEY, startTestServer } from '../helpers/gateway.js';
 import { startMockOpenAI, type MockUpstream } from '../mocks/openai-upstream.js';
-import { providerRegistry, resolveTarget } from '../../plugins/provider-registry/index.js';
+import { providerRegistry } from '../../plugins/provider-registry/index.js';
 
 let mock: MockUpstream;
 let gw: Awaited<ReturnType<typeof startTestServer>>;
@@ -62,11 +62,6 @@ test('an unknown slug or virtual key is a 404 naming it, and no secret leaks', a
   expect(vk.status).toBe(404);
   expect((await vk.json()).error.param).toBe('virtual_key');
   expect(gw.logs.text()).not.toContain('sk-slug-secret');
-});
-
-test('resolveTarget leaves plain targets alone', () => {
-  const plain = { provider: 'openai', api_key: 'k' };
-  expect(resolveTarget(new Map(), plain)).toBe(plain);
 });
 
 test('a slug naming a provider that is not loaded fails at boot', async () => {

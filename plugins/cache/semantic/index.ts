@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { parseOptions, plainObject, type GatewayPlugin, type PluginAPI, type RequestContext, type Target } from '../../../core/index.js';
+import { type GatewayPlugin, parseOptions, plainObject, type PluginAPI, type RequestContext, type Target } from '../../../sdk/index.js';
 import { sha256 } from '../key.js';
 import type { CacheCandidate, CacheLookup, CacheMode } from '../types.js';
 import { rateLimitedWarning } from '../warn.js';

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { parseOptions, type GatewayPlugin } from '../../../core/index.js';
+import { type GatewayPlugin, parseOptions } from '../../../sdk/index.js';
 import type { CacheMode } from '../types.js';
 
 export const PLUGIN_NAME = 'cache-simple';

@@ -1,10 +1,26 @@
 import * as v from 'valibot';
-import { GatewayError, hasScope, type RequestContext } from '../../../core/index.js';
+import { GatewayError, hasScope, type RequestContext } from '../../../sdk/index.js';
 import { checkGrantable, ExpiresAt, insertKey, KEY_TYPES, presentKey, RotationPolicySchema, rotateKey, Scopes, settleRotationPolicy } from '../api-keys.js';
 import type { ApiKeyRow } from '../repository.js';
 import { defaultScopes } from '../scopes.js';
 import type { ControlPlane, RotationPolicy } from '../service.js';
-import { patchOf, Description, Metadata, Name, PAGE_QUERY, listResponse, notFound, ok, optionalBody, pageOf, parseBody, parseQuery, requireOrgLevel, workspaceFor, type AdminRoute } from './http.js';
+import {
+  patchOf,
+  Description,
+  Metadata,
+  Name,
+  PAGE_QUERY,
+  listResponse,
+  notFound,
+  ok,
+  optionalBody,
+  pageOf,
+  parseBody,
+  parseQuery,
+  requireOrgLevel,
+  workspaceFor,
+  type AdminRoute,
+} from './http.js';
 import { MIN_TRANSITION_MS } from '../keys.js';
 
 const CreateBody = v.strictObject({

@@ -1,11 +1,24 @@
 import * as v from 'valibot';
-import { GatewayError, issuePath, plainObject, type RequestContext } from '../../../core/index.js';
-import { formatConfigIssues } from '../../config/errors.js';
-import { safeParseConfig } from '../../config/schema.js';
+import { GatewayError, plainObject, type RequestContext } from '../../../sdk/index.js';
 import { randomSlug } from '../keys.js';
 import type { ConfigRow, ConfigVersionRow } from '../repository.js';
 import type { ControlPlane } from '../service.js';
-import { patchOf, Name, PAGE_QUERY, Slug, conflict, iso, listResponse, notFound, ok, pageOf, parseBody, parseQuery, workspaceFor, type AdminRoute } from './http.js';
+import {
+  patchOf,
+  Name,
+  PAGE_QUERY,
+  Slug,
+  conflict,
+  iso,
+  listResponse,
+  notFound,
+  ok,
+  pageOf,
+  parseBody,
+  parseQuery,
+  workspaceFor,
+  type AdminRoute,
+} from './http.js';
 
 const CreateBody = v.strictObject({ name: Name, slug: v.optional(Slug), config: plainObject('must be a config object'), workspace_id: v.nullish(v.string()) });
 const UpdateBody = v.strictObject({
@@ -15,12 +28,13 @@ const UpdateBody = v.strictObject({
 });
 const ListQuery = v.strictObject({ ...PAGE_QUERY, workspace_id: v.optional(v.string()) });
 
-/** Validates with the inline-config schema; a bad config is a 400 whose param is `config.<path>`. */
-function checkConfig(config: Record<string, unknown>): string {
-  const result = safeParseConfig(config);
-  if (!result.success) {
-    const path = issuePath(result.issues[0]);
-    throw new GatewayError('invalid_request', `Invalid request body: ${formatConfigIssues(result.issues)}`, { param: path === '' ? 'config' : `config.${path}` });
+/** Validates with the inline-config schema (the config plugin's parser); a bad config is a 400 whose param is `config.<path>`. */
+function checkConfig(cp: ControlPlane, config: Record<string, unknown>): string {
+  const parser = cp.configParser;
+  const issues = parser.check(config);
+  if (issues.length > 0) {
+    const path = issues[0]!.path;
+    throw new GatewayError('invalid_request', `Invalid request body: ${parser.error(issues).message}`, { param: path === '' ? 'config' : `config.${path}` });
   }
   return JSON.stringify(config);
 }
@@ -56,7 +70,7 @@ export const configRoutes: AdminRoute[] = [
     scope: 'configs.create',
     async handler(ctx, cp) {
       const body = parseBody(ctx, CreateBody);
-      const text = checkConfig(body.config);
+      const text = checkConfig(cp, body.config);
       const workspaceId = await workspaceFor(ctx, cp, body.workspace_id);
       const slug = body.slug ?? randomSlug(10);
       if ((await cp.repo.config(workspaceId, slug)) !== undefined) throw conflict(`A config with slug "${slug}" exists in this workspace.`, 'slug');
@@ -115,7 +129,7 @@ export const configRoutes: AdminRoute[] = [
     async handler(ctx, cp) {
       const row = await visibleConfig(ctx, cp, ctx.params!.id!);
       const body = parseBody(ctx, UpdateBody);
-      const text = body.config === undefined ? null : checkConfig(body.config);
+      const text = body.config === undefined ? null : checkConfig(cp, body.config);
       const now = cp.now();
       const patch = patchOf(body, ['name', 'status'], now);
       await cp.repo.db().transaction(async (tx) => {

@@ -1,5 +1,14 @@
 import * as v from 'valibot';
-import { GatewayError, invalidBody, issuePath, jsonResponse, requireScope, type GatewayResponse, type RequestContext, type RouteDefinition } from '../../../core/index.js';
+import {
+  GatewayError,
+  type GatewayResponse,
+  invalidBody,
+  issuePath,
+  jsonResponse,
+  type RequestContext,
+  requireScope,
+  type RouteDefinition,
+} from '../../../sdk/index.js';
 import type { Page, Paged } from '../repository.js';
 import type { ControlPlane } from '../service.js';
 

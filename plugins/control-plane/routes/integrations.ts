@@ -1,11 +1,39 @@
 import * as v from 'valibot';
-import { GatewayError, plainObject, type Provider, type Registry, type RequestContext } from '../../../core/index.js';
-import { checkReference, maskCredentials, sealCredentials, splitConfigurations, openCredentials, type SealedCredentials, type SecretMapping } from '../credentials.js';
+import { GatewayError, plainObject, type Provider, type Registry, type RequestContext } from '../../../sdk/index.js';
+import {
+  checkReference,
+  maskCredentials,
+  sealCredentials,
+  splitConfigurations,
+  openCredentials,
+  type SealedCredentials,
+  type SecretMapping,
+} from '../credentials.js';
 import { newId, randomSlug } from '../keys.js';
 import type { IntegrationModelRow, IntegrationRow } from '../repository.js';
 import type { ControlPlane } from '../service.js';
 import { insertProvider } from './providers.js';
-import { patchOf, Description, Name, PAGE_QUERY, Slug, canSee, canWrite, conflict, forbidden, iso, json, listResponse, notFound, ok, pageOf, parseBody, parseQuery, workspaceFor, type AdminRoute } from './http.js';
+import {
+  patchOf,
+  Description,
+  Name,
+  PAGE_QUERY,
+  Slug,
+  canSee,
+  canWrite,
+  conflict,
+  forbidden,
+  iso,
+  json,
+  listResponse,
+  notFound,
+  ok,
+  pageOf,
+  parseBody,
+  parseQuery,
+  workspaceFor,
+  type AdminRoute,
+} from './http.js';
 
 const SecretMappingSchema = v.strictObject({
   target_field: v.pipe(v.string(), v.regex(/^(key|configurations\.[a-z][a-z0-9_]*)$/, 'must be "key" or "configurations.<field>"')),
@@ -131,7 +159,7 @@ function checkProvider(providers: Registry<Provider>, name: string): void {
 
 /** Seals the credentials and builds the stored columns for them. */
 function credentialColumns(cp: ControlPlane, id: string, key: string | undefined, configurations: Record<string, unknown>) {
-  const { clear, secret } = splitConfigurations(configurations);
+  const { clear, secret } = splitConfigurations(configurations, cp.secretFields);
   const creds: SealedCredentials = {};
   if (key !== undefined) creds.key = key;
   if (Object.keys(secret).length > 0) creds.configurations = secret;

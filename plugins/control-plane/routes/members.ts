@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { GatewayError, hasScope, type RequestContext } from '../../../core/index.js';
+import { GatewayError, hasScope, type RequestContext } from '../../../sdk/index.js';
 import { insertKey, presentKey, settleRotationPolicy } from '../api-keys.js';
 import { newId } from '../keys.js';
 import type { MemberRow } from '../repository.js';

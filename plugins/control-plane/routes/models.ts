@@ -1,6 +1,5 @@
 import * as v from 'valibot';
-import { jsonResponse } from '../../../core/index.js';
-import { bundledPricingData } from '../../pricing/table.js';
+import { bundledPricingData, jsonResponse } from '../../../sdk/index.js';
 import { PAGE_QUERY, pageOf, parseQuery, workspaceFor, type AdminRoute } from './http.js';
 
 const ListQuery = v.strictObject({

@@ -1,9 +1,24 @@
 import * as v from 'valibot';
-import type { RequestContext } from '../../../core/index.js';
+import type { RequestContext } from '../../../sdk/index.js';
 import { newId, randomSlug } from '../keys.js';
 import type { ProviderRow } from '../repository.js';
 import type { ControlPlane } from '../service.js';
-import { patchOf, PAGE_QUERY, Slug, canSee, conflict, iso, listResponse, notFound, ok, pageOf, parseBody, parseQuery, workspaceFor, type AdminRoute } from './http.js';
+import {
+  patchOf,
+  PAGE_QUERY,
+  Slug,
+  canSee,
+  conflict,
+  iso,
+  listResponse,
+  notFound,
+  ok,
+  pageOf,
+  parseBody,
+  parseQuery,
+  workspaceFor,
+  type AdminRoute,
+} from './http.js';
 
 const Note = v.nullish(v.pipe(v.string(), v.maxLength(2000, 'must be at most 2000 characters')));
 const ProviderName = v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(200));

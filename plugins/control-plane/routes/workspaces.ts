@@ -1,9 +1,29 @@
 import * as v from 'valibot';
-import { GatewayError, type RequestContext } from '../../../core/index.js';
+import { GatewayError, type RequestContext } from '../../../sdk/index.js';
 import { newId, randomSlug } from '../keys.js';
 import type { WorkspaceRow } from '../repository.js';
 import type { ControlPlane } from '../service.js';
-import { patchOf, Description, Metadata, Name, PAGE_QUERY, Slug, forbidden, conflict, isOrgAdmin, iso, json, listResponse, notFound, ok, pageOf, parseBody, parseQuery, requireOrgLevel, type AdminRoute } from './http.js';
+import {
+  patchOf,
+  Description,
+  Metadata,
+  Name,
+  PAGE_QUERY,
+  Slug,
+  forbidden,
+  conflict,
+  isOrgAdmin,
+  iso,
+  json,
+  listResponse,
+  notFound,
+  ok,
+  pageOf,
+  parseBody,
+  parseQuery,
+  requireOrgLevel,
+  type AdminRoute,
+} from './http.js';
 
 const Status = v.picklist(['active', 'archived'], 'must be "active" or "archived"');
 

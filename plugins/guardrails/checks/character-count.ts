@@ -1,4 +1,4 @@
-import { defineCheck } from '../check.js';
+import { defineCheck } from '../../../sdk/index.js';
 import { countRangeParameters, judgeCount } from './count-range.js';
 
 /** Counts Unicode code points (an emoji is 1 or more, never half of one); spaces and newlines count. */

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { defineCheck } from '../check.js';
+import { defineCheck } from '../../../sdk/index.js';
 import { fencedBlocks } from './fences.js';
 import { parameters } from './params.js';
 

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import type { CheckInput } from '../check.js';
+import type { CheckInput } from '../../../sdk/index.js';
 
 /** Headers the HTTP client manages itself; a config may not set them. */
 const RESERVED = new Set(['host', 'content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'expect', 'te', 'trailer']);

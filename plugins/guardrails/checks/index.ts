@@ -1,5 +1,4 @@
-import type { GatewayPlugin } from '../../../core/index.js';
-import type { GuardrailCheck } from '../check.js';
+import type { GatewayPlugin, GuardrailCheck } from '../../../sdk/index.js';
 import { allowedRequestTypes } from './allowed-request-types.js';
 import { characterCount } from './character-count.js';
 import { containsCode } from './contains-code.js';

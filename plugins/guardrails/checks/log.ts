@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { defineCheck, type GuardrailCheck } from '../check.js';
+import { defineCheck, type GuardrailCheck } from '../../../sdk/index.js';
 import { endpointHeaders, endpointUrl, eventRequest } from './http-event.js';
 import { parameters } from './params.js';
 

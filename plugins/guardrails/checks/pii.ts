@@ -1,6 +1,6 @@
 import { isIPv4, isIPv6 } from 'node:net';
 import * as v from 'valibot';
-import { defineCheck } from '../check.js';
+import { defineCheck } from '../../../sdk/index.js';
 import { parameters } from './params.js';
 
 export const PII_CATEGORIES = ['email', 'phone', 'credit_card', 'iban', 'ssn', 'ip'] as const;

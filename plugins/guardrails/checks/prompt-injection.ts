@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { defineCheck } from '../check.js';
+import { defineCheck } from '../../../sdk/index.js';
 import { parameters } from './params.js';
 
 /** One signal of a prompt injection: a name (reported), a pattern and its weight in the score. */

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { defineCheck } from '../check.js';
+import { defineCheck } from '../../../sdk/index.js';
 
 /**
  * `default.regexMatch { rule, not? }`: passes when the text matches `rule`

@@ -1,4 +1,4 @@
-import { defineCheck } from '../check.js';
+import { defineCheck } from '../../../sdk/index.js';
 import { countRangeParameters, judgeCount } from './count-range.js';
 
 /** A sentence ends at `.`, `!`, `?`, `…` (or their CJK forms) followed by whitespace or the end of the text, or at a blank line. */

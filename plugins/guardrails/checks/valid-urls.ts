@@ -1,6 +1,6 @@
 import { isIPv4 } from 'node:net';
 import * as v from 'valibot';
-import { defineCheck } from '../check.js';
+import { defineCheck } from '../../../sdk/index.js';
 import { parameters } from './params.js';
 
 /** Anything that looks like `scheme://…` up to whitespace or a quote/bracket that cannot be part of it. Schemes are short: bounding them keeps the scan linear. */

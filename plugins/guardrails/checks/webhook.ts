@@ -1,7 +1,6 @@
 import type { Readable } from 'node:stream';
 import * as v from 'valibot';
-import { plainObject } from '../../../core/index.js';
-import { defineCheck, type CheckResult } from '../check.js';
+import { type CheckResult, defineCheck, plainObject } from '../../../sdk/index.js';
 import { endpointHeaders, endpointUrl, eventRequest } from './http-event.js';
 import { parameters } from './params.js';
 

@@ -1,4 +1,4 @@
-import { defineCheck } from '../check.js';
+import { defineCheck } from '../../../sdk/index.js';
 import { countRangeParameters, judgeCount } from './count-range.js';
 
 const TOKEN = /\S+/g;

@@ -1,6 +1,6 @@
 import * as v from 'valibot';
-import { GatewayError, jsonResponse, parseOptions, requireScope, type GatewayPlugin, type RequestContext } from '../../../core/index.js';
-import { LOG_STORE, type LogStoreService } from '../index.js';
+import { GatewayError, type GatewayPlugin, jsonResponse, parseOptions, type RequestContext, requireScope } from '../../../sdk/index.js';
+import { LOG_STORE_SERVICE, type LogStoreService } from '../index.js';
 import { callerWorkspace, encodeCursor, groupQuery, listQuery } from './query.js';
 
 export const PLUGIN_NAME = 'log-api';
@@ -27,7 +27,7 @@ export function logApi(options: LogApiOptions = {}): GatewayPlugin {
       let service: LogStoreService | null = null;
       api.onReady(() => {
         try {
-          service = api.resolve<LogStoreService>(LOG_STORE);
+          service = api.resolve(LOG_STORE_SERVICE);
         } catch {
           throw new Error(`${PLUGIN_NAME}: needs the log-store plugin`);
         }

@@ -1,4 +1,4 @@
-import { GatewayError, type RequestContext } from '../../../core/index.js';
+import { GatewayError, type RequestContext } from '../../../sdk/index.js';
 import { GROUP_COLUMNS, GROUP_KEYS, type Cursor, type GroupBy, type GroupColumn, type LogFilters } from '../store/repository.js';
 
 /** Query parameters that filter both the list and the groups. */

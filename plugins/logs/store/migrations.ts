@@ -1,4 +1,4 @@
-import type { Migration } from '../../stores/sql/client.js';
+import type { Migration } from '../../../sdk/index.js';
 
 /** Migration namespace of the log store. */
 export const LOGS_NAMESPACE = 'logs';

@@ -1,4 +1,4 @@
-import type { SqlClient } from '../../stores/sql/client.js';
+import type { SqlClient } from '../../../sdk/index.js';
 import { BOOLEAN_COLUMNS, COLUMNS, JSON_COLUMNS, type LogEntry } from '../entry.js';
 
 /** Filters shared by the list and the group routes. Undefined means "any". */

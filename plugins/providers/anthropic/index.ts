@@ -1,8 +1,23 @@
-import { effectiveBody, GatewayError, parseOptions, type GatewayPlugin, type GatewayResponse, type Provider, type RequestContext, type Target, type UpstreamResponse } from '../../../core/index.js';
-import { addShapedRoutes } from '../openai-format/routes.js';
-import { jsonAnswer, readJson, readText, streamAnswer, toGatewayUsage, wantsUsage } from '../openai-format/translate.js';
+import {
+  addShapedRoutes,
+  effectiveBody,
+  GatewayError,
+  type GatewayPlugin,
+  type GatewayResponse,
+  jsonAnswer,
+  parseOptions,
+  type Provider,
+  readJson,
+  readText,
+  type RequestContext,
+  streamAnswer,
+  type Target,
+  toGatewayUsage,
+  type UpstreamResponse,
+  wantsUsage,
+} from '../../../sdk/index.js';
 import { AnthropicOptionsSchema, type AnthropicOptions } from './schema.js';
-import { anthropicErrorAnswer, anthropicStreamTranslator, fromAnthropicMessage, toAnthropicRequest } from './translate.js';
+import { anthropicErrorAnswer, anthropicStreamTranslator, fromAnthropicMessage, toAnthropicRequest } from '../../../sdk/anthropic/index.js';
 
 export const PLUGIN_NAME = 'anthropic';
 /** Without `/v1`, like Anthropic's SDKs: the route path carries it. */
@@ -12,7 +27,7 @@ export const ANTHROPIC_BASE_URL = 'https://api.anthropic.com';
 const MAX_ERROR_BYTES = 1024 * 1024;
 
 export type { AnthropicOptions };
-export { anthropicErrorAnswer, anthropicStreamTranslator, fromAnthropicMessage, toAnthropicRequest } from './translate.js';
+export { anthropicErrorAnswer, anthropicStreamTranslator, fromAnthropicMessage, toAnthropicRequest } from '../../../sdk/anthropic/index.js';
 
 /** `strict_reference_compliance` defaults to true: provider extras (thinking) only when a target turns it off. */
 export function isStrict(target: Target): boolean {

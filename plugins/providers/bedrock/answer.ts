@@ -1,6 +1,15 @@
-import { GatewayError, type GatewayResponse, type UpstreamResponse } from '../../../core/index.js';
-import { ChatChunkWriter, completionId, openAIUsage, type FinishReason, type OpenAIUsage } from '../openai-format/chunks.js';
-import { errorAnswer, type StreamTranslator } from '../openai-format/translate.js';
+import {
+  ChatChunkWriter,
+  completionId,
+  errorAnswer,
+  type FinishReason,
+  GatewayError,
+  type GatewayResponse,
+  openAIUsage,
+  type OpenAIUsage,
+  type StreamTranslator,
+  type UpstreamResponse,
+} from '../../../sdk/index.js';
 import { isObject } from './converse.js';
 import { EventStreamDecoder, EventStreamError, type EventMessage } from './eventstream.js';
 

@@ -1,4 +1,4 @@
-import { GatewayError } from '../../../core/index.js';
+import { GatewayError } from '../../../sdk/index.js';
 
 /**
  * OpenAI chat body → Bedrock Converse body (bedrock.md §3). Pure: the model id

@@ -1,5 +1,4 @@
-import { GatewayError, type UpstreamResponse } from '../../../core/index.js';
-import { base64Floats } from '../google/embeddings.js';
+import { base64Floats, GatewayError, type UpstreamResponse } from '../../../sdk/index.js';
 import { isObject } from './converse.js';
 
 type Json = Record<string, unknown>;

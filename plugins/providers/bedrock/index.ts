@@ -1,21 +1,29 @@
 import * as v from 'valibot';
 import {
-  baseURL,
+  addRerankRoute,
+  addShapedRoutes,
+  documentTexts,
   effectiveBody,
+  fieldSchema as f,
   GatewayError,
-  parseOptions,
-  STAGE,
   type GatewayPlugin,
   type GatewayResponse,
+  jsonAnswer,
+  parseOptions,
   type Provider,
+  readErrorJson,
+  readJson,
   type RequestContext,
+  rerankAnswer,
+  rerankBody,
+  streamAnswer,
   type Target,
+  type TargetField,
+  toGatewayUsage,
+  upstreamModel,
   type UpstreamResponse,
-} from '../../../core/index.js';
-import { addShapedRoutes } from '../openai-format/routes.js';
-import { jsonAnswer, readJson, streamAnswer, toGatewayUsage, wantsUsage } from '../openai-format/translate.js';
-import { addRerankRoute } from '../../rerank/index.js';
-import { documentTexts, readErrorJson, rerankAnswer, rerankBody, upstreamModel } from '../../rerank/shape.js';
+  wantsUsage,
+} from '../../../sdk/index.js';
 import { bedrockErrorAnswer, converseStreamTranslator, fromConverseResponse, idFrom } from './answer.js';
 import { imageURLs, toConverseRequest } from './converse.js';
 import { fromInvokeEmbedding, toInvokeEmbedding } from './embeddings.js';
@@ -23,8 +31,24 @@ import { fromBedrockRerank, regionOf, rerankModelArn, toBedrockRerank } from './
 import { signRequest, type AwsCredentials } from './sign.js';
 
 export const PLUGIN_NAME = 'bedrock';
-/** Where the interceptor that signs Bedrock requests sits: inside retry, breaker and timeout, so every attempt is signed afresh. */
-export const BEDROCK_STAGE = STAGE.LATE;
+
+/**
+ * The target fields Bedrock reads (the spec's `cloudA_` stand-ins): the AWS
+ * credentials to sign with, and the region that names the host and the
+ * signing scope.
+ */
+export const BEDROCK_FIELDS: Readonly<Record<string, TargetField>> = Object.freeze({
+  aws_access_key_id: {
+    schema: f.string(),
+    credential: true,
+    inherit: 'same-provider',
+    aliases: ['cloudA_access_key_id'],
+    combination: ['provider', 'aws_access_key_id', 'aws_secret_access_key'],
+  },
+  aws_secret_access_key: { schema: f.string(), credential: true, inherit: 'same-provider', aliases: ['cloudA_secret_access_key'] },
+  aws_region: { schema: f.string(), placement: true, inherit: 'same-provider', aliases: ['cloudA_region'] },
+  aws_session_token: { schema: f.string(), credential: true, inherit: 'same-provider', aliases: ['cloudA_session_token'] },
+});
 
 export { signRequest, type AwsCredentials, type SignInput } from './sign.js';
 export { EventStreamDecoder, EventStreamError, encodeMessage } from './eventstream.js';
@@ -57,13 +81,6 @@ export type BedrockOptions = v.InferInput<typeof OptionsSchema> & {
    */
   resolveImageURL?: (url: string, signal: AbortSignal) => Promise<ResolvedImage>;
 };
-
-/** What the interceptor prepared for one attempt: the body (built once, signed) and the auth headers. */
-interface Prepared {
-  body: string | Buffer | null;
-  headers: Record<string, string>;
-  images?: ReadonlyMap<string, ResolvedImage>;
-}
 
 const isStrict = (target: Target) => target.strict_reference_compliance !== false;
 const ok = (upstream: UpstreamResponse) => upstream.status >= 200 && upstream.status < 300;
@@ -102,6 +119,16 @@ export function credentialsOf(target: Target): AwsCredentials | null {
   return creds;
 }
 
+/** The region a target calls: required to sign, and to build the host unless `custom_host` replaces it. */
+function checkedRegion(target: Target, creds: AwsCredentials | null): string | null {
+  const region = regionOf(target);
+  if (region !== null && !/^[a-z0-9-]+$/.test(region)) throw new GatewayError('invalid_request', 'aws_region may hold only lower-case letters, digits and dashes.', { param: 'aws_region' });
+  if (region === null && (creds !== null || str(target.custom_host) === undefined)) {
+    throw new GatewayError('invalid_request', 'Provider "bedrock" needs aws_region (e.g. us-east-1).', { param: 'aws_region' });
+  }
+  return region;
+}
+
 /**
  * The `bedrock` provider (Amazon Bedrock Runtime, shared/providers/bedrock.md):
  * - chat → Converse / ConverseStream (`/model/{modelId}/converse[-stream]`),
@@ -113,19 +140,22 @@ export function credentialsOf(target: Target): AwsCredentials | null {
  * Target fields: `aws_access_key_id`, `aws_secret_access_key`, optional
  * `aws_session_token`, and `aws_region` (required: it names the host and the
  * signing scope). Or `api_key`, sent as a Bedrock API key (`Authorization:
- * Bearer`, no signing). `custom_host` replaces the scheme and host. Requests
- * are signed with SigV4 (service `bedrock`) by an interceptor, because the
- * signer is asynchronous; the body is built once there and reused by the transport.
+ * Bearer`, no signing). `custom_host` replaces the scheme and host. Each
+ * attempt is signed with SigV4 (service `bedrock`) in `prepare`, once the
+ * request is built, so a retry is signed afresh.
  */
 export function bedrock(options: BedrockOptions = {}): GatewayPlugin {
   const { resolveImageURL, ...rest } = options;
   const opts = parseOptions(PLUGIN_NAME, OptionsSchema, rest);
-  const prepared = new WeakMap<Target, Prepared>();
 
-  function chatBody(ctx: RequestContext, target: Target): string {
-    const cached = prepared.get(target);
-    if (cached?.body != null) return cached.body as string;
-    return JSON.stringify(toConverseRequest(jsonBody(ctx, target), { provider: PLUGIN_NAME, strict: isStrict(target), images: cached?.images }));
+  /** The Converse body; with a resolver, http(s) image URLs are fetched and inlined first. */
+  function chatBody(ctx: RequestContext, target: Target): string | Promise<string> {
+    const body = jsonBody(ctx, target);
+    const build = (images?: ReadonlyMap<string, ResolvedImage>) => JSON.stringify(toConverseRequest(body, { provider: PLUGIN_NAME, strict: isStrict(target), images }));
+    const urls = resolveImageURL === undefined ? [] : imageURLs(body);
+    if (urls.length === 0) return build();
+    const signal = ctx.attemptSignal ?? ctx.signal;
+    return Promise.all(urls.map(async (u) => [u, await resolveImageURL!(u, signal)] as const)).then((pairs) => build(new Map(pairs)));
   }
 
   async function chatResponse(upstream: UpstreamResponse, ctx: RequestContext, target: Target): Promise<GatewayResponse> {
@@ -143,12 +173,24 @@ export function bedrock(options: BedrockOptions = {}): GatewayPlugin {
 
   const provider: Provider = {
     name: PLUGIN_NAME,
-    baseURL: opts.runtimeHost.replace('{region}', 'us-east-1').replace(/\/$/, ''),
+    baseURL(target, ctx) {
+      const custom = str(target.custom_host);
+      if (custom !== undefined) return custom.replace(/\/+$/, '');
+      const host = ctx.route?.name === 'rerank' ? opts.agentRuntimeHost : opts.runtimeHost;
+      return host.replace('{region}', regionOf(target)!).replace(/\/$/, '');
+    },
+    // Checked before anything is built: the credentials (401), then the region (400).
     authHeaders(target: Target): Record<string, string> {
-      const p = prepared.get(target);
-      if (p !== undefined) return { ...p.headers };
-      const key = str(target.api_key);
-      return key === undefined ? {} : { authorization: `Bearer ${key}` };
+      const creds = credentialsOf(target);
+      checkedRegion(target, creds);
+      return creds === null ? { authorization: `Bearer ${str(target.api_key)}` } : {};
+    },
+    // SigV4 over the request as built (shaped or proxied), once per attempt.
+    async prepare(request, target) {
+      const creds = credentialsOf(target);
+      if (creds === null) return;
+      const region = checkedRegion(target, creds)!;
+      Object.assign(request.headers, await signRequest({ method: request.method, url: request.url, body: request.body, credentials: creds, region, service: 'bedrock' }));
     },
     routes: {
       'chat.completions': {
@@ -164,8 +206,6 @@ export function bedrock(options: BedrockOptions = {}): GatewayPlugin {
         path: (ctx, target) => modelPath(modelOf(jsonBody(ctx, target)), 'invoke'),
         headers: () => ({ accept: 'application/json' }),
         body: (ctx, target) => {
-          const cached = prepared.get(target);
-          if (cached?.body != null) return cached.body;
           const body = jsonBody(ctx, target);
           return JSON.stringify(toInvokeEmbedding(body, modelOf(body), PLUGIN_NAME));
         },
@@ -181,8 +221,6 @@ export function bedrock(options: BedrockOptions = {}): GatewayPlugin {
         path: '/rerank',
         headers: () => ({ accept: 'application/json' }),
         body: (ctx, target) => {
-          const cached = prepared.get(target);
-          if (cached?.body != null) return cached.body;
           const body = rerankBody(ctx, target);
           const region = regionOf(target) ?? 'us-east-1';
           return JSON.stringify(toBedrockRerank(body, documentTexts(body), rerankModelArn(upstreamModel(body, PLUGIN_NAME), region)));
@@ -203,54 +241,11 @@ export function bedrock(options: BedrockOptions = {}): GatewayPlugin {
 
   return {
     name: PLUGIN_NAME,
+    targetFields: BEDROCK_FIELDS,
     apply(api) {
       addShapedRoutes(api, ['chat.completions', 'embeddings']);
       if (opts.rerank) addRerankRoute(api);
       api.providers.add(PLUGIN_NAME, provider);
-      const basePath = api.options.basePath;
-      api.addInterceptor(
-        PLUGIN_NAME,
-        (next) => async (ctx, target) => {
-          if (target.provider !== PLUGIN_NAME) return next(ctx, target);
-          const route = ctx.route!;
-          const creds = credentialsOf(target);
-          const region = regionOf(target);
-          const custom = str(target.custom_host);
-          if (region !== null && !/^[a-z0-9-]+$/.test(region)) throw new GatewayError('invalid_request', 'aws_region may hold only lower-case letters, digits and dashes.', { param: 'aws_region' });
-          if (region === null && (creds !== null || custom === undefined)) {
-            throw new GatewayError('invalid_request', 'Provider "bedrock" needs aws_region (e.g. us-east-1).', { param: 'aws_region' });
-          }
-          const host = route.name === 'rerank' ? opts.agentRuntimeHost : opts.runtimeHost;
-          const next_: Target = { ...target, custom_host: custom ?? host.replace('{region}', region!) };
-          const prep: Prepared = { body: null, headers: {} };
-          prepared.set(next_, prep);
-          const signal = ctx.attemptSignal ?? ctx.signal;
-
-          const adapter = provider.routes[route.name];
-          let method: string;
-          let url: string;
-          if (adapter !== undefined) {
-            if (route.name === 'chat.completions' && resolveImageURL !== undefined) {
-              const urls = imageURLs(jsonBody(ctx, target));
-              if (urls.length > 0) prep.images = new Map(await Promise.all(urls.map(async (u) => [u, await resolveImageURL(u, signal)] as const)));
-            }
-            method = route.method;
-            url = baseURL(next_, provider) + (typeof adapter.path === 'string' ? adapter.path : adapter.path(ctx, next_));
-            prep.body = adapter.body!(ctx, next_);
-          } else {
-            method = ctx.method;
-            url = baseURL(next_, provider) + ctx.path.slice(basePath.length) + (ctx.query === '' ? '' : `?${ctx.query}`);
-            prep.body = ctx.rawBody !== null && ctx.rawBody.length > 0 ? ctx.rawBody : null;
-          }
-          if (creds !== null) {
-            prep.headers = await signRequest({ method, url, body: prep.body, credentials: creds, region: region!, service: 'bedrock' });
-          } else {
-            prep.headers = { authorization: `Bearer ${str(target.api_key)}` };
-          }
-          return next(ctx, next_);
-        },
-        BEDROCK_STAGE,
-      );
     },
   };
 }

@@ -1,5 +1,4 @@
-import type { Target } from '../../../core/index.js';
-import type { RankedIndex } from '../../rerank/shape.js';
+import type { RankedIndex, Target } from '../../../sdk/index.js';
 import { isObject } from './converse.js';
 
 type Json = Record<string, unknown>;

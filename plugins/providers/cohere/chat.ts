@@ -1,6 +1,13 @@
-import { GatewayError, type GatewayResponse, type UpstreamResponse } from '../../../core/index.js';
-import { completionId, openAIUsage, type FinishReason, type OpenAIUsage } from '../openai-format/chunks.js';
-import { errorAnswer } from '../openai-format/translate.js';
+import {
+  completionId,
+  errorAnswer,
+  type FinishReason,
+  GatewayError,
+  type GatewayResponse,
+  openAIUsage,
+  type OpenAIUsage,
+  type UpstreamResponse,
+} from '../../../sdk/index.js';
 
 /**
  * OpenAI chat ⇄ Cohere Chat v2 (`POST /v2/chat`, shared/providers/cohere.md §4),

@@ -1,5 +1,4 @@
-import { GatewayError } from '../../../core/index.js';
-import { base64Floats } from '../google/embeddings.js';
+import { base64Floats, GatewayError } from '../../../sdk/index.js';
 import { isObject } from './chat.js';
 
 type Json = Record<string, unknown>;

@@ -1,10 +1,29 @@
 import * as v from 'valibot';
-import { effectiveBody, GatewayError, parseOptions, type GatewayPlugin, type GatewayResponse, type Provider, type RequestContext, type Target, type UpstreamResponse } from '../../../core/index.js';
-import { addShapedRoutes } from '../openai-format/routes.js';
-import { jsonAnswer, readJson, streamAnswer, toGatewayUsage, wantsUsage } from '../openai-format/translate.js';
-import { addRerankRoute } from '../../rerank/index.js';
-import { documentTexts, extraParameters, readErrorJson, rerankAnswer, rerankBody, upstreamModel } from '../../rerank/shape.js';
-import { rankedIndexes } from '../../rerank/providers.js';
+import {
+  addRerankRoute,
+  addShapedRoutes,
+  documentTexts,
+  effectiveBody,
+  extraParameters,
+  GatewayError,
+  type GatewayPlugin,
+  type GatewayResponse,
+  jsonAnswer,
+  parseOptions,
+  type Provider,
+  rankedIndexes,
+  readErrorJson,
+  readJson,
+  type RequestContext,
+  rerankAnswer,
+  rerankBody,
+  streamAnswer,
+  type Target,
+  toGatewayUsage,
+  upstreamModel,
+  type UpstreamResponse,
+  wantsUsage,
+} from '../../../sdk/index.js';
 import { cohereErrorAnswer, fromCohereChat, isObject, toCohereChat } from './chat.js';
 import { fromCohereEmbed, toCohereEmbed } from './embed.js';
 import { cohereStreamTranslator } from './stream.js';

@@ -1,6 +1,4 @@
-import { ChatChunkWriter, type OpenAIUsage } from '../openai-format/chunks.js';
-import { SSEParser, type SSEEvent } from '../openai-format/sse.js';
-import type { StreamTranslator } from '../openai-format/translate.js';
+import { ChatChunkWriter, type OpenAIUsage, type SSEEvent, SSEParser, type StreamTranslator } from '../../../sdk/index.js';
 import { cohereFinish, cohereUsage, isObject } from './chat.js';
 
 export interface CohereStreamOptions {

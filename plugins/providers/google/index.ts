@@ -1,10 +1,6 @@
 import * as v from 'valibot';
-import { effectiveBody, parseOptions, type GatewayPlugin, type Provider, type RequestContext, type Target } from '../../../core/index.js';
-import { addShapedRoutes } from '../openai-format/routes.js';
-import { geminiChatAnswer } from './answer.js';
-import { batchEmbedAnswer, toBatchEmbedRequest } from './embeddings.js';
-import { isStrict, modelName, type Json } from './parts.js';
-import { toGeminiRequest } from './translate.js';
+import { addShapedRoutes, effectiveBody, type GatewayPlugin, parseOptions, type Provider, type RequestContext, type Target } from '../../../sdk/index.js';
+import { batchEmbedAnswer, geminiChatAnswer, isStrict, type Json, modelName, toBatchEmbedRequest, toGeminiRequest } from '../../../sdk/gemini/index.js';
 
 export const PLUGIN_NAME = 'google';
 export const GOOGLE_BASE_URL = 'https://generativelanguage.googleapis.com';
@@ -18,9 +14,9 @@ export const GoogleOptionsSchema = v.strictObject({
 
 export type GoogleOptions = v.InferInput<typeof GoogleOptionsSchema>;
 
-export { toGeminiRequest, fromGeminiResponse, geminiFinish, geminiUsage } from './translate.js';
-export { geminiStreamTranslator } from './stream.js';
-export { geminiChatAnswer, geminiErrorAnswer } from './answer.js';
+export { toGeminiRequest, fromGeminiResponse, geminiFinish, geminiUsage } from '../../../sdk/gemini/index.js';
+export { geminiStreamTranslator } from '../../../sdk/gemini/index.js';
+export { geminiChatAnswer, geminiErrorAnswer } from '../../../sdk/gemini/index.js';
 
 const body = (ctx: RequestContext, target: Target): Json => effectiveBody(ctx, target) ?? {};
 

@@ -1,8 +1,24 @@
 import * as v from 'valibot';
-import { effectiveBody, parseOptions, type GatewayPlugin, type Provider, type ProviderRoute, type RequestContext, type Target, type UpstreamResponse } from '../../../core/index.js';
-import { openAIFormatResponse } from '../openai-format/response.js';
-import { OPENAI_ROUTES, addShapedRoutes, type OpenAIRouteName } from '../openai-format/routes.js';
-import { jsonAnswer, readJson, readText, streamAnswer, toGatewayUsage, wantsUsage } from '../openai-format/translate.js';
+import {
+  addShapedRoutes,
+  effectiveBody,
+  type GatewayPlugin,
+  jsonAnswer,
+  OPENAI_ROUTES,
+  openAIFormatResponse,
+  type OpenAIRouteName,
+  parseOptions,
+  type Provider,
+  type ProviderRoute,
+  readJson,
+  readText,
+  type RequestContext,
+  streamAnswer,
+  type Target,
+  toGatewayUsage,
+  type UpstreamResponse,
+  wantsUsage,
+} from '../../../sdk/index.js';
 import { adjustRequest, compatibleError, compatibleStream, normalizePayload } from './normalize.js';
 import { COMPATIBLE_PROVIDERS, type CompatibleProvider } from './table.js';
 

@@ -1,8 +1,16 @@
 import { createHash } from 'node:crypto';
-import { GatewayError, type RequestContext, type UpstreamResponse } from '../../../core/index.js';
-import type { FinishReason, OpenAIUsage } from '../openai-format/chunks.js';
-import { SSEParser } from '../openai-format/sse.js';
-import { errorAnswer, toGatewayUsage, type ErrorFields, type StreamTranslator } from '../openai-format/translate.js';
+import {
+  errorAnswer,
+  type ErrorFields,
+  type FinishReason,
+  GatewayError,
+  type OpenAIUsage,
+  type RequestContext,
+  SSEParser,
+  type StreamTranslator,
+  toGatewayUsage,
+  type UpstreamResponse,
+} from '../../../sdk/index.js';
 import type { CompatibleProvider, Quirks } from './table.js';
 
 const OPENAI_FINISH = new Set(['stop', 'length', 'tool_calls', 'content_filter', 'function_call']);

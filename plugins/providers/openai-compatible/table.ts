@@ -1,5 +1,4 @@
-import type { FinishReason } from '../openai-format/chunks.js';
-import type { OpenAIRouteName } from '../openai-format/routes.js';
+import type { FinishReason, OpenAIRouteName } from '../../../sdk/index.js';
 
 /**
  * One OpenAI-compatible provider: where it lives, how it authenticates, and

@@ -1,12 +1,16 @@
-import { parseOptions, type GatewayPlugin, type Provider, type Target } from '../../../core/index.js';
-import { addShapedRoutes } from '../openai-format/routes.js';
-import { openAIFormatResponse } from '../openai-format/response.js';
+import { addShapedRoutes, fieldSchema as f, openAIFormatResponse, parseOptions, type GatewayPlugin, type Provider, type Target, type TargetField } from '../../../sdk/index.js';
 import { OpenAIOptionsSchema, type OpenAIOptions } from './schema.js';
 
 export const PLUGIN_NAME = 'openai';
 export const OPENAI_BASE_URL = 'https://api.openai.com/v1';
 
 export type { OpenAIOptions };
+
+/** Organization and project scoping (the spec's `vendorX_` stand-ins), sent as `OpenAI-Organization` / `OpenAI-Project`. */
+export const OPENAI_FIELDS: Readonly<Record<string, TargetField>> = Object.freeze({
+  openai_organization: { schema: f.string(), inherit: 'same-provider', aliases: ['vendorX_organization'] },
+  openai_project: { schema: f.string(), inherit: 'same-provider', aliases: ['vendorX_project'] },
+});
 
 /**
  * The `openai` provider: chat completions (JSON and SSE), completions and
@@ -36,6 +40,7 @@ export function openai(options: OpenAIOptions = {}): GatewayPlugin {
   };
   return {
     name: PLUGIN_NAME,
+    targetFields: OPENAI_FIELDS,
     apply(api) {
       addShapedRoutes(api, ['chat.completions', 'completions', 'embeddings']);
       api.providers.add(PLUGIN_NAME, provider);

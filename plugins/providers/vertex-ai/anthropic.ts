@@ -1,8 +1,15 @@
-import type { GatewayResponse, RequestContext, UpstreamResponse } from '../../../core/index.js';
-import { anthropicErrorAnswer, anthropicStreamTranslator, fromAnthropicMessage, toAnthropicRequest } from '../anthropic/translate.js';
-import { jsonAnswer, readJson, readText, streamAnswer, toGatewayUsage } from '../openai-format/translate.js';
-import { geminiErrorAnswer, isGoogleError, parseErrorBody } from '../google/answer.js';
-import type { Json } from '../google/parts.js';
+import {
+  type GatewayResponse,
+  jsonAnswer,
+  readJson,
+  readText,
+  type RequestContext,
+  streamAnswer,
+  toGatewayUsage,
+  type UpstreamResponse,
+} from '../../../sdk/index.js';
+import { anthropicErrorAnswer, anthropicStreamTranslator, fromAnthropicMessage, toAnthropicRequest } from '../../../sdk/anthropic/index.js';
+import { geminiErrorAnswer, isGoogleError, type Json, parseErrorBody } from '../../../sdk/gemini/index.js';
 
 /**
  * Claude on Vertex AI (shared/providers/vertex.md §7): the Anthropic Messages

@@ -1,6 +1,5 @@
 import { createHash, createPrivateKey, sign, type KeyObject } from 'node:crypto';
-import { GatewayError, type UpstreamRequest, type UpstreamResponse } from '../../../core/index.js';
-import { postTokenForm } from '../oauth/token-endpoint.js';
+import { GatewayError, postTokenForm, type UpstreamRequest, type UpstreamResponse } from '../../../sdk/index.js';
 
 /**
  * Service-account credentials → Google OAuth access tokens

@@ -1,8 +1,5 @@
-import type { GatewayResponse, RequestContext, UpstreamResponse } from '../../../core/index.js';
-import { jsonAnswer, readJson, readText } from '../openai-format/translate.js';
-import { geminiErrorAnswer, parseErrorBody } from '../google/answer.js';
-import { base64Floats } from '../google/embeddings.js';
-import { invalid, isObject, type Json } from '../google/parts.js';
+import { base64Floats, type GatewayResponse, jsonAnswer, readJson, readText, type RequestContext, type UpstreamResponse } from '../../../sdk/index.js';
+import { geminiErrorAnswer, invalid, isObject, type Json, parseErrorBody } from '../../../sdk/gemini/index.js';
 
 /**
  * Embeddings on Vertex (`:predict` on a Google embedding model such as

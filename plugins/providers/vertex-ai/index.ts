@@ -1,17 +1,42 @@
 import * as v from 'valibot';
-import { abortable, effectiveBody, parseOptions, STAGE, type GatewayPlugin, type Provider, type RequestContext, type Target } from '../../../core/index.js';
-import { addShapedRoutes } from '../openai-format/routes.js';
-import { geminiChatAnswer } from '../google/answer.js';
-import { isObject, isStrict, modelName, type Json } from '../google/parts.js';
-import { toGeminiRequest } from '../google/translate.js';
+import {
+  abortable,
+  addShapedRoutes,
+  effectiveBody,
+  fieldSchema as f,
+  type GatewayPlugin,
+  parseOptions,
+  type Provider,
+  type RequestContext,
+  type Target,
+  type TargetField,
+} from '../../../sdk/index.js';
+import { geminiChatAnswer, isObject, isStrict, type Json, modelName, toGeminiRequest } from '../../../sdk/gemini/index.js';
 import { toVertexAnthropicRequest, vertexAnthropicAnswer } from './anthropic.js';
 import { TokenCache, tokenSender } from './auth.js';
 import { predictAnswer, toPredictRequest } from './embeddings.js';
 import { modelPath, vertexOrigin } from './url.js';
 
 export const PLUGIN_NAME = 'vertex-ai';
-/** Where the interceptor that prepares a Vertex target (origin, token) sits: inside retry, breaker and timeout. */
-export const VERTEX_STAGE = STAGE.LATE;
+
+/** The target fields Vertex AI reads (the spec's `cloudB_` stand-ins): where the model runs and the service account to call it as. */
+export const VERTEX_FIELDS: Readonly<Record<string, TargetField>> = Object.freeze({
+  vertex_project_id: {
+    schema: f.string(),
+    placement: true,
+    inherit: 'same-provider',
+    aliases: ['cloudB_project_id'],
+    combination: ['provider', 'vertex_region', 'vertex_project_id'],
+  },
+  vertex_region: { schema: f.string(), placement: true, inherit: 'same-provider', aliases: ['cloudB_region'] },
+  vertex_service_account_json: {
+    schema: f.object(),
+    credential: true,
+    inherit: 'same-provider',
+    aliases: ['cloudB_service_account_json'],
+    combination: ['provider', 'vertex_region', 'vertex_service_account_json'],
+  },
+});
 
 export const VertexOptionsSchema = v.strictObject({
   /** Claude models: `max_tokens` sent when the client gives neither `max_completion_tokens` nor `max_tokens` (Anthropic requires it). */
@@ -48,19 +73,26 @@ const body = (ctx: RequestContext, target: Target): Json => effectiveBody(ctx, t
  *   (`:streamRawPredict`), in Anthropic's Messages format;
  * - embeddings → `…/publishers/google/models/{model}:predict`.
  *
- * Service-account tokens are fetched by an interceptor (the request builders
- * are synchronous) through the gateway's pooled client and cached.
+ * Service-account tokens are fetched in `prepare` (once per attempt, from a
+ * cache) through the gateway's pooled client.
  */
 export function vertexAI(options: VertexOptions = {}): GatewayPlugin {
   const opts = parseOptions(PLUGIN_NAME, VertexOptionsSchema, options);
-  /** Bearer tokens of the prepared target copies the interceptor hands to the transport. */
-  const bearer = new WeakMap<Target, string>();
+  /** Service-account tokens; the cache needs the pooled client, which `apply` hands over. */
+  let tokens: TokenCache | null = null;
   const provider: Provider = {
     name: PLUGIN_NAME,
-    baseURL: 'https://aiplatform.googleapis.com',
+    // The region's host, or `custom_host` (the `/v1/projects/…` path is kept either way).
+    baseURL: vertexOrigin,
     authHeaders(target: Target): Record<string, string> {
-      const token = bearer.get(target) ?? (typeof target.api_key === 'string' && target.api_key !== '' ? target.api_key : undefined);
+      const token = typeof target.api_key === 'string' && target.api_key !== '' ? target.api_key : undefined;
       return token === undefined ? {} : { authorization: `Bearer ${token}` };
+    },
+    // A service account (preferred over api_key when both are set) becomes a bearer token.
+    async prepare(request, target, ctx) {
+      const sa = target.vertex_service_account_json;
+      if (!isObject(sa)) return;
+      request.headers.authorization = `Bearer ${await abortable(tokens!.token(sa), ctx.attemptSignal ?? ctx.signal)}`;
     },
     routes: {
       'chat.completions': {
@@ -103,21 +135,11 @@ export function vertexAI(options: VertexOptions = {}): GatewayPlugin {
   };
   return {
     name: PLUGIN_NAME,
+    targetFields: VERTEX_FIELDS,
     apply(api) {
-      const tokens = new TokenCache(tokenSender(api.upstream));
+      tokens = new TokenCache(tokenSender(api.upstream));
       addShapedRoutes(api, ['chat.completions', 'embeddings']);
       api.providers.add(PLUGIN_NAME, provider);
-      api.addInterceptor(
-        PLUGIN_NAME,
-        (next) => async (ctx, target) => {
-          if (target.provider !== PLUGIN_NAME) return next(ctx, target);
-          const prepared: Target = { ...target, custom_host: vertexOrigin(target) };
-          const sa = target.vertex_service_account_json;
-          if (isObject(sa)) bearer.set(prepared, await abortable(tokens.token(sa), ctx.attemptSignal ?? ctx.signal));
-          return next(ctx, prepared);
-        },
-        VERTEX_STAGE,
-      );
     },
   };
 }

@@ -1,4 +1,4 @@
-import { GatewayError, type Target } from '../../../core/index.js';
+import { GatewayError, type Target } from '../../../sdk/index.js';
 
 /**
  * Vertex AI URLs (shared/providers/vertex.md §1, §7). The host depends on the

@@ -1,6 +1,5 @@
 import pg from 'pg';
-import type { SqlClient } from '../sql/client.js';
-import { numberPlaceholders } from '../sql/client.js';
+import { numberPlaceholders, type SqlClient } from '../../../sdk/index.js';
 
 /** A statement's `$n` form, computed once per distinct text. */
 const rewritten = new Map<string, string>();

@@ -1,6 +1,5 @@
 import * as v from 'valibot';
-import { parseOptions, type GatewayPlugin } from '../../../core/index.js';
-import { sqlStore } from '../sql/client.js';
+import { type GatewayPlugin, parseOptions, sqlStore } from '../../../sdk/index.js';
 import { postgresClient } from './client.js';
 
 export const PLUGIN_NAME = 'postgres';

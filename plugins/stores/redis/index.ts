@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import * as v from 'valibot';
-import { parseOptions, type GatewayPlugin } from '../../../core/index.js';
+import { type GatewayPlugin, parseOptions } from '../../../sdk/index.js';
 
 export const PLUGIN_NAME = 'redis';
 

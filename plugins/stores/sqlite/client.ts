@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import type BetterSqlite3 from 'better-sqlite3';
-import type { SqlClient } from '../sql/client.js';
+import type { SqlClient } from '../../../sdk/index.js';
 
 const require = createRequire(import.meta.url);
 

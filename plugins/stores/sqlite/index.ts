@@ -1,8 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import * as v from 'valibot';
-import { parseOptions, type GatewayPlugin } from '../../../core/index.js';
-import { sqlStore } from '../sql/client.js';
+import { type GatewayPlugin, parseOptions, sqlStore } from '../../../sdk/index.js';
 import { sqliteClient } from './client.js';
 
 export const PLUGIN_NAME = 'sqlite';

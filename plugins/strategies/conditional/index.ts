@@ -1,4 +1,4 @@
-import { childPath, GatewayError, type GatewayPlugin, type Target } from '../../../core/index.js';
+import { childPath, GatewayError, type GatewayPlugin, type Target } from '../../../sdk/index.js';
 import { compileQuery, type Predicate } from './query.js';
 
 export const PLUGIN_NAME = 'strategy-conditional';

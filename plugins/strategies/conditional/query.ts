@@ -1,4 +1,4 @@
-import { GatewayError } from '../../../core/index.js';
+import { GatewayError } from '../../../sdk/index.js';
 
 /**
  * Conditional-routing queries, a small subset of MongoDB's query language:

@@ -1,4 +1,4 @@
-import { childPath, discardResponse, GatewayError, type GatewayPlugin, type GatewayResponse, type Target } from '../../../core/index.js';
+import { childPath, discardResponse, GatewayError, type GatewayPlugin, type GatewayResponse, type Target } from '../../../sdk/index.js';
 
 export const PLUGIN_NAME = 'strategy-fallback';
 

@@ -1,4 +1,4 @@
-import { childPath, GatewayError, type GatewayPlugin } from '../../../core/index.js';
+import { childPath, GatewayError, type GatewayPlugin } from '../../../sdk/index.js';
 
 export const PLUGIN_NAME = 'strategy-single';
 

@@ -1,8 +1,8 @@
 import { createServer, type Server } from 'node:http';
-import { createGateway } from '../../../core/index.js';
-import { config } from '../../../plugins/config/index.js';
-import { guardrailChecks } from '../../../plugins/guardrails/checks/index.js';
-import { guardrails } from '../../../plugins/guardrails/index.js';
+import { createGateway } from 'ai-gateway';
+import { config } from 'ai-gateway/plugins/config/index.js';
+import { guardrailChecks } from 'ai-gateway/plugins/guardrails/checks/index.js';
+import { guardrails } from 'ai-gateway/plugins/guardrails/index.js';
 import { acmeChecks } from './acme-max-digits.js';
 import { acmeProvider } from './acme-provider.js';
 

@@ -1,33 +1,23 @@
 import * as v from 'valibot';
-import type { GatewayPlugin } from '../../../core/index.js';
-import { defineCheck } from '../../../plugins/guardrails/index.js';
+import { defineCheck, type GatewayPlugin } from 'ai-gateway/sdk';
 
-/** Built once, at import: never build a regex per request. */
-const DIGIT = /\p{Nd}/gu;
+const DIGIT = /\p{Nd}/gu; // built once, at import: never build a regex per request
 
-/**
- * `acme.maxDigits { max }`: passes when the checked text holds at most `max`
- * digits. Useful to keep account numbers out of prompts.
- */
+/** `acme.maxDigits { max }`: passes when the checked text holds at most `max` digits. */
 export const maxDigits = defineCheck({
-  parameters: v.strictObject({
-    max: v.pipe(v.number('max must be a number'), v.integer('max must be a whole number'), v.minValue(0, 'max must be 0 or more')),
-  }),
+  parameters: v.strictObject({ max: v.pipe(v.number('max must be a number'), v.integer('max must be a whole number'), v.minValue(0, 'max must be 0 or more')) }),
+  denyCode: 'acme_too_many_digits', // a denial by this check answers with this code instead of guardrail_denied
   run({ max }, { text }) {
     const digits = text.match(DIGIT)?.length ?? 0;
-    const verdict = digits <= max;
-    return {
-      verdict,
-      explanation: verdict ? `${digits} digits, at most ${max} allowed.` : `The text holds ${digits} digits; at most ${max} are allowed.`,
-      data: { digits },
-    };
+    return { verdict: digits <= max, explanation: `The text holds ${digits} digits; at most ${max} are allowed.`, data: { digits } };
   },
 });
 
-/** The plugin: registers the check under its id. Load it before `guardrails()`. */
+/** The plugin: declares the error code (a denial is a 446) and registers the check under its id. */
 export function acmeChecks(): GatewayPlugin {
   return {
     name: 'acme-checks',
+    errorCodes: { acme_too_many_digits: { status: 446, type: 'guardrail_error' } },
     apply(api) {
       api.checks.add('acme.maxDigits', maxDigits);
     },

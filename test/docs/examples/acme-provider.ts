@@ -1,28 +1,33 @@
+import { createHmac } from 'node:crypto';
 import * as v from 'valibot';
-import { parseOptions, type GatewayPlugin, type Provider } from '../../../core/index.js';
-import { openAIFormatResponse } from '../../../plugins/providers/openai-format/response.js';
-import { addShapedRoutes } from '../../../plugins/providers/openai-format/routes.js';
+import { addShapedRoutes, fieldSchema, openAIFormatResponse, parseOptions, type GatewayPlugin, type Provider, type Target } from 'ai-gateway/sdk';
+
+const REGIONS = ['eu', 'us'] as const;
 
 const OptionsSchema = v.strictObject({
-  /** Where the Acme server listens, e.g. `http://127.0.0.1:9000/v1`. */
-  baseURL: v.pipe(v.string(), v.url('baseURL must be a URL')),
-  /** Key used when the request's target carries none. */
-  apiKey: v.optional(v.string()),
+  /** Where the Acme server listens; `{region}` becomes the target's region. */
+  baseURL: v.optional(v.pipe(v.string(), v.url('baseURL must be a URL')), 'https://{region}.api.acme.example/v1'),
+  /** Region of targets that name none. */
+  defaultRegion: v.optional(v.picklist(REGIONS, 'defaultRegion must be eu or us'), 'eu'),
 });
 
 /**
- * `acme`: a provider that speaks the OpenAI wire format, so requests pass
- * through unchanged and answers (JSON or SSE) come back byte for byte, with
- * `usage` read on the way.
+ * `acme`: a server that speaks the OpenAI wire format, in two regions, and
+ * wants each request signed with the key. Requests pass through unchanged;
+ * answers (JSON or SSE) come back byte for byte, with `usage` read on the way.
  */
-export function acmeProvider(options: v.InferInput<typeof OptionsSchema>): GatewayPlugin {
+export function acmeProvider(options: v.InferInput<typeof OptionsSchema> = {}): GatewayPlugin {
   const opts = parseOptions('acme', OptionsSchema, options);
+  const region = (target: Target) => (target.acme_region as string | undefined) ?? opts.defaultRegion;
   const provider: Provider = {
     name: 'acme',
-    baseURL: opts.baseURL.replace(/\/$/, ''),
-    authHeaders(target): Record<string, string> {
-      const key = target.api_key ?? opts.apiKey;
-      return key === undefined ? {} : { authorization: `Bearer ${key}` };
+    // A function of the target: `custom_host` wins, else the region's host.
+    baseURL: (target) => (typeof target.custom_host === 'string' ? target.custom_host : opts.baseURL.replace('{region}', region(target))),
+    authHeaders: (target) => ({ authorization: `Bearer ${target.api_key ?? ''}`, 'x-acme-region': region(target) }),
+    // Once per attempt, after the request is built and before it is sent (a retry signs again).
+    async prepare(request, target) {
+      const body = request.body ?? '';
+      request.headers['x-acme-signature'] = createHmac('sha256', String(target.api_key ?? '')).update(body).digest('hex');
     },
     routes: {
       'chat.completions': { path: '/chat/completions', response: openAIFormatResponse },
@@ -30,6 +35,9 @@ export function acmeProvider(options: v.InferInput<typeof OptionsSchema>): Gatew
   };
   return {
     name: 'acme',
+    gatewayApi: '^1.0.0',
+    // A config may now say `"acme_region": "us"`; any other value is a 400 naming the field.
+    targetFields: { acme_region: { schema: fieldSchema.oneOf(REGIONS), inherit: 'same-provider' } },
     apply(api) {
       addShapedRoutes(api, ['chat.completions']);
       api.providers.add('acme', provider);

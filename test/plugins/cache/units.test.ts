@@ -1,13 +1,16 @@
 import { describe, expect, test } from 'vitest';
 import { RequestContext, type Target } from '../../../core/index.js';
 import { cache } from '../../../plugins/cache/index.js';
-import { canonicalBody, canonicalJson, exactKey, partitionOf, targetIdentity } from '../../../plugins/cache/key.js';
+import { canonicalBody, canonicalJson, createTargetIdentity, exactKey, identityFields, partitionOf } from '../../../plugins/cache/key.js';
 import { cacheSemantic } from '../../../plugins/cache/semantic/index.js';
 import { cacheMemory, memoryCacheStore } from '../../../plugins/cache/stores/memory/index.js';
 import { cacheRedis } from '../../../plugins/cache/stores/redis/index.js';
 import type { CachedAnswer } from '../../../plugins/cache/types.js';
 import { rateLimitedWarning } from '../../../plugins/cache/warn.js';
+import { bundledTargetFields } from '../../helpers/fields.js';
 import { memoryLogger } from '../../helpers/gateway.js';
+
+const targetIdentity = createTargetIdentity(identityFields(bundledTargetFields()));
 
 function context(headers: Record<string, string> = {}, workspaceId: string | null = null, route = 'chat.completions'): RequestContext {
   const ctx = new RequestContext('POST', '/v1/chat/completions', headers, new AbortController().signal, memoryLogger().logger);
@@ -46,14 +49,14 @@ describe('cache key', () => {
 
   test('the partition separates routes, workspaces and namespaces; an empty namespace is the default', () => {
     const t: Target = { provider: 'openai', api_key: 'k' };
-    const base = partitionOf(context(), t);
-    expect(partitionOf(context({ 'x-gateway-metadata': '{"a":1}', 'x-other': 'y' }), t)).toBe(base);
-    expect(partitionOf(context({ 'x-gateway-cache-namespace': '' }), t)).toBe(base);
-    expect(partitionOf(context({ 'x-gateway-cache-namespace': 'n' }), t)).not.toBe(base);
-    expect(partitionOf(context({}, 'ws-1'), t)).not.toBe(base);
-    expect(partitionOf(context({}, null, 'embeddings'), t)).not.toBe(base);
+    const base = partitionOf(context(), t, targetIdentity);
+    expect(partitionOf(context({ 'x-gateway-metadata': '{"a":1}', 'x-other': 'y' }), t, targetIdentity)).toBe(base);
+    expect(partitionOf(context({ 'x-gateway-cache-namespace': '' }), t, targetIdentity)).toBe(base);
+    expect(partitionOf(context({ 'x-gateway-cache-namespace': 'n' }), t, targetIdentity)).not.toBe(base);
+    expect(partitionOf(context({}, 'ws-1'), t, targetIdentity)).not.toBe(base);
+    expect(partitionOf(context({}, null, 'embeddings'), t, targetIdentity)).not.toBe(base);
     // A namespace that spells a workspace id is still not that workspace.
-    expect(partitionOf(context({ 'x-gateway-cache-namespace': 'ws-1' }), t)).not.toBe(partitionOf(context({}, 'ws-1'), t));
+    expect(partitionOf(context({ 'x-gateway-cache-namespace': 'ws-1' }), t, targetIdentity)).not.toBe(partitionOf(context({}, 'ws-1'), t, targetIdentity));
     expect(exactKey(base, { model: 'm', a: 1 })).toBe(exactKey(base, { a: 1, model: 'm', stream: true }));
     expect(exactKey(base, { model: 'm' })).toMatch(/^[0-9a-f]{64}$/);
   });

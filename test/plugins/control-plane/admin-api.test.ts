@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { GatewayPlugin } from '../../../core/index.js';
+import { breaker } from '../../../plugins/breaker/index.js';
 import { config } from '../../../plugins/config/index.js';
 import { controlPlane } from '../../../plugins/control-plane/index.js';
 import { ALL_SCOPES } from '../../../plugins/control-plane/scopes.js';
@@ -50,6 +51,7 @@ async function startGateway(store: () => GatewayPlugin, clock: { now: number }, 
       config(),
       providerHeaders(),
       providerRegistry(),
+      breaker(), // declares cb_config, which saved configs in these tests use
       openai({}),
       bedrock({}),
     ],

@@ -6,7 +6,7 @@ import { defineCheck, guardrails } from '../../../plugins/guardrails/index.js';
 import type { LogEntry } from '../../../plugins/logs/entry.js';
 import { GROUP_COLUMNS } from '../../../plugins/logs/store/repository.js';
 import { providerRegistry } from '../../../plugins/provider-registry/index.js';
-import { bundledPricing } from '../../../plugins/pricing/table.js';
+import { bundledPricing } from '../../../sdk/pricing/table.js';
 import { w3cTraceId } from '../../../plugins/traceparent/index.js';
 import { serveGateway } from '../../helpers/serve.js';
 import { startMockOpenAI, type MockUpstream } from '../../mocks/openai-upstream.js';

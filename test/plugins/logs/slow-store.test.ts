@@ -1,7 +1,7 @@
 import { Agent } from 'undici';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import type { GatewayPlugin } from '../../../core/index.js';
-import { sqlStore, type SqlClient } from '../../../plugins/stores/sql/client.js';
+import { sqlStore, type SqlClient } from '../../../sdk/sql.js';
 import { sqliteClient } from '../../../plugins/stores/sqlite/client.js';
 import { serveGateway } from '../../helpers/serve.js';
 import { startMockOpenAI, type MockUpstream } from '../../mocks/openai-upstream.js';

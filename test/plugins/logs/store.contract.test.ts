@@ -3,7 +3,7 @@ import type { LogEntry } from '../../../plugins/logs/entry.js';
 import { LOG_MIGRATIONS, LOGS_NAMESPACE } from '../../../plugins/logs/store/migrations.js';
 import { GROUP_COLUMNS, GROUP_KEYS, LogRepository, type GroupBy, type LogFilters } from '../../../plugins/logs/store/repository.js';
 import { postgresClient } from '../../../plugins/stores/postgres/client.js';
-import { migrate, type SqlClient } from '../../../plugins/stores/sql/client.js';
+import { migrate, type SqlClient } from '../../../sdk/sql.js';
 import { sqliteClient } from '../../../plugins/stores/sqlite/client.js';
 import { DATABASE_URL, dropSchema, requireService, uniqueSchema } from '../../helpers/services.js';
 import { bruteGroups, matches, sampleEntry, tempFile } from './helpers.js';

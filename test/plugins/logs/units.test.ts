@@ -1,11 +1,12 @@
 import { describe, expect, test } from 'vitest';
 import { createLogger } from '../../../core/index.js';
 import { BatchQueue } from '../../../plugins/logs/queue.js';
-import { assembleSSE, modelOfJson } from '../../../plugins/logs/observe.js';
+import { assembleSSE, modelOfJson } from '../../../sdk/observe/capture.js';
 import { redactBody, scrubText } from '../../../plugins/logs/redact.js';
-import { estimatePromptTokens, toUsage } from '../../../plugins/logs/summary.js';
-import { pricing, resolvePricing } from '../../../plugins/pricing/index.js';
-import { bundledPricing, bundledPricingData, costOf, PricingTable } from '../../../plugins/pricing/table.js';
+import { estimatePromptTokens, toUsage } from '../../../sdk/observe/summary.js';
+import { pricing } from '../../../plugins/pricing/index.js';
+import { pricingOf } from '../../../sdk/index.js';
+import { bundledPricing, bundledPricingData, costOf, PricingTable } from '../../../sdk/pricing/table.js';
 import { parseTraceparent, w3cTraceId } from '../../../plugins/traceparent/index.js';
 import { memoryLogger } from '../../helpers/gateway.js';
 
@@ -72,7 +73,7 @@ describe('pricing', () => {
     expect(provided!.lookup('openai', 'gpt-4o')).toEqual(table.lookup('openai', 'gpt-4o'));
     expect(() => pricing({ prices: { x: { m: { input: -1, output: 0 } } } })).toThrow(/prices\.x\.m\.input/);
     expect(() => new PricingTable({ providers: { x: { m: { input: Number.NaN, output: 0 } } } })).toThrow(/x \/ m/);
-    expect(resolvePricing({ resolve: () => { throw new Error('absent'); } } as never)).toBe(table);
+    expect(pricingOf({ tryResolve: () => undefined } as never)).toBe(table);
   });
 });
 

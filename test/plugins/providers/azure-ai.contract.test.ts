@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import { azureAI } from '../../../plugins/providers/azure-ai/index.js';
+import { azureAI } from '../../../plugins/providers/azure/ai/index.js';
 import { AZURE_KEY, startAzureAIContractMock } from '../../mocks/contract/azure.js';
 import { providerContract } from './contract.js';
 

@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import { azureOpenAI } from '../../../plugins/providers/azure-openai/index.js';
+import { azureOpenAI } from '../../../plugins/providers/azure/openai/index.js';
 import { AZURE_KEY, startAzureOpenAIContractMock } from '../../mocks/contract/azure.js';
 import { providerContract } from './contract.js';
 

@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, test } from 'vitest';
-import { anthropicStreamTranslator, fromAnthropicMessage } from '../../../plugins/providers/anthropic/translate.js';
-import { geminiStreamTranslator } from '../../../plugins/providers/google/stream.js';
-import { fromGeminiResponse } from '../../../plugins/providers/google/translate.js';
-import type { OpenAIUsage } from '../../../plugins/providers/openai-format/chunks.js';
-import type { StreamTranslator } from '../../../plugins/providers/openai-format/translate.js';
+import { anthropicStreamTranslator, fromAnthropicMessage } from '../../../sdk/anthropic/translate.js';
+import { geminiStreamTranslator } from '../../../sdk/gemini/stream.js';
+import { fromGeminiResponse } from '../../../sdk/gemini/translate.js';
+import type { OpenAIUsage } from '../../../sdk/openai/chunks.js';
+import type { StreamTranslator } from '../../../sdk/openai/translate.js';
 
 /** Native answers as the providers send them, taken from their documented examples (shared/providers). */
 const fixture = (path: string) => readFileSync(new URL(`../../fixtures/providers/${path}`, import.meta.url), 'utf8');

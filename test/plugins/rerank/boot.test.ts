@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { createGateway } from '../../../core/index.js';
-import { azureAI } from '../../../plugins/providers/azure-ai/index.js';
-import { azureOpenAI } from '../../../plugins/providers/azure-openai/index.js';
+import { azureAI } from '../../../plugins/providers/azure/ai/index.js';
+import { azureOpenAI } from '../../../plugins/providers/azure/openai/index.js';
 import { bedrock } from '../../../plugins/providers/bedrock/index.js';
 import { cohere } from '../../../plugins/providers/cohere/index.js';
 import { rerank } from '../../../plugins/rerank/index.js';

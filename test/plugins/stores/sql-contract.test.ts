@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { postgresClient } from '../../../plugins/stores/postgres/client.js';
-import { migrate, numberPlaceholders, splitStatements, type Migration, type SqlClient } from '../../../plugins/stores/sql/client.js';
+import { migrate, numberPlaceholders, splitStatements, type Migration, type SqlClient } from '../../../sdk/sql.js';
 import { sqliteClient } from '../../../plugins/stores/sqlite/client.js';
 import { DATABASE_URL, dropSchema, requireService, uniqueSchema } from '../../helpers/services.js';
 

@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import * as v from 'valibot';
-import { parseOptions, type GatewayPlugin } from '../../../../core/index.js';
+import { type GatewayPlugin, parseOptions } from '../../../../sdk/index.js';
 import { STORE_NAMES, type CacheCandidate, type CachedAnswer, type CacheStore } from '../../types.js';
 
 export const PLUGIN_NAME = 'cache-memory';

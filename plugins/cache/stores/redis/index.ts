@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import * as v from 'valibot';
-import { parseOptions, type GatewayPlugin, type Logger } from '../../../../core/index.js';
+import { type GatewayPlugin, type Logger, parseOptions } from '../../../../sdk/index.js';
 import { STORE_NAMES, type CacheCandidate, type CachedAnswer, type CacheStore } from '../../types.js';
 import { rateLimitedWarning } from '../../warn.js';
 

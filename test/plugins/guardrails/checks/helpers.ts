@@ -1,7 +1,7 @@
 import * as v from 'valibot';
 import { expect } from 'vitest';
 import { UpstreamClient } from '../../../../core/index.js';
-import type { CheckInput, CheckResult, GuardrailCheck } from '../../../../plugins/guardrails/check.js';
+import type { CheckInput, CheckResult, GuardrailCheck } from '../../../../sdk/guardrails.js';
 
 let client: UpstreamClient | null = null;
 /** One pooled client for the unit tests that call out (webhook, log). */

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { GatewayError } from '../../../../core/index.js';
-import { azureAIOrigin, azureAIPath, placementHeaders } from '../../../../plugins/providers/azure-ai/url.js';
-import { azureOpenAIURL, pickDeployment } from '../../../../plugins/providers/azure-openai/url.js';
+import { azureAIOrigin, azureAIPath, placementHeaders } from '../../../../plugins/providers/azure/ai/url.js';
+import { azureOpenAIURL, pickDeployment } from '../../../../plugins/providers/azure/openai/url.js';
 
 const param = (fn: () => unknown): string | null => {
   try {

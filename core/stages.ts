@@ -1,0 +1,66 @@
+/**
+ * Named stages: where a tap or an interceptor sits relative to the others.
+ * Lower runs first (hooks) or wraps further out (interceptors); taps of one
+ * stage run in the order their plugins were applied. Plugins pick a name
+ * here instead of a bare number, so the order of the bundled plugins reads
+ * as a sentence and a third-party plugin can place itself between two of
+ * them (`STAGES.beforeRequest.GUARD + 1`).
+ */
+export const STAGES = Object.freeze({
+  request: Object.freeze({
+    /** Trace and span ids are set (or taken from the client) before anything else reads them. */
+    TRACE: -100,
+    /** W3C trace context, which builds on the trace ids. */
+    TRACE_CONTEXT: -90,
+    DEFAULT: 0,
+  }),
+  auth: Object.freeze({
+    /** Keys held in memory answer first: no I/O. */
+    MEMORY_KEYS: 0,
+    /** Keys and tokens that need a lookup (stored keys, JWTs). */
+    STORED_KEYS: 100,
+  }),
+  resolveProvider: Object.freeze({
+    /** A config (header or server default) wins over plain headers. */
+    CONFIG: -100,
+    /** `x-gateway-provider` and its companion headers. */
+    HEADERS: 0,
+  }),
+  resolveTarget: Object.freeze({
+    /** Provider slugs and virtual keys become a provider with its credentials. */
+    REFERENCES: 0,
+  }),
+  beforeRequest: Object.freeze({
+    /** Refuse a malformed body before anything reads it. */
+    VALIDATE: -100,
+    /** Input checks: a refused request is never answered, not even from a store. */
+    GUARD: -50,
+    DEFAULT: 0,
+    /** Answer without calling upstream (a cache hit): last, once every check passed. */
+    ANSWER: 100,
+  }),
+  afterResponse: Object.freeze({
+    /** Output checks, on the answer as the provider gave it. */
+    GUARD: 0,
+    DEFAULT: 0,
+    /** Keep the answer (a cache store), after the checks passed it. */
+    STORE: 100,
+    /** See the bytes exactly as the client gets them: after every tap that could change them. */
+    OBSERVE: 1000,
+  }),
+  log: Object.freeze({ DEFAULT: 0 }),
+  /** Interceptors around each leaf call, outermost first. */
+  interceptor: Object.freeze({
+    /** Repeats the attempts inside it. */
+    RETRY: -30,
+    /** Counts each attempt and refuses while open; a timeout inside it counts as a failure. */
+    BREAKER: -20,
+    /** One clock per attempt. */
+    TIMEOUT: -10,
+    /** Anything else: inside the resilience chain, so it runs once per attempt. */
+    DEFAULT: 0,
+  }),
+});
+
+/** The hooks and the interceptor chain, as named in {@link STAGES}. */
+export type StageGroup = keyof typeof STAGES;

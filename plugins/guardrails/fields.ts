@@ -1,0 +1,53 @@
+import * as v from 'valibot';
+import { fieldSchema as f, plainObject, type TargetField } from '../../sdk/index.js';
+
+const FeedbackSchema = f.strictObject({ value: v.optional(f.number()), weight: v.optional(f.number()), metadata: v.optional(f.object()) });
+/** `on_fail` / `on_success` of before-request hooks and output guardrails, the two places the spec gives `deny`. */
+const OutcomeWithDeny = f.strictObject({ feedback: v.optional(FeedbackSchema), deny: v.optional(f.boolean()) });
+/** `on_fail` / `on_success` where the spec lists feedback only (after-request hooks, input guardrails); strict, so `deny` there is refused rather than silently ignored. */
+const Outcome = f.strictObject({ feedback: v.optional(FeedbackSchema) });
+const CheckSchema = f.strictObject({ id: f.string(), parameters: f.object() });
+
+const BeforeHookSchema = f.strictObject({
+  id: f.string(),
+  type: v.optional(f.string()),
+  checks: v.optional(f.list(CheckSchema, 'check objects')),
+  on_fail: v.optional(OutcomeWithDeny),
+  on_success: v.optional(OutcomeWithDeny),
+});
+
+const AfterHookSchema = f.strictObject({
+  id: f.string(),
+  type: v.optional(f.string()),
+  async: v.optional(f.boolean()),
+  checks: v.optional(f.list(CheckSchema, 'check objects')),
+  on_fail: v.optional(Outcome),
+  on_success: v.optional(Outcome),
+});
+
+/**
+ * A guardrail entry is a guardrail id, or an inline guardrail whose extra
+ * properties map a check id to that check's parameters. A union would hide the
+ * inner path behind "matches no option", so the branch is picked by the input
+ * type instead; both branches are built once here. Check parameters are
+ * checked against each check's own schema when a config is first run.
+ */
+function guardrailEntry(outcome: typeof Outcome | typeof OutcomeWithDeny) {
+  const inline = v.pipe(
+    plainObject('must be a guardrail id (string) or a guardrail object'),
+    v.objectWithRest(
+      { id: v.optional(f.string()), deny: v.optional(f.boolean()), async: v.optional(f.boolean()), on_fail: v.optional(outcome), on_success: v.optional(outcome) },
+      plainObject('must be an object of check parameters (check id → parameters)'),
+    ),
+  );
+  const id = f.string();
+  return v.lazy((input) => (typeof input === 'string' ? id : inline));
+}
+
+/** The config fields this plugin reads: the spec's hooks and guardrails. Each alone makes a config complete. */
+export const GUARDRAIL_FIELDS: Readonly<Record<string, TargetField>> = Object.freeze({
+  before_request_hooks: { schema: f.list(BeforeHookSchema, 'hook objects'), combination: ['before_request_hooks'] },
+  after_request_hooks: { schema: f.list(AfterHookSchema, 'hook objects'), combination: ['after_request_hooks'] },
+  input_guardrails: { schema: f.list(guardrailEntry(Outcome), 'guardrail entries'), combination: ['input_guardrails'] },
+  output_guardrails: { schema: f.list(guardrailEntry(OutcomeWithDeny), 'guardrail entries'), combination: ['output_guardrails'] },
+});

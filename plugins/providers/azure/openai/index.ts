@@ -1,0 +1,101 @@
+import * as v from 'valibot';
+import {
+  addShapedRoutes,
+  effectiveBody,
+  fieldSchema as f,
+  parseOptions,
+  requestBody,
+  type GatewayPlugin,
+  type OpenAIRouteName,
+  type Provider,
+  type ProviderRoute,
+  type TargetField,
+} from '../../../../sdk/index.js';
+import { azureAuthHeaders, ENTRA_FIELDS, entraPrepare, EntraOptionsSchema } from '../auth.js';
+import { EntraTokenCache, tokenSender } from '../entra.js';
+import { azureAnswer } from '../normalize.js';
+import { azureOpenAIOrigin, isV1, operationPath, pickDeployment } from './url.js';
+
+export const PLUGIN_NAME = 'azure-openai';
+
+export { pickDeployment, azureOpenAIOrigin, azureOpenAIURL, operationPath, isV1, type AzureDeployment } from './url.js';
+export { EntraTokenCache, entraClientOf, DEFAULT_ENTRA_SCOPE, DEFAULT_AUTHORITY, type EntraClient } from '../entra.js';
+export { azureErrorAnswer, azureErrorFields, azureStreamTranslator } from '../normalize.js';
+export { azureAuthHeaders, ENTRA_FIELDS, EntraOptionsSchema } from '../auth.js';
+
+const DeploymentSchema = f.strictObject({
+  deployment_id: f.string(),
+  alias: f.string(),
+  api_version: f.string(),
+  is_default: v.optional(f.boolean()),
+});
+
+/** The target fields Azure OpenAI reads: the resource (host), the deployments and API version, and Entra ID. */
+export const AZURE_OPENAI_FIELDS: Readonly<Record<string, TargetField>> = Object.freeze({
+  resource_name: { schema: f.string(), placement: true, inherit: 'same-provider' },
+  deployment_id: { schema: f.string(), inherit: 'same-provider' },
+  api_version: { schema: f.string(), inherit: 'same-provider' },
+  deployments: { schema: f.list(DeploymentSchema, 'deployment objects'), inherit: 'same-provider' },
+  ...ENTRA_FIELDS,
+});
+
+const OptionsSchema = v.strictObject({ entra: v.optional(EntraOptionsSchema, {}) });
+export type AzureOpenAIOptions = v.InferInput<typeof OptionsSchema>;
+
+const OPERATIONS: Readonly<Record<OpenAIRouteName, string>> = { 'chat.completions': 'chat/completions', completions: 'completions', embeddings: 'embeddings' };
+
+const str = (value: unknown): string | undefined => (typeof value === 'string' && value !== '' ? value : undefined);
+
+/**
+ * The `azure-openai` provider (shared/providers/azure.md §1–5): chat,
+ * completions and embeddings at
+ * `https://{resource_name}.openai.azure.com/openai/deployments/{deployment}/…?api-version=…`
+ * (or the v1 API with `api_version: "v1"`), every other path through the
+ * generic proxy at `…/openai/<path>` (the client adds `api-version` there).
+ * The deployment comes from `deployments` (alias = the request's model, else
+ * `is_default`), else `deployment_id`, else the model name. Auth: `api_key` as
+ * `api-key`, or an Entra ID bearer token: client credentials
+ * (`azure_entra_tenant_id`, `azure_entra_client_id`, `azure_entra_client_secret`,
+ * scope `azure_entra_scope` or the Cognitive Services default) fetched and
+ * cached in `prepare`, or a ready `azure_ad_token`.
+ * Streams are normalised (prompt-filter chunk dropped, content-filter fields
+ * removed, empty ids filled); JSON answers pass through byte for byte.
+ */
+export function azureOpenAI(options: AzureOpenAIOptions = {}): GatewayPlugin {
+  const opts = parseOptions(PLUGIN_NAME, OptionsSchema, options);
+  const { authority, ...defaults } = opts.entra;
+  let tokens: EntraTokenCache | null = null;
+  const response = azureAnswer(PLUGIN_NAME);
+
+  const route = (name: OpenAIRouteName): ProviderRoute => ({
+    path: (ctx, target) => operationPath(pickDeployment(target, str(effectiveBody(ctx, target)?.model)), OPERATIONS[name]),
+    body: (ctx, target) => {
+      const body = effectiveBody(ctx, target);
+      const d = pickDeployment(target, str(body?.model));
+      // The v1 API routes by the body's model, which must be the deployment name.
+      if (body !== null && isV1(d.apiVersion) && body.model !== d.deployment) return JSON.stringify({ ...body, model: d.deployment });
+      return requestBody(ctx, target) ?? '';
+    },
+    response,
+  });
+
+  const provider: Provider = {
+    name: PLUGIN_NAME,
+    baseURL: (target) => `${azureOpenAIOrigin(target)}/openai`,
+    authHeaders: (target) => azureAuthHeaders(target),
+    prepare: entraPrepare(() => tokens!, defaults),
+    routes: { 'chat.completions': route('chat.completions'), completions: route('completions'), embeddings: route('embeddings') },
+  };
+
+  return {
+    name: PLUGIN_NAME,
+    targetFields: AZURE_OPENAI_FIELDS,
+    apply(api) {
+      tokens = new EntraTokenCache(tokenSender(api.upstream), authority);
+      addShapedRoutes(api, ['chat.completions', 'completions', 'embeddings']);
+      api.providers.add(PLUGIN_NAME, provider);
+    },
+  };
+}
+
+export default azureOpenAI;

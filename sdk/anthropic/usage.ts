@@ -1,0 +1,55 @@
+import { openAIUsage, type FinishReason, type OpenAIUsage } from '../openai/chunks.js';
+
+type Json = Record<string, unknown>;
+
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Anthropic `stop_reason` → OpenAI `finish_reason`. */
+const FINISH: Readonly<Record<string, FinishReason>> = Object.freeze({
+  end_turn: 'stop',
+  stop_sequence: 'stop',
+  pause_turn: 'stop',
+  max_tokens: 'length',
+  model_context_window_exceeded: 'length',
+  tool_use: 'tool_calls',
+  refusal: 'content_filter',
+});
+
+/** Maps a `stop_reason`; an unknown or missing one is `stop`. */
+export function finishReason(stopReason: unknown): FinishReason {
+  return (typeof stopReason === 'string' ? FINISH[stopReason] : undefined) ?? 'stop';
+}
+
+/** Token counts as Anthropic reports them; `message_delta` repeats them cumulatively. */
+export interface AnthropicCounts {
+  input_tokens?: number;
+  output_tokens?: number;
+  cache_creation_input_tokens?: number;
+  cache_read_input_tokens?: number;
+  thinking_tokens?: number;
+}
+
+const COUNT_FIELDS = ['input_tokens', 'output_tokens', 'cache_creation_input_tokens', 'cache_read_input_tokens'] as const;
+
+/** Copies the numeric counts of an Anthropic `usage` object over `into` (later, non-null values win). */
+export function mergeCounts(into: AnthropicCounts, usage: unknown): void {
+  if (!isObject(usage)) return;
+  for (const field of COUNT_FIELDS) {
+    const value = usage[field];
+    if (typeof value === 'number' && Number.isFinite(value)) into[field] = value;
+  }
+  const details = usage.output_tokens_details;
+  if (isObject(details) && typeof details.thinking_tokens === 'number') into.thinking_tokens = details.thinking_tokens;
+}
+
+/**
+ * OpenAI usage from Anthropic counts. Anthropic's `input_tokens` excludes cache
+ * reads and writes, OpenAI's `prompt_tokens` includes them, so
+ * prompt = input + cache_creation + cache_read and cached = cache_read.
+ */
+export function usageFromCounts(c: AnthropicCounts): OpenAIUsage {
+  const cacheRead = c.cache_read_input_tokens ?? 0;
+  const prompt = (c.input_tokens ?? 0) + (c.cache_creation_input_tokens ?? 0) + cacheRead;
+  return openAIUsage(prompt, c.output_tokens ?? 0, cacheRead, c.thinking_tokens);
+}
+

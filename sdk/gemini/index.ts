@@ -1,0 +1,31 @@
+/**
+ * Google's Gemini format (generateContent, streamGenerateContent,
+ * batchEmbedContents), translated to and from the OpenAI shapes
+ * (shared/providers/vertex.md): the `google` and `vertex-ai` providers both speak it.
+ */
+export { geminiChatAnswer, geminiErrorAnswer, isGoogleError, parseErrorBody, type GeminiAnswerOptions } from './answer.js';
+export { batchEmbedAnswer, fromBatchEmbedResponse, toBatchEmbedRequest } from './embeddings.js';
+export {
+  audioPart,
+  filePart,
+  imagePart,
+  inlineDataFrom,
+  invalid,
+  isObject,
+  isStrict,
+  mimeFromUrl,
+  modelName,
+  toGeminiSchema,
+  type Json,
+} from './parts.js';
+export { geminiStreamTranslator, type GeminiStreamOptions } from './stream.js';
+export {
+  createdFrom,
+  fromGeminiResponse,
+  geminiFinish,
+  geminiUsage,
+  toGeminiRequest,
+  toolCallId,
+  type GeminiRequestOptions,
+  type GeminiResponseOptions,
+} from './translate.js';

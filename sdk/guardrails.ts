@@ -1,0 +1,102 @@
+import type * as v from 'valibot';
+import type { UpstreamClient } from '../core/index.js';
+
+/** What a check sees. */
+export interface CheckInput {
+  /** `input`: before the request goes upstream; `output`: on the answer. */
+  phase: 'input' | 'output';
+  /**
+   * The text under check. Input: the last message's text (chat), the prompt
+   * (completions) or the input (embeddings). Output: the answer's text, all
+   * choices joined by newlines.
+   */
+  text: string;
+  /** The request body as JSON (after earlier hooks' transformations). */
+  request: Record<string, unknown>;
+  /** The answer as JSON, for output checks on a non-stream answer; null on input and for streams. */
+  response: Record<string, unknown> | null;
+  /** Route name, e.g. `chat.completions`. */
+  route: string;
+  /** Requested model. */
+  model: string | null;
+  /** `x-gateway-metadata`. */
+  metadata: Record<string, unknown> | null;
+  /** Aborted when the client goes away. */
+  signal: AbortSignal;
+  /** The gateway's pooled HTTP client, for checks that call out. */
+  upstream: UpstreamClient;
+}
+
+/** A check's verdict. */
+export interface CheckResult {
+  /** true: the check passed. */
+  verdict: boolean;
+  /** Why, in a sentence a person can act on. */
+  explanation?: string;
+  /** Details (matches found, scores…), recorded in the hook results. */
+  data?: unknown;
+  /**
+   * A rewritten request (input) or answer (output) body, e.g. with PII masked.
+   * Recorded as a transformation; later hooks and the provider (or the client) see it.
+   */
+  transformed?: Record<string, unknown>;
+}
+
+/**
+ * A guardrail check, registered by id (`<namespace>.<check>`) in `api.checks`.
+ * `parameters` is a valibot schema: a config whose parameters fail it is a 400
+ * before any check runs, never a crash at run time.
+ */
+export interface GuardrailCheck<P = unknown> {
+  parameters: v.GenericSchema<unknown, P>;
+  run(parameters: P, input: CheckInput): CheckResult | Promise<CheckResult>;
+  /**
+   * The error code a denial caused by this check answers with (default
+   * `guardrail_denied`), so clients can tell it apart. Declare it in your
+   * plugin's `errorCodes` with status 446; the guardrails plugin checks at boot.
+   */
+  denyCode?: string;
+}
+
+/** Declares a check with its parameter type inferred from the schema. */
+export function defineCheck<S extends v.GenericSchema>(check: {
+  parameters: S;
+  run(parameters: v.InferOutput<S>, input: CheckInput): CheckResult | Promise<CheckResult>;
+  denyCode?: string;
+}): GuardrailCheck<v.InferOutput<S>> {
+  return check;
+}
+
+/** The text of one message's content: a string, or the text parts of a part array. */
+export function contentText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  let out = '';
+  for (const part of content) {
+    if (part && typeof part === 'object' && (part as { type?: unknown }).type === 'text' && typeof (part as { text?: unknown }).text === 'string') {
+      out += (out === '' ? '' : '\n') + (part as { text: string }).text;
+    }
+  }
+  return out;
+}
+
+/** The text an input check sees for a request body (see `CheckInput.text`). */
+export function requestText(route: string, body: Record<string, unknown>): string {
+  if (route === 'chat.completions' && Array.isArray(body.messages)) {
+    const last = body.messages.at(-1) as { content?: unknown } | undefined;
+    return contentText(last?.content);
+  }
+  const field = route === 'embeddings' ? body.input : body.prompt;
+  if (typeof field === 'string') return field;
+  if (Array.isArray(field)) return field.filter((x) => typeof x === 'string').join('\n');
+  return '';
+}
+
+/** The text an output check sees for a chat or text completion answer. */
+export function responseText(answer: Record<string, unknown>): string {
+  const choices = Array.isArray(answer.choices) ? answer.choices : [];
+  return choices
+    .map((c: Record<string, any>) => (typeof c?.text === 'string' ? c.text : contentText(c?.message?.content)))
+    .filter((t) => t !== '')
+    .join('\n');
+}

@@ -1,0 +1,63 @@
+/**
+ * The SDK: everything a plugin needs, from one entry point (`ai-gateway/sdk`).
+ *
+ * - the plugin API and its types (re-exported from the core);
+ * - the typed service tokens bundled plugins offer one another;
+ * - the shared wire helpers: OpenAI-format chunks, answers and usage, SSE
+ *   parsing, the shaped routes, rerank, embeddings, OAuth token requests,
+ *   and the Anthropic and Gemini formats (as the `anthropic` and `gemini`
+ *   namespaces);
+ * - what several plugins build on: the guardrail check contract, the SQL
+ *   store contract, the price list and per-request accounting.
+ *
+ * Bundled plugins import this (and files of their own package), never
+ * another plugin's files; a third-party plugin imports `ai-gateway/sdk`.
+ */
+export * from '../core/index.js';
+export * from './tokens.js';
+
+export { SSEParser, type SSEEvent } from './sse.js';
+export { ChatChunkWriter, completionId, openAIUsage, type FinishReason, type OpenAIUsage } from './openai/chunks.js';
+export { base64Floats } from './openai/embeddings.js';
+export { openAIFormatResponse } from './openai/response.js';
+export { addShapedRoutes, OPENAI_ROUTES, type OpenAIRouteName } from './openai/routes.js';
+export { errorAnswer, jsonAnswer, readJson, readText, streamAnswer, toGatewayUsage, wantsUsage, type ErrorFields, type StreamTranslator } from './openai/translate.js';
+export { extractUsage, jsonUsageObserver, sseUsageObserver, toUsage } from './openai/usage.js';
+export * as anthropic from './anthropic/index.js';
+export * as gemini from './gemini/index.js';
+
+export { addRerankRoute, RERANK_ROUTE } from './rerank/route.js';
+export { RerankBodySchema, type RerankBody } from './rerank/schema.js';
+export {
+  documentTexts,
+  errorMessage,
+  extraParameters,
+  genericErrorAnswer,
+  rankedIndexes,
+  readErrorJson,
+  rerankAnswer,
+  rerankBody,
+  rerankResponse,
+  upstreamModel,
+  type RankedIndex,
+  type RerankAnswerOptions,
+} from './rerank/shape.js';
+
+export { postTokenForm, type Send } from './oauth.js';
+export { contentText, defineCheck, requestText, responseText, type CheckInput, type CheckResult, type GuardrailCheck } from './guardrails.js';
+export { migrate, numberPlaceholders, splitStatements, sqlStore, type Migration, type SqlClient, type SqlStore } from './sql.js';
+export { bundledPricing, bundledPricingData, costOf, pricingOf, PricingTable, readPricingData, type CostResult, type CostStatus, type ModelPrice, type PricingData } from './pricing/index.js';
+export {
+  assembleSSE,
+  captureResponses,
+  capturedBytes,
+  capturedResponse,
+  DEFAULT_SCAN_LIMIT,
+  HEAD_BYTES,
+  modelOfJson,
+  pricingMultiplier,
+  requestedProvider,
+  type AssembledStream,
+  type CapturedResponse,
+} from './observe/capture.js';
+export { CHARS_PER_TOKEN, estimatePromptTokens, requestSummary, type RequestCostStatus, type RequestSummary, type SummaryOptions } from './observe/summary.js';

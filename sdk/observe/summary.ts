@@ -1,0 +1,229 @@
+import { performance } from 'node:perf_hooks';
+import type { RequestContext, Usage } from '../../core/index.js';
+import type { CostStatus, PricingTable } from '../pricing/table.js';
+import { assembleSSE, capturedBytes, capturedResponse, modelOfJson, pricingMultiplier, requestedProvider, type CapturedResponse } from './capture.js';
+
+const SUMMARY_STATE = 'observe:summary';
+
+/** Characters per token in the estimate used when a stream carries no usage. */
+export const CHARS_PER_TOKEN = 4;
+
+/** Cost outcome of one request: `cache_hit` costs 0 (no upstream call was made). */
+export type RequestCostStatus = CostStatus | 'cache_hit';
+
+/** What the log store and the metrics derive from a finished request; computed once per request. */
+export interface RequestSummary {
+  /** Wall-clock ms at arrival and at the end of the response. */
+  startedAt: number;
+  endedAt: number;
+  /** The provider that answered (`ctx.provider`), null for cache hits and handler routes. */
+  provider: string | null;
+  /** The provider as the request named it: `@slug`, `@virtual-key`, or a name; falls back to the answering one. */
+  providerRequested: string | null;
+  modelRequested: string | null;
+  /** The model the answer names (its `model` field), null when it names none. */
+  modelAnswered: string | null;
+  usage: Usage | null;
+  /** True when the tokens were counted by the gateway (a stream without a usage chunk). */
+  tokensEstimated: boolean;
+  cost: number | null;
+  costStatus: RequestCostStatus;
+  multiplier: number;
+  /** Upstream calls beyond the first on each target path, summed. */
+  retries: number;
+  /** Target paths tried beyond the first (a fallback moved on). */
+  fallbacks: number;
+  /** Attempts refused by an open circuit breaker. */
+  circuitOpen: number;
+  /** Time to first token: first body byte of a streamed answer, in ms from arrival. */
+  ttftMs: number | null;
+  /** The answer's text: assembled from a stream, or the body as sent (null when not kept). */
+  responseText: string | null;
+  /** True when `responseText` is shorter than the answer (scan limit reached). */
+  responseCut: boolean;
+  sse: boolean;
+}
+
+export interface SummaryOptions {
+  pricing: PricingTable;
+  /** Whether the answer's text is wanted (body capture on). */
+  wantText: boolean;
+}
+
+/** The summary of a finished request, computed on first use and kept in `ctx.state`. */
+export function requestSummary(ctx: RequestContext, options: SummaryOptions): RequestSummary {
+  const known = ctx.state.get(SUMMARY_STATE) as RequestSummary | undefined;
+  if (known !== undefined) return known;
+  const summary = summarize(ctx, options);
+  ctx.state.set(SUMMARY_STATE, summary);
+  return summary;
+}
+
+function summarize(ctx: RequestContext, { pricing, wantText }: SummaryOptions): RequestSummary {
+  const endedAt = Date.now();
+  const elapsed = ctx.latencyMs ?? performance.now() - ctx.startedAt;
+  const captured = capturedResponse(ctx);
+  const provider = ctx.provider?.name ?? null;
+  const rootProvider = typeof ctx.target?.provider === 'string' ? ctx.target.provider : null;
+  const providerRequested = requestedProvider(ctx) ?? rootProvider ?? provider;
+
+  let usage = ctx.usage;
+  let tokensEstimated = false;
+  let modelAnswered: string | null = null;
+  let responseText: string | null = null;
+  let responseCut = false;
+  const sse = captured?.sse === true;
+  const ok = ctx.status >= 200 && ctx.status < 300;
+
+  if (captured !== null && captured.kept > 0) {
+    const bytes = capturedBytes(captured);
+    if (sse) {
+      if (usage === null || wantText) {
+        const assembled = assembleSSE(bytes.toString('utf8'));
+        modelAnswered = assembled.model;
+        if (wantText) {
+          responseText = assembled.text;
+          responseCut = captured.kept < captured.total;
+        }
+        if (usage === null && assembled.usage !== null) usage = toUsage(assembled.usage);
+        if (usage === null && ok && (assembled.outputChars > 0 || assembled.model !== null)) {
+          // No usage chunk: count. Beyond the scan limit the kept part's ratio is extrapolated.
+          const scale = captured.kept > 0 ? captured.total / captured.kept : 1;
+          const completion = Math.ceil((assembled.outputChars * scale) / CHARS_PER_TOKEN);
+          const prompt = estimatePromptTokens(ctx.body);
+          usage = { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+          tokensEstimated = true;
+        }
+      } else {
+        modelAnswered = modelOfJson(bytes.toString('utf8', 0, Math.min(bytes.length, 4096)));
+      }
+    } else {
+      const text = textOf(captured, bytes);
+      if (captured.json && text !== null) {
+        modelAnswered = modelOfJson(text.length > 4096 ? text.slice(0, 4096) : text);
+        if (usage === null && ok) usage = usageOfJson(text);
+      }
+      if (wantText) {
+        responseText = text ?? `<${captured.contentType || 'binary'} body, ${captured.total} bytes>`;
+        responseCut = text !== null && captured.kept < captured.total;
+      }
+    }
+  }
+  if (responseText === null && wantText && ctx.error !== null && (captured === null || captured.kept === 0)) {
+    responseText = JSON.stringify(ctx.error.toEnvelope());
+  }
+
+  const hit = ctx.cacheStatus === 'HIT' || ctx.cacheStatus === 'SEMANTIC HIT';
+  const multiplier = pricingMultiplier(ctx.resolvedTarget);
+  const priceProvider = provider ?? (providerRequested !== null && !providerRequested.startsWith('@') ? providerRequested : null);
+  let cost: number | null;
+  let costStatus: RequestCostStatus;
+  if (hit) {
+    cost = 0;
+    costStatus = 'cache_hit';
+  } else {
+    const result = pricing.cost(priceProvider, modelAnswered ?? ctx.model, usage, multiplier);
+    if (result.status === 'unpriced' && modelAnswered !== null && ctx.model !== null && modelAnswered !== ctx.model) {
+      // The answered name may be a dated alias the list lacks; the requested one may be listed.
+      const again = pricing.cost(priceProvider, ctx.model, usage, multiplier);
+      cost = again.cost;
+      costStatus = again.status;
+    } else {
+      cost = result.cost;
+      costStatus = result.status;
+    }
+  }
+
+  let retries = 0;
+  let circuitOpen = 0;
+  const paths = new Set<string>();
+  for (const a of ctx.attempts) {
+    if (paths.has(a.target)) retries++;
+    else paths.add(a.target);
+    if (a.error === 'circuit_open') circuitOpen++;
+  }
+
+  return {
+    startedAt: endedAt - elapsed,
+    endedAt,
+    provider,
+    providerRequested,
+    modelRequested: ctx.model,
+    modelAnswered,
+    usage,
+    tokensEstimated,
+    cost,
+    costStatus,
+    multiplier,
+    retries,
+    fallbacks: Math.max(0, paths.size - 1),
+    circuitOpen,
+    ttftMs: sse || ctx.stream ? ctx.firstByteMs : null,
+    responseText,
+    responseCut,
+    sse,
+  };
+}
+
+const TEXTUAL = /^(?:text\/|application\/(?:[a-z0-9.+-]*\+)?(?:json|xml|x-www-form-urlencoded|javascript|x-ndjson))/;
+
+function textOf(captured: CapturedResponse, bytes: Buffer): string | null {
+  if (captured.json || captured.contentType === '' || TEXTUAL.test(captured.contentType)) return bytes.toString('utf8');
+  return null;
+}
+
+/** Usage from a JSON answer: OpenAI's `usage` (prompt/completion) or the Responses API's (input/output). */
+function usageOfJson(text: string): Usage | null {
+  const key = text.lastIndexOf('"usage"');
+  if (key === -1) return null;
+  try {
+    const whole = JSON.parse(text) as { usage?: unknown };
+    return toUsage(whole.usage);
+  } catch {
+    return null;
+  }
+}
+
+function num(v: unknown): number | undefined {
+  return typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : undefined;
+}
+
+/** An OpenAI-shape (or Responses-shape) usage object as the gateway's Usage, or null. */
+export function toUsage(value: unknown): Usage | null {
+  if (value === null || typeof value !== 'object') return null;
+  const u = value as Record<string, Record<string, unknown> | undefined> & Record<string, unknown>;
+  const prompt = num(u.prompt_tokens) ?? num(u.input_tokens);
+  const completion = num(u.completion_tokens) ?? num(u.output_tokens);
+  if (prompt === undefined && completion === undefined) return null;
+  const usage: Usage = { prompt_tokens: prompt ?? 0, completion_tokens: completion ?? 0, total_tokens: num(u.total_tokens) ?? (prompt ?? 0) + (completion ?? 0) };
+  const cached = num(u.prompt_tokens_details?.cached_tokens) ?? num(u.input_tokens_details?.cached_tokens);
+  const reasoning = num(u.completion_tokens_details?.reasoning_tokens) ?? num(u.output_tokens_details?.reasoning_tokens);
+  if (cached !== undefined) usage.cached_tokens = cached;
+  if (reasoning !== undefined) usage.reasoning_tokens = reasoning;
+  return usage;
+}
+
+/**
+ * Prompt tokens estimated from the request body: characters of the message
+ * texts (chat), the prompt (completions) or the input (embeddings), divided
+ * by 4, rounded up. Images, audio and tool definitions are not counted.
+ */
+export function estimatePromptTokens(body: Record<string, unknown> | null): number {
+  if (body === null) return 0;
+  let chars = 0;
+  const add = (v: unknown): void => {
+    if (typeof v === 'string') chars += v.length;
+    else if (Array.isArray(v)) for (const item of v) add(item);
+    else if (v !== null && typeof v === 'object') {
+      const part = v as Record<string, unknown>;
+      if (typeof part.text === 'string') chars += part.text.length;
+      else if (typeof part.content === 'string' || Array.isArray(part.content)) add(part.content);
+    }
+  };
+  if (Array.isArray(body.messages)) {
+    for (const m of body.messages as unknown[]) if (m !== null && typeof m === 'object') add((m as Record<string, unknown>).content);
+  }
+  add(body.prompt);
+  add(body.input);
+  return Math.ceil(chars / CHARS_PER_TOKEN);
+}

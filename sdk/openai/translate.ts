@@ -1,0 +1,124 @@
+import { Transform, type Readable } from 'node:stream';
+import { forwardableHeaders, GatewayError, type GatewayResponse, type RequestContext, type UpstreamResponse, type Usage } from '../../core/index.js';
+import type { OpenAIUsage } from './chunks.js';
+
+/** Largest non-stream upstream answer read for translation. */
+const MAX_TRANSLATED_BYTES = 32 * 1024 * 1024;
+
+/** Upstream headers that describe the body we replace; the rest (rate limits, request ids, retry hints) pass on. */
+const BODY_HEADERS = new Set(['content-type', 'content-length', 'content-encoding', 'transfer-encoding', 'etag']);
+
+/** Reads a whole upstream body as text; a body over the limit is a 502. */
+export async function readText(body: Readable, limit = MAX_TRANSLATED_BYTES): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) {
+      body.destroy();
+      throw new GatewayError('upstream_invalid_response', `The upstream answer is larger than ${limit} bytes.`);
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks, size).toString('utf8');
+}
+
+/** Parses an upstream JSON answer; anything else is a 502 (never the raw bytes in the message). */
+export async function readJson(upstream: UpstreamResponse): Promise<unknown> {
+  const text = await readText(upstream.body);
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new GatewayError('upstream_invalid_response', `The upstream answered ${upstream.status} with a body that is not JSON.`);
+  }
+}
+
+/** Converts OpenAI usage to the gateway's, for the log. */
+export function toGatewayUsage(u: OpenAIUsage): Usage {
+  const usage: Usage = { prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens, total_tokens: u.total_tokens };
+  if (u.prompt_tokens_details !== undefined) usage.cached_tokens = u.prompt_tokens_details.cached_tokens;
+  if (u.completion_tokens_details !== undefined) usage.reasoning_tokens = u.completion_tokens_details.reasoning_tokens;
+  return usage;
+}
+
+function headersFrom(upstream: UpstreamResponse, contentType: string): Record<string, string | string[]> {
+  const headers = forwardableHeaders(upstream.headers, BODY_HEADERS);
+  headers['content-type'] = contentType;
+  return headers;
+}
+
+/** A translated JSON answer, keeping the upstream's status and informative headers. */
+export function jsonAnswer(upstream: UpstreamResponse, status: number, value: unknown): GatewayResponse {
+  return { status, headers: headersFrom(upstream, 'application/json'), body: JSON.stringify(value), observers: null };
+}
+
+/** The fields of an OpenAI error envelope. */
+export interface ErrorFields {
+  message: string;
+  type: string;
+  code?: string | null;
+  param?: string | null;
+}
+
+/**
+ * An upstream error in the gateway envelope: the upstream status (or `status`
+ * when the provider's needs mapping, e.g. 529 → 503), its message and type
+ * kept, and its retry hints passed on (`retry-after` also as `retry-after-ms`).
+ */
+export function errorAnswer(upstream: UpstreamResponse, fields: ErrorFields, status = upstream.status): GatewayResponse {
+  const response = jsonAnswer(upstream, status, { error: { message: fields.message, type: fields.type, param: fields.param ?? null, code: fields.code ?? null } });
+  const after = response.headers['retry-after'];
+  if (typeof after === 'string' && response.headers['retry-after-ms'] === undefined && /^\d+(\.\d+)?$/.test(after.trim())) {
+    response.headers['retry-after-ms'] = String(Math.round(Number(after) * 1000));
+  }
+  return response;
+}
+
+/** Turns native stream bytes into OpenAI SSE text, chunk by chunk. */
+export interface StreamTranslator {
+  /** Text to send for this upstream chunk ('' for none). */
+  push(chunk: Buffer): string;
+  /** Text to send when the upstream body ended cleanly (the tail, usage, `[DONE]`). */
+  end(): string;
+}
+
+/**
+ * A streamed answer translated as it arrives: each upstream chunk goes through
+ * the translator and out at once, so nothing is held back or buffered whole;
+ * backpressure flows through the Transform.
+ */
+export function streamAnswer(upstream: UpstreamResponse, translator: StreamTranslator): GatewayResponse {
+  const transform = new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      let out: string;
+      try {
+        out = translator.push(chunk);
+      } catch (err) {
+        return done(err as Error);
+      }
+      done(null, out === '' ? undefined : out);
+    },
+    flush(done) {
+      try {
+        const out = translator.end();
+        done(null, out === '' ? undefined : out);
+      } catch (err) {
+        done(err as Error);
+      }
+    },
+  });
+  upstream.body.on('error', (err) => transform.destroy(err));
+  transform.on('close', () => {
+    if (!upstream.body.readableEnded) upstream.body.destroy();
+  });
+  upstream.body.pipe(transform);
+  const headers = headersFrom(upstream, 'text/event-stream; charset=utf-8');
+  headers['cache-control'] = 'no-cache';
+  return { status: 200, headers, body: transform, observers: null };
+}
+
+/** Whether the client asked for a usage chunk. */
+export function wantsUsage(ctx: RequestContext): boolean {
+  const options = ctx.body?.stream_options as { include_usage?: unknown } | undefined;
+  return options?.include_usage === true;
+}

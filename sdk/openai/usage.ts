@@ -1,0 +1,107 @@
+import type { BodyObserver, RequestContext, Usage } from '../../core/index.js';
+
+/** Larger non-stream bodies are not scanned for usage; the answer still goes out untouched. */
+const MAX_SCANNED_BYTES = 8 * 1024 * 1024;
+
+/** Maps an OpenAI `usage` object to the gateway's Usage, or null when it is not one. */
+export function toUsage(value: unknown): Usage | null {
+  if (value === null || typeof value !== 'object') return null;
+  const u = value as Record<string, unknown>;
+  const prompt = num(u.prompt_tokens);
+  const completion = num(u.completion_tokens);
+  const total = num(u.total_tokens) ?? (prompt ?? 0) + (completion ?? 0);
+  if (prompt === undefined && completion === undefined && num(u.total_tokens) === undefined) return null;
+  const usage: Usage = { prompt_tokens: prompt ?? 0, completion_tokens: completion ?? 0, total_tokens: total };
+  const cached = num((u.prompt_tokens_details as Record<string, unknown> | undefined)?.cached_tokens);
+  const reasoning = num((u.completion_tokens_details as Record<string, unknown> | undefined)?.reasoning_tokens);
+  if (cached !== undefined) usage.cached_tokens = cached;
+  if (reasoning !== undefined) usage.reasoning_tokens = reasoning;
+  return usage;
+}
+
+function num(v: unknown): number | undefined {
+  return typeof v === 'number' && Number.isFinite(v) ? v : undefined;
+}
+
+/**
+ * Finds the JSON object that follows the last `"usage":` key in `text` and
+ * parses only that object, so a large answer is not parsed whole.
+ */
+export function extractUsage(text: string): Usage | null {
+  const key = text.lastIndexOf('"usage"');
+  if (key === -1) return null;
+  const open = text.indexOf('{', key + 7);
+  if (open === -1) return null;
+  // Only whitespace and a colon may stand between the key and the object (else it is `"usage":null`).
+  if (text.slice(key + 7, open).trim() !== ':') return null;
+  let depth = 0;
+  let inString = false;
+  for (let i = open; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92 /* \ */) i++;
+      else if (c === 34 /* " */) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 123 /* { */) depth++;
+    else if (c === 125 /* } */ && --depth === 0) {
+      try {
+        return toUsage(JSON.parse(text.slice(open, i + 1)));
+      } catch {
+        return null;
+      }
+    }
+  }
+  return null;
+}
+
+/** Reads `usage` from a non-stream JSON answer once it has been sent. */
+export function jsonUsageObserver(ctx: RequestContext): BodyObserver {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  return {
+    onChunk(chunk) {
+      size += chunk.length;
+      if (size <= MAX_SCANNED_BYTES) chunks.push(chunk);
+    },
+    onEnd(error) {
+      if (error !== null || size > MAX_SCANNED_BYTES) return;
+      const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+      // Usage sits near the end of the answer: decode only from its key on.
+      const key = body.lastIndexOf('"usage"');
+      if (key !== -1) ctx.usage = extractUsage(body.toString('utf8', key));
+    },
+  };
+}
+
+/**
+ * Reads `usage` from an OpenAI SSE stream as it passes: only `data:` lines
+ * that carry a usage object are parsed; every other chunk is a substring test.
+ */
+export function sseUsageObserver(ctx: RequestContext): BodyObserver {
+  let partial = '';
+  const scanLine = (line: string) => {
+    if (line.startsWith('data:') && line.includes('"usage":{')) {
+      const usage = extractUsage(line);
+      if (usage !== null) ctx.usage = usage;
+    }
+  };
+  return {
+    onChunk(chunk) {
+      const text = partial + chunk.toString('utf8');
+      let start = 0;
+      let nl = text.indexOf('\n');
+      while (nl !== -1) {
+        if (nl - start > 8) scanLine(text.slice(start, nl));
+        start = nl + 1;
+        nl = text.indexOf('\n', start);
+      }
+      partial = start === 0 ? text : text.slice(start);
+      // A single line that never ends is not an SSE event worth holding on to.
+      if (partial.length > MAX_SCANNED_BYTES) partial = '';
+    },
+    onEnd() {
+      if (partial.length > 0) scanLine(partial);
+      partial = '';
+    },
+  };
+}

@@ -1,0 +1,90 @@
+import { serviceToken, type GatewayError, type RequestContext, type Target } from '../core/index.js';
+import type { PricingTable } from './pricing/table.js';
+
+/*
+ * Services bundled plugins offer one another, each under a typed token.
+ * A plugin that offers one calls `api.provide(TOKEN, service)` in `apply`;
+ * one that uses it calls `api.resolve(TOKEN)` (or `tryResolve`, when the
+ * other plugin is optional) from `onReady` on. Plugins never import each
+ * other's files: this file is the whole contract between them.
+ */
+
+/**
+ * A source of provider slugs beyond the server config's (the control plane
+ * offers one, scoped to the caller's workspace). Asked by the provider
+ * registry for slugs and virtual keys it does not know.
+ */
+export interface ProviderSource {
+  /** The provider and credentials behind `ref` (a slug without `@`, or a virtual key) for this request; undefined when unknown. `target` is the request's target naming it. */
+  find(ctx: RequestContext, ref: string, target: Target): Promise<Target | undefined>;
+}
+export const PROVIDER_SOURCE = serviceToken<ProviderSource>('gateway.provider-source');
+
+/** A source of saved configs beyond the server config's (the control plane offers one). */
+export interface ConfigSource {
+  /** The saved config `id` as a target tree, for this request's caller; undefined when unknown. */
+  find(ctx: RequestContext, id: string): Promise<Target | undefined>;
+}
+export const CONFIG_SOURCE = serviceToken<ConfigSource>('gateway.config-source');
+
+/** One failure of a config against the schema: the dotted path of the field and the rule it broke. */
+export interface ConfigIssue {
+  /** e.g. `targets[1].cb_config.cooldown_interval`; empty for the config object itself. */
+  path: string;
+  message: string;
+}
+
+/** The config plugin's parser: the schema built from every declared target field. */
+export interface ConfigParser {
+  /**
+   * Validates a config (JSON already decoded) and turns it into the target tree
+   * the pipeline runs (inheritance resolved).
+   * @throws GatewayError `invalid_request` (param `x-gateway-config`) naming the first issues.
+   */
+  parse(input: unknown): Target;
+  /** The issues of a config, without throwing: empty when it is valid. */
+  check(input: unknown): ConfigIssue[];
+  /** The 400 for these issues, as `parse` throws it (`Invalid config: path: rule; …`). */
+  error(issues: readonly ConfigIssue[]): GatewayError;
+}
+export const CONFIG_PARSER = serviceToken<ConfigParser>('gateway.config-parser');
+
+/** The target a request's own headers select (`x-gateway-provider` and its companions). */
+export interface HeaderTargets {
+  /** The target the headers select, or undefined when they name no provider. Throws a 400 for a bad header. */
+  fromHeaders(ctx: RequestContext): Target | undefined;
+}
+export const HEADER_TARGETS = serviceToken<HeaderTargets>('gateway.header-targets');
+
+/** The price list used for request costs (the `pricing` plugin); see `pricingOf`. */
+export const PRICING = serviceToken<PricingTable>('gateway.pricing');
+
+/** Why a log entry was lost. */
+export type LogDropReason = 'queue_full' | 'write_failed' | 'shutdown';
+
+/** The state of the log store's write queue. */
+export interface LogQueueStats {
+  /** Entries held now (waiting and being written). */
+  depth: number;
+  /** Bytes held now (estimate). */
+  bytes: number;
+  maxEntries: number;
+  maxBytes: number;
+  /** Entries accepted since start. */
+  accepted: number;
+  /** Entries written since start. */
+  written: number;
+  /** Entries lost since start, by reason. */
+  dropped: Record<LogDropReason, number>;
+  /** Batches written, and write attempts that failed. */
+  batches: number;
+  writeErrors: number;
+}
+
+/** What the log store offers other plugins (the metrics read its queue). */
+export interface LogStoreStatus {
+  stats(): LogQueueStats;
+  /** Writes everything queued now. */
+  flush(): Promise<void>;
+}
+export const LOG_STORE = serviceToken<LogStoreStatus>('gateway.logs.store');
