@@ -1,7 +1,7 @@
 /**
  * The SDK: everything a plugin needs, from one entry point (`ai-gateway/sdk`).
  *
- * - the plugin API and its types (re-exported from the core);
+ * - the plugin API and its types (re-exported from the core), and valibot as `v`;
  * - the typed service tokens bundled plugins offer one another;
  * - the shared wire helpers: OpenAI-format chunks, answers and usage, SSE
  *   parsing, the shaped routes, rerank, embeddings, OAuth token requests,
@@ -15,6 +15,12 @@
  */
 export * from '../core/index.js';
 export * from './tokens.js';
+/**
+ * valibot, the schema library the gateway validates with: options, target
+ * fields and check parameters built with it read like the gateway's own, and
+ * a plugin package needs no copy of its own.
+ */
+export * as v from 'valibot';
 
 export { SSEParser, type SSEEvent } from './sse.js';
 export { ChatChunkWriter, completionId, openAIUsage, type FinishReason, type OpenAIUsage } from './openai/chunks.js';

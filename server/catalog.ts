@@ -1,5 +1,6 @@
 import type { GatewayPlugin } from '../core/index.js';
 import type { ServerEnv } from './env.js';
+import { isPathLike, loadExternalPlugin } from './load-plugin.js';
 import type { ServerConfig } from './schema.js';
 
 type Options = Record<string, unknown> | undefined;
@@ -67,12 +68,20 @@ export const CATALOG: Readonly<Record<string, Loader>> = Object.freeze({
   redis: async (options, env) => (await import('../plugins/stores/redis/index.js')).redisStore({ url: env.redisUrl ?? '', ...options }),
 });
 
-/** Builds the plugins a server config names, in order. Unknown names fail start-up with the list of known ones. */
-export async function loadPlugins(server: ServerConfig, env: ServerEnv): Promise<GatewayPlugin[]> {
+/**
+ * Builds the plugins a server config names, in order: a bundled name from the
+ * catalog, anything else (a package name or a path) imported from outside
+ * (see `loadExternalPlugin`), relative to `baseDir`, the config file's folder.
+ */
+export async function loadPlugins(server: ServerConfig, env: ServerEnv, baseDir: string = process.cwd()): Promise<GatewayPlugin[]> {
   const plugins: GatewayPlugin[] = [];
-  for (const entry of server.plugins) {
-    const load = CATALOG[entry.name];
-    if (load === undefined) throw new Error(`Unknown plugin "${entry.name}" in the server config. Bundled plugins: ${Object.keys(CATALOG).join(', ')}.`);
+  for (const [index, entry] of server.plugins.entries()) {
+    const load = isPathLike(entry.name) ? undefined : CATALOG[entry.name];
+    if (load === undefined) {
+      plugins.push(await loadExternalPlugin(entry, index, baseDir, Object.keys(CATALOG)));
+      continue;
+    }
+    if (entry.export !== undefined) throw new Error(`Plugin "${entry.name}" (plugins[${index}] of the server config) is bundled; "export" applies to plugins loaded from a package or a file`);
     plugins.push(await load(entry.options, env, server));
   }
   return plugins;

@@ -1,9 +1,15 @@
 import * as v from 'valibot';
 import { plainObject } from '../core/index.js';
 
-/** One plugin to load: a bundled plugin name and its options. */
+/**
+ * One plugin to load: a bundled plugin's name, or a package name or a path
+ * (relative to the config file) of an ES module exporting a plugin factory,
+ * and the options the factory is called with.
+ */
 export const PluginEntrySchema = v.strictObject({
   name: v.pipe(v.string(), v.minLength(1)),
+  /** The module's export to use instead of its default export (a module may hold several plugins). */
+  export: v.optional(v.pipe(v.string(), v.minLength(1))),
   options: v.optional(plainObject()),
 });
 

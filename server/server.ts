@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { dirname, resolve } from 'node:path';
 import { createGateway, createLogger, type Gateway, type Logger } from '../core/index.js';
 import { loadPlugins } from './catalog.js';
 import { configFileFrom, loadServerConfig } from './config.js';
@@ -12,6 +13,8 @@ export interface StartOptions {
   env?: NodeJS.ProcessEnv;
   /** A config object instead of a file (tests, embedding). */
   config?: ServerConfig;
+  /** Where plugins named by path or package are resolved from. Default: the config file's folder, else the working directory. */
+  baseDir?: string;
   /** Overrides PORT and the config's port (0: any free port). */
   port?: number;
   host?: string;
@@ -30,11 +33,14 @@ export interface RunningServer {
 /** Starts the bundled node:http server: reads the config, loads the plugins it names, serves. */
 export async function startServer(options: StartOptions = {}): Promise<RunningServer> {
   const env = readEnv(options.env ?? process.env);
-  const config = options.config ?? (await loadServerConfig(configFileFrom(options.argv ?? [], env.configFile)));
+  const file = options.config === undefined ? configFileFrom(options.argv ?? [], env.configFile) : undefined;
+  const config = options.config ?? (await loadServerConfig(file));
+  // Plugins named by path or package resolve from the config file's folder (the working directory without one).
+  const baseDir = options.baseDir ?? (file === undefined ? process.cwd() : dirname(resolve(file)));
   const logger = options.logger ?? createLogger({ level: env.logLevel });
   ensureKeys(config, env, logger);
 
-  const plugins = await loadPlugins(config, env);
+  const plugins = await loadPlugins(config, env, baseDir);
   const gateway = createGateway({
     plugins,
     logger,

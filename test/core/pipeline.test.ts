@@ -30,6 +30,10 @@ function recorder(events: string[]): GatewayPlugin {
         return { provider: 'openai', custom_host: mock.baseURL };
       });
       api.hooks.beforeRequest.tap('recorder', () => void events.push('before'));
+      api.hooks.resolveTarget.tap('recorder', (target, ctx) => {
+        events.push(`leaf:${ctx.targetPath}`);
+        return target;
+      });
       api.addInterceptor('recorder', (next) => async (ctx, target) => {
         events.push(`transport:${ctx.targetPath}`);
         return next(ctx, target);
@@ -44,14 +48,14 @@ function recorder(events: string[]): GatewayPlugin {
 }
 
 describe('lifecycle order', () => {
-  test('request → auth → body → resolve → before → transport → after → log', async () => {
+  test('request → auth → body → resolve → before → leaf target → transport → after → log', async () => {
     const events: string[] = [];
     const gw = await serveGateway({ plugins: [openai(), recorder(events)] });
     const res = await post(gw.url);
     expect(res.status).toBe(200);
     await res.text();
     await gw.close();
-    expect(events).toEqual(['request', 'auth', 'resolve:body=true', 'before', 'transport:0', 'after:200', 'log:200']);
+    expect(events).toEqual(['request', 'auth', 'resolve:body=true', 'before', 'leaf:0', 'transport:0', 'after:200', 'log:200']);
   });
 
   test('a beforeRequest tap that returns a response answers without calling upstream; after hooks still run', async () => {

@@ -10,9 +10,14 @@ export interface GatewayProcess {
   exited: Promise<number | null>;
 }
 
-/** Starts `server/main.ts` as its own process; resolves once it listens. */
-export function startProcess(args: string[], env: Record<string, string>): Promise<GatewayProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts', ...args], {
+/**
+ * Starts the server as its own process; resolves once it listens. By default
+ * `server/main.ts` through tsx; with `built`, `dist/server/main.js` as
+ * `npm start` runs it (build first).
+ */
+export function startProcess(args: string[], env: Record<string, string>, options: { built?: boolean } = {}): Promise<GatewayProcess> {
+  const entry = options.built === true ? ['dist/server/main.js'] : ['--import', 'tsx', 'server/main.ts'];
+  const child = spawn(process.execPath, [...entry, ...args], {
     env: { ...process.env, PORT: '0', GATEWAY_DATA_DIR: mkdtempSync(join(tmpdir(), 'gw-proc-')), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -84,3 +84,22 @@ test("a request cannot send a slug's credentials elsewhere: its own custom_host 
   expect((await chat({ 'x-gateway-config': JSON.stringify({ provider: '@prod-openai', custom_host: mock.baseURL }) })).status).toBe(200);
   expect(mock.requests.length).toBe(before + 1);
 });
+
+test('the fields a request may not set next to a slug are the declared credentials and placements, whoever declares them', async () => {
+  const { createGateway, fieldSchema } = await import('../../core/index.js');
+  const { memoryLogger } = await import('../helpers/gateway.js');
+  let guarded: string[] = [];
+  const probe = {
+    name: 'probe',
+    targetFields: { acme_token: { schema: fieldSchema.string(), credential: true }, acme_region: { schema: fieldSchema.string(), placement: true }, acme_tone: { schema: fieldSchema.string() } },
+    apply(api: import('../../core/index.js').PluginAPI) {
+      guarded = api.targetFields.names((f) => f.credential === true || f.placement === true);
+    },
+  };
+  createGateway({ plugins: [providerRegistry(), probe], logger: memoryLogger().logger });
+  expect(guarded).toEqual(['api_key', 'custom_host', 'virtual_key', 'acme_token', 'acme_region']);
+  // Through the server: a bundled plugin's credential (azure_ad_token, declared by azure-openai) next to a slug is refused.
+  const res = await chat({ 'x-gateway-config': JSON.stringify({ provider: '@prod-openai', azure_ad_token: 'attacker-token' }) });
+  expect(res.status).toBe(400);
+  expect((await res.json()).error).toMatchObject({ param: 'azure_ad_token' });
+});

@@ -64,9 +64,9 @@ describe('server config', () => {
     await expect(loadServerConfig('/nonexistent/gateway.json')).rejects.toThrow(/Cannot read/);
   });
 
-  test('unknown plugin names list the bundled ones; bad plugin options name the plugin', async () => {
+  test('unknown plugin names say where they were looked for and list the bundled ones; bad plugin options name the plugin', async () => {
     const env = readEnv({});
-    await expect(loadPlugins({ plugins: [{ name: 'nope' }] }, env)).rejects.toThrow(/Unknown plugin "nope".*openai/);
+    await expect(loadPlugins({ plugins: [{ name: 'nope' }] }, env)).rejects.toThrow(/Plugin "nope" \(plugins\[0\] of the server config\) could not be found: .*Bundled plugins: .*openai/);
     await expect(loadPlugins({ plugins: [{ name: 'openai', options: { baseURL: 'x' } }] }, env)).rejects.toThrow(/Invalid options for openai: baseURL/);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { RequestContext, type Target } from '../../../core/index.js';
+import { fieldSchema, RequestContext, TargetFields, type Target } from '../../../core/index.js';
 import { cache } from '../../../plugins/cache/index.js';
 import { canonicalBody, canonicalJson, createTargetIdentity, exactKey, identityFields, partitionOf } from '../../../plugins/cache/key.js';
 import { cacheSemantic } from '../../../plugins/cache/semantic/index.js';
@@ -45,6 +45,18 @@ describe('cache key', () => {
     const other = targetIdentity({ ...target, api_key: 'sk-other' });
     expect(other).not.toBe(id);
     expect(targetIdentity({ ...target, retry: { attempts: 1 }, cache: { mode: 'semantic' } })).toBe(id);
+  });
+
+  test("a plugin's declared fields: its credential enters as a digest, a field that does not affect the answer stays out", () => {
+    const fields = new TargetFields();
+    fields.declare('acme', { acme_token: { schema: fieldSchema.string(), credential: true }, acme_hedge: { schema: fieldSchema.integer(), affectsAnswer: false }, acme_region: { schema: fieldSchema.string() } });
+    const identity = createTargetIdentity(identityFields(fields));
+    const id = identity({ provider: 'acme', acme_token: 'acme-secret-token', acme_hedge: 2, acme_region: 'eu' });
+    expect(id).not.toContain('acme-secret-token');
+    expect(id).toContain('"acme_token":{"digest":');
+    expect(id).not.toContain('acme_hedge');
+    expect(id).toContain('"acme_region":"eu"');
+    expect(identity({ provider: 'acme', acme_token: 'other', acme_hedge: 2, acme_region: 'eu' })).not.toBe(id);
   });
 
   test('the partition separates routes, workspaces and namespaces; an empty namespace is the default', () => {

@@ -1,0 +1,84 @@
+import { existsSync, statSync } from 'node:fs';
+import { isAbsolute, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { resolve as resolveModule } from 'import-meta-resolve';
+import type { GatewayPlugin } from '../core/index.js';
+import type { PluginEntry } from './schema.js';
+
+/** A name that is a path (relative to the config file, or absolute) rather than a package name. */
+export function isPathLike(name: string): boolean {
+  return name.startsWith('./') || name.startsWith('../') || name.startsWith('file:') || isAbsolute(name);
+}
+
+/**
+ * Loads a plugin that is not bundled: an ES module named by a path relative to
+ * the config file's directory, or by a package name resolved as Node resolves
+ * it from that directory (a package installed beside the config file), then
+ * from the gateway's own location (its `node_modules`). The module's default
+ * export, or the export named by the entry's `export`, is a factory called
+ * with the entry's options (it may be async), or a plugin object.
+ *
+ * Every failure stops the start with an error that names the entry and says
+ * whether it could not be found, could not be loaded, or refused its options.
+ */
+export async function loadExternalPlugin(entry: PluginEntry, index: number, baseDir: string, bundled: readonly string[] = []): Promise<GatewayPlugin> {
+  const label = `Plugin "${entry.name}" (plugins[${index}] of the server config)`;
+  const url = locate(entry.name, baseDir, label, bundled);
+  let mod: Record<string, unknown>;
+  try {
+    mod = (await import(url)) as Record<string, unknown>;
+  } catch (err) {
+    throw new Error(`${label} could not be loaded from ${fileURLToPath(url)}: ${(err as Error).message}`);
+  }
+  const exportName = entry.export ?? 'default';
+  const exported = mod[exportName];
+  if (exported === undefined) {
+    const named = Object.keys(mod).filter((k) => k !== 'default');
+    throw new Error(
+      `${label} could not be loaded: ${fileURLToPath(url)} has no export "${exportName}"` +
+        (named.length > 0 ? ` (it exports ${named.join(', ')}; pick one with "export")` : ''),
+    );
+  }
+  let plugin: unknown;
+  try {
+    plugin = typeof exported === 'function' ? await (exported as (options: unknown) => unknown)(entry.options ?? {}) : exported;
+  } catch (err) {
+    throw new Error(`${label} refused its options: ${(err as Error).message}`);
+  }
+  if (!isPlugin(plugin)) {
+    throw new Error(`${label} could not be loaded: export "${exportName}" is neither a plugin (an object with name and apply) nor a function returning one`);
+  }
+  if (typeof exported !== 'function' && entry.options !== undefined) {
+    throw new Error(`${label}: export "${exportName}" is a plugin object, not a factory, so it takes no options`);
+  }
+  return plugin;
+}
+
+function isPlugin(value: unknown): value is GatewayPlugin {
+  return typeof value === 'object' && value !== null && typeof (value as GatewayPlugin).name === 'string' && typeof (value as GatewayPlugin).apply === 'function';
+}
+
+/** The module URL an entry names, or an error saying it could not be found and where it was looked for. */
+function locate(name: string, baseDir: string, label: string, bundled: readonly string[]): string {
+  if (isPathLike(name)) {
+    const file = name.startsWith('file:') ? fileURLToPath(name) : resolve(baseDir, name);
+    if (!existsSync(file)) throw new Error(`${label} could not be found: there is no file ${file}`);
+    if (statSync(file).isDirectory()) throw new Error(`${label} could not be found: ${file} is a directory; name the module file (e.g. ${name.replace(/\/$/, '')}/index.js) or the package name`);
+    return pathToFileURL(file).href;
+  }
+  const parents = [pathToFileURL(`${baseDir}/`).href, import.meta.url];
+  for (const parent of parents) {
+    try {
+      return resolveModule(name, parent);
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      // Not there: try the next place. Anything else (a broken package.json, an export map that hides the entry) is the answer.
+      if (code === 'ERR_MODULE_NOT_FOUND') continue;
+      throw new Error(`${label} could not be found: ${(err as Error).message}`);
+    }
+  }
+  throw new Error(
+    `${label} could not be found: it is not a bundled plugin, and no package "${name}" is installed beside the config file (${baseDir}) or in the gateway's own node_modules. ` +
+      `Bundled plugins: ${bundled.join(', ')}.`,
+  );
+}

@@ -1,0 +1,98 @@
+import { describe, expect, test } from 'vitest';
+import { createGateway, errorCodeSpec, fieldSchema, GatewayError, TargetFields, type GatewayPlugin } from '../../core/index.js';
+import { memoryLogger } from '../helpers/gateway.js';
+import { serveGateway } from '../helpers/serve.js';
+
+const plugin = (name: string, extra: Partial<GatewayPlugin> = {}, apply: GatewayPlugin['apply'] = () => undefined): GatewayPlugin => ({ name, apply, ...extra });
+const boot = (plugins: GatewayPlugin[]) => createGateway({ plugins, logger: memoryLogger().logger });
+
+describe('error codes declared by plugins', () => {
+  test('a declared code answers with its status and type in the one envelope', async () => {
+    const teapot = plugin('teapot', { errorCodes: { teapot_refused: { status: 418, type: 'teapot_error' } } }, (api) => {
+      api.routes.add({ name: 'tea', method: 'GET', path: '/v1/tea', kind: 'handler', auth: false, handler: () => { throw new GatewayError('teapot_refused', 'No coffee here.', { param: 'cup' }); } });
+    });
+    const gw = await serveGateway({ plugins: [teapot] });
+    const res = await fetch(`${gw.url}/v1/tea`);
+    expect(res.status).toBe(418);
+    expect(await res.json()).toEqual({ error: { message: 'No coffee here.', type: 'teapot_error', param: 'cup', code: 'teapot_refused' } });
+    await gw.close();
+    expect(errorCodeSpec('teapot_refused')).toEqual({ status: 418, type: 'teapot_error', owner: 'teapot' });
+  });
+
+  test('an undeclared code is a programming error: building it throws, and a request answers 500', async () => {
+    expect(() => new GatewayError('never_declared_code', 'x')).toThrow(/unknown error code "never_declared_code": declare it in the plugin's errorCodes/);
+    const gw = await serveGateway({
+      plugins: [plugin('sloppy', {}, (api) => api.routes.add({ name: 's', method: 'GET', path: '/v1/s', kind: 'handler', auth: false, handler: () => { throw new GatewayError('never_declared_code', 'x'); } }))],
+    });
+    const res = await fetch(`${gw.url}/v1/s`);
+    expect(res.status).toBe(500);
+    expect((await res.json()).error.code).toBe('internal_error');
+    await gw.close();
+  });
+
+  test('the same code twice with one meaning is fine (two gateways); another meaning, a core code or a bad status stops the boot', () => {
+    const twice = () => plugin('twice', { errorCodes: { twice_code: { status: 409, type: 'conflict_error' } } });
+    boot([twice()]);
+    boot([twice()]);
+    expect(() => boot([plugin('other', { errorCodes: { twice_code: { status: 400, type: 'invalid_request_error' } } })])).toThrow('plugin "other": error code "twice_code" is already registered by "twice" as 409 conflict_error');
+    expect(() => boot([plugin('core-clash', { errorCodes: { not_found: { status: 404, type: 'invalid_request_error' } } })])).toThrow('error code "not_found" is one of the core\'s own');
+    expect(() => boot([plugin('bad-status', { errorCodes: { bad_status_code: { status: 200, type: 'x' } } })])).toThrow('needs an HTTP status from 400 to 599');
+    expect(() => boot([plugin('bad-name', { errorCodes: { 'Bad-Name': { status: 400, type: 'x' } } })])).toThrow('must be lower-case letters');
+  });
+
+  test('the bundled feature codes belong to their plugins, not to the core', async () => {
+    const { CORE_ERROR_CODES } = await import('../../core/index.js');
+    expect(Object.keys(CORE_ERROR_CODES)).not.toContain('guardrail_denied');
+    expect(Object.keys(CORE_ERROR_CODES)).not.toContain('circuit_open');
+    const { guardrails } = await import('../../plugins/guardrails/index.js');
+    const { breaker } = await import('../../plugins/breaker/index.js');
+    expect(guardrails().errorCodes).toEqual({ guardrail_denied: { status: 446, type: 'guardrail_error' } });
+    expect(breaker().errorCodes).toEqual({ circuit_open: { status: 503, type: 'server_error' } });
+  });
+});
+
+describe('target fields declared by plugins', () => {
+  const field = { schema: fieldSchema.string() };
+
+  test('the core declares its own fields first; plugins follow in load order, read-only to every plugin', () => {
+    let seen: string[] = [];
+    boot([plugin('a', { targetFields: { a_one: field } }), plugin('b', { targetFields: { b_one: { ...field, credential: true } } }, (api) => (seen = api.targetFields.names()))]);
+    expect(seen).toEqual(['provider', 'api_key', 'custom_host', 'a_one', 'b_one']);
+  });
+
+  test('credentials come from the flags, the core api_key among them', () => {
+    const fields = new TargetFields();
+    fields.declare('p', { x_secret: { ...field, credential: true }, x_region: { ...field, placement: true } });
+    expect([...fields.credentials()]).toEqual(['x_secret']);
+    expect(fields.names((f) => f.placement === true)).toEqual(['x_region']);
+  });
+
+  test('one field, two owners: the same declaration object is shared, another one stops the boot naming both', () => {
+    const shared = { ...field, credential: true };
+    boot([plugin('one', { targetFields: { shared_secret: shared } }), plugin('two', { targetFields: { shared_secret: shared } })]);
+    expect(() => boot([plugin('one', { targetFields: { clash: field } }), plugin('two', { targetFields: { clash: { schema: fieldSchema.boolean() } } })])).toThrow(
+      'plugin "two": target field "clash" is already declared by "one"',
+    );
+    expect(() => boot([plugin('core-clash', { targetFields: { api_key: { schema: fieldSchema.boolean() } } })])).toThrow('is already declared by "core"');
+  });
+
+  test('aliases, names and combinations are checked at boot', () => {
+    expect(() => boot([plugin('a', { targetFields: { a_field: { ...field, aliases: ['api_key'] } } })])).toThrow('alias "api_key" of "a_field" is already taken');
+    expect(() => boot([plugin('a', { targetFields: { 'bad-name': field } })])).toThrow('must be letters, digits and _');
+    expect(() => boot([plugin('a', { targetFields: { a_field: { ...field, combination: ['provider'] } } })])).toThrow('the combination of target field "a_field" must include it');
+  });
+});
+
+test('a plugin may state the plugin API range it needs', () => {
+  boot([plugin('ok', { gatewayApi: '^1.0.0' }), plugin('ok2', { gatewayApi: '>=1.0.0 <2' })]);
+  expect(() => boot([plugin('next', { gatewayApi: '^2.0.0' })])).toThrow('plugin "next" needs gateway plugin API ^2.0.0, but this gateway provides 1.0.0');
+  expect(() => boot([plugin('typo', { gatewayApi: 'one point oh' })])).toThrow('plugin "typo": gatewayApi "one point oh" is not a semver range');
+});
+
+test('services: tryResolve answers undefined for an absent one, resolve throws', () => {
+  let result: unknown = 'unset';
+  const token = Symbol.for('test.absent-service') as never;
+  boot([plugin('probe', {}, (api) => (result = api.tryResolve(token)))]);
+  expect(result).toBeUndefined();
+  expect(() => boot([plugin('probe', {}, (api) => api.resolve(token))])).toThrow();
+});
