@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { type AuthInfo, GatewayError, type GatewayPlugin, parseOptions } from '../../sdk/index.js';
+import { GatewayError, parseOptions, STAGES, type AuthInfo, type GatewayPlugin } from '../../sdk/index.js';
 import { StaticAuthOptionsSchema, type StaticAuthOptions } from './schema.js';
 
 export const PLUGIN_NAME = 'auth-static';
@@ -9,7 +9,7 @@ export type { StaticAuthOptions };
 /**
  * Static gateway keys, sent as `x-gateway-api-key`. Keys are held only as
  * SHA-256 digests; the log sees a short digest prefix as the key id.
- * Stored keys (control plane) tap the same hook at an earlier stage later.
+ * Stored keys (control plane) tap the same hook later (`STAGES.auth.STORED_KEYS`).
  */
 export function staticAuth(options: StaticAuthOptions): GatewayPlugin {
   const opts = parseOptions(PLUGIN_NAME, StaticAuthOptionsSchema, options);
@@ -21,7 +21,7 @@ export function staticAuth(options: StaticAuthOptions): GatewayPlugin {
   return {
     name: PLUGIN_NAME,
     apply(api) {
-      api.hooks.auth.tap(PLUGIN_NAME, (ctx) => {
+      api.hooks.auth.tap({ name: PLUGIN_NAME, stage: STAGES.auth.MEMORY_KEYS }, (ctx) => {
         const key = ctx.header('x-gateway-api-key');
         if (key === undefined || key === '') {
           throw new GatewayError('unauthorized', 'Missing gateway API key: send it in the x-gateway-api-key header.', { param: 'x-gateway-api-key' });

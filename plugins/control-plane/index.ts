@@ -1,22 +1,22 @@
 import { join } from 'node:path';
 import * as v from 'valibot';
 import {
+  CONFIG_PARSER,
+  CONFIG_SOURCE,
+  type ConfigParser,
+  type ConfigSource,
   GatewayError,
   type GatewayPlugin,
   hasScope,
   migrate,
   parseOptions,
+  PROVIDER_SOURCE,
+  type ProviderSource,
   type RequestContext,
+  serviceToken,
   type SqlClient,
   type SqlStore,
-  CONFIG_PARSER,
-  CONFIG_SOURCE,
-  PROVIDER_SOURCE,
-  serviceToken,
   STAGES,
-  type ConfigParser,
-  type ConfigSource,
-  type ProviderSource,
 } from '../../sdk/index.js';
 import { bootstrap } from './bootstrap.js';
 import { authenticateJwt, DEFAULT_CLAIMS } from './jwt-auth.js';

@@ -15,7 +15,7 @@ import {
   type SqlStore,
 } from '../../sdk/index.js';
 import { buildEntry, entrySize, REDACT_SLACK, type CaptureMode, type LogEntry } from './entry.js';
-import { BatchQueue, type QueueStats } from './queue.js';
+import { BatchQueue } from './queue.js';
 import { LOG_MIGRATIONS, LOGS_NAMESPACE } from './store/migrations.js';
 import { LogRepository } from './store/repository.js';
 

@@ -1,13 +1,13 @@
 import {
   bearerToken,
   GatewayError,
-  HEADER_TARGETS,
   type GatewayPlugin,
+  HEADER_TARGETS,
   parseOptions,
-  STAGES,
   type Provider,
   type Registry,
   type RequestContext,
+  STAGES,
   type Target,
 } from '../../sdk/index.js';
 import * as v from 'valibot';
