@@ -61,24 +61,31 @@ for (const [code, spec] of Object.entries(CORE_ERROR_CODES)) if (!table.has(code
 const CODE_NAME = /^[a-z][a-z0-9_]{0,63}$/;
 
 /**
- * Registers a plugin's error code. Called by `createGateway` for each entry of
- * a plugin's `errorCodes`. Registering the same code with the same meaning
- * again (a second gateway in the process) is allowed; a different status or
- * type, or a core code, throws.
+ * Throws when a plugin's error code cannot be registered: a bad name, status
+ * or type, a core code, or a code another plugin registered with another
+ * meaning (in this gateway or another one of the process). Registering the
+ * same code with the same meaning again is allowed.
  */
-export function registerErrorCode(code: string, spec: ErrorCodeSpec, owner: string): void {
+export function checkErrorCode(code: string, spec: ErrorCodeSpec, owner: string): void {
   if (!CODE_NAME.test(code)) throw new Error(`plugin "${owner}": error code "${code}" must be lower-case letters, digits and _ (at most 64), starting with a letter`);
   if (!Number.isInteger(spec.status) || spec.status < 400 || spec.status > 599) throw new Error(`plugin "${owner}": error code "${code}" needs an HTTP status from 400 to 599`);
   if (typeof spec.type !== 'string' || spec.type === '') throw new Error(`plugin "${owner}": error code "${code}" needs a type (e.g. invalid_request_error)`);
   const known = table.get(code);
-  if (known !== undefined) {
-    if (known.owner === 'core') throw new Error(`plugin "${owner}": error code "${code}" is one of the core's own`);
-    if (known.status !== spec.status || known.type !== spec.type) {
-      throw new Error(`plugin "${owner}": error code "${code}" is already registered by "${known.owner}" as ${known.status} ${known.type}`);
-    }
-    return;
+  if (known === undefined) return;
+  if (known.owner === 'core') throw new Error(`plugin "${owner}": error code "${code}" is one of the core's own`);
+  if (known.status !== spec.status || known.type !== spec.type) {
+    throw new Error(`plugin "${owner}": error code "${code}" is already registered by "${known.owner}" as ${known.status} ${known.type}`);
   }
-  table.set(code, { status: spec.status, type: spec.type, owner });
+}
+
+/**
+ * Registers a plugin's error code (after {@link checkErrorCode}). Called by
+ * `createGateway` once every plugin's codes passed the check, so a gateway
+ * that fails to boot registers none.
+ */
+export function registerErrorCode(code: string, spec: ErrorCodeSpec, owner: string): void {
+  checkErrorCode(code, spec, owner);
+  if (!table.has(code)) table.set(code, { status: spec.status, type: spec.type, owner });
 }
 
 /** The status and type of a code, or undefined when no one registered it. */

@@ -54,16 +54,20 @@ const FIELD_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 
 /**
  * Every target field of one gateway, in declaration order (the core's first,
- * then each plugin's in load order). Filled before plugins are applied,
- * read-only after.
+ * then each plugin's in load order). Filled from the plugins' `targetFields`
+ * and sealed before any plugin is applied: everything that derives from it
+ * (the config schema, redaction, cache keys, sealing, the slug guard) sees the
+ * same, complete set.
  */
 export class TargetFields {
   readonly #fields = new Map<string, DeclaredField>();
   readonly #aliases = new Map<string, string>();
   #credentials: ReadonlySet<string> | null = null;
+  #sealed = false;
 
   /** Adds a plugin's declarations. A field declared twice must be the same object (one package sharing it between its plugins). */
   declare(owner: string, fields: Readonly<Record<string, TargetField>>): void {
+    if (this.#sealed) throw new Error(`plugin "${owner}": target fields are declared on the plugin object (targetFields), not from apply()`);
     for (const [name, field] of Object.entries(fields)) {
       if (!FIELD_NAME.test(name)) throw new Error(`plugin "${owner}": target field "${name}" must be letters, digits and _, starting with a letter or _`);
       const known = this.#fields.get(name);
@@ -83,6 +87,11 @@ export class TargetFields {
       this.#fields.set(name, Object.freeze({ ...field, name, owner }));
       this.#credentials = null;
     }
+  }
+
+  /** No declaration after this (called by `createGateway` before the first `apply`). */
+  seal(): void {
+    this.#sealed = true;
   }
 
   get(name: string): DeclaredField | undefined {

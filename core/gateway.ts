@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { container as rootContainer } from 'tsyringe';
-import { GatewayError, registerErrorCode } from './errors.js';
+import { checkErrorCode, CORE_ERROR_CODES, GatewayError, registerErrorCode, type ErrorCodeSpec } from './errors.js';
 import { CORE_TARGET_FIELDS, TargetFields } from './fields.js';
 import { createHooks, type GatewayHooks } from './hooks.js';
 import { errorResponse, writeResponse } from './http/write-response.js';
@@ -69,14 +69,25 @@ export function createGateway(init: CreateGatewayOptions): Gateway {
   // What plugins declare is settled before any of them is applied: versions, fields, error codes.
   const targetFields = new TargetFields();
   targetFields.declare('core', CORE_TARGET_FIELDS);
+  const errorCodes = new Map<string, ErrorCodeSpec & { owner: string }>(Object.entries(CORE_ERROR_CODES).map(([code, spec]) => [code, { ...spec, owner: 'core' }]));
   const names = new Set<string>();
   for (const plugin of init.plugins) {
     if (names.has(plugin.name)) throw new Error(`plugin "${plugin.name}" is applied twice`);
     names.add(plugin.name);
     checkGatewayApi(plugin.name, plugin.gatewayApi);
     if (plugin.targetFields !== undefined) targetFields.declare(plugin.name, plugin.targetFields);
-    for (const [code, spec] of Object.entries(plugin.errorCodes ?? {})) registerErrorCode(code, spec, plugin.name);
+    for (const [code, spec] of Object.entries(plugin.errorCodes ?? {})) {
+      checkErrorCode(code, spec, plugin.name);
+      const known = errorCodes.get(code);
+      if (known !== undefined && (known.status !== spec.status || known.type !== spec.type)) {
+        throw new Error(`plugin "${plugin.name}": error code "${code}" is already declared by "${known.owner}" as ${known.status} ${known.type}`);
+      }
+      if (known === undefined) errorCodes.set(code, { status: spec.status, type: spec.type, owner: plugin.name });
+    }
   }
+  targetFields.seal();
+  // Registered only once every declaration passed, so a gateway that fails to boot leaves no code behind.
+  for (const [code, entry] of errorCodes) if (entry.owner !== 'core') registerErrorCode(code, entry, entry.owner);
   const paths = redactPaths(targetFields.credentials());
   const logger = init.logger === undefined ? createLogger({ redact: paths }) : withRedaction(init.logger, paths);
   const hooks = createHooks();
@@ -117,6 +128,7 @@ export function createGateway(init: CreateGatewayOptions): Gateway {
     hooks,
     routes,
     targetFields,
+    errorCodes,
     logger,
     options,
     upstream,

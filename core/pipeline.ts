@@ -254,6 +254,8 @@ export class Pipeline {
       return this.#dispatch!(ctx, target);
     }
     return this.hooks.resolveTarget.promise(target, ctx).then((resolved) => {
+      // A tap that hands on null or a non-object is a plugin bug: a 500 naming the hook, not a TypeError deep in the transport.
+      if (typeof resolved !== 'object' || resolved === null) throw new Error('a resolveTarget tap returned no target');
       ctx.resolvedTarget = resolved;
       return this.#dispatch!(ctx, resolved);
     });

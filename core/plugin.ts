@@ -54,8 +54,10 @@ export interface Registries {
 export interface PluginAPI extends Registries {
   readonly hooks: GatewayHooks;
   readonly routes: RouteTable;
-  /** Every target field declared by the core and the loaded plugins (read-only; complete before any `apply`). */
+  /** Every target field declared by the core and the loaded plugins (complete and sealed before any `apply`). */
   readonly targetFields: TargetFields;
+  /** The error codes of this gateway: the core's and the loaded plugins' declared ones, with their owner. */
+  readonly errorCodes: ReadonlyMap<string, Readonly<ErrorCodeSpec & { owner: string }>>;
   /** Root logger; secrets are redacted at the core's paths and at every declared credential field (`target.<field>`, `config.<field>`). */
   readonly logger: Logger;
   /** Core options with defaults filled in. */

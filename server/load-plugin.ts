@@ -61,21 +61,31 @@ function isPlugin(value: unknown): value is GatewayPlugin {
 /** The module URL an entry names, or an error saying it could not be found and where it was looked for. */
 function locate(name: string, baseDir: string, label: string, bundled: readonly string[]): string {
   if (isPathLike(name)) {
-    const file = name.startsWith('file:') ? fileURLToPath(name) : resolve(baseDir, name);
+    let file: string;
+    try {
+      file = name.startsWith('file:') ? fileURLToPath(name) : resolve(baseDir, name);
+    } catch {
+      throw new Error(`${label} could not be found: "${name}" is not an absolute file: URL of this machine`);
+    }
     if (!existsSync(file)) throw new Error(`${label} could not be found: there is no file ${file}`);
     if (statSync(file).isDirectory()) throw new Error(`${label} could not be found: ${file} is a directory; name the module file (e.g. ${name.replace(/\/$/, '')}/index.js) or the package name`);
     return pathToFileURL(file).href;
   }
   const parents = [pathToFileURL(`${baseDir}/`).href, import.meta.url];
   for (const parent of parents) {
+    let url: string;
     try {
-      return resolveModule(name, parent);
+      url = resolveModule(name, parent);
     } catch (err) {
       const code = (err as { code?: string }).code;
       // Not there: try the next place. Anything else (a broken package.json, an export map that hides the entry) is the answer.
       if (code === 'ERR_MODULE_NOT_FOUND') continue;
       throw new Error(`${label} could not be found: ${(err as Error).message}`);
     }
+    // A built-in (`node:crypto`) or a data: URL is no plugin module; a package whose entry file is missing is not there.
+    if (!url.startsWith('file:')) throw new Error(`${label} could not be found: "${name}" is ${url.startsWith('node:') ? 'a Node built-in' : 'not a file'}, not an installed package`);
+    if (!existsSync(fileURLToPath(url))) throw new Error(`${label} could not be found: the package's entry ${fileURLToPath(url)} does not exist`);
+    return url;
   }
   throw new Error(
     `${label} could not be found: it is not a bundled plugin, and no package "${name}" is installed beside the config file (${baseDir}) or in the gateway's own node_modules. ` +

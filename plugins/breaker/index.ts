@@ -69,7 +69,7 @@ export function breaker(options: BreakerOptions = {}): GatewayPlugin {
     errorCodes: BREAKER_ERRORS,
     apply(api) {
       let state: BreakerState = memoryBreakerState();
-      const credentials = [...api.targetFields.credentials()];
+      const credentials = credentialDigest([...api.targetFields.credentials()]);
       if (opts.store === 'redis') {
         api.onReady(() => {
           const entry = api.stores.get('redis') as RedisStoreEntry | undefined;
@@ -130,21 +130,37 @@ export function isFailureStatus(status: number, codes: readonly number[] | undef
 }
 
 /**
- * Identity of a target for its breaker: provider, base URL, model, and the
- * values of its credential fields (`credentials`, the declared ones), which
- * enter only through the digest.
+ * The digest of a target's credentials (the declared credential `fields`),
+ * computed once per target object: configs are parsed once and reused, and a
+ * service account JSON is kilobytes.
  */
-export function breakerKey(ctx: RequestContext, target: Target, credentials: readonly string[] = ['api_key']): string {
+export function credentialDigest(fields: readonly string[]): (target: Target) => string {
+  const known = new WeakMap<Target, string>();
+  return (target) => {
+    let digest = known.get(target);
+    if (digest === undefined) {
+      const hash = createHash('sha256');
+      for (const field of fields) {
+        const value = target[field];
+        if (value !== undefined) hash.update(`${field}=${typeof value === 'string' ? value : JSON.stringify(value)}\n`);
+      }
+      digest = hash.digest('hex');
+      known.set(target, digest);
+    }
+    return digest;
+  };
+}
+
+/**
+ * Identity of a target for its breaker: provider, base URL, model, and the
+ * digest of its credentials; a secret enters only through the digests.
+ */
+export function breakerKey(ctx: RequestContext, target: Target, credentials: (target: Target) => string): string {
   const provider = target.provider ?? '';
   const host = typeof target.custom_host === 'string' ? target.custom_host : '';
   const override = target.override_params as Record<string, unknown> | undefined;
   const model = (override?.model as string | undefined) ?? ctx.model ?? '';
-  const hash = createHash('sha256').update(`${provider}\n${host}\n${model}`);
-  for (const field of credentials) {
-    const value = target[field];
-    if (value !== undefined) hash.update(`\n${field}=${typeof value === 'string' ? value : JSON.stringify(value)}`);
-  }
-  return hash.digest('hex').slice(0, 32);
+  return createHash('sha256').update(`${provider}\n${host}\n${model}\n${credentials(target)}`).digest('hex').slice(0, 32);
 }
 
 export default breaker;

@@ -2,7 +2,6 @@ import { Readable } from 'node:stream';
 import * as v from 'valibot';
 import {
   type CheckInput,
-  errorCodeSpec,
   GatewayError,
   type GuardrailCheck,
   STAGES,
@@ -74,7 +73,7 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
         for (const id of checks.names()) {
           const code = checks.get(id)!.denyCode;
           if (code === undefined) continue;
-          const spec = errorCodeSpec(code);
+          const spec = api.errorCodes.get(code);
           if (spec === undefined) throw new Error(`${PLUGIN_NAME}: check "${id}" denies with error code "${code}", which no loaded plugin declares in its errorCodes`);
           if (spec.status !== DENIED_STATUS) throw new Error(`${PLUGIN_NAME}: check "${id}" denies with error code "${code}", declared as ${spec.status}; a denial answers ${DENIED_STATUS}`);
         }

@@ -96,3 +96,29 @@ test('services: tryResolve answers undefined for an absent one, resolve throws',
   expect(result).toBeUndefined();
   expect(() => boot([plugin('probe', {}, (api) => api.resolve(token))])).toThrow();
 });
+
+describe('declarations are settled before any plugin is applied', () => {
+  test('declaring a field from apply() is refused: everything derived from the fields has already seen them', () => {
+    expect(() => boot([plugin('late', {}, (api) => api.targetFields.declare('late', { late_field: { schema: fieldSchema.string() } }))])).toThrow(
+      'plugin "late": target fields are declared on the plugin object (targetFields), not from apply()',
+    );
+  });
+
+  test("two plugins of one gateway giving a code two meanings stop the boot, and that gateway registers none of its codes", () => {
+    expect(() =>
+      boot([
+        plugin('first', { errorCodes: { half_registered_code: { status: 409, type: 'conflict_error' }, first_only_code: { status: 400, type: 'x' } } }),
+        plugin('second', { errorCodes: { half_registered_code: { status: 400, type: 'invalid_request_error' } } }),
+      ]),
+    ).toThrow('plugin "second": error code "half_registered_code" is already declared by "first" as 409 conflict_error');
+    expect(errorCodeSpec('first_only_code')).toBeUndefined();
+  });
+
+  test("api.errorCodes holds this gateway's codes: the core's and its plugins'", () => {
+    let codes: ReadonlyMap<string, unknown> = new Map();
+    boot([plugin('mine', { errorCodes: { mine_code: { status: 451, type: 'legal_error' } } }, (api) => (codes = api.errorCodes))]);
+    expect(codes.get('mine_code')).toEqual({ status: 451, type: 'legal_error', owner: 'mine' });
+    expect(codes.get('not_found')).toMatchObject({ status: 404, owner: 'core' });
+    expect(codes.has('teapot_refused')).toBe(false);
+  });
+});

@@ -150,3 +150,18 @@ test('resolveTarget runs per leaf before the interceptors; the context keeps the
     ['signed', '@alias'],
   ]);
 });
+
+test('a resolveTarget tap that hands on something else than a target is a 500 naming the hook', async () => {
+  const broken: GatewayPlugin = {
+    name: 'broken-resolver',
+    apply(api) {
+      // undefined would keep the target (a waterfall passes it on); null or a string is a plain-JS plugin's bug.
+      api.hooks.resolveTarget.tap('broken-resolver', () => null as unknown as Target);
+    },
+  };
+  const gw = await serveGateway({ plugins: [fixture([signedProvider([])], { provider: 'signed', zone: 'mock' }), broken] });
+  const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(chat()) });
+  expect(res.status).toBe(500);
+  await gw.close();
+  expect(gw.logs.text()).toContain('a resolveTarget tap returned no target');
+});

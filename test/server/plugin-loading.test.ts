@@ -61,6 +61,8 @@ test('by path relative to the config folder, and by a package installed beside i
 test.each([
   ['an unknown package', [{ name: 'no-such-plugin-anywhere' }], 'Plugin "no-such-plugin-anywhere" (plugins[1] of the server config) could not be found: it is not a bundled plugin, and no package'],
   ['a missing file', [{ name: './nope.mjs' }], 'Plugin "./nope.mjs" (plugins[1] of the server config) could not be found: there is no file {dir}/nope.mjs'],
+  ['a Node built-in', [{ name: 'crypto' }], 'Plugin "crypto" (plugins[1] of the server config) could not be found: "crypto" is a Node built-in, not an installed package'],
+  ['a file: URL of another host', [{ name: 'file://remote-host/x.mjs' }], 'could not be found: "file://remote-host/x.mjs" is not an absolute file: URL of this machine'],
   ['a folder', [{ name: './a-folder' }], 'could not be found: {dir}/a-folder is a directory; name the module file (e.g. ./a-folder/index.js) or the package name'],
   ['a module that does not parse', [{ name: './broken.mjs' }], 'Plugin "./broken.mjs" (plugins[1] of the server config) could not be loaded from '],
   ['a factory refusing its options', [{ name: './throws.mjs', options: { level: 0 } }], 'Plugin "./throws.mjs" (plugins[1] of the server config) refused its options: Invalid options for thrower: level: must be at least 1'],

@@ -7,11 +7,11 @@ import { GatewayError, postTokenForm, type Target, type UpstreamRequest, type Up
  * scope and secret hash until 5 minutes before they expire; concurrent requests
  * share one in-flight fetch.
  *
- * Target fields (from a provider-registry entry; the config header's schema has
- * no room for secrets): `azure_entra_tenant_id`, `azure_entra_client_id`,
- * `azure_entra_client_secret`; the scope is `azure_entra_scope`, default
- * `https://cognitiveservices.azure.com/.default`. A ready token can be given as
- * `azure_ad_token` instead.
+ * Target fields (a provider slug's integration, or a config): `azure_entra_tenant_id`,
+ * `azure_entra_client_id`, `azure_entra_client_secret`, all three or none; the
+ * scope is `azure_entra_scope`, default `https://cognitiveservices.azure.com/.default`.
+ * A ready token can be given as `azure_ad_token` instead. Without them, the
+ * plugin's `entra` option, again as a whole.
  */
 
 export const DEFAULT_ENTRA_SCOPE = 'https://cognitiveservices.azure.com/.default';
@@ -29,11 +29,18 @@ export interface EntraClient {
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
 
-/** The client-credentials settings of a target, or null when it has none. */
+/**
+ * The client-credentials settings of a target, or null when it has none. The
+ * target's three fields and the plugin's defaults are never mixed: a request
+ * naming its own tenant or client must bring its own secret, so the
+ * operator's secret is only ever sent for the operator's own client.
+ */
 export function entraClientOf(target: Target, defaults: Partial<Omit<EntraClient, 'scope'>> = {}): EntraClient | null {
-  const tenantId = str(target.azure_entra_tenant_id) ?? defaults.tenantId;
-  const clientId = str(target.azure_entra_client_id) ?? defaults.clientId;
-  const clientSecret = str(target.azure_entra_client_secret) ?? defaults.clientSecret;
+  const own = [target.azure_entra_tenant_id, target.azure_entra_client_id, target.azure_entra_client_secret].some((v) => str(v) !== undefined);
+  const source = own
+    ? { tenantId: str(target.azure_entra_tenant_id), clientId: str(target.azure_entra_client_id), clientSecret: str(target.azure_entra_client_secret) }
+    : defaults;
+  const { tenantId, clientId, clientSecret } = source;
   if (tenantId === undefined && clientId === undefined && clientSecret === undefined) return null;
   for (const [field, value] of [['azure_entra_tenant_id', tenantId], ['azure_entra_client_id', clientId], ['azure_entra_client_secret', clientSecret]] as const) {
     if (value === undefined) throw new GatewayError('unauthorized', `Entra ID authentication needs ${field}.`, { param: field });

@@ -177,7 +177,8 @@ export function bedrock(options: BedrockOptions = {}): GatewayPlugin {
       const custom = str(target.custom_host);
       if (custom !== undefined) return custom.replace(/\/+$/, '');
       const host = ctx.route?.name === 'rerank' ? opts.agentRuntimeHost : opts.runtimeHost;
-      return host.replace('{region}', regionOf(target)!).replace(/\/$/, '');
+      // authHeaders ran first and checked the region; checked again here so the host never holds a bad one.
+      return host.replace('{region}', checkedRegion(target, null)!).replace(/\/$/, '');
     },
     // Checked before anything is built: the credentials (401), then the region (400).
     authHeaders(target: Target): Record<string, string> {

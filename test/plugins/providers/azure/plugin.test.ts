@@ -211,3 +211,18 @@ describe('azure-ai with extraParameters: none', () => {
     }
   });
 });
+
+describe('Entra ID settings: the target\'s or the plugin\'s, never mixed', () => {
+  const defaults = { tenantId: 'operator-tenant', clientId: 'operator-client', clientSecret: 'operator-secret' };
+  test('a target with none of the three uses the plugin\'s defaults as a whole', async () => {
+    const { entraClientOf } = await import('../../../../plugins/providers/azure/openai/index.js');
+    expect(entraClientOf({ provider: 'azure-openai' }, defaults)).toMatchObject({ tenantId: 'operator-tenant', clientId: 'operator-client', clientSecret: 'operator-secret' });
+    expect(entraClientOf({ provider: 'azure-openai' }, {})).toBeNull();
+  });
+  test('a target naming its own tenant or client must bring its own secret: the operator\'s is never paired with it', async () => {
+    const { entraClientOf } = await import('../../../../plugins/providers/azure/openai/index.js');
+    expect(() => entraClientOf({ azure_entra_tenant_id: 'attacker-tenant' }, defaults)).toThrow(/needs azure_entra_client_id/);
+    expect(() => entraClientOf({ azure_entra_tenant_id: 't', azure_entra_client_id: 'c' }, defaults)).toThrow(/needs azure_entra_client_secret/);
+    expect(entraClientOf({ azure_entra_tenant_id: 't', azure_entra_client_id: 'c', azure_entra_client_secret: 's' }, defaults)).toMatchObject({ tenantId: 't', clientId: 'c', clientSecret: 's' });
+  });
+});
