@@ -94,12 +94,12 @@ export function traceparent(options: TraceparentOptions = {}): GatewayPlugin {
         const outgoing = `00-${traceId}-${spanId}-${flags}`;
         ctx.logFields.traceparent = outgoing;
         if (!propagate) {
+          // The generic proxy forwards client headers as received: without propagation, not the client's traceparent either.
           delete ctx.headers.traceparent;
           return;
         }
-        // Every upstream call of the request carries it (with the client's tracestate); the generic proxy,
-        // which forwards client headers as received, sends it in place of the client's.
-        ctx.headers.traceparent = outgoing;
+        // Every upstream call of the request carries it (with the client's tracestate), the generic proxy's too:
+        // upstream headers are laid over the client headers it forwards.
         const upstream = (ctx.upstreamHeaders ??= {});
         upstream.traceparent = outgoing;
         const tracestate = ctx.header('tracestate');

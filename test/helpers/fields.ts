@@ -1,6 +1,5 @@
 import { CORE_TARGET_FIELDS, TargetFields, type GatewayPlugin } from '../../core/index.js';
-import { createConfigParser } from '../../plugins/config/index.js';
-import { config } from '../../plugins/config/index.js';
+import { config, createConfigParser } from '../../plugins/config/index.js';
 import { breaker } from '../../plugins/breaker/index.js';
 import { cache } from '../../plugins/cache/index.js';
 import { guardrails } from '../../plugins/guardrails/index.js';
