@@ -72,6 +72,8 @@ export interface Attempt {
   target: string;
   provider: string | null;
   status: number | null;
+  /** When the call was sent, in ms after the request arrived (for per-attempt spans and timelines). */
+  startMs: number;
   latencyMs: number;
   error: string | null;
 }

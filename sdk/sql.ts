@@ -101,13 +101,20 @@ export function numberPlaceholders(sql: string): string {
 export interface SqlStore {
   readonly dialect: 'sqlite' | 'postgres';
   client(): SqlClient;
+  /**
+   * The SQLite database file, when the store is one on disk: a plugin with
+   * heavy writes (the log store) may open its own connection to it in a
+   * worker thread, so its synchronous writes never run on the event loop.
+   */
+  readonly file?: string;
 }
 
-/** A store whose client is set once the connection is open. */
-export function sqlStore(dialect: 'sqlite' | 'postgres'): SqlStore & { open(client: SqlClient): void } {
+/** A store whose client is set once the connection is open; `file` for an SQLite store on disk (see {@link SqlStore.file}). */
+export function sqlStore(dialect: 'sqlite' | 'postgres', file?: string): SqlStore & { open(client: SqlClient): void } {
   let current: SqlClient | null = null;
   return {
     dialect,
+    ...(file === undefined || file === ':memory:' ? {} : { file }),
     client() {
       if (current === null) throw new Error(`the ${dialect} store is not open yet: list it before the plugins that use it`);
       return current;

@@ -116,6 +116,7 @@ function record(ctx: RequestContext, provider: Provider, status: number | null, 
     target: ctx.targetPath ?? '0',
     provider: provider.name,
     status,
+    startMs: started - ctx.startedAt,
     latencyMs: latency,
     error: err === null ? null : err instanceof GatewayError ? err.code : (err as Error)?.name ?? 'error',
   });

@@ -52,7 +52,7 @@ describe('the official openai SDK through the real server', () => {
       tokens: { prompt_tokens: 9, completion_tokens: 2, total_tokens: 11, cached_tokens: 3, reasoning_tokens: 1 },
     });
     expect(line.target_path).toBe('0');
-    expect(line.attempts).toEqual([{ target: '0', provider: 'openai', status: 200, latencyMs: expect.any(Number), error: null }]);
+    expect(line.attempts).toEqual([{ target: '0', provider: 'openai', status: 200, startMs: expect.any(Number), latencyMs: expect.any(Number), error: null }]);
     expect(line.latency_ms).toBeGreaterThan(0);
     expect(line.upstream_latency_ms).toBeGreaterThan(0);
     expect(line.upstream_latency_ms).toBeLessThanOrEqual(line.latency_ms);

@@ -1,8 +1,7 @@
 import { mkdirSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import * as v from 'valibot';
-import { type GatewayPlugin, parseOptions, sqlStore } from '../../../sdk/index.js';
-import { sqliteClient } from './client.js';
+import { type GatewayPlugin, parseOptions, sqliteClient, sqlStore } from '../../../sdk/index.js';
 
 export const PLUGIN_NAME = 'sqlite';
 
@@ -24,7 +23,7 @@ export function sqliteStore(options: SqliteStoreOptions = {}): GatewayPlugin {
   return {
     name: PLUGIN_NAME,
     apply(api) {
-      const store = sqlStore('sqlite');
+      const store = sqlStore('sqlite', file === ':memory:' ? file : resolve(file));
       api.stores.add(opts.name, store);
       api.onReady(() => {
         if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });

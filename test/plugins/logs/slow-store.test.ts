@@ -2,7 +2,7 @@ import { Agent } from 'undici';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import type { GatewayPlugin } from '../../../core/index.js';
 import { sqlStore, type SqlClient } from '../../../sdk/sql.js';
-import { sqliteClient } from '../../../plugins/stores/sqlite/client.js';
+import { sqliteClient } from '../../../sdk/sqlite.js';
 import { serveGateway } from '../../helpers/serve.js';
 import { startMockOpenAI, type MockUpstream } from '../../mocks/openai-upstream.js';
 import { ADMIN_KEY, logGatewayPlugins, metricValue, openSqlite, parsePrometheus, tempFile, waitFor } from './helpers.js';

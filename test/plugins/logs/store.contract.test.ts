@@ -4,7 +4,7 @@ import { LOG_MIGRATIONS, LOGS_NAMESPACE } from '../../../plugins/logs/store/migr
 import { GROUP_COLUMNS, GROUP_KEYS, LogRepository, type GroupBy, type LogFilters } from '../../../plugins/logs/store/repository.js';
 import { postgresClient } from '../../../plugins/stores/postgres/client.js';
 import { migrate, type SqlClient } from '../../../sdk/sql.js';
-import { sqliteClient } from '../../../plugins/stores/sqlite/client.js';
+import { sqliteClient } from '../../../sdk/sqlite.js';
 import { DATABASE_URL, dropSchema, requireService, uniqueSchema } from '../../helpers/services.js';
 import { bruteGroups, matches, sampleEntry, tempFile } from './helpers.js';
 
@@ -94,7 +94,7 @@ function contract(name: string, open: () => Promise<SqlClient | null>) {
       const full = sampleEntry({
         created_at: T0 - 5000,
         trace_id: 'one',
-        attempts: [{ target: '0', provider: 'openai', status: 500, latencyMs: 1.5, error: null }, { target: '1', provider: 'openai', status: 200, latencyMs: 2, error: null }],
+        attempts: [{ target: '0', provider: 'openai', status: 500, startMs: 0, latencyMs: 1.5, error: null }, { target: '1', provider: 'openai', status: 200, startMs: 0, latencyMs: 2, error: null }],
         metadata: { a: 'b', nested: { x: [1, 2] } },
         hook_results: { before_request_hooks: [{ id: 'h1', verdict: true }], after_request_hooks: [] },
         request_body: '{"model":"gpt-4o"}',

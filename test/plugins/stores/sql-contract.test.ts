@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { postgresClient } from '../../../plugins/stores/postgres/client.js';
 import { migrate, numberPlaceholders, splitStatements, type Migration, type SqlClient } from '../../../sdk/sql.js';
-import { sqliteClient } from '../../../plugins/stores/sqlite/client.js';
+import { sqliteClient } from '../../../sdk/sqlite.js';
 import { DATABASE_URL, dropSchema, requireService, uniqueSchema } from '../../helpers/services.js';
 
 

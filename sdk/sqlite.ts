@@ -1,14 +1,15 @@
 import { createRequire } from 'node:module';
 import type BetterSqlite3 from 'better-sqlite3';
-import type { SqlClient } from '../../../sdk/index.js';
+import type { SqlClient } from './sql.js';
 
 const require = createRequire(import.meta.url);
 
 /**
- * SQLite through better-sqlite3. Its calls are synchronous, so they are kept
- * short and off the per-request path (the control plane caches what requests
- * read; the log store writes in batches). One connection; a transaction holds
- * a lock so no other statement interleaves with it.
+ * SQLite through better-sqlite3: the `sqlite` store plugin's client. Its
+ * calls are synchronous, so they are kept short and off the per-request path
+ * (the control plane caches what requests read; the log store writes from a
+ * worker thread with a connection of its own). One connection; a transaction
+ * holds a lock so no other statement interleaves with it.
  */
 export function sqliteClient(file: string): SqlClient {
   const Database = require('better-sqlite3') as typeof BetterSqlite3;
