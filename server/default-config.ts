@@ -2,10 +2,10 @@ import type { ServerConfig } from './schema.js';
 
 /**
  * What `npm start` runs without a config file: every bundled plugin, with
- * embedded defaults (static keys from GATEWAY_API_KEYS, the control plane in
- * an SQLite file in the data dir, in-memory state otherwise). The
- * durable log store and /metrics are opted into with config/full.json: they
- * cost about a third of the throughput (docs/performance.md). The
+ * embedded defaults (static keys from GATEWAY_API_KEYS, the control plane and
+ * the durable request log in an SQLite file in the data dir, in-memory state
+ * otherwise). Every request is logged and `/metrics` is served; the log's
+ * writes run on a worker thread (docs/logs.md, docs/performance.md). The
  * `redis` store is left out: it needs REDIS_URL, and the breaker then
  * needs `{ "store": "redis" }`.
  */
@@ -45,6 +45,9 @@ export const DEFAULT_CONFIG: ServerConfig = {
     { name: 'cohere' },
     { name: 'rerank' },
     { name: 'proxy' },
+    { name: 'log-store' },
+    { name: 'log-api' },
+    { name: 'metrics' },
     { name: 'request-log' },
   ],
 };

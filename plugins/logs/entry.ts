@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import type { Attempt, RequestContext, RequestSummary } from '../../sdk/index.js';
-import { redactBody, redactJson } from './redact.js';
 
 /** How request and response bodies are kept: whole (up to the scan limit), cut at `captureBytes`, or not at all. */
 export type CaptureMode = 'full' | 'truncated' | 'off';
@@ -99,14 +98,19 @@ export interface EntryOptions {
 
 const round3 = (ms: number | null): number | null => (ms === null ? null : Math.round(ms * 1000) / 1000);
 
-/** The stored entry of a finished request. Credentials are redacted from bodies; headers are never stored. */
+/**
+ * The entry of a finished request, as the log tap makes it on the event loop: cheap work only.
+ * Bodies are the first `limit + REDACT_SLACK` characters, not yet redacted or cut, and hook
+ * results are as the hooks left them: `finishEntry` (finish.ts) does that work where the entry
+ * is written, on the writer thread when there is one. Headers are never stored.
+ */
 export function buildEntry(ctx: RequestContext, s: RequestSummary, options: EntryOptions): LogEntry {
   const created = Math.round(s.startedAt);
   const usage = s.usage;
   // Routes that carry secrets in their bodies (the admin API: new keys, provider credentials) never have them stored.
   const sensitive = ctx.route?.sensitive === true;
   const request = sensitive ? { text: null, cut: false } : captureRequest(ctx, options);
-  const response = sensitive ? { text: null, cut: false } : captureText(s.responseText, s.responseCut, options);
+  const response = sensitive ? { text: null, cut: false } : headOf(s.responseText, s.responseCut, options);
   return {
     id: newLogId(created),
     created_at: created,
@@ -150,7 +154,7 @@ export function buildEntry(ctx: RequestContext, s: RequestSummary, options: Entr
     fallback_count: s.fallbacks,
     attempts: ctx.attempts.map((a) => ({ ...a, latencyMs: Math.round(a.latencyMs * 1000) / 1000 })),
     metadata: ctx.metadata,
-    hook_results: ctx.logFields.hook_results === undefined ? null : redactJson(ctx.logFields.hook_results),
+    hook_results: ctx.logFields.hook_results ?? null,
     error_code: ctx.error?.code ?? null,
     error_message: ctx.error?.message ?? null,
     request_body: request.text,
@@ -180,31 +184,28 @@ function promptId(ctx: RequestContext): string | null {
 
 const TEXT_TYPES = /^(?:text\/|application\/(?:[a-z0-9.+-]*\+)?(?:json|xml|x-www-form-urlencoded|x-ndjson))/;
 
+/** Slack kept past the limit before redacting, so a credential straddling the cut is still recognised. */
+export const REDACT_SLACK = 4096;
+
+/** Characters of a body kept for the writer: the capture limit plus the redaction slack. */
+export function headLength(options: Pick<EntryOptions, 'capture' | 'captureBytes' | 'scanLimit'>): number {
+  return options.capture === 'full' ? options.scanLimit + REDACT_SLACK : options.capture === 'truncated' ? options.captureBytes + REDACT_SLACK : 0;
+}
+
+/** The request body's head: only that many bytes are decoded, however large the body. */
 function captureRequest(ctx: RequestContext, options: EntryOptions): { text: string | null; cut: boolean } {
   if (options.capture === 'off' || ctx.rawBody === null || ctx.rawBody.length === 0) return { text: null, cut: false };
   const type = (ctx.header('content-type') ?? '').toLowerCase();
   if (ctx.body === null && type !== '' && !TEXT_TYPES.test(type)) return { text: `<${type} body, ${ctx.rawBody.length} bytes>`, cut: false };
-  return captureText(ctx.rawBody.toString('utf8'), false, options);
+  const max = headLength(options);
+  const raw = ctx.rawBody;
+  return raw.length > max ? { text: raw.subarray(0, max).toString('utf8'), cut: true } : { text: raw.toString('utf8'), cut: false };
 }
 
-/** Slack kept past the limit before redacting, so a credential straddling the cut is still recognised. */
-export const REDACT_SLACK = 4096;
-
-/**
- * Redacts, then cuts at the limit (`captureBytes`, or `scanLimit` in full mode) on a character
- * boundary. A text far longer than the limit is first cut to the limit plus some slack, so a
- * large body never costs more than that to redact (JSON that no longer parses is redacted as text).
- */
-function captureText(text: string | null, alreadyCut: boolean, options: EntryOptions): { text: string | null; cut: boolean } {
+function headOf(text: string | null, alreadyCut: boolean, options: EntryOptions): { text: string | null; cut: boolean } {
   if (options.capture === 'off' || text === null) return { text: null, cut: false };
-  const limit = options.capture === 'full' ? options.scanLimit : options.captureBytes;
-  const head = text.length > limit + REDACT_SLACK ? text.slice(0, limit + REDACT_SLACK) : text;
-  const clean = redactBody(head);
-  const shortened = alreadyCut || head.length < text.length;
-  if (clean.length <= limit / 3 || Buffer.byteLength(clean) <= limit) return { text: clean, cut: shortened };
-  let cut = Buffer.from(clean).subarray(0, limit).toString('utf8');
-  if (cut.endsWith('\uFFFD')) cut = cut.slice(0, -1);
-  return { text: cut, cut: true };
+  const max = headLength(options);
+  return text.length > max ? { text: text.slice(0, max), cut: true } : { text, cut: alreadyCut };
 }
 
 /** Approximate bytes an entry holds in memory, for the queue's byte bound. */

@@ -14,10 +14,12 @@ import {
   type ServiceToken,
   type SqlStore,
 } from '../../sdk/index.js';
-import { buildEntry, entrySize, REDACT_SLACK, type CaptureMode, type LogEntry } from './entry.js';
+import { buildEntry, entrySize, headLength, type CaptureMode, type LogEntry } from './entry.js';
+import { finishEntry, type FinishOptions } from './finish.js';
 import { BatchQueue } from './queue.js';
 import { LOG_MIGRATIONS, LOGS_NAMESPACE } from './store/migrations.js';
 import { LogRepository } from './store/repository.js';
+import { startWriterThread, type WriterThread } from './thread/client.js';
 
 export const PLUGIN_NAME = 'log-store';
 
@@ -52,10 +54,16 @@ const OptionsSchema = v.strictObject({
   queueMaxEntries: v.optional(int(1), 10_000),
   /** Bytes held in memory at most (bodies dominate); beyond, new entries are dropped and counted. */
   queueMaxBytes: v.optional(int(1024), 64 * 1024 * 1024),
-  /** Entries per write transaction; a write starts as soon as this many wait. Small batches keep each (synchronous, with SQLite) write short. */
+  /**
+   * Where entries are finished and written: `thread`, a worker thread with its own connection (SQLite
+   * files only); `inline`, on the event loop through the store's client; `auto` (default), the thread
+   * whenever the store is an SQLite file, else inline (PostgreSQL writes are asynchronous already).
+   */
+  writer: v.optional(v.picklist(['auto', 'thread', 'inline'], 'must be auto, thread or inline'), 'auto'),
+  /** Entries per write transaction; a write starts as soon as this many wait. */
   batchSize: v.optional(int(1), 100),
-  /** A write starts at least this often while entries wait, in ms. */
-  flushIntervalMs: v.optional(int(1), 1000),
+  /** A write starts at least this often while entries wait, in ms. Short, so entries leave the main heap young. */
+  flushIntervalMs: v.optional(int(1), 100),
   /** Attempts at writing one batch before it is dropped (counted as `write_failed`). */
   maxWriteAttempts: v.optional(int(1), 3),
   /** Entries older than this many days are deleted in the background; 0 keeps everything. */
@@ -78,13 +86,15 @@ export type LogStoreOptions = v.InferInput<typeof OptionsSchema>;
  * The durable log sink: every finished request (proxied and internal ones
  * included) becomes one entry in the `gateway_logs` table of the SQL store.
  * Entries are queued in memory (bounded) and written in batches, one
- * transaction each, off the request path; the queue is flushed on close.
+ * transaction each, off the request path; with an SQLite file, redaction and
+ * the inserts run on a writer thread. The queue is flushed on close.
  * See docs/logs.md.
  */
 export function logStore(options: LogStoreOptions = {}): GatewayPlugin {
   const opts = parseOptions(PLUGIN_NAME, OptionsSchema, options);
   const capture = opts.capture as CaptureMode;
-  const entryOptions = { capture, captureBytes: opts.captureBytes, scanLimit: opts.scanLimitBytes, defaultConfigId: opts.defaultConfigId ?? null };
+  const finishOptions: FinishOptions = { capture, captureBytes: opts.captureBytes, scanLimit: opts.scanLimitBytes };
+  const entryOptions = { ...finishOptions, defaultConfigId: opts.defaultConfigId ?? null };
   const skip = new Set(opts.skipPaths);
   return {
     name: PLUGIN_NAME,
@@ -96,6 +106,8 @@ export function logStore(options: LogStoreOptions = {}): GatewayPlugin {
       let closed = false;
       let retentionRunning: Promise<number> | null = null;
       let failedAt = -Infinity;
+      let thread: WriterThread | null = null;
+      let writeBatch: (batch: LogEntry[]) => Promise<void> = () => Promise.reject(new Error('the log store is not open yet'));
 
       const queue = new BatchQueue<LogEntry>({
         maxEntries: opts.queueMaxEntries,
@@ -105,7 +117,7 @@ export function logStore(options: LogStoreOptions = {}): GatewayPlugin {
         maxWriteAttempts: opts.maxWriteAttempts,
         warnIntervalMs: opts.warnIntervalMs,
         logger: api.logger,
-        write: (batch) => repository!.insert(batch),
+        write: (batch) => writeBatch(batch),
       });
 
       const applyRetention = async (): Promise<number> => {
@@ -127,8 +139,7 @@ export function logStore(options: LogStoreOptions = {}): GatewayPlugin {
       };
       api.provide(LOG_STORE_SERVICE, service);
       // Non-stream answers: what capture keeps (plus the redaction slack), so memory per request stays small.
-      const bodyLimit = capture === 'full' ? opts.scanLimitBytes : capture === 'truncated' ? opts.captureBytes + REDACT_SLACK : 0;
-      captureResponses(api, { scanLimit: opts.scanLimitBytes, bodyLimit });
+      captureResponses(api, { scanLimit: opts.scanLimitBytes, bodyLimit: headLength(finishOptions) });
 
       // A sync tap: the entry is queued before the pipeline counts the request as finished, so close() flushes it.
       api.hooks.log.tap(PLUGIN_NAME, (ctx) => {
@@ -155,6 +166,17 @@ export function logStore(options: LogStoreOptions = {}): GatewayPlugin {
         const client = store.client();
         await migrate(client, LOGS_NAMESPACE, LOG_MIGRATIONS);
         repository = new LogRepository(client);
+        const file = store.dialect === 'sqlite' ? store.file : undefined;
+        if (opts.writer === 'thread' && file === undefined) {
+          throw new Error(`${PLUGIN_NAME}: writer "thread" needs an SQLite file store; "${opts.store}" is ${store.dialect === 'sqlite' ? 'in memory' : store.dialect}`);
+        }
+        if (opts.writer !== 'inline' && file !== undefined) {
+          const writer = (thread = await startWriterThread({ file, finish: finishOptions }));
+          writeBatch = (batch) => writer.write(batch);
+        } else {
+          const repo = repository;
+          writeBatch = (batch) => repo.insert(batch.map((e) => finishEntry(e, finishOptions)));
+        }
         queue.start();
         if (opts.retentionDays > 0) {
           const run = () => {
@@ -178,6 +200,7 @@ export function logStore(options: LogStoreOptions = {}): GatewayPlugin {
         if (retentionTimer !== null) clearInterval(retentionTimer);
         if (firstRetention !== null) clearTimeout(firstRetention);
         await queue.close(opts.closeTimeoutMs);
+        await thread?.close();
         await retentionRunning?.catch(() => 0);
       });
     },

@@ -39,4 +39,4 @@ export function pluginPackage(file: string): string {
 }
 
 /** The SDK modules a plugin may import: its entry points. */
-export const SDK_ENTRIES = new Set(['sdk/index.ts', 'sdk/anthropic/index.ts', 'sdk/gemini/index.ts']);
+export const SDK_ENTRIES = new Set(['sdk/index.ts', 'sdk/sqlite.ts', 'sdk/anthropic/index.ts', 'sdk/gemini/index.ts']);

@@ -13,10 +13,10 @@ export interface GatewayProcess {
 /**
  * Starts the server as its own process; resolves once it listens. By default
  * `server/main.ts` through tsx; with `built`, `dist/server/main.js` as
- * `npm start` runs it (build first).
+ * `npm start` runs it (build first), or the `main.js` given.
  */
-export function startProcess(args: string[], env: Record<string, string>, options: { built?: boolean } = {}): Promise<GatewayProcess> {
-  const entry = options.built === true ? ['dist/server/main.js'] : ['--import', 'tsx', 'server/main.ts'];
+export function startProcess(args: string[], env: Record<string, string>, options: { built?: boolean | string } = {}): Promise<GatewayProcess> {
+  const entry = typeof options.built === 'string' ? [options.built] : options.built === true ? ['dist/server/main.js'] : ['--import', 'tsx', 'server/main.ts'];
   const child = spawn(process.execPath, [...entry, ...args], {
     env: { ...process.env, PORT: '0', GATEWAY_DATA_DIR: mkdtempSync(join(tmpdir(), 'gw-proc-')), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -29,19 +29,17 @@ describe('server config', () => {
     expect(await loadServerConfig(undefined)).toBe(DEFAULT_CONFIG);
     const names = DEFAULT_CONFIG.plugins.map((p) => p.name).sort();
     const { CATALOG } = await import('../../server/catalog.js');
-    // The embedded SQLite store is in (the control plane keeps its state there); stores that need a service are opted into.
-    // Opt-in: stores that need a service (redis, postgres), the Redis cache store and semantic cache
-    // (Redis, embedding credentials), pricing overrides, and the durable log store with /metrics (config/full.json).
-    const optIn = ['redis', 'postgres', 'cache-redis', 'cache-semantic', 'pricing', 'log-store', 'log-api', 'metrics'];
+    // The embedded SQLite store is in (the control plane and the request log keep their state there), and so are the
+    // durable log store, its routes and /metrics. Opt-in: stores that need a service (redis, postgres), the Redis cache
+    // store and semantic cache (Redis, embedding credentials), and pricing overrides.
+    const optIn = ['redis', 'postgres', 'cache-redis', 'cache-semantic', 'pricing'];
     expect(names).toEqual(Object.keys(CATALOG).filter((n) => !optIn.includes(n)).sort());
   });
 
-  test('config/full.json is the default plus the durable log store (in the default SQLite store), its routes and /metrics, after the proxy', async () => {
-    const full = await loadServerConfig('config/full.json');
-    const names = full.plugins.map((p) => p.name);
-    const expected = DEFAULT_CONFIG.plugins.flatMap((p) => (p.name === 'proxy' ? ['proxy', 'log-store', 'log-api', 'metrics'] : [p.name]));
-    expect(names).toEqual(expected);
-    expect(full.plugins.every((p) => p.options === undefined)).toBe(true);
+  test('the default logs every request: the log store (in the default SQLite store), its routes and /metrics come after the proxy and before the stdout line', () => {
+    const names = DEFAULT_CONFIG.plugins.map((p) => p.name);
+    expect(names.indexOf('sqlite')).toBeLessThan(names.indexOf('log-store'));
+    expect(names.slice(names.indexOf('proxy'))).toEqual(['proxy', 'log-store', 'log-api', 'metrics', 'request-log']);
   });
 
   test('a valid file is parsed', async () => {

@@ -6,7 +6,7 @@ export const LOGS_NAMESPACE = 'logs';
 /**
  * The log tables, one text for both dialects (portable types only: TEXT,
  * INTEGER, BIGINT, DOUBLE PRECISION; JSON as TEXT, booleans 0/1, times as
- * epoch ms). Indexes serve the list filters (each with the time order) and
+ * epoch ms). Indexes serve the queries the log routes run (see version 2) and
  * the metadata filter (a key/value side table).
  */
 export const LOG_MIGRATIONS: readonly Migration[] = [
@@ -81,6 +81,21 @@ CREATE TABLE gateway_log_metadata (
 CREATE INDEX gateway_log_metadata_kv ON gateway_log_metadata (meta_key, meta_value, log_id);
 CREATE INDEX gateway_log_metadata_log ON gateway_log_metadata (log_id);
 CREATE INDEX gateway_log_metadata_created ON gateway_log_metadata (created_at)
+`,
+  },
+  {
+    // Indexes cost every insert and most served no query the routes run: the list and the groups
+    // always scan a time range (the created index) and filter on the rest as they go. Kept: time,
+    // workspace (a scoped caller's every query), trace (a point lookup, "find my request"), the
+    // metadata key/value filter and the metadata time order (retention).
+    version: 2,
+    name: 'gateway_logs fewer indexes',
+    up: `
+DROP INDEX gateway_logs_api_key;
+DROP INDEX gateway_logs_config;
+DROP INDEX gateway_logs_provider;
+DROP INDEX gateway_logs_model;
+DROP INDEX gateway_log_metadata_log
 `,
   },
 ];

@@ -102,7 +102,7 @@ let logTexts: string[] = [];
 beforeAll(async () => {
   mock = await startMockOpenAI();
   dataDir = await mkdtemp(join(tmpdir(), 'gw-secrets-'));
-  const full = await loadServerConfig(fileURLToPath(new URL('../../../config/full.json', import.meta.url)));
+  const full = await loadServerConfig(undefined);
   expect(full.plugins.map((p) => p.name)).toContain('log-store');
   // Whole bodies are kept (the strictest capture), and written quickly.
   const config: ServerConfig = {

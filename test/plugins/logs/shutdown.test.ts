@@ -45,9 +45,9 @@ test('SIGTERM during load: every answered request has its log entry in the SQLit
   await loadThenSigterm(await startEntry(file), file, 'gateway closed');
 }, 60_000);
 
-test('the real server (server/main.ts, config/full.json) under load and SIGTERM loses no entry either', async () => {
+test('the real server (server/main.ts, the default config: its log writer thread) under load and SIGTERM loses no entry either', async () => {
   const dataDir = await mkdtemp(join(tmpdir(), 'gw-real-shutdown-'));
-  const p = await startProcess(['--config', 'config/full.json'], { GATEWAY_API_KEYS: KEY, GATEWAY_DATA_DIR: dataDir });
+  const p = await startProcess([], { GATEWAY_API_KEYS: KEY, GATEWAY_DATA_DIR: dataDir });
   const gw: Started = { port: p.port, exited: p.exited, output: p.output, kill: (s) => p.child.kill(s) };
   await loadThenSigterm(gw, join(dataDir, 'gateway.db'), null);
 }, 60_000);

@@ -103,7 +103,10 @@ describe('redaction', () => {
   });
 
   test('bodies are cut after redaction; a huge body costs no more than its kept part', async () => {
-    const { buildEntry } = await import('../../../plugins/logs/entry.js');
+    const { buildEntry: build } = await import('../../../plugins/logs/entry.js');
+    const { finishEntry } = await import('../../../plugins/logs/finish.js');
+    // Built on the response path, finished where it is written: the test does both.
+    const buildEntry: typeof build = (c, s, o) => finishEntry(build(c, s, o), o);
     const { RequestContext } = await import('../../../core/index.js');
     const huge = JSON.stringify({ model: 'gpt-4o', api_key: 'secret-value', messages: [{ role: 'user', content: 'x'.repeat(20 * 1024 * 1024) }] });
     const ctx = new RequestContext('POST', '/v1/chat/completions', { 'content-type': 'application/json' }, new AbortController().signal, createLogger({ level: 'silent' }));

@@ -1,0 +1,147 @@
+import { execFileSync } from 'node:child_process';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { startProcess, type GatewayProcess } from '../helpers/process.js';
+import { startMockOpenAI, type MockUpstream } from '../mocks/openai-upstream.js';
+import { metricValue, parsePrometheus, waitFor } from '../plugins/logs/helpers.js';
+
+/**
+ * The default config as `npm start` runs it (compiled, no config file): every kind of request
+ * ends as exactly one stored entry, served by /v1/logs, and /metrics is on. The build goes to a
+ * folder of its own, so this test and others that build never write the same files.
+ */
+const ROOT = resolve(import.meta.dirname, '../..');
+const KEY = 'default-logging-key-1';
+const OUT = join(ROOT, '.test-build', `default-logging-${process.pid}`);
+
+let mock: MockUpstream;
+let stalled: Server;
+let gw: GatewayProcess;
+let dataDir: string;
+const url = () => `http://127.0.0.1:${gw.port}`;
+
+beforeAll(async () => {
+  execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json', '--outDir', OUT], { cwd: ROOT, stdio: 'pipe' });
+  mock = await startMockOpenAI({ record: false });
+  // An upstream that sends the stream's first chunk and then nothing: the client leaves while it waits.
+  stalled = createServer((req, res) => {
+    req.resume();
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write(`data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o-mini', choices: [{ index: 0, delta: { role: 'assistant', content: 'Hel' }, finish_reason: null }] })}\n\n`);
+  });
+  await new Promise<void>((r) => stalled.listen(0, '127.0.0.1', r));
+  dataDir = mkdtempSync(join(tmpdir(), 'gw-default-logging-'));
+  gw = await startProcess([], { GATEWAY_API_KEYS: KEY, GATEWAY_DATA_DIR: dataDir }, { built: join(OUT, 'server/main.js') });
+}, 180_000);
+
+afterAll(async () => {
+  gw?.child.kill('SIGTERM');
+  await gw?.exited;
+  stalled?.closeAllConnections();
+  stalled?.close();
+  await mock?.close();
+  rmSync(OUT, { recursive: true, force: true });
+  if (dataDir !== undefined) rmSync(dataDir, { recursive: true, force: true });
+});
+
+const provider = (host: string) => ({ 'x-gateway-provider': 'openai', 'x-gateway-custom-host': host, authorization: 'Bearer sk-test-upstream' });
+const chatBody = (model: string, stream = false) => JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }], stream });
+
+test('the default config logs every kind of request exactly once, and serves the logs and /metrics', async () => {
+  const send = (trace: string, path: string, init: { method?: string; headers?: Record<string, string>; body?: string; key?: string | null } = {}) =>
+    fetch(`${url()}${path}`, {
+      method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
+      headers: {
+        'x-gateway-trace-id': trace,
+        ...(init.key === null ? {} : { 'x-gateway-api-key': init.key ?? KEY }),
+        ...(init.body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...init.headers,
+      },
+      body: init.body,
+    });
+
+  const chat = await send('dl-chat', '/v1/chat/completions', { headers: provider(mock.baseURL), body: chatBody('gpt-4o-mini') });
+  expect(chat.status).toBe(200);
+  await chat.arrayBuffer();
+
+  const stream = await send('dl-stream', '/v1/chat/completions', { headers: provider(mock.baseURL), body: chatBody('gpt-4o-mini', true) });
+  expect((await stream.text()).trimEnd().endsWith('[DONE]')).toBe(true);
+
+  const proxied = await send('dl-proxy', '/v1/some/unshaped/path?x=1', { headers: provider(mock.baseURL), body: '{"anything":true}' });
+  expect(proxied.status).toBe(200);
+  await proxied.arrayBuffer();
+
+  const admin = await send('dl-admin', '/v1/workspaces');
+  expect(admin.status).toBe(200);
+  await admin.arrayBuffer();
+
+  const unauthorised = await send('dl-401', '/v1/chat/completions', { key: 'not-a-key-at-all', headers: provider(mock.baseURL), body: chatBody('gpt-4o-mini') });
+  expect(unauthorised.status).toBe(401);
+  await unauthorised.arrayBuffer();
+
+  const invalid = await send('dl-400', '/v1/chat/completions', { headers: provider(mock.baseURL), body: '{"model": ' });
+  expect(invalid.status).toBe(400);
+  await invalid.arrayBuffer();
+
+  const upstreamError = await send('dl-upstream-400', '/v1/chat/completions', { headers: provider(mock.baseURL), body: chatBody('error-400') });
+  expect(upstreamError.status).toBe(400);
+  await upstreamError.arrayBuffer();
+
+  // A client that reads the first chunk of a stream and leaves.
+  const leaving = new AbortController();
+  const left = await fetch(`${url()}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'x-gateway-trace-id': 'dl-left', 'x-gateway-api-key': KEY, 'content-type': 'application/json', ...provider(`http://127.0.0.1:${(stalled.address() as AddressInfo).port}/v1`) },
+    body: chatBody('gpt-4o-mini', true),
+    signal: leaving.signal,
+  });
+  const reader = left.body!.getReader();
+  expect(new TextDecoder().decode((await reader.read()).value)).toContain('Hel');
+  leaving.abort();
+  await reader.cancel().catch(() => undefined);
+
+  const expected: Record<string, { status?: number; aborted?: boolean; stream?: boolean; route?: string | null; error_code?: string | null }> = {
+    'dl-chat': { status: 200, stream: false, aborted: false },
+    'dl-stream': { status: 200, stream: true, aborted: false },
+    'dl-proxy': { status: 200 },
+    'dl-admin': { status: 200 },
+    'dl-401': { status: 401 },
+    'dl-400': { status: 400 },
+    'dl-upstream-400': { status: 400 },
+    'dl-left': { stream: true, aborted: true },
+  };
+  const lookup = async (trace: string) => {
+    const res = await fetch(`${url()}/v1/logs?trace_id=${trace}`, { headers: { 'x-gateway-api-key': KEY } });
+    expect(res.status).toBe(200);
+    return ((await res.json()) as { data: Record<string, unknown>[] }).data;
+  };
+  for (const [trace, fields] of Object.entries(expected)) {
+    const rows = await waitFor(async () => {
+      const data = await lookup(trace);
+      return data.length > 0 ? data : undefined;
+    }, 10_000, `the log entry of ${trace}`);
+    expect(rows, trace).toHaveLength(1);
+    expect(rows[0], trace).toMatchObject(fields);
+  }
+  // The chat entry carries what the answer said; no credential is stored.
+  const [entry] = await lookup('dl-chat');
+  expect(entry).toMatchObject({ provider: 'openai', model: 'gpt-4o-mini', prompt_tokens: 9, completion_tokens: 2 });
+  const one = await (await fetch(`${url()}/v1/logs/${String(entry!.id)}`, { headers: { 'x-gateway-api-key': KEY } })).text();
+  expect(one).toContain('Hello from the mock!');
+  expect(one).not.toContain('sk-test-upstream');
+  expect(one).not.toContain(KEY);
+
+  // A little later nothing was logged twice (a late duplicate would show here).
+  await new Promise((r) => setTimeout(r, 300));
+  for (const trace of Object.keys(expected)) expect(await lookup(trace), trace).toHaveLength(1);
+
+  const metrics = parsePrometheus(await (await fetch(`${url()}/metrics`, { headers: { 'x-gateway-api-key': KEY } })).text());
+  expect(metricValue(metrics, 'gateway_log_written_total')).toBeGreaterThanOrEqual(Object.keys(expected).length);
+  expect(metricValue(metrics, 'gateway_log_dropped_total', { reason: 'queue_full' })).toBe(0);
+  expect(metricValue(metrics, 'gateway_requests_total', { status: '200' })).toBeGreaterThanOrEqual(3);
+  expect(metricValue(metrics, 'gateway_tokens_total', { kind: 'prompt' })).toBeGreaterThanOrEqual(9);
+}, 60_000);
