@@ -9,14 +9,16 @@ const require = createRequire(import.meta.url);
  * calls are synchronous, so they are kept short and off the per-request path
  * (the control plane caches what requests read; the log store writes from a
  * worker thread with a connection of its own). One connection; a transaction
- * holds a lock so no other statement interleaves with it.
+ * holds a lock so no other statement interleaves with it. `busyTimeoutMs`
+ * (default 5000) is how long a statement waits for another connection's lock
+ * before failing with `SQLITE_BUSY`; a statement blocks its thread that long.
  */
-export function sqliteClient(file: string): SqlClient {
+export function sqliteClient(file: string, options: { busyTimeoutMs?: number } = {}): SqlClient {
   const Database = require('better-sqlite3') as typeof BetterSqlite3;
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
-  db.pragma('busy_timeout = 5000');
+  db.pragma(`busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs ?? 5000))}`);
   db.pragma('foreign_keys = ON');
   const statements = new Map<string, BetterSqlite3.Statement>();
   const prepare = (sql: string) => {
@@ -69,14 +71,17 @@ export function sqliteClient(file: string): SqlClient {
       let release!: () => void;
       lock = new Promise<void>((r) => (release = r));
       await previous;
-      db.exec('BEGIN IMMEDIATE');
       try {
-        const result = await fn(direct);
-        db.exec('COMMIT');
-        return result;
-      } catch (err) {
-        db.exec('ROLLBACK');
-        throw err;
+        // Inside the try: a BEGIN that fails (SQLITE_BUSY: another connection holds the lock) must release the lock too.
+        db.exec('BEGIN IMMEDIATE');
+        try {
+          const result = await fn(direct);
+          db.exec('COMMIT');
+          return result;
+        } catch (err) {
+          if (db.inTransaction) db.exec('ROLLBACK');
+          throw err;
+        }
       } finally {
         release();
       }

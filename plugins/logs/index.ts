@@ -16,10 +16,10 @@ import {
 } from '../../sdk/index.js';
 import { buildEntry, entrySize, headLength, type CaptureMode, type LogEntry } from './entry.js';
 import { finishEntry, type FinishOptions } from './finish.js';
-import { BatchQueue } from './queue.js';
+import { BatchQueue, type LogSink } from './queue.js';
 import { LOG_MIGRATIONS, LOGS_NAMESPACE } from './store/migrations.js';
 import { LogRepository } from './store/repository.js';
-import { startWriterThread, type WriterThread } from './thread/client.js';
+import { ThreadSink } from './thread/sink.js';
 
 export const PLUGIN_NAME = 'log-store';
 
@@ -106,19 +106,23 @@ export function logStore(options: LogStoreOptions = {}): GatewayPlugin {
       let closed = false;
       let retentionRunning: Promise<number> | null = null;
       let failedAt = -Infinity;
-      let thread: WriterThread | null = null;
-      let writeBatch: (batch: LogEntry[]) => Promise<void> = () => Promise.reject(new Error('the log store is not open yet'));
 
-      const queue = new BatchQueue<LogEntry>({
-        maxEntries: opts.queueMaxEntries,
-        maxBytes: opts.queueMaxBytes,
-        batchSize: opts.batchSize,
-        flushIntervalMs: opts.flushIntervalMs,
-        maxWriteAttempts: opts.maxWriteAttempts,
-        warnIntervalMs: opts.warnIntervalMs,
-        logger: api.logger,
-        write: (batch) => writeBatch(batch),
-      });
+      // The writer is chosen now, from the store as its plugin (listed before this one) declared it.
+      const declared = api.stores.get(opts.store) as SqlStore | undefined;
+      const file = declared?.dialect === 'sqlite' ? declared.file : undefined;
+      if (opts.writer === 'thread' && file === undefined) {
+        const what = declared === undefined ? 'not loaded before it' : declared.dialect === 'sqlite' ? 'in memory' : declared.dialect;
+        throw new Error(`${PLUGIN_NAME}: writer "thread" needs an SQLite file store; "${opts.store}" is ${what}`);
+      }
+      const bounds = { maxEntries: opts.queueMaxEntries, maxBytes: opts.queueMaxBytes, batchSize: opts.batchSize, maxWriteAttempts: opts.maxWriteAttempts, warnIntervalMs: opts.warnIntervalMs, logger: api.logger };
+      const thread = opts.writer !== 'inline' && file !== undefined ? new ThreadSink({ ...bounds, file, finish: finishOptions, flushIntervalMs: opts.flushIntervalMs, retryDelayMs: opts.flushIntervalMs }) : null;
+      const queue: LogSink =
+        thread ??
+        new BatchQueue<LogEntry>({
+          ...bounds,
+          flushIntervalMs: opts.flushIntervalMs,
+          write: (batch) => repository!.insert(batch.map((e) => finishEntry(e, finishOptions))),
+        });
 
       const applyRetention = async (): Promise<number> => {
         if (repository === null || closed || opts.retentionDays === 0) return 0;
@@ -166,17 +170,7 @@ export function logStore(options: LogStoreOptions = {}): GatewayPlugin {
         const client = store.client();
         await migrate(client, LOGS_NAMESPACE, LOG_MIGRATIONS);
         repository = new LogRepository(client);
-        const file = store.dialect === 'sqlite' ? store.file : undefined;
-        if (opts.writer === 'thread' && file === undefined) {
-          throw new Error(`${PLUGIN_NAME}: writer "thread" needs an SQLite file store; "${opts.store}" is ${store.dialect === 'sqlite' ? 'in memory' : store.dialect}`);
-        }
-        if (opts.writer !== 'inline' && file !== undefined) {
-          const writer = (thread = await startWriterThread({ file, finish: finishOptions }));
-          writeBatch = (batch) => writer.write(batch);
-        } else {
-          const repo = repository;
-          writeBatch = (batch) => repo.insert(batch.map((e) => finishEntry(e, finishOptions)));
-        }
+        await thread?.open();
         queue.start();
         if (opts.retentionDays > 0) {
           const run = () => {
@@ -200,7 +194,6 @@ export function logStore(options: LogStoreOptions = {}): GatewayPlugin {
         if (retentionTimer !== null) clearInterval(retentionTimer);
         if (firstRetention !== null) clearTimeout(firstRetention);
         await queue.close(opts.closeTimeoutMs);
-        await thread?.close();
         await retentionRunning?.catch(() => 0);
       });
     },

@@ -1,4 +1,6 @@
 import type { LogDropReason, LogQueueStats, Logger } from '../../sdk/index.js';
+import { DropWarnings } from './drops.js';
+import type { LogEntry } from './entry.js';
 
 /** Why entries were lost. Each is counted separately. */
 export type DropReason = LogDropReason;
@@ -24,6 +26,19 @@ export interface QueueOptions<T> {
 /** The queue's state, in the shape the SDK's `LogStoreStatus.stats()` promises. */
 export type QueueStats = LogQueueStats;
 
+/** A bounded log queue and its writer: this in-process `BatchQueue`, or the writer thread's `ThreadSink`. */
+export interface LogSink {
+  /** Starts writing (the store is open). Entries pushed before wait until then. */
+  start(): void;
+  /** Queues an entry; false when it was dropped (queue full, or closed). Never blocks, never throws. */
+  push(entry: LogEntry, size: number): boolean;
+  /** Resolves once everything queued now has been written (or dropped). */
+  flush(): Promise<void>;
+  /** Stops accepting and writes what is left for up to `timeoutMs`; the rest is counted as dropped (`shutdown`). */
+  close(timeoutMs: number): Promise<void>;
+  stats(): QueueStats;
+}
+
 /**
  * A bounded in-memory queue written in batches by one writer: a batch goes
  * when `batchSize` entries wait or every `flushIntervalMs`, whichever comes
@@ -42,19 +57,17 @@ export class BatchQueue<T> {
   #started = false;
   #closed = false;
   #attempts = 0;
-  #warnedAt = -Infinity;
-  #unwarned = 0;
-  #errorWarnedAt = -Infinity;
-  readonly #stats: Omit<QueueStats, 'depth' | 'bytes' | 'maxEntries' | 'maxBytes'> = {
-    accepted: 0,
-    written: 0,
-    dropped: { queue_full: 0, write_failed: 0, shutdown: 0 },
-    batches: 0,
-    writeErrors: 0,
-  };
+  readonly #warnings: DropWarnings;
+  readonly #stats = { accepted: 0, written: 0, batches: 0, writeErrors: 0 };
 
   constructor(options: QueueOptions<T>) {
     this.#o = options;
+    this.#warnings = new DropWarnings(
+      options.logger,
+      options.warnIntervalMs,
+      () => ({ depth: this.#items.length, maxEntries: options.maxEntries, maxBytes: options.maxBytes }),
+      options.now,
+    );
   }
 
   get depth(): number {
@@ -68,7 +81,7 @@ export class BatchQueue<T> {
       maxEntries: this.#o.maxEntries,
       maxBytes: this.#o.maxBytes,
       ...this.#stats,
-      dropped: { ...this.#stats.dropped },
+      dropped: this.#warnings.totals(),
     };
   }
 
@@ -78,7 +91,7 @@ export class BatchQueue<T> {
     this.#started = true;
     this.#timer = setInterval(() => {
       this.#kick();
-      this.#warnDrops(false);
+      this.#warnings.tick();
     }, this.#o.flushIntervalMs);
     this.#timer.unref();
     if (this.#items.length > 0) this.#kick();
@@ -87,7 +100,7 @@ export class BatchQueue<T> {
   /** Queues an entry; false when it was dropped because the queue is full. Never blocks. */
   push(item: T, size: number): boolean {
     if (this.#closed || this.#items.length >= this.#o.maxEntries || this.#bytes + size > this.#o.maxBytes) {
-      this.#drop(this.#closed ? 'shutdown' : 'queue_full', 1);
+      this.#warnings.drop(this.#closed ? 'shutdown' : 'queue_full', 1);
       return false;
     }
     this.#items.push(item);
@@ -128,9 +141,9 @@ export class BatchQueue<T> {
       this.#items = [];
       this.#sizes = [];
       this.#bytes = 0;
-      this.#drop('shutdown', left);
+      this.#warnings.drop('shutdown', left);
     }
-    this.#warnDrops(true);
+    this.#warnings.flush();
   }
 
   #kick(): void {
@@ -150,15 +163,11 @@ export class BatchQueue<T> {
         this.#stats.writeErrors++;
         this.#attempts++;
         const giveUp = this.#attempts >= this.#o.maxWriteAttempts;
-        const now = (this.#o.now ?? Date.now)();
-        if (now - this.#errorWarnedAt >= this.#o.warnIntervalMs) {
-          this.#errorWarnedAt = now;
-          this.#o.logger.warn({ err, entries: count, attempt: this.#attempts, giving_up: giveUp }, 'log store: writing a batch of log entries failed');
-        }
+        this.#warnings.writeFailed(err, count, this.#attempts, giveUp);
         if (!giveUp) return; // retried on the next tick
         this.#remove(count);
         this.#attempts = 0;
-        this.#drop('write_failed', count);
+        this.#warnings.drop('write_failed', count);
         continue;
       }
       this.#attempts = 0;
@@ -171,30 +180,6 @@ export class BatchQueue<T> {
   #remove(count: number): void {
     this.#items.splice(0, count);
     for (const s of this.#sizes.splice(0, count)) this.#bytes -= s;
-  }
-
-  #drop(reason: DropReason, count: number): void {
-    this.#stats.dropped[reason] += count;
-    this.#unwarned += count;
-    this.#warnDrops(false);
-  }
-
-  #warnDrops(force: boolean): void {
-    if (this.#unwarned === 0) return;
-    const now = (this.#o.now ?? Date.now)();
-    if (!force && now - this.#warnedAt < this.#o.warnIntervalMs) return;
-    this.#warnedAt = now;
-    this.#o.logger.warn(
-      {
-        dropped: this.#unwarned,
-        dropped_total: { ...this.#stats.dropped },
-        depth: this.#items.length,
-        max_entries: this.#o.maxEntries,
-        max_bytes: this.#o.maxBytes,
-      },
-      'log store: log entries were dropped (queue full, store too slow or failing, or shutdown); see gateway_log_dropped_total',
-    );
-    this.#unwarned = 0;
   }
 }
 

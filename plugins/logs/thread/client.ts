@@ -3,24 +3,25 @@ import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { LogEntry } from '../entry.js';
-import type { FromWriter, ToWriter, WriterData } from './protocol.js';
+import type { FromWriter, Progress, ToWriter, WriteFailure, WriterData } from './protocol.js';
+
+/** How long past its deadline a closing thread may take to end: one statement (a lock wait is at most 100 ms) and the connection's close. */
+const CLOSE_SLACK_MS = 2000;
+
+/** What the writer thread reports, as the main thread sees it. */
+export interface WriterEvents {
+  progress(p: Progress, error: WriteFailure | null): void;
+  /** The thread ended unexpectedly: whatever it held is gone. A new one is started on the next send. */
+  lost(err: Error): void;
+}
 
 /** The main thread's end of the log writer thread. */
 export interface WriterThread {
-  /** Finishes and inserts a batch on the thread; resolves once it is committed, rejects when the insert failed. */
-  write(entries: LogEntry[]): Promise<void>;
-  /** Closes the thread's connection and ends the thread. */
-  close(): Promise<void>;
-}
-
-/** An error from the writer thread, with SQLite's code (`SQLITE_BUSY`, …) when there is one. */
-export class WriterError extends Error {
-  constructor(
-    message: string,
-    readonly code: string | null,
-  ) {
-    super(message);
-  }
+  send(entries: LogEntry[], sizes: number[]): void;
+  /** Resolves once everything sent before is written or dropped (or the thread is gone). */
+  flush(): Promise<void>;
+  /** Lets the thread write what it holds for up to `timeoutMs` and end. Resolves true once it ended, false if it did not in time. */
+  close(timeoutMs: number): Promise<boolean>;
 }
 
 /**
@@ -37,96 +38,124 @@ function writerEntry(): { url: URL | string; eval: boolean } {
   return { url: `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(source)}); })`, eval: true };
 }
 
-/**
- * Starts the writer thread on `file` and resolves once its connection is open.
- * If the thread dies later (it should not), pending writes reject and the next
- * write starts a new one, so the queue's retries carry on.
- */
-export async function startWriterThread(data: WriterData): Promise<WriterThread> {
-  let worker: Worker | null = null;
-  let opening: Promise<Worker> | null = null;
-  let nextId = 1;
-  let closing = false;
-  const pending = new Map<number, { resolve: () => void; reject: (err: Error) => void }>();
+function spawn(data: WriterData, events: WriterEvents, flushed: (id: number) => void): Promise<Worker> {
+  return new Promise<Worker>((resolve, reject) => {
+    const entry = writerEntry();
+    const w = new Worker(entry.url, { eval: entry.eval, workerData: data, name: 'log-writer' });
+    // The thread never keeps the process alive by itself: close() is what ends it, and waits for it.
+    w.unref();
+    let ready = false;
+    w.on('message', (m: FromWriter) => {
+      switch (m.type) {
+        case 'ready':
+          ready = true;
+          resolve(w);
+          break;
+        case 'open_failed':
+          reject(new Error(`log store: the writer thread could not open ${data.file}: ${m.message}`));
+          break;
+        case 'progress':
+          events.progress(m, m.error);
+          break;
+        case 'flushed':
+          flushed(m.id);
+          break;
+      }
+    });
+    w.on('error', (err) => {
+      if (!ready) reject(err);
+    });
+    w.on('exit', (code) => {
+      if (!ready) reject(new Error(`log store: the writer thread exited (code ${code}) before it was ready`));
+    });
+  });
+}
 
-  const failAll = (err: Error) => {
-    for (const p of pending.values()) p.reject(err);
-    pending.clear();
+/** Starts the writer thread on `data.file`; resolves once its connection is open. */
+export async function startWriterThread(data: WriterData, events: WriterEvents): Promise<WriterThread> {
+  let nextFlush = 1;
+  const flushes = new Map<number, () => void>();
+  const flushed = (id: number) => {
+    flushes.get(id)?.();
+    flushes.delete(id);
   };
+  let closing = false;
+  let current: Worker | null = null;
 
-  const open = (): Promise<Worker> =>
-    (opening ??= new Promise<Worker>((resolve, reject) => {
-      const entry = writerEntry();
-      const w = new Worker(entry.url, { eval: entry.eval, workerData: data, name: 'log-writer' });
-      // The thread never keeps the process alive by itself: close() is what ends it, and waits for it.
-      w.unref();
-      let ready = false;
-      w.on('message', (m: FromWriter) => {
-        switch (m.type) {
-          case 'ready':
-            ready = true;
-            worker = w;
-            resolve(w);
-            break;
-          case 'open_failed':
-            reject(new Error(`log store: the writer thread could not open ${data.file}: ${m.message}`));
-            break;
-          case 'written':
-            pending.get(m.id)?.resolve();
-            pending.delete(m.id);
-            break;
-          case 'failed':
-            pending.get(m.id)?.reject(new WriterError(m.message, m.code));
-            pending.delete(m.id);
-            break;
-          case 'closed':
-            break;
-        }
-      });
-      w.on('error', (err) => {
-        if (!ready) reject(err);
-        failAll(err);
-      });
-      w.on('exit', (code) => {
-        if (worker === w) worker = null;
-        opening = null;
-        if (!ready) reject(new Error(`log store: the writer thread exited (code ${code}) before it was ready`));
-        failAll(new Error(`log store: the writer thread exited (code ${code})`));
-      });
-    }));
+  const watch = (w: Worker) => {
+    let failure: Error | null = null;
+    // An uncaught error in the thread: 'exit' follows, and reports it.
+    w.on('error', (err) => (failure = err));
+    w.once('exit', (code) => {
+      if (current === w) current = null;
+      for (const done of flushes.values()) done();
+      flushes.clear();
+      if (!closing) events.lost(new Error(`log store: the writer thread exited (code ${code})${failure === null ? '' : `: ${failure.message}`}`));
+    });
+    return w;
+  };
+  current = watch(await spawn(data, events, flushed));
+  let respawning: Promise<void> | null = null;
+  // Entries sent while a new thread starts wait here, in order.
+  let backlog: ToWriter[] = [];
 
-  await open();
+  const post = (message: ToWriter) => {
+    if (current !== null) {
+      postTo(current, message);
+      return;
+    }
+    backlog.push(message);
+    respawning ??= spawn(data, events, flushed).then(
+      (w) => {
+        current = watch(w);
+        respawning = null;
+        const pending = backlog;
+        backlog = [];
+        for (const m of pending) postTo(w, m);
+      },
+      (err: Error) => {
+        respawning = null;
+        backlog = [];
+        events.lost(err);
+      },
+    );
+  };
 
   return {
-    async write(entries) {
-      if (closing) throw new Error('log store: the writer thread is closed');
-      const w = worker ?? (await open());
-      const id = nextId++;
-      return new Promise<void>((resolve, reject) => {
-        pending.set(id, { resolve, reject });
-        try {
-          w.postMessage({ type: 'write', id, entries } satisfies ToWriter);
-        } catch {
-          try {
-            // Something in an entry cannot be cloned (a hook left a function or a class in its results): its JSON form can.
-            w.postMessage({ type: 'write', id, entries: JSON.parse(JSON.stringify(entries)) as LogEntry[] } satisfies ToWriter);
-          } catch (err) {
-            pending.delete(id);
-            reject(err as Error);
-          }
-        }
+    send(entries, sizes) {
+      post({ type: 'entries', entries, sizes });
+    },
+    flush() {
+      const id = nextFlush++;
+      return new Promise<void>((resolve) => {
+        flushes.set(id, resolve);
+        post({ type: 'flush', id });
       });
     },
-    async close() {
+    async close(timeoutMs) {
       closing = true;
-      const w = worker;
-      if (w === null) return;
+      await respawning;
+      const w = current;
+      if (w === null) return true;
       const exited = new Promise<void>((resolve) => w.once('exit', () => resolve()));
-      w.postMessage({ type: 'close' } satisfies ToWriter);
-      // The thread ends once its port closes; a thread stuck in a write is stopped after a while.
-      const timer = setTimeout(() => void w.terminate(), 5000);
-      await exited;
+      // The thread stops trying at the deadline and ends itself; the slack covers the statement it may be in.
+      postTo(w, { type: 'close', timeoutMs });
+      let timer: NodeJS.Timeout | undefined;
+      const ended = await Promise.race([exited.then(() => true), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs + CLOSE_SLACK_MS)))]);
       clearTimeout(timer);
+      // Not terminate(): stopping a thread inside a SQLite call aborts the process. A thread stuck in the disk is left
+      // (unref'd) to end with the process.
+      return ended;
     },
   };
+}
+
+function postTo(w: Worker, message: ToWriter): void {
+  try {
+    w.postMessage(message);
+  } catch (err) {
+    if (message.type !== 'entries') throw err;
+    // Something in an entry cannot be cloned (a hook left a function or a class in its results): its JSON form can.
+    w.postMessage({ ...message, entries: JSON.parse(JSON.stringify(message.entries)) as LogEntry[] });
+  }
 }

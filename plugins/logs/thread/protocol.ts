@@ -6,15 +6,48 @@ export interface WriterData {
   /** The SQLite file (already migrated by the main thread). */
   file: string;
   finish: FinishOptions;
+  /** Entries per insert transaction; a write starts as soon as this many wait. */
+  batchSize: number;
+  /** Otherwise a write starts this long after the first entry arrived, in ms: fewer, larger transactions (each commit writes the WAL). */
+  flushIntervalMs: number;
+  /** Attempts at one batch before it is dropped. */
+  maxWriteAttempts: number;
+  /** Wait before a failed batch is tried again, in ms. */
+  retryDelayMs: number;
 }
 
 /** Main thread → writer. */
-export type ToWriter = { type: 'write'; id: number; entries: LogEntry[] } | { type: 'close' };
+export type ToWriter =
+  /** Entries to finish and write, with the size the main thread counted each at (so acknowledgements free exactly that). */
+  | { type: 'entries'; entries: LogEntry[]; sizes: number[] }
+  /** Answer `flushed` once everything sent before this is written or dropped. */
+  | { type: 'flush'; id: number }
+  /** Write what is left for up to `timeoutMs`, then close the connection and end (what is left is the main thread's to count). */
+  | { type: 'close'; timeoutMs: number };
 
-/** Writer → main thread. `written`/`failed` answer the `write` of the same id. */
+/** What became of entries since the last report. */
+export interface Progress {
+  written: number;
+  writtenBytes: number;
+  /** Entries dropped after `maxWriteAttempts` failed attempts. */
+  failed: number;
+  failedBytes: number;
+  batches: number;
+  writeErrors: number;
+}
+
+/** A failed write attempt: the batch's size, which attempt it was, and whether the batch is dropped now. */
+export interface WriteFailure {
+  message: string;
+  code: string | null;
+  entries: number;
+  attempt: number;
+  givingUp: boolean;
+}
+
+/** Writer → main thread. */
 export type FromWriter =
   | { type: 'ready' }
   | { type: 'open_failed'; message: string }
-  | { type: 'written'; id: number; count: number }
-  | { type: 'failed'; id: number; message: string; code: string | null }
-  | { type: 'closed' };
+  | ({ type: 'progress'; error: WriteFailure | null } & Progress)
+  | { type: 'flushed'; id: number };
