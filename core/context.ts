@@ -17,8 +17,6 @@ export class RequestContext {
   /** Raw query string without `?` (empty when none). */
   readonly query: string;
   readonly headers: IncomingHttpHeaders;
-  /** Aborted when the client goes away; pass it to upstream calls. */
-  readonly signal: AbortSignal;
   /** `performance.now()` at arrival. */
   readonly startedAt: number;
 
@@ -92,16 +90,40 @@ export class RequestContext {
 
   #log: Logger | null = null;
   readonly #rootLogger: Logger;
+  #signal: AbortSignal | null;
+  #controller: AbortController | null = null;
+  #gone = false;
 
-  constructor(method: string, url: string, headers: IncomingHttpHeaders, signal: AbortSignal, logger: Logger) {
+  /**
+   * `signal`: a signal to follow (an internal request follows its parent's), or null for the
+   * request's own, made on first use: most requests never need one (cache hits, errors, the
+   * admin API), and an AbortController with its listeners is a measurable part of a request.
+   */
+  constructor(method: string, url: string, headers: IncomingHttpHeaders, signal: AbortSignal | null, logger: Logger) {
     const q = url.indexOf('?');
     this.method = method;
     this.path = q === -1 ? url : url.slice(0, q);
     this.query = q === -1 ? '' : url.slice(q + 1);
     this.headers = headers;
-    this.signal = signal;
+    this.#signal = signal;
     this.startedAt = performance.now();
     this.#rootLogger = logger;
+  }
+
+  /** Aborted when the client goes away; pass it to upstream calls. */
+  get signal(): AbortSignal {
+    if (this.#signal === null) {
+      this.#controller = new AbortController();
+      this.#signal = this.#controller.signal;
+      if (this.#gone) this.#controller.abort();
+    }
+    return this.#signal;
+  }
+
+  /** The client went away: `signal` aborts (now, or as soon as anyone asks for it). Called by the pipeline. */
+  abort(): void {
+    this.#gone = true;
+    this.#controller?.abort();
   }
 
   /** A child logger bound to this request's trace id; built on first use only. */

@@ -182,7 +182,7 @@ export function createGateway(init: CreateGatewayOptions): Gateway {
     ready.then(
       () => pipeline.handle(req, res),
       () => {
-        const ctx = new RequestContext(req.method ?? 'GET', req.url ?? '/', req.headers, new AbortController().signal, logger);
+        const ctx = new RequestContext(req.method ?? 'GET', req.url ?? '/', req.headers, null, logger);
         void writeResponse(res, ctx, errorResponse(new GatewayError('service_unavailable', 'The gateway failed to start; see its logs.')));
       },
     );

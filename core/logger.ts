@@ -35,6 +35,25 @@ export function redactPaths(credentialFields: Iterable<string>): string[] {
 
 const CENSOR = '[redacted]';
 
+let stampSecond = -1;
+let stampPrefix = '';
+
+/**
+ * pino's `time` field as ISO 8601 (`"2026-11-24T19:47:16.042Z"`), like
+ * `stdTimeFunctions.isoTime` but building a Date and its string once per
+ * second, not once per line: the date part only changes with the second.
+ */
+export function isoTimestamp(): string {
+  const now = Date.now();
+  const second = Math.floor(now / 1000);
+  if (second !== stampSecond) {
+    stampSecond = second;
+    stampPrefix = `,"time":"${new Date(second * 1000).toISOString().slice(0, 20)}`;
+  }
+  const ms = now - second * 1000;
+  return `${stampPrefix}${ms < 10 ? '00' : ms < 100 ? '0' : ''}${ms}Z"`;
+}
+
 export interface LoggerOptions {
   level?: string;
   /** Paths censored in every line. Default: {@link CORE_REDACT_PATHS} and the core's own credential field (`target.api_key`, `config.api_key`). */
@@ -52,7 +71,7 @@ export function createLogger(options: LoggerOptions = {}): Logger {
       level: options.level ?? 'info',
       redact: { paths: [...(options.redact ?? redactPaths(['api_key']))], censor: CENSOR },
       base: undefined,
-      timestamp: pino.stdTimeFunctions.isoTime,
+      timestamp: isoTimestamp,
     },
     destination,
   );

@@ -97,12 +97,11 @@ export class Pipeline {
   }
 
   handle(req: IncomingMessage, res: ServerResponse): void {
-    const controller = new AbortController();
-    const ctx = new RequestContext(req.method ?? 'GET', req.url ?? '/', req.headers, controller.signal, this.logger);
+    const ctx = new RequestContext(req.method ?? 'GET', req.url ?? '/', req.headers, null, this.logger);
     res.once('close', () => {
       if (!res.writableFinished) {
         ctx.aborted = true;
-        controller.abort();
+        ctx.abort();
       }
     });
     this.#inFlight++;
@@ -201,7 +200,7 @@ export class Pipeline {
     const route = this.routes.byName(request.route);
     if (route === undefined) throw new Error(`internal request: no route named "${request.route}"`);
     const parent = request.parent ?? null;
-    const ctx = new RequestContext('POST', route.path, {}, parent?.signal ?? new AbortController().signal, this.logger);
+    const ctx = new RequestContext('POST', route.path, {}, parent?.signal ?? null, this.logger);
     ctx.internal = true;
     ctx.route = route;
     ctx.traceId = parent?.traceId ?? null;

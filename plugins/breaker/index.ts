@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import * as v from 'valibot';
-import { fieldSchema as f, GatewayError, parseOptions, STAGES, type ErrorCodeSpec, type GatewayPlugin, type RequestContext, type Target, type TargetField } from '../../sdk/index.js';
+import { fieldSchema as f, GatewayError, parseOptions, STAGES, type Dispatch, type ErrorCodeSpec, type GatewayPlugin, type GatewayResponse, type RequestContext, type Target, type TargetField } from '../../sdk/index.js';
 import { redisBreakerState } from './redis-state.js';
 import { memoryBreakerState, type Admission, type BreakerState } from './state.js';
 
@@ -85,38 +85,42 @@ export function breaker(options: BreakerOptions = {}): GatewayPlugin {
         }
       };
 
+      const guarded = async (next: Dispatch, ctx: RequestContext, target: Target, cb: CbConfig): Promise<GatewayResponse> => {
+        const key = breakerKey(ctx, target, credentials);
+        let admission: Admission;
+        try {
+          admission = await state.admit(key, cb.cooldown_interval, now());
+        } catch (err) {
+          degraded(err);
+          return next(ctx, target);
+        }
+        if (admission.state === 'open') {
+          const seconds = Math.max(1, Math.ceil(admission.retryInMs / 1000));
+          throw new GatewayError('circuit_open', `The circuit breaker for provider "${target.provider}" (target ${ctx.targetPath}) is open after repeated failures; retry in ${seconds} s.`, {
+            headers: { 'retry-after': String(seconds) },
+          });
+        }
+        const trial = admission.state === 'trial';
+        const record = (failed: boolean) =>
+          (failed ? state.failure(key, cb.failure_threshold, now(), trial) : trial || (admission as { failures: number }).failures > 0 ? state.success(key) : Promise.resolve()).catch(degraded);
+        try {
+          const response = await next(ctx, target);
+          await record(isFailureStatus(response.status, cb.failure_status_codes));
+          return response;
+        } catch (err) {
+          const failed = err instanceof GatewayError && FAILURE_ERRORS.has(err.code);
+          // An error that says nothing about the target (a bad request, a client gone) must not hold the trial: give it back.
+          await (failed ? record(true) : trial ? state.release(key).catch(degraded) : Promise.resolve());
+          throw err;
+        }
+      };
+
       api.addInterceptor(
         PLUGIN_NAME,
-        (next) => async (ctx, target) => {
+        // Not async at the top: a target without a breaker gets the next dispatch's own promise, no wrapper.
+        (next) => (ctx, target) => {
           const cb = target.cb_config as CbConfig | undefined;
-          if (cb === undefined) return next(ctx, target);
-          const key = breakerKey(ctx, target, credentials);
-          let admission: Admission;
-          try {
-            admission = await state.admit(key, cb.cooldown_interval, now());
-          } catch (err) {
-            degraded(err);
-            return next(ctx, target);
-          }
-          if (admission.state === 'open') {
-            const seconds = Math.max(1, Math.ceil(admission.retryInMs / 1000));
-            throw new GatewayError('circuit_open', `The circuit breaker for provider "${target.provider}" (target ${ctx.targetPath}) is open after repeated failures; retry in ${seconds} s.`, {
-              headers: { 'retry-after': String(seconds) },
-            });
-          }
-          const trial = admission.state === 'trial';
-          const record = (failed: boolean) =>
-            (failed ? state.failure(key, cb.failure_threshold, now(), trial) : trial || (admission as { failures: number }).failures > 0 ? state.success(key) : Promise.resolve()).catch(degraded);
-          try {
-            const response = await next(ctx, target);
-            await record(isFailureStatus(response.status, cb.failure_status_codes));
-            return response;
-          } catch (err) {
-            const failed = err instanceof GatewayError && FAILURE_ERRORS.has(err.code);
-            // An error that says nothing about the target (a bad request, a client gone) must not hold the trial: give it back.
-            await (failed ? record(true) : trial ? state.release(key).catch(degraded) : Promise.resolve());
-            throw err;
-          }
+          return cb === undefined ? next(ctx, target) : guarded(next, ctx, target, cb);
         },
         STAGES.interceptor.BREAKER,
       );

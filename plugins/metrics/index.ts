@@ -17,6 +17,7 @@ import {
   requestSummary,
   requireScope,
 } from '../../sdk/index.js';
+import { guardrailOutcomes, series } from './series.js';
 
 export const PLUGIN_NAME = 'metrics';
 
@@ -42,9 +43,10 @@ export type MetricsOptions = v.InferInput<typeof OptionsSchema>;
 
 /**
  * Prometheus metrics with prom-client, in a registry of this gateway's own
- * (two gateways in one process do not mix). Request counts, latency and TTFT
- * histograms, tokens, cost, cache, retries and fallbacks, breaker refusals,
- * the log queue, and Node's default metrics. See docs/logs.md.
+ * (two gateways in one process do not mix). Request counts, latency, TTFB and
+ * TTFT histograms, tokens, cost, cache, retries and fallbacks, breaker
+ * refusals, errors by code, guardrail checks and denials, limit refusals, the
+ * log queue, and Node's default metrics. See docs/logs.md.
  */
 export function metrics(options: MetricsOptions = {}): GatewayPlugin {
   const opts = parseOptions(PLUGIN_NAME, OptionsSchema, options);
@@ -71,6 +73,22 @@ export function metrics(options: MetricsOptions = {}): GatewayPlugin {
       const fallbacks = new client.Counter({ name: `${p}fallbacks_total`, help: 'Requests whose answer came from another target than the first tried (target path changed).', registers: [registry] });
       const breakerOpen = new client.Counter({ name: `${p}circuit_open_total`, help: 'Attempts refused by an open circuit breaker (503 circuit_open).', labelNames: ['provider'], registers: [registry] });
       const breakerSeen = new client.Gauge({ name: `${p}circuit_open_last_seen_seconds`, help: 'Unix time of the last attempt refused by an open breaker, by provider.', labelNames: ['provider'], registers: [registry] });
+      const ttfb = new client.Histogram({ name: `${p}time_to_first_byte_seconds`, help: 'Arrival to the first byte of the answer sent to the client (streamed or not).', labelNames: ['route', 'provider'], buckets: LATENCY_BUCKETS, registers: [registry] });
+      const errors = new client.Counter({ name: `${p}errors_total`, help: 'Requests that ended with an error, by route and error code (the code of the error envelope).', labelNames: ['route', 'code'], registers: [registry] });
+      const guardrailChecks = new client.Counter({ name: `${p}guardrail_checks_total`, help: 'Guardrail check runs, by phase (before, after), check id and outcome (pass, fail, error).', labelNames: ['phase', 'check', 'outcome'], registers: [registry] });
+      const guardrailDenied = new client.Counter({ name: `${p}guardrail_denied_total`, help: 'Requests denied by a guardrail hook, by phase.', labelNames: ['phase'], registers: [registry] });
+      const limited = new client.Counter({ name: `${p}limit_rejections_total`, help: 'Requests the gateway itself refused for a limit (429 or 402 before any upstream call), by error code.', labelNames: ['code'], registers: [registry] });
+
+      const requestsOf = series(requests);
+      const durationOf = series(duration);
+      const upstreamOf = series(upstream);
+      const ttftOf = series(ttft);
+      const ttfbOf = series(ttfb);
+      const tokensOf = series(tokens);
+      const costOf = series(cost);
+      const attemptsOf = series(attempts);
+      const errorsOf = series(errors);
+      const checksOf = series(guardrailChecks);
 
       let logs: LogStoreStatus | null = null;
       const last = { queue_full: 0, write_failed: 0, shutdown: 0, written: 0, errors: 0 };
@@ -154,25 +172,26 @@ export function metrics(options: MetricsOptions = {}): GatewayPlugin {
         const route = ctx.route?.name ?? 'unmatched';
         const provider = s.provider ?? 'none';
         const model = modelLabel(s.modelAnswered ?? s.modelRequested);
-        requests.inc({ route, provider, model, status: String(ctx.status) });
-        if (ctx.latencyMs !== null) duration.observe({ route, provider }, ctx.latencyMs / 1000);
-        if (ctx.upstreamLatencyMs !== null) upstream.observe({ provider }, ctx.upstreamLatencyMs / 1000);
-        if (s.ttftMs !== null) ttft.observe({ route, provider }, s.ttftMs / 1000);
+        requestsOf(route, provider, model, String(ctx.status)).inc();
+        if (ctx.latencyMs !== null) durationOf(route, provider).observe(ctx.latencyMs / 1000);
+        if (ctx.upstreamLatencyMs !== null) upstreamOf(provider).observe(ctx.upstreamLatencyMs / 1000);
+        if (ctx.firstByteMs !== null) ttfbOf(route, provider).observe(ctx.firstByteMs / 1000);
+        if (s.ttftMs !== null) ttftOf(route, provider).observe(s.ttftMs / 1000);
         const u = s.usage;
         if (u !== null && s.costStatus !== 'cache_hit') {
-          const estimated = String(s.tokensEstimated);
-          if (u.prompt_tokens > 0) tokens.inc({ provider, model, kind: 'prompt', estimated }, u.prompt_tokens);
-          if (u.completion_tokens > 0) tokens.inc({ provider, model, kind: 'completion', estimated }, u.completion_tokens);
-          if ((u.cached_tokens ?? 0) > 0) tokens.inc({ provider, model, kind: 'cached', estimated }, u.cached_tokens);
-          if ((u.reasoning_tokens ?? 0) > 0) tokens.inc({ provider, model, kind: 'reasoning', estimated }, u.reasoning_tokens);
+          const estimated = s.tokensEstimated ? 'true' : 'false';
+          if (u.prompt_tokens > 0) tokensOf(provider, model, 'prompt', estimated).inc(u.prompt_tokens);
+          if (u.completion_tokens > 0) tokensOf(provider, model, 'completion', estimated).inc(u.completion_tokens);
+          if ((u.cached_tokens ?? 0) > 0) tokensOf(provider, model, 'cached', estimated).inc(u.cached_tokens);
+          if ((u.reasoning_tokens ?? 0) > 0) tokensOf(provider, model, 'reasoning', estimated).inc(u.reasoning_tokens);
         }
-        if (s.cost !== null && s.cost > 0) cost.inc({ provider, model }, s.cost);
+        if (s.cost !== null && s.cost > 0) costOf(provider, model).inc(s.cost);
         if (s.costStatus === 'unpriced') unpriced.inc({ provider, model });
         if (ctx.cacheStatus !== null) {
           cache.inc({ status: ctx.cacheStatus });
           if (s.costStatus === 'cache_hit') cacheHits.inc();
         }
-        for (const a of ctx.attempts) attempts.inc({ provider: a.provider ?? 'none', outcome: a.error ?? String(a.status) });
+        for (const a of ctx.attempts) attemptsOf(a.provider ?? 'none', a.error ?? String(a.status)).inc();
         if (s.retries > 0) {
           retries.inc({ provider }, s.retries);
           retried.inc();
@@ -184,6 +203,18 @@ export function metrics(options: MetricsOptions = {}): GatewayPlugin {
             breakerOpen.inc({ provider: a.provider ?? 'none' });
             breakerSeen.set({ provider: a.provider ?? 'none' }, Date.now() / 1000);
           }
+        }
+        if (ctx.error !== null) {
+          errorsOf(route, ctx.error.code).inc();
+          if ((ctx.status === 429 || ctx.status === 402) && ctx.attempts.length === 0) limited.inc({ code: ctx.error.code });
+        }
+        const hooks = ctx.logFields.hook_results;
+        if (hooks !== undefined) {
+          guardrailOutcomes(
+            hooks,
+            (phase, check, outcome) => checksOf(phase, check, outcome).inc(),
+            (phase) => guardrailDenied.inc({ phase }),
+          );
         }
       };
       let failedAt = -Infinity;

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { discardResponse, fieldSchema as f, GatewayError, parseOptions, STAGES, type GatewayPlugin, type GatewayResponse, type Target, type TargetField } from '../../sdk/index.js';
+import { discardResponse, fieldSchema as f, GatewayError, parseOptions, STAGES, type Dispatch, type GatewayPlugin, type GatewayResponse, type RequestContext, type Target, type TargetField } from '../../sdk/index.js';
 import { retryAfterMs } from './retry-after.js';
 
 export const PLUGIN_NAME = 'retry';
@@ -68,40 +68,44 @@ export function retry(options: RetryOptions = {}): GatewayPlugin {
     const ceiling = Math.min(opts.maxDelayMs, opts.baseDelayMs * 2 ** (retryNumber - 1));
     return ceiling / 2 + random() * (ceiling / 2);
   };
+  /** The retry loop, for a target with a retry config. */
+    const withRetries = async (next: Dispatch, ctx: RequestContext, target: Target, config: RetryConfig): Promise<GatewayResponse> => {
+    const codes = config.on_status_codes ?? DEFAULT_RETRY_STATUS_CODES;
+    const allowed = Math.min(config.attempts, MAX_RETRY_ATTEMPTS);
+    for (let retries = 0; ; retries++) {
+      ctx.responseHeaders['x-gateway-retry-attempt-count'] = String(retries);
+      let response: GatewayResponse;
+      try {
+        response = await next(ctx, target);
+      } catch (err) {
+        const retriable = err instanceof GatewayError && RETRIABLE_ERRORS.has(err.code);
+        if (!retriable || retries >= allowed || ctx.signal.aborted) throw err;
+        await sleep(backoff(retries + 1), ctx.signal);
+        continue;
+      }
+      if (!codes.includes(response.status) || retries >= allowed) return response;
+      let wait = backoff(retries + 1);
+      if (config.use_retry_after_headers === true) {
+        const asked = retryAfterMs(response.headers);
+        if (asked !== null) {
+          if (asked > opts.maxRetryAfterMs) return response;
+          wait = asked;
+        }
+      }
+      discardResponse(response);
+      await sleep(wait, ctx.signal);
+    }
+  };
   return {
     name: PLUGIN_NAME,
     targetFields: RETRY_FIELDS,
     apply(api) {
       api.addInterceptor(
         PLUGIN_NAME,
-        (next) => async (ctx, target) => {
+        // Not async: a target without retries gets the next dispatch's own promise, no wrapper.
+        (next) => (ctx, target) => {
           const config = retryConfig(target);
-          if (config === null) return next(ctx, target);
-          const codes = config.on_status_codes ?? DEFAULT_RETRY_STATUS_CODES;
-          const allowed = Math.min(config.attempts, MAX_RETRY_ATTEMPTS);
-          for (let retries = 0; ; retries++) {
-            ctx.responseHeaders['x-gateway-retry-attempt-count'] = String(retries);
-            let response: GatewayResponse;
-            try {
-              response = await next(ctx, target);
-            } catch (err) {
-              const retriable = err instanceof GatewayError && RETRIABLE_ERRORS.has(err.code);
-              if (!retriable || retries >= allowed || ctx.signal.aborted) throw err;
-              await sleep(backoff(retries + 1), ctx.signal);
-              continue;
-            }
-            if (!codes.includes(response.status) || retries >= allowed) return response;
-            let wait = backoff(retries + 1);
-            if (config.use_retry_after_headers === true) {
-              const asked = retryAfterMs(response.headers);
-              if (asked !== null) {
-                if (asked > opts.maxRetryAfterMs) return response;
-                wait = asked;
-              }
-            }
-            discardResponse(response);
-            await sleep(wait, ctx.signal);
-          }
+          return config === null ? next(ctx, target) : withRetries(next, ctx, target, config);
         },
         STAGES.interceptor.RETRY,
       );

@@ -1,4 +1,4 @@
-import { fieldSchema as f, GatewayError, STAGES, type GatewayPlugin, type TargetField } from '../../sdk/index.js';
+import { fieldSchema as f, GatewayError, STAGES, type Dispatch, type GatewayPlugin, type GatewayResponse, type RequestContext, type Target, type TargetField } from '../../sdk/index.js';
 
 export const PLUGIN_NAME = 'timeout';
 
@@ -20,31 +20,35 @@ export function timeout(): GatewayPlugin {
     apply(api) {
       api.addInterceptor(
         PLUGIN_NAME,
-        (next) => async (ctx, target) => {
+        // Not async: a target without a timeout gets the next dispatch's own promise, no wrapper.
+        (next) => (ctx, target) => {
           const ms = target.request_timeout;
-          if (typeof ms !== 'number' || ms <= 0) return next(ctx, target);
-          const outer = ctx.attemptSignal ?? ctx.signal;
-          const controller = new AbortController();
-          const expired = new GatewayError('request_timeout', `The upstream did not answer within request_timeout (${ms} ms).`);
-          const onOuterAbort = () => controller.abort(outer.reason);
-          outer.addEventListener('abort', onOuterAbort, { once: true });
-          const timer = setTimeout(() => controller.abort(expired), ms);
-          ctx.attemptSignal = controller.signal;
-          try {
-            return await next(ctx, target);
-          } catch (err) {
-            throw controller.signal.reason === expired ? expired : err;
-          } finally {
-            clearTimeout(timer);
-            ctx.attemptSignal = outer === ctx.signal ? null : outer;
-            outer.removeEventListener('abort', onOuterAbort);
-          }
+          return typeof ms === 'number' && ms > 0 ? withTimeout(next, ctx, target, ms) : next(ctx, target);
         },
         // Innermost: each retry attempt has its own clock, and the breaker sees a timeout as a failure.
         STAGES.interceptor.TIMEOUT,
       );
     },
   };
+}
+
+async function withTimeout(next: Dispatch, ctx: RequestContext, target: Target, ms: number): Promise<GatewayResponse> {
+  const outer = ctx.attemptSignal ?? ctx.signal;
+  const controller = new AbortController();
+  const expired = new GatewayError('request_timeout', `The upstream did not answer within request_timeout (${ms} ms).`);
+  const onOuterAbort = () => controller.abort(outer.reason);
+  outer.addEventListener('abort', onOuterAbort, { once: true });
+  const timer = setTimeout(() => controller.abort(expired), ms);
+  ctx.attemptSignal = controller.signal;
+  try {
+    return await next(ctx, target);
+  } catch (err) {
+    throw controller.signal.reason === expired ? expired : err;
+  } finally {
+    clearTimeout(timer);
+    ctx.attemptSignal = outer === ctx.signal ? null : outer;
+    outer.removeEventListener('abort', onOuterAbort);
+  }
 }
 
 export default timeout;

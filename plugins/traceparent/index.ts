@@ -1,6 +1,6 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import * as v from 'valibot';
-import { parseOptions, STAGES, type GatewayPlugin } from '../../sdk/index.js';
+import { parseOptions, randomHex, STAGES, type GatewayPlugin } from '../../sdk/index.js';
 
 export const PLUGIN_NAME = 'traceparent';
 
@@ -81,14 +81,14 @@ export function traceparent(options: TraceparentOptions = {}): GatewayPlugin {
           }
           ctx.parentSpanId ??= incoming.parentId;
         } else {
-          ctx.traceId ??= randomBytes(16).toString('hex');
+          ctx.traceId ??= randomHex(16);
           traceId = w3cTraceId(ctx.traceId);
         }
         let spanId: string;
         if (ctx.spanId !== null && HEX16.test(ctx.spanId) && ctx.spanId !== ZERO16) {
           spanId = ctx.spanId;
         } else {
-          spanId = randomBytes(8).toString('hex');
+          spanId = randomHex(8);
           ctx.spanId ??= spanId;
         }
         const outgoing = `00-${traceId}-${spanId}-${flags}`;

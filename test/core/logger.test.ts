@@ -1,4 +1,5 @@
-import { expect, test } from 'vitest';
+import { expect, test, vi } from 'vitest';
+import { isoTimestamp } from '../../core/logger.js';
 import { CORE_REDACT_PATHS, createGateway, fieldSchema, redactPaths, type GatewayPlugin } from '../../core/index.js';
 import { fieldPlugins } from '../helpers/fields.js';
 import { memoryLogger } from '../helpers/gateway.js';
@@ -49,4 +50,16 @@ test("a third-party plugin's credential field is redacted once it is declared", 
 test('redaction paths are explicit (a wildcard costs ~40 µs per line)', () => {
   expect(redactPaths(['api_key', 'aws_access_key_id']).filter((p) => p.includes('*'))).toEqual([]);
   expect(redactPaths(['aws_access_key_id'])).toEqual([...CORE_REDACT_PATHS, 'target.aws_access_key_id', 'config.aws_access_key_id']);
+});
+
+test('the line timestamp is ISO 8601 with milliseconds, the same as a Date would print, across second boundaries', () => {
+  vi.useFakeTimers();
+  try {
+    for (const t of [Date.UTC(2026, 10, 24, 19, 47, 16, 5), Date.UTC(2026, 10, 24, 19, 47, 16, 42), Date.UTC(2026, 10, 24, 19, 47, 16, 999), Date.UTC(2026, 10, 24, 19, 47, 17, 0), Date.UTC(2027, 0, 1, 0, 0, 0, 123)]) {
+      vi.setSystemTime(t);
+      expect(isoTimestamp()).toBe(`,"time":"${new Date(t).toISOString()}"`);
+    }
+  } finally {
+    vi.useRealTimers();
+  }
 });

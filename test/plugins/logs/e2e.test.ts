@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import * as v from 'valibot';
-import type { GatewayPlugin } from '../../../core/index.js';
+import { GatewayError, type GatewayPlugin } from '../../../core/index.js';
 import { config } from '../../../plugins/config/index.js';
 import { defineCheck, guardrails } from '../../../plugins/guardrails/index.js';
 import type { LogEntry } from '../../../plugins/logs/entry.js';
@@ -23,6 +23,16 @@ const noWordCheck: GatewayPlugin = {
         run: (p, input) => ({ verdict: !input.text.includes(p.word), explanation: `looked for ${p.word}` }),
       }),
     );
+  },
+};
+
+/** A limit of this test's own: `x-test-limit: 1` is refused with 429 before any upstream call. */
+const testLimit: GatewayPlugin = {
+  name: 'test-limit',
+  apply(api) {
+    api.hooks.request.tap('test-limit', (ctx) => {
+      if (ctx.header('x-test-limit') === '1') throw new GatewayError('rate_limited', 'Test limit reached.');
+    });
   },
 };
 
@@ -49,6 +59,7 @@ beforeAll(async () => {
         config({ configs: { 'saved-prod': { provider: 'openai', api_key: 'sk-config-key-abcdefghijkl', custom_host: mock.baseURL } } }),
         noWordCheck,
         guardrails(),
+        testLimit,
         providerRegistry({ providers: { priced: { provider: 'openai', api_key: 'sk-slug-key-abcdefghijklmn', custom_host: mock.baseURL, pricing_multiplier: 2 } } }),
       ],
     }),
@@ -419,6 +430,9 @@ describe('traceparent', () => {
 
 describe('metrics', () => {
   test('/metrics is Prometheus text with the gateway families, and counts what happened', async () => {
+    const limitedRes = await chat({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }, { 'x-test-limit': '1' });
+    expect(limitedRes.status).toBe(429);
+    await limitedRes.text();
     const res = await get('/metrics');
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toContain('text/plain');
@@ -426,7 +440,8 @@ describe('metrics', () => {
     for (const family of [
       'gateway_requests_total', 'gateway_request_duration_seconds', 'gateway_time_to_first_token_seconds', 'gateway_tokens_total', 'gateway_cost_usd_total',
       'gateway_unpriced_requests_total', 'gateway_cache_hits_total', 'gateway_retries_total', 'gateway_fallbacks_total', 'gateway_circuit_open_total',
-      'gateway_log_queue_depth', 'gateway_log_dropped_total',
+      'gateway_log_queue_depth', 'gateway_log_dropped_total', 'gateway_time_to_first_byte_seconds', 'gateway_errors_total', 'gateway_guardrail_checks_total',
+      'gateway_guardrail_denied_total', 'gateway_limit_rejections_total',
     ]) {
       expect(parsed.types.has(family), family).toBe(true);
     }
@@ -437,6 +452,14 @@ describe('metrics', () => {
     expect(metricValue(parsed, 'gateway_cost_usd_total')).toBeGreaterThan(0);
     expect(metricValue(parsed, 'gateway_time_to_first_token_seconds_count')).toBeGreaterThanOrEqual(2);
     expect(metricValue(parsed, 'gateway_log_dropped_total')).toBe(0);
+    // Errors by code, the limit refusal, guardrail checks and the denial (from the tests above), and TTFB for every answered request.
+    expect(metricValue(parsed, 'gateway_errors_total', { route: 'chat.completions', code: 'unknown_provider' })).toBe(1);
+    expect(metricValue(parsed, 'gateway_errors_total', { code: 'rate_limited' })).toBe(1);
+    expect(metricValue(parsed, 'gateway_limit_rejections_total', { code: 'rate_limited' })).toBe(1);
+    expect(metricValue(parsed, 'gateway_guardrail_checks_total', { phase: 'before', check: 'test.noWord', outcome: 'fail' })).toBe(1);
+    expect(metricValue(parsed, 'gateway_guardrail_checks_total', { phase: 'before', check: 'test.noWord', outcome: 'pass' })).toBe(1);
+    expect(metricValue(parsed, 'gateway_guardrail_denied_total', { phase: 'before' })).toBe(1);
+    expect(metricValue(parsed, 'gateway_time_to_first_byte_seconds_count')).toBeGreaterThanOrEqual(metricValue(parsed, 'gateway_requests_total', { route: 'chat.completions', status: '200' }));
   });
 
   test('/metrics needs metrics.read or *; /v1/metrics is the same', async () => {
