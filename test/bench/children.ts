@@ -71,21 +71,22 @@ function startFlags(): string[] {
 }
 
 /**
- * The built gateway exactly as `npm start` runs it: default config, logging on.
+ * The built gateway exactly as `npm start` runs it: default config (or `config`, a file), logging on.
  * Its log lines go to `logFile`, since writing them is part of what a request costs.
  */
-export async function startGateway(apiKey: string, logFile: string): Promise<Child> {
+export async function startGateway(apiKey: string, logFile: string, options: { name?: string; config?: string } = {}): Promise<Child> {
+  const name = options.name ?? 'gateway';
   const port = await freePort();
   // A GATEWAY_CONFIG (or any other GATEWAY_*) in the caller's shell must not replace the default config.
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('GATEWAY_')));
   const out = openSync(logFile, 'w');
-  const child = spawn(process.execPath, [...startFlags(), here('../../dist/server/main.js')], {
+  const child = spawn(process.execPath, [...startFlags(), here('../../dist/server/main.js'), ...(options.config === undefined ? [] : ['--config', options.config])], {
     // A fresh data dir: the control plane's SQLite file and key start empty, as on a first `npm start`.
     env: { ...inherited, PORT: String(port), GATEWAY_API_KEYS: apiKey, GATEWAY_LOG_LEVEL: 'info', GATEWAY_DATA_DIR: mkdtempSync(join(tmpdir(), 'gw-bench-')), GATEWAY_BOOTSTRAP_KEY: `${apiKey}-bootstrap` },
     stdio: ['ignore', out, 'inherit'],
   });
   closeSync(out);
-  track(child, 'gateway');
+  track(child, name);
   await forkTs('reaper', 'reaper.ts', [String(child.pid)]);
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 15_000;
@@ -95,7 +96,7 @@ export async function startGateway(apiKey: string, logFile: string): Promise<Chi
       async (r) => (await r.arrayBuffer(), r.status === 200),
       () => false,
     );
-    if (ok) return { name: 'gateway', url, pid: child.pid! };
+    if (ok) return { name, url, pid: child.pid! };
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error('gateway did not answer GET /health with 200 within 15 s');

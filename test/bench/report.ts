@@ -5,6 +5,8 @@ export interface Row extends LoadResult {
   target: string;
   mode: 'non-stream' | 'stream';
   connections: number;
+  /** The target process's CPU time per request, in µs (NaN for the mock, which is not measured). */
+  cpuUs: number;
 }
 
 export interface Check {
@@ -22,8 +24,8 @@ export function machine(): string {
 }
 
 export function loadTable(rows: Row[]): string {
-  const lines = ['| target | mode | connections | req/s | p50 ms | p99 ms | errors / non-2xx |', '|---|---|--:|--:|--:|--:|--:|'];
-  for (const r of rows) lines.push(`| ${r.target} | ${r.mode} | ${r.connections} | ${fmt(r.rps)} | ${r.p50} | ${r.p99} | ${r.errors} / ${r.non2xx} |`);
+  const lines = ['| target | mode | connections | req/s | p50 ms | p99 ms | CPU µs per request | errors / non-2xx |', '|---|---|--:|--:|--:|--:|--:|--:|'];
+  for (const r of rows) lines.push(`| ${r.target} | ${r.mode} | ${r.connections} | ${fmt(r.rps)} | ${r.p50} | ${r.p99} | ${fmt(r.cpuUs)} | ${r.errors} / ${r.non2xx} |`);
   return lines.join('\n');
 }
 
@@ -34,12 +36,16 @@ export function probeTable(p50: Map<string, number>, mock: string): string {
   return lines.join('\n');
 }
 
-/** gateway/bare and gateway/mock throughput for every scenario. */
+/** Throughput ratios for every scenario: the gateway against the bare proxy and the mock, and the gateway against itself with logging off. */
 export function ratioTable(rows: Row[]): string {
-  const lines = ['| mode | connections | gateway/bare | gateway/mock |', '|---|--:|--:|--:|'];
+  const lines = ['| mode | connections | gateway/bare | gateway/mock | gateway/gateway without the log store | CPU µs per request: gateway, without the log store, bare |', '|---|--:|--:|--:|--:|--:|'];
   const find = (t: string, m: string, c: number) => rows.find((r) => r.target === t && r.mode === m && r.connections === c)!;
   for (const g of rows.filter((r) => r.target === 'gateway')) {
-    lines.push(`| ${g.mode} | ${g.connections} | ${fmt(g.rps / find('bare', g.mode, g.connections).rps, 2)} | ${fmt(g.rps / find('mock', g.mode, g.connections).rps, 2)} |`);
+    const off = find('gateway-nolog', g.mode, g.connections);
+    const bare = find('bare', g.mode, g.connections);
+    lines.push(
+      `| ${g.mode} | ${g.connections} | ${fmt(g.rps / bare.rps, 2)} | ${fmt(g.rps / find('mock', g.mode, g.connections).rps, 2)} | ${fmt(g.rps / off.rps, 2)} | ${fmt(g.cpuUs)}, ${fmt(off.cpuUs)}, ${fmt(bare.cpuUs)} |`,
+    );
   }
   return lines.join('\n');
 }
