@@ -17,7 +17,8 @@ import {
   requestSummary,
   requireScope,
 } from '../../sdk/index.js';
-import { guardrailOutcomes, series } from './series.js';
+import { FastCounter, FastHistogram } from './fast.js';
+import { guardrailOutcomes } from './guardrails.js';
 
 export const PLUGIN_NAME = 'metrics';
 
@@ -58,37 +59,27 @@ export function metrics(options: MetricsOptions = {}): GatewayPlugin {
       const p = opts.prefix;
       if (opts.defaultMetrics) client.collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 10 });
 
-      const requests = new client.Counter({ name: `${p}requests_total`, help: 'Requests answered, by route, provider, model and status.', labelNames: ['route', 'provider', 'model', 'status'], registers: [registry] });
-      const duration = new client.Histogram({ name: `${p}request_duration_seconds`, help: 'Arrival to end of response.', labelNames: ['route', 'provider'], buckets: LATENCY_BUCKETS, registers: [registry] });
-      const upstream = new client.Histogram({ name: `${p}upstream_duration_seconds`, help: 'Sending upstream to its response headers, summed over attempts.', labelNames: ['provider'], buckets: LATENCY_BUCKETS, registers: [registry] });
-      const ttft = new client.Histogram({ name: `${p}time_to_first_token_seconds`, help: 'Arrival to the first byte of a streamed answer.', labelNames: ['route', 'provider'], buckets: LATENCY_BUCKETS, registers: [registry] });
-      const tokens = new client.Counter({ name: `${p}tokens_total`, help: 'Tokens by kind (prompt, completion, cached, reasoning); estimated="true" when counted by the gateway.', labelNames: ['provider', 'model', 'kind', 'estimated'], registers: [registry] });
-      const cost = new client.Counter({ name: `${p}cost_usd_total`, help: 'Cost of priced requests, in USD, from the pricing file.', labelNames: ['provider', 'model'], registers: [registry] });
+      const requests = new FastCounter(`${p}requests_total`, 'Requests answered, by route, provider, model and status.', ['route', 'provider', 'model', 'status'], registry);
+      const duration = new FastHistogram(`${p}request_duration_seconds`, 'Arrival to end of response.', ['route', 'provider'], LATENCY_BUCKETS, registry);
+      const upstream = new FastHistogram(`${p}upstream_duration_seconds`, 'Sending upstream to its response headers, summed over attempts.', ['provider'], LATENCY_BUCKETS, registry);
+      const ttft = new FastHistogram(`${p}time_to_first_token_seconds`, 'Arrival to the first byte of a streamed answer.', ['route', 'provider'], LATENCY_BUCKETS, registry);
+      const tokens = new FastCounter(`${p}tokens_total`, 'Tokens by kind (prompt, completion, cached, reasoning); estimated="true" when counted by the gateway.', ['provider', 'model', 'kind', 'estimated'], registry);
+      const cost = new FastCounter(`${p}cost_usd_total`, 'Cost of priced requests, in USD, from the pricing file.', ['provider', 'model'], registry);
       const unpriced = new client.Counter({ name: `${p}unpriced_requests_total`, help: 'Requests with token usage but no price for their model (their cost is unknown).', labelNames: ['provider', 'model'], registers: [registry] });
       const cache = new client.Counter({ name: `${p}cache_requests_total`, help: 'Cache outcomes (HIT, SEMANTIC HIT, MISS, REFRESH, DISABLED).', labelNames: ['status'], registers: [registry] });
       const cacheHits = new client.Counter({ name: `${p}cache_hits_total`, help: 'Requests answered from the cache (HIT and SEMANTIC HIT).', registers: [registry] });
-      const attempts = new client.Counter({ name: `${p}upstream_attempts_total`, help: 'Upstream calls, by provider and outcome (status code or error code).', labelNames: ['provider', 'outcome'], registers: [registry] });
+      const attempts = new FastCounter(`${p}upstream_attempts_total`, 'Upstream calls, by provider and outcome (status code or error code).', ['provider', 'outcome'], registry);
       const retries = new client.Counter({ name: `${p}retries_total`, help: 'Upstream calls repeated on the same target (retries).', labelNames: ['provider'], registers: [registry] });
       const retried = new client.Counter({ name: `${p}retried_requests_total`, help: 'Requests with at least one retry.', registers: [registry] });
       const fallbacks = new client.Counter({ name: `${p}fallbacks_total`, help: 'Requests whose answer came from another target than the first tried (target path changed).', registers: [registry] });
       const breakerOpen = new client.Counter({ name: `${p}circuit_open_total`, help: 'Attempts refused by an open circuit breaker (503 circuit_open).', labelNames: ['provider'], registers: [registry] });
       const breakerSeen = new client.Gauge({ name: `${p}circuit_open_last_seen_seconds`, help: 'Unix time of the last attempt refused by an open breaker, by provider.', labelNames: ['provider'], registers: [registry] });
-      const ttfb = new client.Histogram({ name: `${p}time_to_first_byte_seconds`, help: 'Arrival to the first byte of the answer sent to the client (streamed or not).', labelNames: ['route', 'provider'], buckets: LATENCY_BUCKETS, registers: [registry] });
-      const errors = new client.Counter({ name: `${p}errors_total`, help: 'Requests that ended with an error, by route and error code (the code of the error envelope).', labelNames: ['route', 'code'], registers: [registry] });
-      const guardrailChecks = new client.Counter({ name: `${p}guardrail_checks_total`, help: 'Guardrail check runs, by phase (before, after), check id and outcome (pass, fail, error).', labelNames: ['phase', 'check', 'outcome'], registers: [registry] });
+      const ttfb = new FastHistogram(`${p}time_to_first_byte_seconds`, 'Arrival to the first byte of the answer sent to the client (streamed or not).', ['route', 'provider'], LATENCY_BUCKETS, registry);
+      const errors = new FastCounter(`${p}errors_total`, 'Requests that ended with an error, by route and error code (the code of the error envelope).', ['route', 'code'], registry);
+      const guardrailChecks = new FastCounter(`${p}guardrail_checks_total`, 'Guardrail check runs, by phase (before, after), check id and outcome (pass, fail, error).', ['phase', 'check', 'outcome'], registry);
       const guardrailDenied = new client.Counter({ name: `${p}guardrail_denied_total`, help: 'Requests denied by a guardrail hook, by phase.', labelNames: ['phase'], registers: [registry] });
       const limited = new client.Counter({ name: `${p}limit_rejections_total`, help: 'Requests the gateway itself refused for a limit (429 or 402 before any upstream call), by error code.', labelNames: ['code'], registers: [registry] });
 
-      const requestsOf = series(requests);
-      const durationOf = series(duration);
-      const upstreamOf = series(upstream);
-      const ttftOf = series(ttft);
-      const ttfbOf = series(ttfb);
-      const tokensOf = series(tokens);
-      const costOf = series(cost);
-      const attemptsOf = series(attempts);
-      const errorsOf = series(errors);
-      const checksOf = series(guardrailChecks);
 
       let logs: LogStoreStatus | null = null;
       const last = { queue_full: 0, write_failed: 0, shutdown: 0, written: 0, errors: 0 };
@@ -172,26 +163,26 @@ export function metrics(options: MetricsOptions = {}): GatewayPlugin {
         const route = ctx.route?.name ?? 'unmatched';
         const provider = s.provider ?? 'none';
         const model = modelLabel(s.modelAnswered ?? s.modelRequested);
-        requestsOf(route, provider, model, String(ctx.status)).inc();
-        if (ctx.latencyMs !== null) durationOf(route, provider).observe(ctx.latencyMs / 1000);
-        if (ctx.upstreamLatencyMs !== null) upstreamOf(provider).observe(ctx.upstreamLatencyMs / 1000);
-        if (ctx.firstByteMs !== null) ttfbOf(route, provider).observe(ctx.firstByteMs / 1000);
-        if (s.ttftMs !== null) ttftOf(route, provider).observe(s.ttftMs / 1000);
+        requests.add(1, route, provider, model, statusLabel(ctx.status));
+        if (ctx.latencyMs !== null) duration.observe(ctx.latencyMs / 1000, route, provider);
+        if (ctx.upstreamLatencyMs !== null) upstream.observe(ctx.upstreamLatencyMs / 1000, provider);
+        if (ctx.firstByteMs !== null) ttfb.observe(ctx.firstByteMs / 1000, route, provider);
+        if (s.ttftMs !== null) ttft.observe(s.ttftMs / 1000, route, provider);
         const u = s.usage;
         if (u !== null && s.costStatus !== 'cache_hit') {
           const estimated = s.tokensEstimated ? 'true' : 'false';
-          if (u.prompt_tokens > 0) tokensOf(provider, model, 'prompt', estimated).inc(u.prompt_tokens);
-          if (u.completion_tokens > 0) tokensOf(provider, model, 'completion', estimated).inc(u.completion_tokens);
-          if ((u.cached_tokens ?? 0) > 0) tokensOf(provider, model, 'cached', estimated).inc(u.cached_tokens);
-          if ((u.reasoning_tokens ?? 0) > 0) tokensOf(provider, model, 'reasoning', estimated).inc(u.reasoning_tokens);
+          if (u.prompt_tokens > 0) tokens.add(u.prompt_tokens, provider, model, 'prompt', estimated);
+          if (u.completion_tokens > 0) tokens.add(u.completion_tokens, provider, model, 'completion', estimated);
+          if ((u.cached_tokens ?? 0) > 0) tokens.add(u.cached_tokens!, provider, model, 'cached', estimated);
+          if ((u.reasoning_tokens ?? 0) > 0) tokens.add(u.reasoning_tokens!, provider, model, 'reasoning', estimated);
         }
-        if (s.cost !== null && s.cost > 0) costOf(provider, model).inc(s.cost);
+        if (s.cost !== null && s.cost > 0) cost.add(s.cost, provider, model);
         if (s.costStatus === 'unpriced') unpriced.inc({ provider, model });
         if (ctx.cacheStatus !== null) {
           cache.inc({ status: ctx.cacheStatus });
           if (s.costStatus === 'cache_hit') cacheHits.inc();
         }
-        for (const a of ctx.attempts) attemptsOf(a.provider ?? 'none', a.error ?? String(a.status)).inc();
+        for (const a of ctx.attempts) attempts.add(1, a.provider ?? 'none', a.error ?? (a.status === null ? 'none' : statusLabel(a.status)));
         if (s.retries > 0) {
           retries.inc({ provider }, s.retries);
           retried.inc();
@@ -205,14 +196,14 @@ export function metrics(options: MetricsOptions = {}): GatewayPlugin {
           }
         }
         if (ctx.error !== null) {
-          errorsOf(route, ctx.error.code).inc();
+          errors.add(1, route, ctx.error.code);
           if ((ctx.status === 429 || ctx.status === 402) && ctx.attempts.length === 0) limited.inc({ code: ctx.error.code });
         }
         const hooks = ctx.logFields.hook_results;
         if (hooks !== undefined) {
           guardrailOutcomes(
             hooks,
-            (phase, check, outcome) => checksOf(phase, check, outcome).inc(),
+            (phase, check, outcome) => guardrailChecks.add(1, phase, check, outcome),
             (phase) => guardrailDenied.inc({ phase }),
           );
         }
@@ -246,6 +237,14 @@ export function metrics(options: MetricsOptions = {}): GatewayPlugin {
       }
     },
   };
+}
+
+/** Status codes as label values, made once each. */
+const STATUS_LABELS = new Map<number, string>();
+function statusLabel(status: number): string {
+  let label = STATUS_LABELS.get(status);
+  if (label === undefined) STATUS_LABELS.set(status, (label = String(status)));
+  return label;
 }
 
 function digest(value: string): Buffer {

@@ -95,14 +95,23 @@ export class ThreadSink {
   }
 
   /**
-   * Stops accepting, lets the thread write what is left for up to `timeoutMs`, then ends it.
-   * Whatever was not written by then is counted as dropped (`shutdown`) and warned about.
+   * Writes what is held, and what requests still finishing add meanwhile, then stops accepting and
+   * lets the thread end; all within `timeoutMs`. Whatever was not written by then is counted as
+   * dropped (`shutdown`) and warned about.
    */
   async close(timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    if (this.#thread !== null) {
+      // Entries keep coming while the last requests end: flush until a flush finds nothing new.
+      do {
+        this.#handOver();
+        if (!(await within(this.#thread.flush(), deadline - Date.now()))) break;
+      } while (this.#pending.length > 0 && Date.now() < deadline);
+    }
     this.#closed = true;
     if (this.#thread !== null) {
       this.#handOver();
-      await this.#thread.close(timeoutMs);
+      await this.#thread.close(Math.max(0, deadline - Date.now()));
     }
     if (this.#held > 0) {
       this.#warnings.drop('shutdown', this.#held);
@@ -161,5 +170,15 @@ export class ThreadSink {
       this.#bytes = pendingBytes;
       this.#warnings.drop('write_failed', inThread);
     }
+  }
+}
+
+/** Waits for `work` at most `ms`; true when it finished in time. */
+async function within(work: Promise<void>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([work.then(() => true), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), Math.max(0, ms))))]);
+  } finally {
+    clearTimeout(timer);
   }
 }

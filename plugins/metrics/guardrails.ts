@@ -1,22 +1,3 @@
-/**
- * A metric's children by label values, found by one joined string. prom-client
- * otherwise hashes a label object (sorting its keys) on every `inc` and
- * `observe`, a few microseconds per request per series. Label values are
- * bounded by the caller (routes, providers, capped models, codes), so the map is too.
- */
-export function series<C>(metric: { labels(...values: string[]): C }): (...values: string[]) => C {
-  const children = new Map<string, C>();
-  return (...values) => {
-    const key = values.length === 1 ? values[0]! : values.join('\u0000');
-    let child = children.get(key);
-    if (child === undefined) {
-      child = metric.labels(...values);
-      children.set(key, child);
-    }
-    return child;
-  };
-}
-
 /** One check's outcome in `hook_results` (the guardrails plugin's shape), as far as the metrics read it. */
 interface CheckOutcomeLike {
   id?: unknown;
