@@ -53,7 +53,7 @@ export { postTokenForm, type Send } from './oauth.js';
 export { contentText, defineCheck, requestText, responseText, type CheckInput, type CheckResult, type GuardrailCheck } from './guardrails.js';
 export { migrate, numberPlaceholders, splitStatements, sqlStore, type Migration, type SqlClient, type SqlStore } from './sql.js';
 export { sqliteClient } from './sqlite.js';
-export { randomHex } from './ids.js';
+export { randomHex, w3cTraceId } from './ids.js';
 export { bundledPricing, bundledPricingData, costOf, pricingOf, PricingTable, readPricingData, type CostResult, type CostStatus, type ModelPrice, type PricingData } from './pricing/index.js';
 export {
   assembleSSE,

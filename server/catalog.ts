@@ -58,6 +58,7 @@ export const CATALOG: Readonly<Record<string, Loader>> = Object.freeze({
   pricing: async (options) => (await import('../plugins/pricing/index.js')).pricing(options),
   metrics: async (options, env) => (await import('../plugins/metrics/index.js')).metrics({ token: env.metricsToken, ...options }),
   traceparent: async (options) => (await import('../plugins/traceparent/index.js')).traceparent(options),
+  otel: async (options) => (await import('../plugins/otel/index.js')).otel(options),
   retry: async (options) => (await import('../plugins/retry/index.js')).retry(options),
   timeout: async () => (await import('../plugins/timeout/index.js')).timeout(),
   breaker: async (options) => (await import('../plugins/breaker/index.js')).breaker(options),

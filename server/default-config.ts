@@ -48,6 +48,8 @@ export const DEFAULT_CONFIG: ServerConfig = {
     { name: 'log-store' },
     { name: 'log-api' },
     { name: 'metrics' },
+    // Off (no tap, nothing loaded) unless OTEL_EXPORTER_OTLP_ENDPOINT or a per-signal endpoint is set.
+    { name: 'otel' },
     { name: 'request-log' },
   ],
 };

@@ -1,11 +1,9 @@
-import { createHash } from 'node:crypto';
 import * as v from 'valibot';
-import { parseOptions, randomHex, STAGES, type GatewayPlugin } from '../../sdk/index.js';
+import { parseOptions, randomHex, STAGES, w3cTraceId, type GatewayPlugin } from '../../sdk/index.js';
 
 export const PLUGIN_NAME = 'traceparent';
 
 const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$/;
-const HEX32 = /^[0-9a-f]{32}$/;
 const HEX16 = /^[0-9a-f]{16}$/;
 const ZERO32 = '0'.repeat(32);
 const ZERO16 = '0'.repeat(16);
@@ -40,16 +38,7 @@ export function parseTraceparent(value: string | undefined): TraceParent | null 
   return { version, traceId, parentId, flags };
 }
 
-/**
- * The W3C trace id for a gateway trace id: the id itself when it is 32 hex
- * digits (a UUID without its dashes counts, so generated ids map one to
- * one), else the first 32 hex digits of its SHA-256.
- */
-export function w3cTraceId(traceId: string): string {
-  const bare = traceId.toLowerCase().replace(/-/g, '');
-  if (HEX32.test(bare) && bare !== ZERO32) return bare;
-  return createHash('sha256').update(traceId).digest('hex').slice(0, 32);
-}
+export { w3cTraceId };
 
 /**
  * W3C Trace Context. An incoming `traceparent` is accepted: its trace id

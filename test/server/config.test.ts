@@ -39,7 +39,7 @@ describe('server config', () => {
   test('the default logs every request: the log store (in the default SQLite store), its routes and /metrics come after the proxy and before the stdout line', () => {
     const names = DEFAULT_CONFIG.plugins.map((p) => p.name);
     expect(names.indexOf('sqlite')).toBeLessThan(names.indexOf('log-store'));
-    expect(names.slice(names.indexOf('proxy'))).toEqual(['proxy', 'log-store', 'log-api', 'metrics', 'request-log']);
+    expect(names.slice(names.indexOf('proxy'))).toEqual(['proxy', 'log-store', 'log-api', 'metrics', 'otel', 'request-log']);
   });
 
   test('a valid file is parsed', async () => {

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { startProcess, type GatewayProcess } from '../helpers/process.js';
 import { startMockOpenAI, type MockUpstream } from '../mocks/openai-upstream.js';
 import { metricValue, parsePrometheus, waitFor } from '../plugins/logs/helpers.js';
+import { spansOf, startReceiver, type Receiver } from '../helpers/otlp-receiver.js';
 
 /**
  * The default config as `npm start` runs it (compiled, no config file): every kind of request
@@ -19,6 +20,7 @@ const KEY = 'default-logging-key-1';
 const OUT = join(ROOT, '.test-build', `default-logging-${process.pid}`);
 
 let mock: MockUpstream;
+let receiver: Receiver;
 let stalled: Server;
 let gw: GatewayProcess;
 let dataDir: string;
@@ -34,8 +36,10 @@ beforeAll(async () => {
     res.write(`data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1, model: 'gpt-4o-mini', choices: [{ index: 0, delta: { role: 'assistant', content: 'Hel' }, finish_reason: null }] })}\n\n`);
   });
   await new Promise<void>((r) => stalled.listen(0, '127.0.0.1', r));
+  receiver = await startReceiver();
   dataDir = mkdtempSync(join(tmpdir(), 'gw-default-logging-'));
-  gw = await startProcess([], { GATEWAY_API_KEYS: KEY, GATEWAY_DATA_DIR: dataDir }, { built: join(OUT, 'server/main.js') });
+  // OpenTelemetry as users turn it on: the standard variable, nothing in a config file.
+  gw = await startProcess([], { GATEWAY_API_KEYS: KEY, GATEWAY_DATA_DIR: dataDir, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }, { built: join(OUT, 'server/main.js') });
 }, 180_000);
 
 afterAll(async () => {
@@ -44,6 +48,7 @@ afterAll(async () => {
   stalled?.closeAllConnections();
   stalled?.close();
   await mock?.close();
+  await receiver?.close();
   rmSync(OUT, { recursive: true, force: true });
   if (dataDir !== undefined) rmSync(dataDir, { recursive: true, force: true });
 });
@@ -145,3 +150,18 @@ test('the default config logs every kind of request exactly once, and serves the
   expect(metricValue(metrics, 'gateway_requests_total', { status: '200' })).toBeGreaterThanOrEqual(3);
   expect(metricValue(metrics, 'gateway_tokens_total', { kind: 'prompt' })).toBeGreaterThanOrEqual(9);
 }, 60_000);
+
+test('OpenTelemetry from OTEL_EXPORTER_OTLP_ENDPOINT: the built server exports the request spans, flushed at SIGTERM', async () => {
+  gw.child.kill('SIGTERM');
+  expect(await gw.exited, gw.output()).toBe(0);
+  const spans = spansOf(receiver);
+  const chat = spans.find((s) => s.kind === 2 && s.attributes['gateway.trace_id'] === 'dl-chat');
+  expect(chat?.attributes).toMatchObject({ 'gen_ai.operation.name': 'chat', 'gen_ai.provider.name': 'openai', 'gen_ai.request.model': 'gpt-4o-mini', 'gen_ai.usage.input_tokens': 9 });
+  expect(spans.some((s) => s.kind === 3 && s.parentSpanId === chat!.spanId)).toBe(true);
+  // The admin route is a span too, without GenAI attributes.
+  const admin = spans.find((s) => s.attributes['gateway.trace_id'] === 'dl-admin');
+  expect(admin?.name).toBe('GET /v1/workspaces');
+  expect(admin?.attributes['gen_ai.operation.name']).toBeUndefined();
+  const metricNames = new Set(receiver.metrics.flatMap((b) => b.resourceMetrics.flatMap((rm: any) => rm.scopeMetrics.flatMap((sm: any) => sm.metrics.map((m: any) => m.name)))));
+  expect(metricNames).toContain('gen_ai.client.operation.duration');
+}, 30_000);

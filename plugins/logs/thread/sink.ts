@@ -157,6 +157,8 @@ export class ThreadSink {
     this.#stats.writeErrors += p.writeErrors;
     if (error !== null) this.#warnings.writeFailed({ message: error.message, code: error.code }, error.entries, error.attempt, error.givingUp);
     if (p.failed > 0) this.#warnings.drop('write_failed', p.failed);
+    // Drops counted since the last warning are reported once the interval has passed, even if no new one comes.
+    else this.#warnings.tick();
   }
 
   /** The thread died with entries in it: those are lost (the next hand-over starts a new thread). */
