@@ -126,7 +126,9 @@ export function logStore(options: LogStoreOptions = {}): GatewayPlugin {
 
       const applyRetention = async (): Promise<number> => {
         if (repository === null || closed || opts.retentionDays === 0) return 0;
-        retentionRunning ??= repository.deleteBefore(Date.now() - opts.retentionDays * 86_400_000).finally(() => {
+        const before = Date.now() - opts.retentionDays * 86_400_000;
+        // With the writer thread, the deletes run there too: no SQLite statement on the event loop.
+        retentionRunning ??= (thread !== null ? thread.deleteBefore(before) : repository.deleteBefore(before)).finally(() => {
           retentionRunning = null;
         });
         return retentionRunning;

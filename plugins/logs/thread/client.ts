@@ -20,6 +20,8 @@ export interface WriterThread {
   send(entries: LogEntry[], sizes: number[]): void;
   /** Resolves once everything sent before is written or dropped (or the thread is gone). */
   flush(): Promise<void>;
+  /** Deletes entries created before `before` (epoch ms) on the thread; resolves with how many. */
+  deleteBefore(before: number): Promise<number>;
   /** Lets the thread write what it holds for up to `timeoutMs` and end. Resolves true once it ended, false if it did not in time. */
   close(timeoutMs: number): Promise<boolean>;
 }
@@ -38,7 +40,7 @@ function writerEntry(): { url: URL | string; eval: boolean } {
   return { url: `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(source)}); })`, eval: true };
 }
 
-function spawn(data: WriterData, events: WriterEvents, flushed: (id: number) => void): Promise<Worker> {
+function spawn(data: WriterData, events: WriterEvents, flushed: (id: number) => void, deleted: (m: Extract<FromWriter, { type: 'deleted' }>) => void): Promise<Worker> {
   return new Promise<Worker>((resolve, reject) => {
     const entry = writerEntry();
     const w = new Worker(entry.url, { eval: entry.eval, workerData: data, name: 'log-writer' });
@@ -60,6 +62,9 @@ function spawn(data: WriterData, events: WriterEvents, flushed: (id: number) => 
         case 'flushed':
           flushed(m.id);
           break;
+        case 'deleted':
+          deleted(m);
+          break;
       }
     });
     w.on('error', (err) => {
@@ -75,9 +80,16 @@ function spawn(data: WriterData, events: WriterEvents, flushed: (id: number) => 
 export async function startWriterThread(data: WriterData, events: WriterEvents): Promise<WriterThread> {
   let nextFlush = 1;
   const flushes = new Map<number, () => void>();
+  const deletions = new Map<number, { resolve: (n: number) => void; reject: (err: Error) => void }>();
   const flushed = (id: number) => {
     flushes.get(id)?.();
     flushes.delete(id);
+  };
+  const deleted = (m: Extract<FromWriter, { type: 'deleted' }>) => {
+    const waiting = deletions.get(m.id);
+    deletions.delete(m.id);
+    if (m.error === null) waiting?.resolve(m.deleted);
+    else waiting?.reject(new Error(m.error));
   };
   let closing = false;
   let current: Worker | null = null;
@@ -90,11 +102,13 @@ export async function startWriterThread(data: WriterData, events: WriterEvents):
       if (current === w) current = null;
       for (const done of flushes.values()) done();
       flushes.clear();
+      for (const waiting of deletions.values()) waiting.reject(new Error('log store: the writer thread ended during a retention clean-up'));
+      deletions.clear();
       if (!closing) events.lost(new Error(`log store: the writer thread exited (code ${code})${failure === null ? '' : `: ${failure.message}`}`));
     });
     return w;
   };
-  current = watch(await spawn(data, events, flushed));
+  current = watch(await spawn(data, events, flushed, deleted));
   let respawning: Promise<void> | null = null;
   // Entries sent while a new thread starts wait here, in order.
   let backlog: ToWriter[] = [];
@@ -105,7 +119,7 @@ export async function startWriterThread(data: WriterData, events: WriterEvents):
       return;
     }
     backlog.push(message);
-    respawning ??= spawn(data, events, flushed).then(
+    respawning ??= spawn(data, events, flushed, deleted).then(
       (w) => {
         current = watch(w);
         respawning = null;
@@ -130,6 +144,13 @@ export async function startWriterThread(data: WriterData, events: WriterEvents):
       return new Promise<void>((resolve) => {
         flushes.set(id, resolve);
         post({ type: 'flush', id });
+      });
+    },
+    deleteBefore(before) {
+      const id = nextFlush++;
+      return new Promise<number>((resolve, reject) => {
+        deletions.set(id, { resolve, reject });
+        post({ type: 'retention', id, before });
       });
     },
     async close(timeoutMs) {

@@ -22,6 +22,8 @@ export type ToWriter =
   | { type: 'entries'; entries: LogEntry[]; sizes: number[] }
   /** Answer `flushed` once everything sent before this is written or dropped. */
   | { type: 'flush'; id: number }
+  /** Delete entries created before `before` (epoch ms); answer `deleted`. */
+  | { type: 'retention'; id: number; before: number }
   /** Write what is left for up to `timeoutMs`, then close the connection and end (what is left is the main thread's to count). */
   | { type: 'close'; timeoutMs: number };
 
@@ -50,4 +52,5 @@ export type FromWriter =
   | { type: 'ready' }
   | { type: 'open_failed'; message: string }
   | ({ type: 'progress'; error: WriteFailure | null } & Progress)
-  | { type: 'flushed'; id: number };
+  | { type: 'flushed'; id: number }
+  | { type: 'deleted'; id: number; deleted: number; error: string | null };

@@ -87,6 +87,12 @@ export class ThreadSink {
     return true;
   }
 
+  /** Deletes entries created before `before` (epoch ms) on the writer thread, off the event loop. */
+  deleteBefore(before: number): Promise<number> {
+    if (this.#thread === null) return Promise.resolve(0);
+    return this.#thread.deleteBefore(before);
+  }
+
   /** Resolves once everything accepted so far is written or dropped. */
   async flush(): Promise<void> {
     if (this.#thread === null) return;

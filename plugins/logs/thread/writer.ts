@@ -59,6 +59,13 @@ port.on('message', (message: ToWriter) => {
     case 'flush':
       flushes.push(message.id);
       break;
+    case 'retention':
+      // Between write transactions (messages are handled one at a time), in chunks, each its own statement.
+      void repository.deleteBefore(message.before).then(
+        (deleted) => send({ type: 'deleted', id: message.id, deleted, error: null }),
+        (err: unknown) => send({ type: 'deleted', id: message.id, deleted: 0, error: (err as Error).message }),
+      );
+      return;
     case 'close':
       closeBy = Date.now() + message.timeoutMs;
       if (retryTimer !== null) {
