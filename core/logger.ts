@@ -64,7 +64,7 @@ export interface LoggerOptions {
 
 /** The root logger. Lines are JSON; secrets at the redacted paths are replaced by `[redacted]`. */
 export function createLogger(options: LoggerOptions = {}): Logger {
-  // Async writes coalesce under load while a write is in flight, and a quiet gateway still logs at once.
+  // Async, gathered into chunks under load; a quiet gateway's lines still go out within STDOUT_FLUSH_MS.
   const destination = options.destination ?? bufferedStdout();
   return pino(
     {
