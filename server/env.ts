@@ -18,6 +18,8 @@ export interface ServerEnv {
   encryptionKey: string | undefined;
   /** GATEWAY_BOOTSTRAP_KEY: the first admin key of an empty control plane (else one is generated and printed). */
   bootstrapKey: string | undefined;
+  /** The OTEL_* variables (undefined when none is set): the `otel` plugin's defaults, so a server started with its own env ignores the process's. */
+  otel: Record<string, string> | undefined;
 }
 
 export function readEnv(env: NodeJS.ProcessEnv = process.env): ServerEnv {
@@ -40,5 +42,14 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): ServerEnv {
     metricsToken: env.GATEWAY_METRICS_TOKEN || undefined,
     encryptionKey: env.GATEWAY_ENCRYPTION_KEY || undefined,
     bootstrapKey: env.GATEWAY_BOOTSTRAP_KEY || undefined,
+    otel: otelVariables(env),
   };
+}
+
+function otelVariables(env: NodeJS.ProcessEnv): Record<string, string> | undefined {
+  let out: Record<string, string> | undefined;
+  for (const [key, value] of Object.entries(env)) {
+    if (key.startsWith('OTEL_') && value !== undefined) (out ??= {})[key] = value;
+  }
+  return out;
 }

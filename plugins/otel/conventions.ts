@@ -1,33 +1,34 @@
 /**
  * OpenTelemetry semantic conventions the plugin writes: HTTP server spans and
  * the GenAI conventions (https://opentelemetry.io/docs/specs/semconv/gen-ai/).
- * The GenAI names are still "development" in the conventions package, which
- * asks users to copy them rather than import its incubating entry point.
+ * Stable names come from the conventions package; the GenAI names are still
+ * "development" there, and the package asks users to copy those rather than
+ * import its incubating entry point (which may change in a minor release).
+ * Only loaded when export is on (record.ts and telemetry.ts import it).
  */
+import { ATTR_ERROR_TYPE, ATTR_HTTP_REQUEST_METHOD, ATTR_HTTP_RESPONSE_STATUS_CODE, ATTR_HTTP_ROUTE, ATTR_URL_PATH } from '@opentelemetry/semantic-conventions';
 
 export const ATTR = {
   operation: 'gen_ai.operation.name',
   provider: 'gen_ai.provider.name',
   requestModel: 'gen_ai.request.model',
   responseModel: 'gen_ai.response.model',
-  responseId: 'gen_ai.response.id',
   inputTokens: 'gen_ai.usage.input_tokens',
   outputTokens: 'gen_ai.usage.output_tokens',
   tokenType: 'gen_ai.token.type',
-  requestStream: 'gen_ai.request.stream',
-  errorType: 'error.type',
-  httpMethod: 'http.request.method',
-  httpStatus: 'http.response.status_code',
-  httpRoute: 'http.route',
-  urlPath: 'url.path',
-  serverAddress: 'server.address',
-  serverPort: 'server.port',
+  errorType: ATTR_ERROR_TYPE,
+  httpMethod: ATTR_HTTP_REQUEST_METHOD,
+  httpStatus: ATTR_HTTP_RESPONSE_STATUS_CODE,
+  httpRoute: ATTR_HTTP_ROUTE,
+  urlPath: ATTR_URL_PATH,
 } as const;
 
 /** The gateway's own attributes, under `gateway.`. */
 export const GATEWAY_ATTR = {
   traceId: 'gateway.trace_id',
   route: 'gateway.route',
+  // The GenAI conventions have no attribute for a streamed answer yet, so it is the gateway's own.
+  stream: 'gateway.stream',
   providerRequested: 'gateway.provider.requested',
   targetPath: 'gateway.target_path',
   attempts: 'gateway.attempt_count',
@@ -55,7 +56,7 @@ export const METRIC = {
 export const TOKEN_BUCKETS = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864];
 export const DURATION_BUCKETS = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92];
 
-/** The gateway's route names for model calls, as `gen_ai.operation.name` values. */
+/** The gateway's route names for model calls, as `gen_ai.operation.name` values (`rerank` has no well-known value: the conventions allow a custom one). */
 const OPERATIONS: Readonly<Record<string, string>> = {
   'chat.completions': 'chat',
   completions: 'text_completion',

@@ -1,5 +1,5 @@
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context } from '@opentelemetry/api';
-import { requestSummary, w3cTraceId, type PricingTable, type RequestContext } from '../../sdk/index.js';
+import { randomHex, requestSummary, w3cTraceId, type PricingTable, type RequestContext } from '../../sdk/index.js';
 import { ATTR, GATEWAY_ATTR, operationOf, providerName } from './conventions.js';
 import type { Telemetry } from './telemetry.js';
 
@@ -15,7 +15,8 @@ function idsOf(ctx: RequestContext): { traceId: string; spanId: string | null; s
     if (m !== null) return { traceId: m[1]!, spanId: m[2]!, sampled: (parseInt(m[3]!, 16) & 1) === 1 };
   }
   const spanId = ctx.spanId !== null && HEX16.test(ctx.spanId) && ctx.spanId !== ZERO16 ? ctx.spanId : null;
-  return { traceId: w3cTraceId(ctx.traceId ?? ''), spanId, sampled: true };
+  // Without the trace plugin there is no trace id: a fresh one, not the hash of '' (one trace for every request).
+  return { traceId: ctx.traceId === null ? randomHex(16) : w3cTraceId(ctx.traceId), spanId, sampled: true };
 }
 
 /** Epoch ms of the request's arrival (its `startedAt` is on the performance clock). */
@@ -33,8 +34,10 @@ export function recordRequest(t: Telemetry, ctx: RequestContext, pricing: Pricin
   const operation = operationOf(route);
   const provider = s.provider === null ? null : providerName(s.provider);
   const model = s.modelRequested ?? ctx.model;
-  const failed = ctx.error !== null || ctx.status >= 500;
   const errorType = ctx.error?.code ?? (ctx.status >= 400 ? String(ctx.status) : null);
+  // A model call that ended in error is a failed GenAI operation (the conventions: error.type set, status ERROR),
+  // a 4xx included; other routes follow the HTTP server rule, where a client's 4xx is not the server's failure.
+  const failed = ctx.status >= 500 || (operation !== null && errorType !== null);
   const seconds = (ctx.latencyMs ?? 0) / 1000;
 
   // Attributes shared by spans and metrics (the metrics' own set is kept small: it makes series).
@@ -52,7 +55,7 @@ export function recordRequest(t: Telemetry, ctx: RequestContext, pricing: Pricin
       if (ctx.route !== null) attributes[ATTR.httpRoute] = ctx.route.path;
       if (ctx.traceId !== null) attributes[GATEWAY_ATTR.traceId] = ctx.traceId;
       if (route !== null) attributes[GATEWAY_ATTR.route] = route;
-      if (operation !== null) attributes[ATTR.requestStream] = ctx.stream || s.sse;
+      if (operation !== null) attributes[GATEWAY_ATTR.stream] = ctx.stream || s.sse;
       if (s.usage !== null) {
         attributes[ATTR.inputTokens] = s.usage.prompt_tokens;
         attributes[ATTR.outputTokens] = s.usage.completion_tokens;
@@ -100,7 +103,8 @@ export function recordRequest(t: Telemetry, ctx: RequestContext, pricing: Pricin
           { kind: SpanKind.CLIENT, startTime: start, attributes: attemptAttributes },
           inside,
         );
-        if (a.error !== null || (a.status !== null && a.status >= 500)) child.setStatus({ code: SpanStatusCode.ERROR });
+        // A client span fails on any error or 4xx/5xx (HTTP client rule): a 429 that was retried is still a failed call.
+        if (attemptAttributes[ATTR.errorType] !== undefined) child.setStatus({ code: SpanStatusCode.ERROR, ...(a.error === null ? {} : { message: a.error }) });
         child.end(start + a.latencyMs);
       }
       span.end(arrival + (ctx.latencyMs ?? 0));

@@ -59,8 +59,13 @@ export interface ExportSettings {
  * dynamic imports, so a gateway without an endpoint never loads OpenTelemetry.
  */
 export async function startTelemetry(settings: ExportSettings, random: (bytes: number) => string): Promise<Telemetry> {
-  const [{ resourceFromAttributes }, { DURATION_BUCKETS, METRIC, TOKEN_BUCKETS }] = await Promise.all([import('@opentelemetry/resources'), import('./conventions.js')]);
-  const resource = resourceFromAttributes({ 'service.name': settings.serviceName, 'service.version': settings.serviceVersion });
+  const [{ defaultResource, resourceFromAttributes }, { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION }, { DURATION_BUCKETS, METRIC, TOKEN_BUCKETS }] = await Promise.all([
+    import('@opentelemetry/resources'),
+    import('@opentelemetry/semantic-conventions'),
+    import('./conventions.js'),
+  ]);
+  // The SDK's own telemetry.sdk.* attributes plus the service; no host or process detectors run, so nothing about the machine leaves it.
+  const resource = defaultResource().merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: settings.serviceName, [ATTR_SERVICE_VERSION]: settings.serviceVersion }));
   const ids = settableIds(random);
   const stops: (() => Promise<void>)[] = [];
   const telemetry: Telemetry = { tracer: null, tokenUsage: null, duration: null, timeToFirstChunk: null, ids, shutdown: async () => void (await Promise.allSettled(stops.map((s) => s()))) };
