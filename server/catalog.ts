@@ -22,7 +22,8 @@ export const CATALOG: Readonly<Record<string, Loader>> = Object.freeze({
     (await import('../plugins/provider-headers/index.js')).providerHeaders({ allowPrivateHosts: env.allowPrivateHosts, ...options }),
   validation: async () => (await import('../plugins/validation/index.js')).validation(),
   proxy: async () => (await import('../plugins/proxy/index.js')).proxy(),
-  'request-log': async (options) => (await import('../plugins/request-log/index.js')).requestLog(options),
+  'request-log': async (options, env) =>
+    (await import('../plugins/request-log/index.js')).requestLog(env.requestLog === undefined ? options : { lines: env.requestLog, ...options }),
   openai: async (options) => (await import('../plugins/providers/openai/index.js')).openai(options),
   'provider-registry': async (options, _env, server) =>
     (await import('../plugins/provider-registry/index.js')).providerRegistry({ providers: server.providers, ...options }),

@@ -18,6 +18,8 @@ export interface ServerEnv {
   encryptionKey: string | undefined;
   /** GATEWAY_BOOTSTRAP_KEY: the first admin key of an empty control plane (else one is generated and printed). */
   bootstrapKey: string | undefined;
+  /** GATEWAY_REQUEST_LOG: which requests the `request-log` plugin writes a stdout line for (`all`, `failures`, `auto`). */
+  requestLog: 'all' | 'failures' | 'auto' | undefined;
   /** The OTEL_* variables (undefined when none is set): the `otel` plugin's defaults, so a server started with its own env ignores the process's. */
   otel: Record<string, string> | undefined;
 }
@@ -42,8 +44,15 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): ServerEnv {
     metricsToken: env.GATEWAY_METRICS_TOKEN || undefined,
     encryptionKey: env.GATEWAY_ENCRYPTION_KEY || undefined,
     bootstrapKey: env.GATEWAY_BOOTSTRAP_KEY || undefined,
+    requestLog: requestLogLines(env.GATEWAY_REQUEST_LOG),
     otel: otelVariables(env),
   };
+}
+
+function requestLogLines(value: string | undefined): ServerEnv['requestLog'] {
+  if (value === undefined || value === '') return undefined;
+  if (value === 'all' || value === 'failures' || value === 'auto') return value;
+  throw new Error(`GATEWAY_REQUEST_LOG must be all, failures or auto, got "${value}"`);
 }
 
 function otelVariables(env: NodeJS.ProcessEnv): Record<string, string> | undefined {

@@ -1,11 +1,20 @@
-import { type GatewayPlugin, parseOptions, type RequestContext } from '../../sdk/index.js';
+import { type GatewayPlugin, LOG_STORE, parseOptions, type RequestContext } from '../../sdk/index.js';
 import * as v from 'valibot';
 
 export const PLUGIN_NAME = 'request-log';
 
+/** Which requests get a line: every one, only failures (a status of 500 or more), or `auto`. */
+export type RequestLines = 'all' | 'failures' | 'auto';
+
 const OptionsSchema = v.strictObject({
   /** pino level of the per-request line. */
   level: v.optional(v.picklist(['trace', 'debug', 'info', 'warn']), 'info'),
+  /**
+   * `all`: a line per request. `failures`: only requests that ended with a status of 500 or more
+   * (the gateway or its upstream failed). `auto` (default): `failures` when a durable log store is
+   * loaded (it keeps every request, queryable), else `all`. See docs/operations.md for the figures.
+   */
+  lines: v.optional(v.picklist(['all', 'failures', 'auto'], 'must be all, failures or auto'), 'auto'),
 });
 
 export type RequestLogOptions = v.InferInput<typeof OptionsSchema>;
@@ -47,14 +56,25 @@ function baseLine(ctx: RequestContext): Record<string, unknown> {
   };
 }
 
-/** One pino line per request, proxied ones included, written after the response ended. */
+/**
+ * One pino line per request (or per failed request), proxied ones included,
+ * written after the response ended. With a durable log store loaded, the
+ * default keeps stdout to failures: the store has every request already, and
+ * a line per request costs more than the store does (docs/operations.md).
+ */
 export function requestLog(options: RequestLogOptions = {}): GatewayPlugin {
-  const { level } = parseOptions(PLUGIN_NAME, OptionsSchema, options);
+  const { level, lines } = parseOptions(PLUGIN_NAME, OptionsSchema, options);
   return {
     name: PLUGIN_NAME,
     apply(api) {
       const logger = api.logger;
+      // Decided once the gateway is assembled: the log store may be listed after this plugin.
+      let failuresOnly = lines === 'failures';
+      api.onReady(() => {
+        if (lines === 'auto') failuresOnly = api.tryResolve(LOG_STORE) !== undefined;
+      });
       api.hooks.log.tap(PLUGIN_NAME, (ctx) => {
+        if (failuresOnly && ctx.status < 500) return;
         if (logger.isLevelEnabled(level)) logger[level](requestLogLine(ctx), 'request');
       });
     },

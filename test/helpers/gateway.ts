@@ -33,7 +33,11 @@ export function memoryLogger(level = 'info'): { logger: Logger; lines: () => Rec
   };
 }
 
-/** Starts the real server (default config unless given) on an ephemeral port, logging to memory. */
+/**
+ * Starts the real server (default config unless given) on an ephemeral port, logging to memory.
+ * Every request gets its stdout line (`GATEWAY_REQUEST_LOG=all`), since tests assert on them;
+ * the default's failures-only stdout is tested in test/server/default-logging.test.ts.
+ */
 export async function startTestServer(
   options: { config?: ServerConfig; env?: Record<string, string> } = {},
 ): Promise<RunningServer & { logs: ReturnType<typeof memoryLogger> }> {
@@ -42,7 +46,7 @@ export async function startTestServer(
   const dataDir = await mkdtemp(join(tmpdir(), 'gw-data-'));
   const running = await startServer({
     config: options.config ?? DEFAULT_CONFIG,
-    env: { GATEWAY_API_KEYS: GATEWAY_KEY, GATEWAY_BOOTSTRAP_KEY: BOOTSTRAP_KEY, GATEWAY_DATA_DIR: dataDir, ...options.env },
+    env: { GATEWAY_API_KEYS: GATEWAY_KEY, GATEWAY_BOOTSTRAP_KEY: BOOTSTRAP_KEY, GATEWAY_DATA_DIR: dataDir, GATEWAY_REQUEST_LOG: 'all', ...options.env },
     port: 0,
     host: '127.0.0.1',
     logger: logs.logger,

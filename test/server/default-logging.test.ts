@@ -73,7 +73,11 @@ test('the default config logs every kind of request exactly once, and serves the
   expect(chat.status).toBe(200);
   await chat.arrayBuffer();
 
-  const stream = await send('dl-stream', '/v1/chat/completions', { headers: provider(mock.baseURL), body: chatBody('gpt-4o-mini', true) });
+  // With a usage chunk, so the stream's text is left to the writer thread to assemble.
+  const stream = await send('dl-stream', '/v1/chat/completions', {
+    headers: provider(mock.baseURL),
+    body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], stream: true, stream_options: { include_usage: true } }),
+  });
   expect((await stream.text()).trimEnd().endsWith('[DONE]')).toBe(true);
 
   const proxied = await send('dl-proxy', '/v1/some/unshaped/path?x=1', { headers: provider(mock.baseURL), body: '{"anything":true}' });
@@ -96,6 +100,10 @@ test('the default config logs every kind of request exactly once, and serves the
   expect(upstreamError.status).toBe(400);
   await upstreamError.arrayBuffer();
 
+  const upstreamFailure = await send('dl-upstream-500', '/v1/chat/completions', { headers: provider(mock.baseURL), body: chatBody('error-500') });
+  expect(upstreamFailure.status).toBe(500);
+  await upstreamFailure.arrayBuffer();
+
   // A client that reads the first chunk of a stream and leaves.
   const leaving = new AbortController();
   const left = await fetch(`${url()}/v1/chat/completions`, {
@@ -117,6 +125,7 @@ test('the default config logs every kind of request exactly once, and serves the
     'dl-401': { status: 401 },
     'dl-400': { status: 400 },
     'dl-upstream-400': { status: 400 },
+    'dl-upstream-500': { status: 500 },
     'dl-left': { stream: true, aborted: true },
   };
   const lookup = async (trace: string) => {
@@ -139,10 +148,23 @@ test('the default config logs every kind of request exactly once, and serves the
   expect(one).toContain('Hello from the mock!');
   expect(one).not.toContain('sk-test-upstream');
   expect(one).not.toContain(KEY);
+  // The stream's text is assembled from its events on the writer thread: stored as text, not as SSE.
+  const [streamed] = await lookup('dl-stream');
+  const streamedOne = (await (await fetch(`${url()}/v1/logs/${String(streamed!.id)}`, { headers: { 'x-gateway-api-key': KEY } })).json()) as { response_body: string };
+  expect(streamedOne.response_body).toBe('Hello!');
 
   // A little later nothing was logged twice (a late duplicate would show here).
   await new Promise((r) => setTimeout(r, 300));
   for (const trace of Object.keys(expected)) expect(await lookup(trace), trace).toHaveLength(1);
+
+  // With the durable log on, stdout has a line for the failed request only (request-log's `auto`).
+  const requestLines = gw
+    .output()
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Record<string, unknown>)
+    .filter((l) => l.msg === 'request' && typeof l.trace_id === 'string' && l.trace_id.startsWith('dl-'));
+  expect(requestLines.map((l) => [l.trace_id, l.status])).toEqual([['dl-upstream-500', 500]]);
 
   const metrics = parsePrometheus(await (await fetch(`${url()}/metrics`, { headers: { 'x-gateway-api-key': KEY } })).text());
   expect(metricValue(metrics, 'gateway_log_written_total')).toBeGreaterThanOrEqual(Object.keys(expected).length);

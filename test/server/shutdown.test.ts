@@ -13,7 +13,8 @@ const start = (env: Record<string, string>) => startProcess([], { GATEWAY_API_KE
 const exited = (child: ChildProcess) => new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
 
 test.each(['SIGTERM', 'SIGINT'] as const)('%s lets an in-flight stream finish, flushes its log line and exits 0', async (signal) => {
-  const { child, port, output } = await start({});
+  // Every request's line (the default config, with its durable log, writes only failures to stdout).
+  const { child, port, output } = await start({ GATEWAY_REQUEST_LOG: 'all' });
   const exit = exited(child);
   const pending = fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
     method: 'POST',
