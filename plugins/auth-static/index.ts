@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { GatewayError, parseOptions, STAGES, type AuthInfo, type GatewayPlugin } from '../../sdk/index.js';
 import { StaticAuthOptionsSchema, type StaticAuthOptions } from './schema.js';
 
@@ -33,7 +33,8 @@ export function staticAuth(options: StaticAuthOptions): GatewayPlugin {
 }
 
 function sha256(value: string): string {
-  return createHash('sha256').update(value).digest('hex');
+  // The one-shot hash: a third of createHash's cost, on every request.
+  return hash('sha256', value, 'hex');
 }
 
 export default staticAuth;

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { hash, randomBytes, randomUUID } from 'node:crypto';
 
 /** Prefix of generated gateway keys, so they are recognisable in secret scanners. */
 export const KEY_PREFIX = 'gwk-';
@@ -10,7 +10,7 @@ export function newSecret(): string {
 
 /** How keys are stored and looked up. Keys are random 256-bit values, so a plain digest suffices (no salt, no KDF). */
 export function hashSecret(secret: string): string {
-  return createHash('sha256').update(secret).digest('hex');
+  return hash('sha256', secret, 'hex');
 }
 
 /** What a listing shows of a key: its prefix and last four characters. */

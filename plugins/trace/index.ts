@@ -1,5 +1,4 @@
-import { randomUUID } from 'node:crypto';
-import { GatewayError, STAGES, type GatewayPlugin } from '../../sdk/index.js';
+import { GatewayError, STAGES, uuidv7, type GatewayPlugin } from '../../sdk/index.js';
 
 export const PLUGIN_NAME = 'trace';
 
@@ -9,7 +8,7 @@ const MAX_METADATA_BYTES = 8 * 1024;
 
 /**
  * Trace ids and spans. `x-gateway-trace-id` is taken from the request or
- * generated, and echoed on every response (errors included). Span headers and
+ * generated (a UUIDv7), and echoed on every response (errors included). Span headers and
  * `x-gateway-metadata` (a JSON object) are kept on the context for the log.
  */
 export function trace(): GatewayPlugin {
@@ -18,7 +17,8 @@ export function trace(): GatewayPlugin {
     apply(api) {
       api.hooks.request.tap({ name: PLUGIN_NAME, stage: STAGES.request.TRACE }, (ctx) => {
         const given = ctx.header('x-gateway-trace-id');
-        const traceId = given === undefined || given === '' ? randomUUID() : given;
+        // Generated ids are UUIDv7, ordered by time, so the log store's trace index grows at its end.
+        const traceId = given === undefined || given === '' ? uuidv7() : given;
         ctx.traceId = traceId;
         ctx.responseHeaders['x-gateway-trace-id'] = traceId.length <= MAX_ID_LENGTH ? traceId : traceId.slice(0, MAX_ID_LENGTH);
         if (traceId.length > MAX_ID_LENGTH) {
