@@ -53,10 +53,10 @@ export { postTokenForm, type Send } from './oauth.js';
 export { contentText, defineCheck, requestText, responseText, type CheckInput, type CheckResult, type GuardrailCheck } from './guardrails.js';
 export { migrate, numberPlaceholders, splitStatements, sqlStore, type Migration, type SqlClient, type SqlStore } from './sql.js';
 export { sqliteClient } from './sqlite.js';
-export { randomHex, w3cTraceId } from './ids.js';
+export { randomHex, uuidv7, w3cTraceId } from './ids.js';
 export { bundledPricing, bundledPricingData, costOf, pricingOf, PricingTable, readPricingData, type CostResult, type CostStatus, type ModelPrice, type PricingData } from './pricing/index.js';
+export { assembleSSE, type AssembledStream } from './observe/assemble.js';
 export {
-  assembleSSE,
   captureResponses,
   capturedBytes,
   capturedResponse,
@@ -65,7 +65,6 @@ export {
   modelOfJson,
   pricingMultiplier,
   requestedProvider,
-  type AssembledStream,
   type CapturedResponse,
 } from './observe/capture.js';
 export { CHARS_PER_TOKEN, estimatePromptTokens, requestSummary, type RequestCostStatus, type RequestSummary, type SummaryOptions } from './observe/summary.js';

@@ -55,6 +55,11 @@ export interface LogEntry {
   request_body_truncated: boolean;
   response_body: string | null;
   response_body_truncated: boolean;
+  /**
+   * Not a column: `response_body` holds a streamed answer as sent (SSE), whose text `finishEntry`
+   * assembles where the entry is written; false once it has (or for any other answer).
+   */
+  response_stream: boolean;
 }
 
 /** Column order of an insert; every LogEntry field. */
@@ -100,9 +105,10 @@ const round3 = (ms: number | null): number | null => (ms === null ? null : Math.
 
 /**
  * The entry of a finished request, as the log tap makes it on the event loop: cheap work only.
- * Bodies are the first `limit + REDACT_SLACK` characters, not yet redacted or cut, and hook
- * results are as the hooks left them: `finishEntry` (finish.ts) does that work where the entry
- * is written, on the writer thread when there is one. Headers are never stored.
+ * Bodies are the first `limit + REDACT_SLACK` characters, not yet redacted or cut (a stream's
+ * answer is its SSE text, not yet assembled), and hook results are as the hooks left them:
+ * `finishEntry` (finish.ts) does that work where the entry is written, on the writer thread
+ * when there is one. Headers are never stored.
  */
 export function buildEntry(ctx: RequestContext, s: RequestSummary, options: EntryOptions): LogEntry {
   const created = Math.round(s.startedAt);
@@ -110,7 +116,9 @@ export function buildEntry(ctx: RequestContext, s: RequestSummary, options: Entr
   // Routes that carry secrets in their bodies (the admin API: new keys, provider credentials) never have them stored.
   const sensitive = ctx.route?.sensitive === true;
   const request = sensitive ? { text: null, cut: false } : captureRequest(ctx, options);
-  const response = sensitive ? { text: null, cut: false } : headOf(s.responseText, s.responseCut, options);
+  // A stream whose text was not assembled yet travels as sent; the writer assembles and cuts it.
+  const stream = !sensitive && options.capture !== 'off' && s.responseStream !== null;
+  const response = sensitive ? { text: null, cut: false } : stream ? { text: s.responseStream, cut: s.responseCut } : headOf(s.responseText, s.responseCut, options);
   return {
     id: newLogId(created),
     created_at: created,
@@ -161,6 +169,7 @@ export function buildEntry(ctx: RequestContext, s: RequestSummary, options: Entr
     request_body_truncated: request.cut,
     response_body: response.text,
     response_body_truncated: response.cut,
+    response_stream: stream,
   };
 }
 

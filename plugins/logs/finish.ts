@@ -1,3 +1,4 @@
+import { assembleSSE } from '../../sdk/observe/assemble.js';
 import type { CaptureMode, LogEntry } from './entry.js';
 import { redactBody, redactJson } from './redact.js';
 
@@ -12,12 +13,16 @@ export interface FinishOptions {
 /**
  * The costly part of making an entry, done where it is written (the writer
  * thread, or the in-process writer just before its insert) rather than on the
- * response path: bodies are redacted, then cut at the capture limit on a
- * character boundary; hook results are redacted. Works in place and is
- * idempotent, so a batch that is written again after a failed attempt is
- * unchanged by a second pass.
+ * response path: a stream's text is assembled from its SSE events; bodies are
+ * redacted, then cut at the capture limit on a character boundary; hook
+ * results are redacted. Works in place and is idempotent, so a batch that is
+ * written again after a failed attempt is unchanged by a second pass.
  */
 export function finishEntry(e: LogEntry, options: FinishOptions): LogEntry {
+  if (e.response_stream) {
+    if (e.response_body !== null) e.response_body = assembleSSE(e.response_body).text;
+    e.response_stream = false;
+  }
   if (options.capture === 'off') {
     e.request_body = null;
     e.response_body = null;

@@ -1,7 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import type { RequestContext, Usage } from '../../core/index.js';
 import type { CostStatus, PricingTable } from '../pricing/table.js';
-import { assembleSSE, capturedBytes, capturedResponse, modelOfJson, pricingMultiplier, requestedProvider, type CapturedResponse } from './capture.js';
+import { assembleSSE } from './assemble.js';
+import { capturedBytes, capturedResponse, modelOfJson, pricingMultiplier, requestedProvider, type CapturedResponse } from './capture.js';
 
 const SUMMARY_STATE = 'observe:summary';
 
@@ -37,8 +38,14 @@ export interface RequestSummary {
   circuitOpen: number;
   /** Time to first token: first body byte of a streamed answer, in ms from arrival. */
   ttftMs: number | null;
-  /** The answer's text: assembled from a stream, or the body as sent (null when not kept). */
+  /** The answer's text: assembled from a stream, or the body as sent (null when not kept, or left in `responseStream`). */
   responseText: string | null;
+  /**
+   * A streamed answer as sent (its SSE text), when its text is wanted but was not assembled here:
+   * its usage was known from the usage chunk, so the only reader of the text (the log store) assembles
+   * it where the entry is written (`assembleSSE`), off the response path. Null otherwise.
+   */
+  responseStream: string | null;
   /** True when `responseText` is shorter than the answer (scan limit reached). */
   responseCut: boolean;
   sse: boolean;
@@ -71,6 +78,7 @@ function summarize(ctx: RequestContext, { pricing, wantText }: SummaryOptions): 
   let tokensEstimated = false;
   let modelAnswered: string | null = null;
   let responseText: string | null = null;
+  let responseStream: string | null = null;
   let responseCut = false;
   const sse = captured?.sse === true;
   const ok = ctx.status >= 200 && ctx.status < 300;
@@ -78,7 +86,7 @@ function summarize(ctx: RequestContext, { pricing, wantText }: SummaryOptions): 
   if (captured !== null && captured.kept > 0) {
     const bytes = capturedBytes(captured);
     if (sse) {
-      if (usage === null || wantText) {
+      if (usage === null) {
         const assembled = assembleSSE(bytes.toString('utf8'));
         modelAnswered = assembled.model;
         if (wantText) {
@@ -96,6 +104,10 @@ function summarize(ctx: RequestContext, { pricing, wantText }: SummaryOptions): 
         }
       } else {
         modelAnswered = modelOfJson(bytes.toString('utf8', 0, Math.min(bytes.length, 4096)));
+        if (wantText) {
+          responseStream = bytes.toString('utf8');
+          responseCut = captured.kept < captured.total;
+        }
       }
     } else {
       const text = textOf(captured, bytes);
@@ -160,6 +172,7 @@ function summarize(ctx: RequestContext, { pricing, wantText }: SummaryOptions): 
     circuitOpen,
     ttftMs: sse || ctx.stream ? ctx.firstByteMs : null,
     responseText,
+    responseStream,
     responseCut,
     sse,
   };

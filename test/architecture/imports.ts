@@ -38,5 +38,8 @@ export function pluginPackage(file: string): string {
   return ['providers', 'stores', 'strategies'].includes(parts[1]!) ? parts.slice(0, 3).join('/') : parts.slice(0, 2).join('/');
 }
 
-/** The SDK modules a plugin may import: its entry points. */
-export const SDK_ENTRIES = new Set(['sdk/index.ts', 'sdk/sqlite.ts', 'sdk/anthropic/index.ts', 'sdk/gemini/index.ts']);
+/**
+ * The SDK modules a plugin may import: its entry points. `sqlite` and `observe/assemble` import
+ * nothing from the core, for worker threads that must start light (the log writer).
+ */
+export const SDK_ENTRIES = new Set(['sdk/index.ts', 'sdk/sqlite.ts', 'sdk/observe/assemble.ts', 'sdk/anthropic/index.ts', 'sdk/gemini/index.ts']);

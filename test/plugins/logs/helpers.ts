@@ -378,6 +378,7 @@ export function sampleEntry(overrides: Partial<LogEntry> = {}): LogEntry {
     request_body_truncated: false,
     response_body: null,
     response_body_truncated: false,
+    response_stream: false,
     ...overrides,
   };
 }

@@ -1,7 +1,8 @@
 import { describe, expect, test } from 'vitest';
 import { createLogger } from '../../../core/index.js';
 import { BatchQueue } from '../../../plugins/logs/queue.js';
-import { assembleSSE, modelOfJson } from '../../../sdk/observe/capture.js';
+import { assembleSSE } from '../../../sdk/observe/assemble.js';
+import { modelOfJson } from '../../../sdk/observe/capture.js';
 import { redactBody, scrubText } from '../../../plugins/logs/redact.js';
 import { estimatePromptTokens, toUsage } from '../../../sdk/observe/summary.js';
 import { pricing } from '../../../plugins/pricing/index.js';
@@ -112,7 +113,7 @@ describe('redaction', () => {
     const ctx = new RequestContext('POST', '/v1/chat/completions', { 'content-type': 'application/json' }, new AbortController().signal, createLogger({ level: 'silent' }));
     ctx.rawBody = Buffer.from(huge);
     ctx.body = { model: 'gpt-4o' };
-    const summary = { startedAt: 0, endedAt: 1, provider: null, providerRequested: null, modelRequested: null, modelAnswered: null, usage: null, tokensEstimated: false, cost: null, costStatus: 'no_usage' as const, multiplier: 1, retries: 0, fallbacks: 0, circuitOpen: 0, ttftMs: null, responseText: null, responseCut: false, sse: false };
+    const summary = { startedAt: 0, endedAt: 1, provider: null, providerRequested: null, modelRequested: null, modelAnswered: null, usage: null, tokensEstimated: false, cost: null, costStatus: 'no_usage' as const, multiplier: 1, retries: 0, fallbacks: 0, circuitOpen: 0, ttftMs: null, responseText: null, responseStream: null, responseCut: false, sse: false };
     const started = performance.now();
     const truncated = buildEntry(ctx, summary, { capture: 'truncated', captureBytes: 64, scanLimit: 1024, defaultConfigId: null });
     expect(performance.now() - started).toBeLessThan(500);
