@@ -3,6 +3,7 @@ import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { GatewayError } from './errors.js';
 import type { Attempt, AuthInfo, Provider, RouteDefinition, Target, Usage } from './types.js';
+import { LightSignal, type UpstreamSignal } from './upstream/signal.js';
 
 /**
  * Everything the gateway knows about one request, passed to every hook.
@@ -92,6 +93,7 @@ export class RequestContext {
   readonly #rootLogger: Logger;
   #signal: AbortSignal | null;
   #controller: AbortController | null = null;
+  #light: LightSignal | null = null;
   #gone = false;
 
   /**
@@ -120,10 +122,31 @@ export class RequestContext {
     return this.#signal;
   }
 
+  /**
+   * The signal the transport hands the upstream call: the attempt's (a timeout), the one passed
+   * in (an internal request follows its parent), the request's own when a plugin made it, or
+   * else a light one that aborts with the request without an AbortController (core/upstream/signal.ts).
+   */
+  get upstreamSignal(): AbortSignal | UpstreamSignal {
+    if (this.attemptSignal !== null) return this.attemptSignal;
+    if (this.#signal !== null) return this.#signal;
+    if (this.#light === null) {
+      this.#light = new LightSignal();
+      if (this.#gone) this.#light.abort();
+    }
+    return this.#light;
+  }
+
+  /** True once the client went away (or the signal this request follows aborted). */
+  get clientGone(): boolean {
+    return this.#gone || this.#signal?.aborted === true;
+  }
+
   /** The client went away: `signal` aborts (now, or as soon as anyone asks for it). Called by the pipeline. */
   abort(): void {
     this.#gone = true;
     this.#controller?.abort();
+    this.#light?.abort();
   }
 
   /** A child logger bound to this request's trace id; built on first use only. */

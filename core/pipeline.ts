@@ -138,7 +138,7 @@ export class Pipeline {
 
   private failure(ctx: RequestContext, err: unknown): GatewayResponse {
     // A client that went away is not a gateway fault: recorded as 499 (nginx's convention), never as an internal error.
-    const e = ctx.signal.aborted && !(err instanceof GatewayError) ? new GatewayError('client_closed_request', 'The client closed the connection before the answer was ready.') : toGatewayError(err);
+    const e = ctx.clientGone && !(err instanceof GatewayError) ? new GatewayError('client_closed_request', 'The client closed the connection before the answer was ready.') : toGatewayError(err);
     ctx.error = e;
     if (e.code === 'internal_error') this.logger.error({ err, trace_id: ctx.traceId, path: ctx.path }, 'unexpected error');
     return errorResponse(e);

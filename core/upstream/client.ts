@@ -2,6 +2,7 @@ import type { Agent as AgentType } from 'undici';
 import { Agent, errors as undiciErrors, request as undiciRequest } from './undici.js';
 import { GatewayError } from '../errors.js';
 import type { UpstreamRequest, UpstreamResponse } from '../types.js';
+import type { UpstreamSignal } from './signal.js';
 
 export interface UpstreamClientOptions {
   connections: number;
@@ -32,7 +33,7 @@ export class UpstreamClient {
   }
 
   /** Sends a request; resolves when the upstream's headers arrived. The body is left unread. */
-  async send(request: UpstreamRequest, signal: AbortSignal | null, headersTimeoutMs?: number): Promise<UpstreamResponse> {
+  async send(request: UpstreamRequest, signal: AbortSignal | UpstreamSignal | null, headersTimeoutMs?: number): Promise<UpstreamResponse> {
     const slash = request.url.indexOf('/', request.url.indexOf('//') + 2);
     const origin = slash === -1 ? request.url : request.url.slice(0, slash);
     const path = slash === -1 ? '/' : request.url.slice(slash);
@@ -43,7 +44,8 @@ export class UpstreamClient {
         method: request.method as 'POST',
         headers: request.headers,
         body: request.body,
-        signal,
+        // undici takes anything with aborted, reason and abort listeners (see signal.ts).
+        signal: signal as AbortSignal | null,
         headersTimeout: headersTimeoutMs ?? this.#headersTimeout,
         bodyTimeout: this.#bodyTimeout,
       });

@@ -51,7 +51,7 @@ export function createTransport(providers: Registry<Provider>, client: UpstreamC
     const started = performance.now();
     let upstream: UpstreamResponse;
     try {
-      upstream = await client.send(request, ctx.attemptSignal ?? ctx.signal);
+      upstream = await client.send(request, ctx.upstreamSignal);
     } catch (err) {
       record(ctx, provider, null, started, err);
       throw err;
