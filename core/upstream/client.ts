@@ -1,6 +1,7 @@
 import type { Agent as AgentType } from 'undici';
 import { Agent, errors as undiciErrors, request as undiciRequest } from './undici.js';
 import { GatewayError } from '../errors.js';
+import { withoutUserInfo } from './urls.js';
 import type { UpstreamRequest, UpstreamResponse } from '../types.js';
 
 export interface UpstreamClientOptions {
@@ -58,14 +59,16 @@ export class UpstreamClient {
   }
 }
 
-function upstreamError(err: unknown, origin: string): unknown {
+function upstreamError(err: unknown, rawOrigin: string): unknown {
   if (err instanceof GatewayError) return err;
+  // The origin as written may carry user info (a provider's base URL option, a stored slug): never print it.
+  const origin = withoutUserInfo(rawOrigin);
   if (err instanceof undiciErrors.RequestAbortedError || (err as Error)?.name === 'AbortError') return err;
   if (err instanceof undiciErrors.HeadersTimeoutError || err instanceof undiciErrors.ConnectTimeoutError) {
     return new GatewayError('upstream_timeout', `The upstream at ${origin} did not answer in time.`, { cause: err });
   }
   if (err instanceof undiciErrors.InvalidArgumentError) {
-    return new GatewayError('invalid_request', `The upstream request to ${origin} is invalid: ${err.message}`, { cause: err });
+    return new GatewayError('invalid_request', `The upstream request to ${origin} is invalid: ${withoutUserInfo(err.message)}`, { cause: err });
   }
   const code = (err as { code?: string })?.code;
   const reason = code ? ` (${code})` : '';

@@ -9,6 +9,7 @@ import {
   type RequestContext,
   STAGES,
   type Target,
+  upstreamUrlProblem,
 } from '../../sdk/index.js';
 import * as v from 'valibot';
 
@@ -81,17 +82,10 @@ function copyHeader(ctx: RequestContext, target: Target, field: string, ...names
   }
 }
 
-/** A custom host must be an absolute http(s) URL; it becomes the provider's base URL. */
+/** A custom host must be an absolute http(s) URL without user info; it becomes the provider's base URL. */
 function checkHost(raw: string): string {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new GatewayError('invalid_header', 'x-gateway-custom-host is not a valid URL.', { param: 'x-gateway-custom-host' });
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new GatewayError('invalid_header', 'x-gateway-custom-host must be an http or https URL.', { param: 'x-gateway-custom-host' });
-  }
+  const problem = upstreamUrlProblem(raw);
+  if (problem !== null) throw new GatewayError('invalid_header', `x-gateway-custom-host ${problem}.`, { param: 'x-gateway-custom-host' });
   return raw;
 }
 
