@@ -33,5 +33,6 @@ export { discardResponse, jsonResponse, errorResponse, readResponseBody } from '
 export { baseURL, effectiveBody, passThrough, requestBody } from './upstream/transport.js';
 export { UpstreamClient } from './upstream/client.js';
 export { upstreamUrlProblem, withoutUserInfo } from './upstream/urls.js';
+export { allowEntryProblem, HostPolicy, isRefusedAddress } from './upstream/host-policy.js';
 export type * from './types.js';
 export type { InternalRequest, InternalResponse } from './pipeline.js';

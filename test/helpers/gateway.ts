@@ -6,6 +6,7 @@ import { createLogger, type Logger } from '../../core/index.js';
 import { startServer, type RunningServer } from '../../server/server.js';
 import type { ServerConfig } from '../../server/schema.js';
 import { DEFAULT_CONFIG } from '../../server/default-config.js';
+import { LOOPBACK_ENV } from './outbound.js';
 
 export const GATEWAY_KEY = 'test-gateway-key-0001';
 /** The control plane's first admin key in test servers (so none is generated and printed). */
@@ -33,7 +34,7 @@ export function memoryLogger(level = 'info'): { logger: Logger; lines: () => Rec
   };
 }
 
-/** Starts the real server (default config unless given) on an ephemeral port, logging to memory. */
+/** Starts the real server (default config unless given) on an ephemeral port, logging to memory; loopback upstreams allowed unless `env` says otherwise. */
 export async function startTestServer(
   options: { config?: ServerConfig; env?: Record<string, string> } = {},
 ): Promise<RunningServer & { logs: ReturnType<typeof memoryLogger> }> {
@@ -42,7 +43,7 @@ export async function startTestServer(
   const dataDir = await mkdtemp(join(tmpdir(), 'gw-data-'));
   const running = await startServer({
     config: options.config ?? DEFAULT_CONFIG,
-    env: { GATEWAY_API_KEYS: GATEWAY_KEY, GATEWAY_BOOTSTRAP_KEY: BOOTSTRAP_KEY, GATEWAY_DATA_DIR: dataDir, ...options.env },
+    env: { GATEWAY_API_KEYS: GATEWAY_KEY, GATEWAY_BOOTSTRAP_KEY: BOOTSTRAP_KEY, GATEWAY_DATA_DIR: dataDir, ...LOOPBACK_ENV, ...options.env },
     port: 0,
     host: '127.0.0.1',
     logger: logs.logger,

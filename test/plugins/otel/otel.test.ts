@@ -45,7 +45,7 @@ describe('with an endpoint', () => {
         traceparent(),
         keysAuth({ [ADMIN_KEY]: { workspace: null, scopes: ['*'] } }),
         config(),
-        providerHeaders({ allowPrivateHosts: true }),
+        providerHeaders(),
         validation(),
         retry({ sleep: async () => {} }),
         openai(),
