@@ -112,6 +112,26 @@ describe('the bundled server refuses private hosts by default', () => {
     expect(mock.requests.length).toBe(seen);
   });
 
+  test('the default.webhook and default.log guardrail URLs', async () => {
+    // Only the mock upstream is allowed, so the request would go on if a guardrail did not refuse its URL.
+    const only = await startTestServer({ env: { GATEWAY_ALLOW_HOSTS: mockHost } });
+    try {
+      const hits = hookHits;
+      const webhookHost = new URL(hookURL).host;
+      for (const guardrail of [
+        { id: 'w', deny: true, 'default.webhook': { url: hookURL } },
+        { id: 'w-open', deny: true, 'default.webhook': { url: hookURL, failOpen: true } },
+        { id: 'l', 'default.log': { url: hookURL } },
+      ]) {
+        const cfg = { provider: 'openai', api_key: 'k', custom_host: mock.baseURL, input_guardrails: [guardrail] };
+        await expectRefused(await call(only.url, { 'x-gateway-config': JSON.stringify(cfg) }), webhookHost);
+      }
+      expect(hookHits).toBe(hits);
+    } finally {
+      await only.close();
+    }
+  });
+
   test('a provider whose default base URL is loopback (ollama → localhost:11434) is refused when it connects', async () => {
     await expectRefused(await call(gw.url, { 'x-gateway-provider': 'ollama' }), 'localhost:11434');
   });
@@ -180,12 +200,14 @@ describe('a name that resolves to a refused address: found when connecting, answ
   });
   afterAll(() => gw.close());
 
-  test('custom host and proxy: 400 host_not_allowed, not 502', async () => {
+  test('custom host, proxy and webhook: 400 host_not_allowed, not 502', async () => {
     const port = new URL(mock.baseURL).port;
     const seen = mock.requests.length;
     const custom = `http://rebind.test:${port}/v1`;
     await expectRefused(await call(gw.url, { 'x-gateway-provider': 'openai', 'x-gateway-custom-host': custom, 'x-gateway-trace-id': 'trace-rebind' }), `rebind.test:${port}`);
     await expectRefused(await call(gw.url, { 'x-gateway-provider': 'openai', 'x-gateway-custom-host': custom }, { method: 'GET', path: '/v1/models/x' }), `rebind.test:${port}`);
+    const webhook = { provider: 'openai', api_key: 'k', custom_host: `http://mock.test:${port}/v1`, input_guardrails: [{ id: 'w', deny: true, 'default.webhook': { url: `http://rebind.test:${port}/hook`, failOpen: true } }] };
+    await expectRefused(await call(gw.url, { 'x-gateway-config': JSON.stringify(webhook) }), `rebind.test:${port}`);
     expect(mock.requests.length).toBe(seen);
     const line = await waitForLog(gw.logs, (l) => l.trace_id === 'trace-rebind');
     expect(line.status).toBe(400);
