@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -130,6 +131,15 @@ describe('the bundled server refuses private hosts by default', () => {
     } finally {
       await only.close();
     }
+  });
+
+  test("a Vertex service account's token_uri", async () => {
+    const pem = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    const account = { type: 'service_account', client_email: 'sa@p.iam.gserviceaccount.com', private_key: pem, token_uri: `${mock.baseURL}/token` };
+    const cfg = { provider: 'vertex-ai', vertex_region: 'us-central1', vertex_project_id: 'p', vertex_service_account_json: account };
+    const seen = mock.requests.length;
+    await expectRefused(await call(gw.url, { 'x-gateway-config': JSON.stringify(cfg) }), mockHost);
+    expect(mock.requests.length).toBe(seen);
   });
 
   test('a provider whose default base URL is loopback (ollama → localhost:11434) is refused when it connects', async () => {
