@@ -172,6 +172,18 @@ describe('with an endpoint', () => {
   }, 30_000);
 });
 
+test('the endpoint is logged without its user info', async () => {
+  const gw = await serveGateway({ plugins: [otel({ endpoint: `http://collector:SECRET-otlp-pw@127.0.0.1:${new URL(receiver.url).port}/`, env: {} })] });
+  try {
+    await gw.gateway.ready;
+    const line = gw.logs.lines().find((l) => l.msg === 'OpenTelemetry export on');
+    expect(line?.traces).toBe(`http://127.0.0.1:${new URL(receiver.url).port}/v1/traces`);
+    expect(gw.logs.text()).not.toContain('SECRET');
+  } finally {
+    await gw.close();
+  }
+});
+
 describe('without an endpoint', () => {
   test('the plugin taps nothing and loads nothing', async () => {
     expect(exportSettings({ env: {}, exportTimeoutMs: 10_000 })).toMatchObject({ tracesUrl: null, metricsUrl: null });
