@@ -22,6 +22,7 @@ export const CORE_ERROR_CODES = Object.freeze({
   unknown_provider: { status: 400, type: 'invalid_request_error' },
   provider_required: { status: 400, type: 'invalid_request_error' },
   route_not_supported: { status: 400, type: 'invalid_request_error' },
+  host_not_allowed: { status: 400, type: 'invalid_request_error' },
   unauthorized: { status: 401, type: 'authentication_error' },
   forbidden: { status: 403, type: 'permission_error' },
   not_found: { status: 404, type: 'invalid_request_error' },

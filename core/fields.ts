@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { upstreamUrlProblem } from './upstream/urls.js';
 
 /**
  * A field of a routing target (a config object, or one item of its
@@ -166,6 +167,18 @@ export const fieldSchema = Object.freeze({
   /** An array of `item`; `what` names the items in the message (`must be an array of header names`). */
   list: <const T extends v.GenericSchema>(item: T, what: string, minItems = 0) =>
     minItems === 0 ? v.array(item, gotType(`must be an array of ${what}`)) : v.pipe(v.array(item, gotType(`must be an array of ${what}`)), v.minLength(minItems, `must have at least ${minItems} item${minItems === 1 ? '' : 's'}`)),
+  /**
+   * The base of an upstream URL (`custom_host`): an absolute http(s) URL with
+   * a host and no user info. The message never repeats the value.
+   */
+  upstreamUrl: () =>
+    v.pipe(
+      v.string(gotType('must be a string')),
+      v.rawCheck<string>(({ dataset, addIssue }) => {
+        const problem = dataset.typed ? upstreamUrlProblem(dataset.value) : null;
+        if (problem !== null) addIssue({ message: problem });
+      }),
+    ),
   /** HTTP status codes. */
   statusCodes: () => v.array(v.pipe(v.number(gotType('must be a number')), v.integer(got('must be an integer'))), gotType('must be an array of integers')),
   /** The message of a strict object's unknown or missing key, for schemas built by hand. */
@@ -179,5 +192,5 @@ export const fieldSchema = Object.freeze({
 export const CORE_TARGET_FIELDS: Readonly<Record<string, TargetField>> = Object.freeze({
   provider: { schema: fieldSchema.string() },
   api_key: { schema: fieldSchema.string(), credential: true, inherit: 'same-provider', combination: ['provider', 'api_key'] },
-  custom_host: { schema: fieldSchema.string(), placement: true, inherit: 'same-provider', combination: ['provider', 'custom_host'] },
+  custom_host: { schema: fieldSchema.upstreamUrl(), placement: true, inherit: 'same-provider', combination: ['provider', 'custom_host'] },
 });

@@ -54,6 +54,7 @@ export const DEFAULT_OPTIONS: Readonly<Required<GatewayOptions>> = Object.freeze
   upstreamBodyTimeoutMs: 300_000,
   upstreamConnections: 256,
   basePath: '/v1',
+  outbound: Object.freeze({ allowPrivateHosts: false, allowHosts: Object.freeze([]) }),
 });
 
 interface InterceptorEntry {
@@ -103,6 +104,7 @@ export function createGateway(init: CreateGatewayOptions): Gateway {
     connections: options.upstreamConnections,
     headersTimeoutMs: options.upstreamHeadersTimeoutMs,
     bodyTimeoutMs: options.upstreamBodyTimeoutMs,
+    outbound: options.outbound,
   });
 
   // One child container per gateway (never per request), so two gateways in one process stay apart.

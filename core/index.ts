@@ -32,5 +32,7 @@ export { HOP_BY_HOP, bearerToken, forwardableHeaders } from './http/headers.js';
 export { discardResponse, jsonResponse, errorResponse, readResponseBody } from './http/write-response.js';
 export { baseURL, effectiveBody, passThrough, requestBody } from './upstream/transport.js';
 export { UpstreamClient } from './upstream/client.js';
+export { upstreamUrlProblem, withoutUserInfo } from './upstream/urls.js';
+export { allowEntryProblem, HostPolicy, isRefusedAddress } from './upstream/host-policy.js';
 export type * from './types.js';
 export type { InternalRequest, InternalResponse } from './pipeline.js';

@@ -185,6 +185,40 @@ export interface RouteDefinition {
   forward?: (ctx: RequestContext, target: Target, provider: Provider) => UpstreamRequest;
 }
 
+/** One address a host name resolves to. */
+export interface ResolvedAddress {
+  address: string;
+  family: 4 | 6;
+}
+
+/** Resolves a host name to all its addresses (see {@link OutboundOptions.resolve}). */
+export type HostResolver = (hostname: string) => Promise<readonly ResolvedAddress[]>;
+
+/**
+ * Where the gateway may connect on a caller's behalf (docs/security.md):
+ * every upstream call, custom hosts, the generic proxy, webhooks and token
+ * endpoints alike. Public addresses are always allowed. Loopback, private
+ * (RFC 1918, CGNAT), link-local, multicast, unspecified, broadcast,
+ * documentation and reserved addresses, IPv4 and IPv6 (mapped and NAT64
+ * forms included), are refused unless allowed here; the check runs on the
+ * address each connection goes to, after DNS.
+ */
+export interface OutboundOptions {
+  /** Allow every address, loopback and private ones included. Default false. */
+  allowPrivateHosts?: boolean;
+  /**
+   * Hosts allowed whatever their address, e.g. a self-hosted model:
+   * `localhost:11434`, `ollama.lan`, `*.internal.example` (names under it),
+   * `10.0.0.5:8000`, `[fd00::5]:8000`, or a range `10.0.0.0/8`. An entry
+   * without a port allows every port. A name entry allows whatever the name
+   * resolves to; an address or range entry allows that address however the
+   * URL names it (a name that resolves to it, too, when the entry has no port).
+   */
+  allowHosts?: readonly string[];
+  /** Resolves host names. Default: the system resolver (`dns.lookup`, every address). Tests inject one. */
+  resolve?: HostResolver;
+}
+
 /** Options the core reads. Plugins read their own options from their factory arguments. */
 export interface GatewayOptions {
   /** Largest request body accepted, in bytes. Default 50 MiB. */
@@ -197,6 +231,13 @@ export interface GatewayOptions {
   upstreamConnections?: number;
   /** Prefix of provider routes. Default `/v1`. */
   basePath?: string;
+  /**
+   * Where upstream calls may connect. Default: public addresses only (no
+   * loopback or private host unless allowed), for a library build as for the
+   * bundled server: a gateway exposed to callers who choose a custom host
+   * must not reach its own network by default.
+   */
+  outbound?: OutboundOptions;
 }
 
 export type { IncomingHttpHeaders };

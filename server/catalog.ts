@@ -18,8 +18,7 @@ export const CATALOG: Readonly<Record<string, Loader>> = Object.freeze({
     const keys = (options?.keys as string[] | undefined) ?? env.apiKeys;
     return staticAuth({ ...options, keys });
   },
-  'provider-headers': async (options, env) =>
-    (await import('../plugins/provider-headers/index.js')).providerHeaders({ allowPrivateHosts: env.allowPrivateHosts, ...options }),
+  'provider-headers': async (options) => (await import('../plugins/provider-headers/index.js')).providerHeaders(options),
   validation: async () => (await import('../plugins/validation/index.js')).validation(),
   proxy: async () => (await import('../plugins/proxy/index.js')).proxy(),
   'request-log': async (options, env) =>

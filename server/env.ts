@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import { allowEntryProblem } from '../core/index.js';
 
 /** The environment contract (docs/configuration.md). Read once at start. */
 export interface ServerEnv {
@@ -7,7 +8,10 @@ export interface ServerEnv {
   dataDir: string;
   apiKeys: string[];
   logLevel: string;
-  allowPrivateHosts: boolean;
+  /** GATEWAY_ALLOW_PRIVATE_HOSTS: `1` allows every address, `0` none beyond the allow-list; undefined when unset (the server config decides). */
+  allowPrivateHosts: boolean | undefined;
+  /** GATEWAY_ALLOW_HOSTS: hosts (`host[:port]`, `*.domain`, address ranges) the gateway may connect to whatever their address. */
+  allowHosts: string[];
   /** REDIS_URL: the default for the `redis` store plugin. */
   redisUrl: string | undefined;
   /** DATABASE_URL: the default for the `postgres` store plugin. */
@@ -38,7 +42,8 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): ServerEnv {
       .map((k) => k.trim())
       .filter((k) => k !== ''),
     logLevel: env.GATEWAY_LOG_LEVEL || 'info',
-    allowPrivateHosts: env.GATEWAY_ALLOW_PRIVATE_HOSTS === undefined ? true : env.GATEWAY_ALLOW_PRIVATE_HOSTS === '1',
+    allowPrivateHosts: flag('GATEWAY_ALLOW_PRIVATE_HOSTS', env.GATEWAY_ALLOW_PRIVATE_HOSTS),
+    allowHosts: allowHosts(env.GATEWAY_ALLOW_HOSTS),
     redisUrl: env.REDIS_URL || undefined,
     databaseUrl: env.DATABASE_URL || undefined,
     metricsToken: env.GATEWAY_METRICS_TOKEN || undefined,
@@ -53,6 +58,26 @@ function requestLogLines(value: string | undefined): ServerEnv['requestLog'] {
   if (value === undefined || value === '') return undefined;
   if (value === 'all' || value === 'failures' || value === 'auto') return value;
   throw new Error(`GATEWAY_REQUEST_LOG must be all, failures or auto, got "${value}"`);
+}
+
+/** `1` or `0`; unset or empty is undefined. Anything else stops the start rather than guess. */
+function flag(name: string, value: string | undefined): boolean | undefined {
+  if (value === undefined || value === '') return undefined;
+  if (value === '1' || value === '0') return value === '1';
+  throw new Error(`${name} must be 1 or 0, got "${value}"`);
+}
+
+/** A comma-separated allow-list; a bad entry stops the start, naming it. */
+function allowHosts(value: string | undefined): string[] {
+  const entries = (value ?? '')
+    .split(',')
+    .map((h) => h.trim())
+    .filter((h) => h !== '');
+  for (const entry of entries) {
+    const problem = allowEntryProblem(entry);
+    if (problem !== null) throw new Error(`GATEWAY_ALLOW_HOSTS: "${entry}" ${problem} (entries are host[:port], *.domain, an IP address[:port] or a range such as 10.0.0.0/8)`);
+  }
+  return entries;
 }
 
 function otelVariables(env: NodeJS.ProcessEnv): Record<string, string> | undefined {

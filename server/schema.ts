@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { plainObject } from '../core/index.js';
+import { allowEntryProblem, plainObject } from '../core/index.js';
 
 /**
  * One plugin to load: a bundled plugin's name, or a package name or a path
@@ -26,6 +26,25 @@ export const ServerConfigSchema = v.strictObject({
       headersTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
       bodyTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
       connections: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+    }),
+  ),
+  /** Where upstream calls may connect (docs/security.md). GATEWAY_ALLOW_HOSTS adds to `allowHosts`; GATEWAY_ALLOW_PRIVATE_HOSTS wins over `allowPrivateHosts`. */
+  outbound: v.optional(
+    v.strictObject({
+      /** Hosts allowed whatever their address: `localhost:11434`, `ollama.lan`, `*.internal.example`, `10.0.0.5:8000`, `10.0.0.0/8`. */
+      allowHosts: v.optional(
+        v.array(
+          v.pipe(
+            v.string(),
+            v.rawCheck<string>(({ dataset, addIssue }) => {
+              const problem = dataset.typed ? allowEntryProblem(dataset.value) : null;
+              if (problem !== null) addIssue({ message: `"${dataset.value}" ${problem}` });
+            }),
+          ),
+        ),
+      ),
+      /** Allow every address, loopback and private ones included. Default false. */
+      allowPrivateHosts: v.optional(v.boolean()),
     }),
   ),
   /** How long a shutdown waits for in-flight requests and streams. Default 10 000 ms. */

@@ -49,6 +49,11 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
       upstreamHeadersTimeoutMs: config.upstream?.headersTimeoutMs,
       upstreamBodyTimeoutMs: config.upstream?.bodyTimeoutMs,
       upstreamConnections: config.upstream?.connections,
+      outbound: {
+        // The environment wins over the file for the blunt switch, and adds to its list.
+        allowPrivateHosts: env.allowPrivateHosts ?? config.outbound?.allowPrivateHosts ?? false,
+        allowHosts: [...(config.outbound?.allowHosts ?? []), ...env.allowHosts],
+      },
     },
   });
   await gateway.ready;

@@ -1,35 +1,60 @@
 import type { Agent as AgentType } from 'undici';
 import { Agent, errors as undiciErrors, request as undiciRequest } from './undici.js';
 import { GatewayError } from '../errors.js';
-import type { UpstreamRequest, UpstreamResponse } from '../types.js';
+import type { OutboundOptions, UpstreamRequest, UpstreamResponse } from '../types.js';
+import { policyConnector } from './connect.js';
+import { HostPolicy } from './host-policy.js';
 import type { UpstreamSignal } from './signal.js';
+import { withoutUserInfo } from './urls.js';
 
 export interface UpstreamClientOptions {
   connections: number;
   headersTimeoutMs: number;
   bodyTimeoutMs: number;
+  /** Where it may connect. Default: public addresses only (see {@link OutboundOptions}). */
+  outbound?: OutboundOptions;
 }
+
+/** Origins already checked; cleared when full (it is a cache, not a record). */
+const CHECKED_ORIGINS_MAX = 1024;
 
 /**
  * All upstream HTTP goes through here: one undici Agent, which keeps one
- * keep-alive pool per origin. Errors come back as GatewayErrors that name the
- * origin only (never the path or query, which may carry credentials).
+ * keep-alive pool per origin and opens every connection through the host
+ * policy (see {@link OutboundOptions}). Errors come back as GatewayErrors that
+ * name the origin only (never the path or query, which may carry credentials).
  */
 export class UpstreamClient {
   readonly #agent: AgentType;
   readonly #headersTimeout: number;
   readonly #bodyTimeout: number;
+  readonly #policy: HostPolicy;
+  readonly #checked = new Set<string>();
 
+  /** @throws Error when an `outbound.allowHosts` entry is not a host, host:port or address range. */
   constructor(options: UpstreamClientOptions) {
     this.#headersTimeout = options.headersTimeoutMs;
     this.#bodyTimeout = options.bodyTimeoutMs;
+    this.#policy = new HostPolicy(options.outbound);
     this.#agent = new Agent({
       connections: options.connections,
       keepAliveTimeout: 30_000,
       keepAliveMaxTimeout: 600_000,
       headersTimeout: options.headersTimeoutMs,
       bodyTimeout: options.bodyTimeoutMs,
+      connect: policyConnector(this.#policy, options.outbound?.resolve),
     });
+  }
+
+  /**
+   * Throws the 400 the gateway answers for a URL it will not call: not
+   * http(s), with user info, or an IP address the host policy refuses
+   * (`host_not_allowed`, naming the host and how to allow it). A host name
+   * passes: its addresses are checked when a connection opens. `send` checks
+   * every URL itself; call this to refuse earlier, with a `param`.
+   */
+  checkUrl(url: string, param: string | null = null): void {
+    this.#policy.check(url, param);
   }
 
   /** Sends a request; resolves when the upstream's headers arrived. The body is left unread. */
@@ -37,6 +62,11 @@ export class UpstreamClient {
     const slash = request.url.indexOf('/', request.url.indexOf('//') + 2);
     const origin = slash === -1 ? request.url : request.url.slice(0, slash);
     const path = slash === -1 ? '/' : request.url.slice(slash);
+    if (!this.#checked.has(origin)) {
+      this.#policy.check(origin);
+      if (this.#checked.size >= CHECKED_ORIGINS_MAX) this.#checked.clear();
+      this.#checked.add(origin);
+    }
     try {
       const r = await undiciRequest(this.#agent, {
         origin,
@@ -60,14 +90,16 @@ export class UpstreamClient {
   }
 }
 
-function upstreamError(err: unknown, origin: string): unknown {
+function upstreamError(err: unknown, rawOrigin: string): unknown {
   if (err instanceof GatewayError) return err;
+  // The origin as written may carry user info (a provider's base URL option, a stored slug): never print it.
+  const origin = withoutUserInfo(rawOrigin);
   if (err instanceof undiciErrors.RequestAbortedError || (err as Error)?.name === 'AbortError') return err;
   if (err instanceof undiciErrors.HeadersTimeoutError || err instanceof undiciErrors.ConnectTimeoutError) {
     return new GatewayError('upstream_timeout', `The upstream at ${origin} did not answer in time.`, { cause: err });
   }
   if (err instanceof undiciErrors.InvalidArgumentError) {
-    return new GatewayError('invalid_request', `The upstream request to ${origin} is invalid: ${err.message}`, { cause: err });
+    return new GatewayError('invalid_request', `The upstream request to ${origin} is invalid: ${withoutUserInfo(err.message)}`, { cause: err });
   }
   const code = (err as { code?: string })?.code;
   const reason = code ? ` (${code})` : '';

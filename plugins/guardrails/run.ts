@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import type { CheckInput, CheckResult } from '../../sdk/index.js';
+import { type CheckInput, type CheckResult, GatewayError } from '../../sdk/index.js';
 import type { CompiledHook, Feedback } from './compile.js';
 
 /** One check's outcome, as reported in `hook_results`. */
@@ -31,8 +31,12 @@ const round = (ms: number) => Math.round(ms * 1000) / 1000;
 
 /**
  * Runs a hook's checks in parallel on the same input. The hook passes when
- * every check passes; a check that throws fails. When checks transform, the
- * last transforming check in config order wins (one per hook is the sane use).
+ * every check passes; a check that throws fails, except with the 400
+ * `host_not_allowed` (a webhook on a host the outbound policy refuses): the
+ * config asks for a call the gateway will not make, which is the caller's
+ * error to see, not a verdict (a fail-open webhook would otherwise pass
+ * unseen). When checks transform, the last transforming check in config order
+ * wins (one per hook is the sane use).
  */
 export async function runHook(hook: CompiledHook, input: CheckInput): Promise<{ outcome: HookOutcome; transformed: Record<string, unknown> | null }> {
   const started = performance.now();
@@ -44,6 +48,7 @@ export async function runHook(hook: CompiledHook, input: CheckInput): Promise<{ 
       try {
         result = await c.check.run(c.parameters, input);
       } catch (err) {
+        if (err instanceof GatewayError && err.code === 'host_not_allowed') throw err;
         error = (err as Error)?.message ?? String(err);
         result = { verdict: false, explanation: `The check failed to run: ${error}` };
       }

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import * as v from 'valibot';
-import { bundledPricing, captureResponses, DEFAULT_SCAN_LIMIT, parseOptions, pricingOf, randomHex, type GatewayPlugin, type PricingTable, type RequestContext } from '../../sdk/index.js';
+import { bundledPricing, captureResponses, DEFAULT_SCAN_LIMIT, parseOptions, pricingOf, randomHex, type GatewayPlugin, type PricingTable, type RequestContext, withoutUserInfo } from '../../sdk/index.js';
 import type { ExportSettings, Telemetry } from './telemetry.js';
 
 export const PLUGIN_NAME = 'otel';
@@ -109,7 +109,9 @@ export function otel(options: OtelOptions = {}): GatewayPlugin {
         const [{ startTelemetry }, recorder] = await Promise.all([import('./telemetry.js'), import('./record.js')]);
         telemetry = await startTelemetry(settings, randomHex);
         record = recorder.recordRequest;
-        api.logger.info({ traces: settings.tracesUrl, metrics: settings.metricsUrl, service: settings.serviceName }, 'OpenTelemetry export on');
+        // An endpoint may carry user info (a collector's basic auth): it is never logged.
+        const shown = (url: string | null) => (url === null ? null : withoutUserInfo(url));
+        api.logger.info({ traces: shown(settings.tracesUrl), metrics: shown(settings.metricsUrl), service: settings.serviceName }, 'OpenTelemetry export on');
       });
 
       // After the client has its answer; the SDK batches and exports in the background.

@@ -9,15 +9,15 @@ import {
   type RequestContext,
   STAGES,
   type Target,
+  type UpstreamClient,
+  upstreamUrlProblem,
 } from '../../sdk/index.js';
 import * as v from 'valibot';
 
 export const PLUGIN_NAME = 'provider-headers';
 
-const OptionsSchema = v.strictObject({
-  /** Let `x-gateway-custom-host` point at loopback or private ranges. The policy itself lands with the hardening work; until then it is allowed. */
-  allowPrivateHosts: v.optional(v.boolean(), true),
-});
+/** No options: which hosts a custom host may name is the gateway's outbound policy (`GatewayOptions.outbound`). */
+const OptionsSchema = v.strictObject({});
 
 export type ProviderHeadersOptions = v.InferInput<typeof OptionsSchema>;
 
@@ -35,8 +35,8 @@ export function providerHeaders(options: ProviderHeadersOptions = {}): GatewayPl
   return {
     name: PLUGIN_NAME,
     apply(api) {
-      api.provide(HEADER_TARGETS, { fromHeaders: (ctx) => targetFromHeaders(ctx, api.providers) });
-      api.hooks.resolveProvider.tap({ name: PLUGIN_NAME, stage: STAGES.resolveProvider.HEADERS }, (ctx) => targetFromHeaders(ctx, api.providers));
+      api.provide(HEADER_TARGETS, { fromHeaders: (ctx) => targetFromHeaders(ctx, api.providers, api.upstream) });
+      api.hooks.resolveProvider.tap({ name: PLUGIN_NAME, stage: STAGES.resolveProvider.HEADERS }, (ctx) => targetFromHeaders(ctx, api.providers, api.upstream));
     },
   };
 }
@@ -44,9 +44,10 @@ export function providerHeaders(options: ProviderHeadersOptions = {}): GatewayPl
 /**
  * The target the request's own headers select (`x-gateway-provider`, or the
  * legacy `x-gateway-virtual-key`), or undefined when they name none. Also used
- * by configs with `passthrough: true`.
+ * by configs with `passthrough: true`. A custom host the outbound policy
+ * refuses by its address is a 400 here, before anything else runs.
  */
-export function targetFromHeaders(ctx: RequestContext, providers: Registry<Provider>): Target | undefined {
+export function targetFromHeaders(ctx: RequestContext, providers: Registry<Provider>, upstream: Pick<UpstreamClient, 'checkUrl'>): Target | undefined {
   const name = ctx.header('x-gateway-provider');
   const virtualKey = ctx.header('x-gateway-virtual-key');
   let target: Target;
@@ -65,7 +66,7 @@ export function targetFromHeaders(ctx: RequestContext, providers: Registry<Provi
   const key = target.provider !== undefined && !target.provider.startsWith('@') ? bearerToken(ctx.headers) : undefined;
   if (key !== undefined) target.api_key = key;
   const host = ctx.header('x-gateway-custom-host');
-  if (host !== undefined && host !== '') target.custom_host = checkHost(host);
+  if (host !== undefined && host !== '') target.custom_host = checkHost(host, upstream);
   copyHeader(ctx, target, 'openai_organization', 'x-gateway-openai-organization', 'openai-organization');
   copyHeader(ctx, target, 'openai_project', 'x-gateway-openai-project', 'openai-project');
   return target;
@@ -81,17 +82,11 @@ function copyHeader(ctx: RequestContext, target: Target, field: string, ...names
   }
 }
 
-/** A custom host must be an absolute http(s) URL; it becomes the provider's base URL. */
-function checkHost(raw: string): string {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new GatewayError('invalid_header', 'x-gateway-custom-host is not a valid URL.', { param: 'x-gateway-custom-host' });
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new GatewayError('invalid_header', 'x-gateway-custom-host must be an http or https URL.', { param: 'x-gateway-custom-host' });
-  }
+/** A custom host must be an absolute http(s) URL without user info, and an address the outbound policy allows; it becomes the provider's base URL. */
+function checkHost(raw: string, upstream: Pick<UpstreamClient, 'checkUrl'>): string {
+  const problem = upstreamUrlProblem(raw);
+  if (problem !== null) throw new GatewayError('invalid_header', `x-gateway-custom-host ${problem}.`, { param: 'x-gateway-custom-host' });
+  upstream.checkUrl(raw, 'x-gateway-custom-host');
   return raw;
 }
 

@@ -19,6 +19,8 @@ const logFile = process.argv[3]!;
 const logger = createLogger({ level: 'info', destination: pino.destination({ dest: logFile, sync: false }) });
 const gateway = createGateway({
   logger,
+  // The mock origin is on loopback, which the outbound host policy refuses unless allowed.
+  options: { outbound: { allowHosts: [new URL(origin).host] } },
   plugins: [
     trace(),
     config({ default: { provider: 'openai', api_key: 'sk-bench', custom_host: `${origin}/v1`, cache: { mode: 'simple', max_age: 3600 } } }),

@@ -82,7 +82,16 @@ export async function startGateway(apiKey: string, logFile: string, options: { n
   const out = openSync(logFile, 'w');
   const child = spawn(process.execPath, [...startFlags(), here('../../dist/server/main.js'), ...(options.config === undefined ? [] : ['--config', options.config])], {
     // A fresh data dir: the control plane's SQLite file and key start empty, as on a first `npm start`.
-    env: { ...inherited, PORT: String(port), GATEWAY_API_KEYS: apiKey, GATEWAY_LOG_LEVEL: 'info', GATEWAY_DATA_DIR: mkdtempSync(join(tmpdir(), 'gw-bench-')), GATEWAY_BOOTSTRAP_KEY: `${apiKey}-bootstrap` },
+    // The mock origin is on loopback, which the outbound host policy refuses unless allowed.
+    env: {
+      ...inherited,
+      PORT: String(port),
+      GATEWAY_API_KEYS: apiKey,
+      GATEWAY_LOG_LEVEL: 'info',
+      GATEWAY_DATA_DIR: mkdtempSync(join(tmpdir(), 'gw-bench-')),
+      GATEWAY_BOOTSTRAP_KEY: `${apiKey}-bootstrap`,
+      GATEWAY_ALLOW_HOSTS: '127.0.0.1',
+    },
     stdio: ['ignore', out, 'inherit'],
   });
   closeSync(out);

@@ -16,7 +16,8 @@ const [origin, variant, file] = process.argv.slice(2) as [string, string, string
 const plugins: GatewayPlugin[] = [trace(), config({ default: { provider: 'openai', api_key: 'sk-bench', custom_host: `${origin}/v1` } }), validation(), openai()];
 if (variant !== 'off') plugins.push(sqliteStore({ file }), logStore({ retentionDays: 0, ...(process.env.BENCH_LOG_OPTIONS ? JSON.parse(process.env.BENCH_LOG_OPTIONS) : {}) }));
 if (variant === 'sqlite+metrics') plugins.push(metrics(process.env.BENCH_METRICS_OPTIONS ? JSON.parse(process.env.BENCH_METRICS_OPTIONS) : {}));
-const gateway = createGateway({ logger: createLogger({ level: 'warn' }), plugins });
+// The mock origin is on loopback, which the outbound host policy refuses unless allowed.
+const gateway = createGateway({ logger: createLogger({ level: 'warn' }), plugins, options: { outbound: { allowHosts: [new URL(origin).host] } } });
 await gateway.ready;
 const server = createServer({ keepAliveTimeout: 65_000 }, gateway.handler);
 server.listen(0, '127.0.0.1', () => process.send!({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }));

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { createGateway, type Gateway } from '../../core/index.js';
 import { openai } from '../../plugins/providers/openai/index.js';
 import { memoryLogger } from '../helpers/gateway.js';
+import { LOOPBACK_HOSTS } from '../helpers/outbound.js';
 import { startMockOpenAI, type MockUpstream } from '../mocks/openai-upstream.js';
 
 let mock: MockUpstream;
@@ -13,8 +14,8 @@ let url: string;
 
 beforeAll(async () => {
   mock = await startMockOpenAI();
-  // The whole minimal build: one provider plugin, pointed at the mock.
-  gateway = createGateway({ plugins: [openai({ baseURL: mock.baseURL })], logger: memoryLogger().logger });
+  // The whole minimal build: one provider plugin, pointed at the mock (on loopback, so allowed by name).
+  gateway = createGateway({ plugins: [openai({ baseURL: mock.baseURL })], options: { outbound: { allowHosts: LOOPBACK_HOSTS } }, logger: memoryLogger().logger });
   server = createServer(gateway.handler).listen(0, '127.0.0.1');
   await new Promise((r) => server.once('listening', r));
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

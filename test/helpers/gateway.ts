@@ -6,6 +6,7 @@ import { createLogger, type Logger } from '../../core/index.js';
 import { startServer, type RunningServer } from '../../server/server.js';
 import type { ServerConfig } from '../../server/schema.js';
 import { DEFAULT_CONFIG } from '../../server/default-config.js';
+import { LOOPBACK_ENV } from './outbound.js';
 
 export const GATEWAY_KEY = 'test-gateway-key-0001';
 /** The control plane's first admin key in test servers (so none is generated and printed). */
@@ -34,9 +35,10 @@ export function memoryLogger(level = 'info'): { logger: Logger; lines: () => Rec
 }
 
 /**
- * Starts the real server (default config unless given) on an ephemeral port, logging to memory.
- * Every request gets its stdout line (`GATEWAY_REQUEST_LOG=all`), since tests assert on them;
- * the default's failures-only stdout is tested in test/server/default-logging.test.ts.
+ * Starts the real server (default config unless given) on an ephemeral port, logging to memory;
+ * loopback upstreams allowed unless `env` says otherwise. Every request gets its stdout line
+ * (`GATEWAY_REQUEST_LOG=all`), since tests assert on them; the default's failures-only stdout is
+ * tested in test/server/default-logging.test.ts.
  */
 export async function startTestServer(
   options: { config?: ServerConfig; env?: Record<string, string> } = {},
@@ -46,7 +48,7 @@ export async function startTestServer(
   const dataDir = await mkdtemp(join(tmpdir(), 'gw-data-'));
   const running = await startServer({
     config: options.config ?? DEFAULT_CONFIG,
-    env: { GATEWAY_API_KEYS: GATEWAY_KEY, GATEWAY_BOOTSTRAP_KEY: BOOTSTRAP_KEY, GATEWAY_DATA_DIR: dataDir, GATEWAY_REQUEST_LOG: 'all', ...options.env },
+    env: { GATEWAY_API_KEYS: GATEWAY_KEY, GATEWAY_BOOTSTRAP_KEY: BOOTSTRAP_KEY, GATEWAY_DATA_DIR: dataDir, GATEWAY_REQUEST_LOG: 'all', ...LOOPBACK_ENV, ...options.env },
     port: 0,
     host: '127.0.0.1',
     logger: logs.logger,

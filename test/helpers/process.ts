@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { LOOPBACK_ENV } from './outbound.js';
 
 export interface GatewayProcess {
   child: ChildProcess;
@@ -13,12 +14,13 @@ export interface GatewayProcess {
 /**
  * Starts the server as its own process; resolves once it listens. By default
  * `server/main.ts` through tsx; with `built`, `dist/server/main.js` as
- * `npm start` runs it (build first), or the `main.js` given.
+ * `npm start` runs it (build first), or the `main.js` given. Loopback
+ * upstreams are allowed (GATEWAY_ALLOW_HOSTS) unless `env` says otherwise.
  */
 export function startProcess(args: string[], env: Record<string, string>, options: { built?: boolean | string } = {}): Promise<GatewayProcess> {
   const entry = typeof options.built === 'string' ? [options.built] : options.built === true ? ['dist/server/main.js'] : ['--import', 'tsx', 'server/main.ts'];
   const child = spawn(process.execPath, [...entry, ...args], {
-    env: { ...process.env, PORT: '0', GATEWAY_DATA_DIR: mkdtempSync(join(tmpdir(), 'gw-proc-')), ...env },
+    env: { ...process.env, PORT: '0', GATEWAY_DATA_DIR: mkdtempSync(join(tmpdir(), 'gw-proc-')), ...LOOPBACK_ENV, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

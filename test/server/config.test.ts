@@ -69,14 +69,29 @@ describe('server config', () => {
   });
 });
 
+describe('outbound in the server config', () => {
+  test('allowHosts entries are checked at start, naming the bad one', async () => {
+    const good = await tempFile(JSON.stringify({ outbound: { allowHosts: ['localhost:11434', '*.internal.example', '10.0.0.0/8'], allowPrivateHosts: false }, plugins: [] }));
+    expect((await loadServerConfig(good)).outbound).toEqual({ allowHosts: ['localhost:11434', '*.internal.example', '10.0.0.0/8'], allowPrivateHosts: false });
+    const bad = await tempFile(JSON.stringify({ outbound: { allowHosts: ['ok.lan', 'ollama.lan/v1'] }, plugins: [] }));
+    await expect(loadServerConfig(bad)).rejects.toThrow(/outbound.allowHosts\[1\]: "ollama.lan\/v1" is not an address range/);
+    const unknown = await tempFile(JSON.stringify({ outbound: { denyHosts: [] }, plugins: [] }));
+    await expect(loadServerConfig(unknown)).rejects.toThrow(/outbound.denyHosts/);
+  });
+});
+
 describe('environment contract', () => {
   test('defaults and parsing', () => {
     const env = readEnv({});
-    expect(env).toMatchObject({ port: undefined, configFile: undefined, apiKeys: [], logLevel: 'info', allowPrivateHosts: true });
+    // Private hosts are refused unless the config file or GATEWAY_ALLOW_PRIVATE_HOSTS / GATEWAY_ALLOW_HOSTS say otherwise.
+    expect(env).toMatchObject({ port: undefined, configFile: undefined, apiKeys: [], logLevel: 'info', allowPrivateHosts: undefined, allowHosts: [] });
     expect(env.dataDir.endsWith('/data')).toBe(true);
-    const set = readEnv({ PORT: '9001', GATEWAY_CONFIG: 'g.json', GATEWAY_DATA_DIR: '/tmp/gw', GATEWAY_API_KEYS: ' a , b,,', GATEWAY_LOG_LEVEL: 'debug', GATEWAY_ALLOW_PRIVATE_HOSTS: '0' });
-    expect(set).toEqual({ port: 9001, configFile: 'g.json', dataDir: '/tmp/gw', apiKeys: ['a', 'b'], logLevel: 'debug', allowPrivateHosts: false, redisUrl: undefined, databaseUrl: undefined, metricsToken: undefined });
+    const set = readEnv({ PORT: '9001', GATEWAY_CONFIG: 'g.json', GATEWAY_DATA_DIR: '/tmp/gw', GATEWAY_API_KEYS: ' a , b,,', GATEWAY_LOG_LEVEL: 'debug', GATEWAY_ALLOW_PRIVATE_HOSTS: '0', GATEWAY_ALLOW_HOSTS: 'localhost:11434, 10.0.0.0/8,,' });
+    expect(set).toEqual({ port: 9001, configFile: 'g.json', dataDir: '/tmp/gw', apiKeys: ['a', 'b'], logLevel: 'debug', allowPrivateHosts: false, allowHosts: ['localhost:11434', '10.0.0.0/8'], redisUrl: undefined, databaseUrl: undefined, metricsToken: undefined });
     expect(() => readEnv({ PORT: 'http' })).toThrow(/PORT/);
+    expect(readEnv({ GATEWAY_ALLOW_PRIVATE_HOSTS: '1' }).allowPrivateHosts).toBe(true);
+    expect(() => readEnv({ GATEWAY_ALLOW_PRIVATE_HOSTS: 'true' })).toThrow(/GATEWAY_ALLOW_PRIVATE_HOSTS must be 1 or 0/);
+    expect(() => readEnv({ GATEWAY_ALLOW_HOSTS: 'ok.lan,10.0.0.0/40' })).toThrow(/GATEWAY_ALLOW_HOSTS: "10.0.0.0\/40" is not an address range/);
   });
 
   test('with no key configured, the control plane generates a first admin key, prints it once to stderr and accepts it', async () => {

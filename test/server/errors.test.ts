@@ -129,6 +129,39 @@ describe('400: invalid JSON, invalid fields, unknown provider', () => {
     const err = await expectEnvelope(await post('/v1/chat/completions', chatBody(), { 'x-gateway-custom-host': 'ftp://x' }), 400, 'invalid_header');
     expect(err.param).toBe('x-gateway-custom-host');
   });
+
+  test('a custom host with user info is refused, its password never repeated', async () => {
+    const port = await closedPort();
+    const res = await post('/v1/chat/completions', chatBody(), { 'x-gateway-custom-host': `http://user:SECRET-pw-1@127.0.0.1:${port}/v1`, 'x-gateway-trace-id': 'trace-userinfo' });
+    const err = await expectEnvelope(res, 400, 'invalid_header');
+    expect(err.param).toBe('x-gateway-custom-host');
+    expect(err.message).toMatch(/user info/);
+    expect(JSON.stringify(err)).not.toContain('SECRET');
+    const line = await waitForLog(gw.logs, (l) => l.trace_id === 'trace-userinfo');
+    expect(line.error.code).toBe('invalid_header');
+    expect(gw.logs.text()).not.toContain('SECRET');
+  });
+
+  // Defect 2 of issue 15: a config's custom_host was never validated (502 ERR_INVALID_URL, or a lookup of the route's first segment).
+  const badHosts: Array<[string, string, RegExp]> = [
+    ['an unterminated IPv6 literal', 'http://[::1', /custom_host: must be an absolute http or https URL/],
+    ['no host', 'http://', /custom_host: must be an absolute http or https URL/],
+    ['another scheme', 'ftp://files.example/v1', /custom_host: must be an http or https URL/],
+    ['user info', 'http://user:SECRET-pw-2@127.0.0.1:1/v1', /custom_host: must not contain user info/],
+  ];
+  test.each(badHosts)('config custom_host with %s → 400 naming the field', async (_name, host, rule) => {
+    const configs = [
+      { provider: 'openai', api_key: 'k', custom_host: host },
+      { strategy: { mode: 'fallback' }, targets: [{ provider: 'openai', api_key: 'k' }, { strategy: { mode: 'single' }, targets: [{ provider: 'openai', api_key: 'k', custom_host: host }] }] },
+    ];
+    for (const [i, config] of configs.entries()) {
+      const err = await expectEnvelope(await post('/v1/chat/completions', chatBody(), { 'x-gateway-config': JSON.stringify(config) }), 400, 'invalid_request');
+      expect(err.param).toBe('x-gateway-config');
+      expect(err.message).toMatch(rule);
+      if (i === 1) expect(err.message).toContain('targets[1].targets[0].custom_host: ');
+      expect(err.message).not.toContain('SECRET');
+    }
+  });
 });
 
 describe('401: auth', () => {

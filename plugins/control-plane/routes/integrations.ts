@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { GatewayError, plainObject, type Provider, type Registry, type RequestContext } from '../../../sdk/index.js';
+import { GatewayError, plainObject, type Provider, type Registry, type RequestContext, upstreamUrlProblem } from '../../../sdk/index.js';
 import {
   checkReference,
   maskCredentials,
@@ -47,7 +47,7 @@ const SecretMappingSchema = v.strictObject({
 const Configurations = v.pipe(
   plainObject('must be an object of provider settings'),
   v.check((c) => Object.keys(c).length <= 50, 'holds at most 50 settings'),
-  v.check((c) => c.custom_host === undefined || validUrl(c.custom_host), "'custom_host' must be an http or https URL"),
+  v.check((c) => c.custom_host === undefined || validUrl(c.custom_host), "'custom_host' must be an http or https URL without user info"),
 );
 
 const Fields = {
@@ -84,7 +84,7 @@ const ModelsBody = v.strictObject({
           v.pipe(
             plainObject('must be an object'),
             v.check((c) => Object.keys(c).length > 0, 'must be a non-empty object'),
-            v.strictObject({ custom_host: v.pipe(v.string('must be a string'), v.check((s: string) => validUrl(s), 'must be a valid http or https URL')) }),
+            v.strictObject({ custom_host: v.pipe(v.string('must be a string'), v.check((s: string) => validUrl(s), 'must be a valid http or https URL without user info')) }),
           ),
         ),
       }),
@@ -96,14 +96,9 @@ const ModelsBody = v.strictObject({
 
 const ListQuery = v.strictObject({ ...PAGE_QUERY, workspace_id: v.optional(v.string()) });
 
+/** The same rule as a config's `custom_host`: an absolute http(s) URL with no user info. */
 function validUrl(value: unknown): boolean {
-  if (typeof value !== 'string') return false;
-  try {
-    const u = new URL(value);
-    return u.protocol === 'http:' || u.protocol === 'https:';
-  } catch {
-    return false;
-  }
+  return typeof value === 'string' && upstreamUrlProblem(value) === null;
 }
 
 export function presentIntegration(row: IntegrationRow) {

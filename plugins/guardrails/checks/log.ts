@@ -22,7 +22,10 @@ const processWarning: WarnSink = (fields, message) => process.emitWarning(`${mes
  * to `url`, fire and forget: the hook never waits for it and the check always
  * passes at once. A failed delivery is logged as one warning, then failures
  * are silent until a delivery succeeds again, so a dead endpoint cannot flood
- * the log. `headers` are never logged.
+ * the log. `headers` are never logged. A `url` whose address the outbound
+ * policy refuses answers the request 400 `host_not_allowed` before anything is
+ * sent; a name found to resolve to a refused address only when connecting
+ * is a failed delivery (the check has already passed).
  */
 export function createLogCheck(warn: WarnSink = processWarning): GuardrailCheck<{ url: { href: string; origin: string }; headers: Record<string, string>; state: { failing: boolean } }> {
   return defineCheck({
@@ -32,6 +35,7 @@ export function createLogCheck(warn: WarnSink = processWarning): GuardrailCheck<
       v.transform((p) => ({ ...p, state: { failing: false } })),
     ),
     run({ url, headers, state }, input) {
+      input.upstream.checkUrl(url.href);
       const request = eventRequest(url.href, headers, input);
       const timeout = AbortSignal.timeout(LOG_TIMEOUT_MS);
       const deliver = async () => {
@@ -53,7 +57,9 @@ export function createLogCheck(warn: WarnSink = processWarning): GuardrailCheck<
               ? `it answered status ${err.status}`
               : timeout.aborted || e.code === 'upstream_timeout'
                 ? `no answer within ${LOG_TIMEOUT_MS} ms`
-                : `it could not be reached${e.cause?.code ? ` (${e.cause.code})` : ''}`;
+                : e.code === 'host_not_allowed'
+                  ? 'its host resolves only to addresses the outbound policy refuses'
+                  : `it could not be reached${e.cause?.code ? ` (${e.cause.code})` : ''}`;
           warn({ check: 'default.log', origin: url.origin, reason }, 'log check: an event could not be delivered; further failures are not logged until a delivery succeeds');
         },
       );

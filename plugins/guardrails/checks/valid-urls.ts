@@ -1,6 +1,6 @@
 import { isIPv4 } from 'node:net';
 import * as v from 'valibot';
-import { defineCheck } from '../../../sdk/index.js';
+import { defineCheck, withoutUserInfo } from '../../../sdk/index.js';
 import { parameters } from './params.js';
 
 /** Anything that looks like `scheme://…` up to whitespace or a quote/bracket that cannot be part of it. Schemes are short: bounding them keeps the scan linear. */
@@ -58,6 +58,11 @@ export function urlProblem(raw: string): string | null {
   return null;
 }
 
+/** A URL as the check reports it: without user info (a password typed in a prompt is not repeated into logs), at most 200 characters. */
+function quoted(url: string): string {
+  return withoutUserInfo(url).slice(0, 200);
+}
+
 /**
  * `default.validUrls { onlyDNS?, not? }`: passes when every URL in the text
  * (`scheme://…`) is a well-formed http or https URL with a plausible host
@@ -87,7 +92,7 @@ export const validUrls = defineCheck({
       ? `The text has no URL${not ? ', so none is invalid' : ''}.`
       : allValid
         ? `All ${urls.length} URL(s) are valid${not ? ', but at least one must be invalid' : ''}.`
-        : `${invalid.length} of ${urls.length} URL(s) are invalid: ${first!.url.slice(0, 200)} ${first!.problem}.`;
-    return { verdict, explanation, data: { urls: urls.length, invalid: invalid.map((i) => i.url.slice(0, 200)) } };
+        : `${invalid.length} of ${urls.length} URL(s) are invalid: ${quoted(first!.url)} ${first!.problem}.`;
+    return { verdict, explanation, data: { urls: urls.length, invalid: invalid.map((i) => quoted(i.url)) } };
   },
 });

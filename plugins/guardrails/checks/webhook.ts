@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import * as v from 'valibot';
-import { type CheckResult, defineCheck, plainObject } from '../../../sdk/index.js';
+import { type CheckResult, defineCheck, GatewayError, plainObject } from '../../../sdk/index.js';
 import { endpointHeaders, endpointUrl, eventRequest } from './http-event.js';
 import { parameters } from './params.js';
 
@@ -49,7 +49,9 @@ async function readLimited(body: Readable, limit: number): Promise<string> {
  * default 3000, at most 30000, for the whole exchange), a network error, a
  * non-2xx status or an answer that is not that JSON is a failure of the
  * webhook: with `failOpen` the check passes (saying it failed open), else it
- * fails. `headers` are sent but never logged or reported.
+ * fails. `headers` are sent but never logged or reported. A `url` on a host
+ * the gateway's outbound policy refuses (by address, or by what its name
+ * resolves to) is neither: the request is answered 400 `host_not_allowed`.
  */
 export const webhook = defineCheck({
   parameters: parameters({
@@ -80,6 +82,8 @@ export const webhook = defineCheck({
       }
       text = await readLimited(res.body, MAX_WEBHOOK_ANSWER_BYTES);
     } catch (err) {
+      // A host the outbound policy refuses is the config's error, answered as a 400, never a verdict.
+      if (err instanceof GatewayError && err.code === 'host_not_allowed') throw err;
       if (input.signal.aborted) return { verdict: false, explanation: 'The client went away before the webhook answered.', data: { failedOpen: false, reason: 'aborted', status: null } };
       if (timeout.aborted || (err as { code?: string })?.code === 'upstream_timeout') return failed(`it did not answer within ${timeoutMs} ms`);
       if (err instanceof TooLarge) return failed(err.message);

@@ -16,6 +16,8 @@ export function startAcmeGateway(acmeBaseURL: string, port = 8787): Promise<Serv
       acmeChecks(), // acme.maxDigits
       guardrails(), // runs the hooks and guardrails of each config
     ],
+    // The Acme server runs on this machine: a private host, which the gateway refuses unless allowed (docs/security.md).
+    options: { outbound: { allowHosts: [new URL(acmeBaseURL).host] } },
   });
   const server = createServer(gateway.handler);
   server.on('close', () => void gateway.close());

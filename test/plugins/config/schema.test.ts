@@ -165,6 +165,33 @@ describe('field types, enums and minimums', () => {
   );
 });
 
+// Defect 2 of issue 15: custom_host was a bare string, so a URL that does not parse reached the transport.
+describe('custom_host is an absolute http(s) URL without user info, at any depth', () => {
+  const nested = (host: string) => fallback(KEY, { strategy: { mode: 'single' }, targets: [{ ...KEY, custom_host: host }] });
+  runTable(
+    [
+      ['http with a port and path', { ...KEY, custom_host: 'http://127.0.0.1:9000/v1' }],
+      ['https', { ...KEY, custom_host: 'https://llm.example.com/v1/' }],
+      ['IPv6 literal', { ...KEY, custom_host: 'http://[::1]:8000/v1' }],
+      ['nested', nested('https://llm.example.com/v1')],
+    ],
+    [
+      ['unterminated IPv6 literal', { ...KEY, custom_host: 'http://[::1' }, 'custom_host', 'must be an absolute http or https URL'],
+      ['no host', { ...KEY, custom_host: 'http://' }, 'custom_host', 'must be an absolute http or https URL'],
+      ['relative', { ...KEY, custom_host: '/v1' }, 'custom_host', 'must be an absolute http or https URL'],
+      ['another scheme', { ...KEY, custom_host: 'file:///etc/passwd' }, 'custom_host', 'must be an http or https URL'],
+      ['user info', { ...KEY, custom_host: 'https://user:pw@llm.example.com/v1' }, 'custom_host', 'must not contain user info'],
+      ['not a string', { ...KEY, custom_host: 1 }, 'custom_host', 'must be a string (got number)'],
+      ['nested, no host', nested('http://'), 'targets[1].targets[0].custom_host', 'must be an absolute http or https URL'],
+      ['nested, user info', nested('http://u:p@h.example'), 'targets[1].targets[0].custom_host', 'must not contain user info'],
+    ],
+  );
+
+  test('the password of a refused custom host is not repeated', () => {
+    expect(expectInvalid({ ...KEY, custom_host: 'https://user:SECRET-pw@llm.example.com/v1' }, 'custom_host').message).not.toContain('SECRET');
+  });
+});
+
 describe('strategy', () => {
   runTable(
     [

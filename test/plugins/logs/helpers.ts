@@ -63,7 +63,7 @@ export function logGatewayPlugins(o: LogGatewayOptions): GatewayPlugin[] {
     trace(),
     traceparent(),
     keysAuth(o.keys ?? { [ADMIN_KEY]: { workspace: null, scopes: ['*'] } }),
-    providerHeaders({ allowPrivateHosts: true }),
+    providerHeaders(),
     validation(),
     openai(),
     proxy(),

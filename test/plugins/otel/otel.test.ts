@@ -45,7 +45,7 @@ describe('with an endpoint', () => {
         traceparent(),
         keysAuth({ [ADMIN_KEY]: { workspace: null, scopes: ['*'] } }),
         config(),
-        providerHeaders({ allowPrivateHosts: true }),
+        providerHeaders(),
         validation(),
         retry({ sleep: async () => {} }),
         openai(),
@@ -170,6 +170,18 @@ describe('with an endpoint', () => {
     expect(duration.unit).toBe('s');
     expect(duration.histogram.dataPoints.some((p: any) => attrs(p.attributes)['error.type'] === '500')).toBe(true);
   }, 30_000);
+});
+
+test('the endpoint is logged without its user info', async () => {
+  const gw = await serveGateway({ plugins: [otel({ endpoint: `http://collector:SECRET-otlp-pw@127.0.0.1:${new URL(receiver.url).port}/`, env: {} })] });
+  try {
+    await gw.gateway.ready;
+    const line = gw.logs.lines().find((l) => l.msg === 'OpenTelemetry export on');
+    expect(line?.traces).toBe(`http://127.0.0.1:${new URL(receiver.url).port}/v1/traces`);
+    expect(gw.logs.text()).not.toContain('SECRET');
+  } finally {
+    await gw.close();
+  }
 });
 
 describe('without an endpoint', () => {

@@ -2,11 +2,12 @@ import * as v from 'valibot';
 import { expect } from 'vitest';
 import { UpstreamClient } from '../../../../core/index.js';
 import type { CheckInput, CheckResult, GuardrailCheck } from '../../../../sdk/guardrails.js';
+import { LOOPBACK_HOSTS } from '../../../helpers/outbound.js';
 
 let client: UpstreamClient | null = null;
-/** One pooled client for the unit tests that call out (webhook, log). */
+/** One pooled client for the unit tests that call out (webhook, log), to endpoints on loopback. */
 export function testUpstream(): UpstreamClient {
-  client ??= new UpstreamClient({ connections: 8, headersTimeoutMs: 10_000, bodyTimeoutMs: 10_000 });
+  client ??= new UpstreamClient({ connections: 8, headersTimeoutMs: 10_000, bodyTimeoutMs: 10_000, outbound: { allowHosts: LOOPBACK_HOSTS } });
   return client;
 }
 

@@ -104,6 +104,12 @@ describe('default.validUrls', () => {
     expect(await verdictOf(validUrls, { onlyDNS: true }, 'https://example.com')).toBe(true);
     expect(await verdictOf(validUrls, { onlyDNS: true }, 'https://no-such-host-xyz.example/')).toBe(true);
   });
+  test('an invalid URL is reported without its user info', async () => {
+    const r = await runCheck(validUrls, {}, 'log in at http://admin:SECRET-pw@intranet/page');
+    expect(r.verdict).toBe(false);
+    expect(r.explanation).toContain('http://intranet/page');
+    expect(JSON.stringify(r)).not.toContain('SECRET');
+  });
   test('URL finding and host names', () => {
     expect(findUrls('a https://x.example/(y) b, [http://y.example/z].')).toEqual(['https://x.example/(y)', 'http://y.example/z']);
     expect(plausibleHostname('a.b.example.com')).toBe(true);

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 import * as v from 'valibot';
+import { GatewayError, UpstreamClient, type HostResolver } from '../../../../core/index.js';
 import { createLogCheck } from '../../../../plugins/guardrails/checks/log.js';
 import { webhook } from '../../../../plugins/guardrails/checks/webhook.js';
 import { sendJson, startEndpoint } from './endpoint-server.js';
@@ -128,6 +129,38 @@ describe('default.webhook', () => {
   test('defaults: 3000 ms, fail closed, no headers', () => {
     const p = v.parse(webhook.parameters, { url: 'https://x.example/hook' });
     expect(p).toMatchObject({ timeoutMs: 3000, failOpen: false, headers: {} });
+  });
+});
+
+describe('a host the outbound policy refuses', () => {
+  // Names resolve through this table: rebind.test to a private address (never contacted), ok.test to loopback.
+  const resolve: HostResolver = async (name) => [{ address: name === 'rebind.test' ? '10.0.0.1' : '127.0.0.1', family: 4 }];
+  let strict: UpstreamClient;
+  beforeAll(() => {
+    strict = new UpstreamClient({ connections: 2, headersTimeoutMs: 5000, bodyTimeoutMs: 5000, outbound: { resolve } });
+  });
+  afterAll(() => strict.close());
+  const port = () => new URL(endpoint.url).port;
+
+  test('webhook: not a verdict, even failing open, but the 400 host_not_allowed; nothing is sent', async () => {
+    const before = endpoint.calls.length;
+    for (const url of [`${endpoint.url}/pass`, `http://rebind.test:${port()}/pass`]) {
+      const err = await runCheck(webhook, { url, failOpen: true }, inputOf('x', { upstream: strict })).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(GatewayError);
+      expect((err as GatewayError).code).toBe('host_not_allowed');
+    }
+    expect(endpoint.calls.length).toBe(before);
+  });
+
+  test('log: an address is refused before anything is sent; a name found to resolve to one is a failed delivery', async () => {
+    const warn = vi.fn();
+    const check = createLogCheck(warn);
+    const before = endpoint.calls.length;
+    await expect(runCheck(check, { url: `${endpoint.url}/log` }, inputOf('x', { upstream: strict }))).rejects.toMatchObject({ code: 'host_not_allowed', status: 400 });
+    expect((await runCheck(check, { url: `http://rebind.test:${port()}/log` }, inputOf('x', { upstream: strict }))).verdict).toBe(true);
+    await vi.waitFor(() => expect(warn).toHaveBeenCalledTimes(1));
+    expect(warn.mock.calls[0]![0]).toMatchObject({ check: 'default.log', reason: 'its host resolves only to addresses the outbound policy refuses' });
+    expect(endpoint.calls.length).toBe(before);
   });
 });
 

@@ -1,6 +1,7 @@
 import { generateKeyPairSync, verify } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, test, vi } from 'vitest';
 import { GatewayError, UpstreamClient } from '../../../../core/index.js';
+import { LOOPBACK_HOSTS } from '../../../helpers/outbound.js';
 import { EXPIRY_MARGIN_MS, SCOPE, TokenCache, signAssertion, tokenSender } from '../../../../plugins/providers/vertex-ai/auth.js';
 import { startVertexContractMock, type VertexContractMock } from '../../../mocks/contract/vertex.js';
 
@@ -14,7 +15,7 @@ let mock: VertexContractMock;
 let client: UpstreamClient;
 beforeAll(async () => {
   mock = await startVertexContractMock({ publicKey, clientEmail: EMAIL, keyId: KID, expiresIn: 3600 });
-  client = new UpstreamClient({ connections: 4, headersTimeoutMs: 5000, bodyTimeoutMs: 5000 });
+  client = new UpstreamClient({ connections: 4, headersTimeoutMs: 5000, bodyTimeoutMs: 5000, outbound: { allowHosts: LOOPBACK_HOSTS } });
 });
 afterAll(async () => {
   await client.close();

@@ -1,0 +1,10 @@
+/**
+ * Test gateways send their upstream calls to mocks on loopback, which the
+ * outbound host policy refuses by default. The helpers allow loopback by name
+ * and address (and nothing else: private ranges stay refused), the way an
+ * operator allows a self-hosted model; a test of the policy passes its own.
+ */
+export const LOOPBACK_HOSTS: readonly string[] = Object.freeze(['127.0.0.1', '::1', 'localhost']);
+
+/** The same allow-list, for the bundled server's environment. */
+export const LOOPBACK_ENV: Readonly<Record<string, string>> = Object.freeze({ GATEWAY_ALLOW_HOSTS: LOOPBACK_HOSTS.join(',') });
