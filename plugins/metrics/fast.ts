@@ -3,20 +3,44 @@ import type { Registry } from 'prom-client';
 /**
  * Counters and histograms recorded on the request path without prom-client's
  * per-call work (a label object built, validated, sorted and hashed on every
- * `inc` and `observe`). A series is found by its label values joined into one
- * string; the registry reads them through the collector interface (`get()`)
+ * `inc` and `observe`). A series is found through one Map per label value
+ * (below); the registry reads them through the collector interface (`get()`)
  * at scrape time and formats them as it does its own. Label values are
  * bounded by the caller (routes, providers, capped models, error codes).
  */
 
-const SEP = '\u0000';
+/**
+ * Series by their label values: one Map per label, nested, so finding a
+ * series that exists allocates nothing (a key joined from the values would
+ * be a new string on every call, a few of them per request).
+ */
+class SeriesTable<T> {
+  readonly #root = new Map<string, unknown>();
+  /** Every series, in creation order, for the scrape. */
+  readonly all: T[] = [];
 
-/** The map key of up to four label values. */
-function keyOf(a: string, b?: string, c?: string, d?: string): string {
-  if (b === undefined) return a;
-  if (c === undefined) return a + SEP + b;
-  if (d === undefined) return a + SEP + b + SEP + c;
-  return a + SEP + b + SEP + c + SEP + d;
+  constructor(readonly depth: number) {}
+
+  get(a: string, b?: string, c?: string, d?: string): T | undefined {
+    let node: unknown = this.#root;
+    for (let i = 0; i < this.depth; i++) {
+      node = (node as Map<string, unknown>).get(i === 0 ? a : i === 1 ? b! : i === 2 ? c! : d!);
+      if (node === undefined) return undefined;
+    }
+    return node as T;
+  }
+
+  add(cell: T, a: string, b?: string, c?: string, d?: string): void {
+    let map = this.#root;
+    for (let i = 0; i < this.depth - 1; i++) {
+      const value = i === 0 ? a : i === 1 ? b! : c!;
+      let next = map.get(value) as Map<string, unknown> | undefined;
+      if (next === undefined) map.set(value, (next = new Map()));
+      map = next;
+    }
+    map.set(this.depth === 1 ? a : this.depth === 2 ? b! : this.depth === 3 ? c! : d!, cell);
+    this.all.push(cell);
+  }
 }
 
 function labelsOf(names: readonly string[], a: string, b?: string, c?: string, d?: string): Record<string, string> {
@@ -35,7 +59,7 @@ interface CounterCell {
 export class FastCounter {
   readonly type = 'counter';
   readonly aggregator = 'sum';
-  readonly #cells = new Map<string, CounterCell>();
+  readonly #cells: SeriesTable<CounterCell>;
 
   constructor(
     readonly name: string,
@@ -43,23 +67,23 @@ export class FastCounter {
     readonly labelNames: readonly string[],
     registry: Registry,
   ) {
+    this.#cells = new SeriesTable(labelNames.length);
     registry.registerMetric(this as never);
   }
 
-  /** Adds `by` (default 1) to the series of these label values. */
+  /** Adds `by` (default 1) to the series of these label values (one per label name, in order). */
   add(by: number, a: string, b?: string, c?: string, d?: string): void {
-    const key = keyOf(a, b, c, d);
-    let cell = this.#cells.get(key);
+    let cell = this.#cells.get(a, b, c, d);
     if (cell === undefined) {
       cell = { labels: labelsOf(this.labelNames, a, b, c, d), value: 0 };
-      this.#cells.set(key, cell);
+      this.#cells.add(cell, a, b, c, d);
     }
     cell.value += by;
   }
 
   get() {
     const values: { labels: Record<string, string>; value: number }[] = [];
-    for (const cell of this.#cells.values()) values.push({ labels: cell.labels, value: cell.value });
+    for (const cell of this.#cells.all) values.push({ labels: cell.labels, value: cell.value });
     return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
   }
 }
@@ -76,7 +100,7 @@ interface HistogramCell {
 export class FastHistogram {
   readonly type = 'histogram';
   readonly aggregator = 'sum';
-  readonly #cells = new Map<string, HistogramCell>();
+  readonly #cells: SeriesTable<HistogramCell>;
 
   constructor(
     readonly name: string,
@@ -85,15 +109,15 @@ export class FastHistogram {
     readonly buckets: readonly number[],
     registry: Registry,
   ) {
+    this.#cells = new SeriesTable(labelNames.length);
     registry.registerMetric(this as never);
   }
 
   observe(value: number, a: string, b?: string, c?: string, d?: string): void {
-    const key = keyOf(a, b, c, d);
-    let cell = this.#cells.get(key);
+    let cell = this.#cells.get(a, b, c, d);
     if (cell === undefined) {
       cell = { labels: labelsOf(this.labelNames, a, b, c, d), counts: new Float64Array(this.buckets.length + 1), sum: 0, count: 0 };
-      this.#cells.set(key, cell);
+      this.#cells.add(cell, a, b, c, d);
     }
     let i = 0;
     while (i < this.buckets.length && value > this.buckets[i]!) i++;
@@ -104,7 +128,7 @@ export class FastHistogram {
 
   get() {
     const values: { metricName: string; labels: Record<string, string | number>; value: number }[] = [];
-    for (const cell of this.#cells.values()) {
+    for (const cell of this.#cells.all) {
       let cumulative = 0;
       for (let i = 0; i < this.buckets.length; i++) {
         cumulative += cell.counts[i]!;

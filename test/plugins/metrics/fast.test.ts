@@ -26,3 +26,17 @@ test('fast counters and histograms render as prom-client would: cumulative bucke
   expect(metricValue(parsed, 't_duration_seconds_count', { route: 'chat' })).toBe(4);
   expect(metricValue(parsed, 't_duration_seconds_sum', { route: 'chat' })).toBeCloseTo(7.65);
 });
+
+test('series are told apart by every label value, however the values are spelled', async () => {
+  const registry = new client.Registry();
+  const c = new FastCounter('t_pairs_total', 'Pairs.', ['a', 'b'], registry);
+  c.add(1, 'x\u0000y', 'z');
+  c.add(2, 'x', 'y\u0000z');
+  c.add(4, 'x', 'y\u0000z');
+  const one = new FastCounter('t_one_total', 'One label.', ['a'], registry);
+  one.add(3, 'only');
+  const parsed = parsePrometheus(await registry.metrics());
+  expect(metricValue(parsed, 't_pairs_total', { a: 'x\u0000y', b: 'z' })).toBe(1);
+  expect(metricValue(parsed, 't_pairs_total', { a: 'x', b: 'y\u0000z' })).toBe(6);
+  expect(metricValue(parsed, 't_one_total', { a: 'only' })).toBe(3);
+});
