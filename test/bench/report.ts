@@ -38,7 +38,7 @@ export function probeTable(p50: Map<string, number>, mock: string): string {
 
 /** Throughput ratios for every scenario: the gateway against the bare proxy and the mock, and the gateway against itself with logging off. */
 export function ratioTable(rows: Row[]): string {
-  const lines = ['| mode | connections | gateway/bare | gateway/mock | gateway/gateway without the log store | CPU µs per request: gateway, without the log store, bare |', '|---|--:|--:|--:|--:|--:|'];
+  const lines = ['| mode | connections | gateway/bare | gateway/mock | gateway/gateway with logging off | CPU µs per request: gateway, logging off, bare |', '|---|--:|--:|--:|--:|--:|'];
   const find = (t: string, m: string, c: number) => rows.find((r) => r.target === t && r.mode === m && r.connections === c)!;
   for (const g of rows.filter((r) => r.target === 'gateway')) {
     const off = find('gateway-nolog', g.mode, g.connections);
