@@ -50,7 +50,8 @@ export const PAGE_QUERY = {
 /** Parses the query string with a strict valibot object (unknown parameters are a 400, so typos do not go unnoticed). */
 export function parseQuery<S extends v.GenericSchema>(ctx: RequestContext, schema: S): v.InferOutput<S> {
   const params = new URLSearchParams(ctx.query);
-  const raw: Record<string, string> = {};
+  // No prototype: on a plain object `raw['__proto__'] = …` would set the prototype instead of adding a key, and the strict schema would never see the parameter.
+  const raw: Record<string, string> = Object.create(null);
   for (const [k, value] of params) raw[k] = value;
   const result = v.safeParse(schema, raw);
   if (!result.success) {
