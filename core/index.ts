@@ -28,7 +28,7 @@ export { hasScope, requireScope } from './auth.js';
 export { abortable } from './abort.js';
 export { invalidBody, issuePath, parseOptions, plainObject } from './validate.js';
 export { createLogger, CORE_REDACT_PATHS, flushLogger, redactPaths, type Logger, type LoggerOptions } from './logger.js';
-export { HOP_BY_HOP, bearerToken, forwardableHeaders } from './http/headers.js';
+export { HOP_BY_HOP, NEVER_FORWARDED, bearerToken, forwardableHeaders, isForwardable } from './http/headers.js';
 export { discardResponse, jsonResponse, errorResponse, readResponseBody } from './http/write-response.js';
 export { baseURL, effectiveBody, passThrough, requestBody } from './upstream/transport.js';
 export { UpstreamClient } from './upstream/client.js';

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { RequestContext } from '../context.js';
 import { GatewayError } from '../errors.js';
-import { forwardableHeaders } from '../http/headers.js';
+import { forwardableHeaders, isForwardable } from '../http/headers.js';
 import type { Registry } from '../registry.js';
 import type { Dispatch, GatewayResponse, Provider, Target, UpstreamRequest, UpstreamResponse } from '../types.js';
 import type { UpstreamClient } from './client.js';
@@ -94,11 +94,16 @@ export function requestBody(ctx: RequestContext, target?: Target): Buffer | stri
   return ctx.rawBody;
 }
 
-/** Client headers a target forwards as received (`forward_headers`). The gateway key is never among them. */
+/**
+ * Client headers a target forwards as received (`forward_headers`). The
+ * gateway key is never among them, nor a framing or hop-by-hop header: the
+ * config schema refuses those, and a target built another way (a plugin's)
+ * still cannot make the request contradict its own body.
+ */
 function forwardHeaders(ctx: RequestContext, names: readonly string[], into: Record<string, string>): void {
   for (const raw of names) {
     const name = raw.toLowerCase();
-    if (name === 'x-gateway-api-key') continue;
+    if (name === 'x-gateway-api-key' || !isForwardable(name)) continue;
     const value = ctx.headers[name];
     if (value !== undefined) into[name] = Array.isArray(value) ? value.join(', ') : value;
   }
