@@ -19,6 +19,7 @@ export const CORE_ERROR_CODES = Object.freeze({
   invalid_json: { status: 400, type: 'invalid_request_error' },
   invalid_request: { status: 400, type: 'invalid_request_error' },
   invalid_header: { status: 400, type: 'invalid_request_error' },
+  json_too_deep: { status: 400, type: 'invalid_request_error' },
   unknown_provider: { status: 400, type: 'invalid_request_error' },
   provider_required: { status: 400, type: 'invalid_request_error' },
   route_not_supported: { status: 400, type: 'invalid_request_error' },

@@ -30,6 +30,8 @@ export { invalidBody, issuePath, parseOptions, plainObject } from './validate.js
 export { createLogger, CORE_REDACT_PATHS, flushLogger, redactPaths, type Logger, type LoggerOptions } from './logger.js';
 export { HOP_BY_HOP, NEVER_FORWARDED, bearerToken, forwardableHeaders, isForwardable } from './http/headers.js';
 export { discardResponse, jsonResponse, errorResponse, readResponseBody } from './http/write-response.js';
+export { parseJsonObject, tooDeep } from './http/read-body.js';
+export { DEFAULT_MAX_JSON_DEPTH, exceedsJsonDepth, exceedsValueDepth } from './json-limits.js';
 export { baseURL, effectiveBody, passThrough, requestBody } from './upstream/transport.js';
 export { UpstreamClient } from './upstream/client.js';
 export type * from './types.js';

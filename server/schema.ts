@@ -21,6 +21,8 @@ export const ServerConfigSchema = v.strictObject({
   host: v.optional(v.string()),
   /** Largest request body in bytes. Default 50 MiB. */
   maxBodyBytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+  /** Deepest nesting of objects and arrays in a JSON body, config or metadata. Default 100. */
+  maxJsonDepth: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1000))),
   upstream: v.optional(
     v.strictObject({
       headersTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),

@@ -46,6 +46,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     logger,
     options: {
       maxBodyBytes: config.maxBodyBytes,
+      maxJsonDepth: config.maxJsonDepth,
       upstreamHeadersTimeoutMs: config.upstream?.headersTimeoutMs,
       upstreamBodyTimeoutMs: config.upstream?.bodyTimeoutMs,
       upstreamConnections: config.upstream?.connections,

@@ -5,6 +5,7 @@ import {
   invalidBody,
   issuePath,
   jsonResponse,
+  parseJsonObject,
   type RequestContext,
   requireScope,
   type RouteDefinition,
@@ -179,12 +180,5 @@ export const Metadata = v.nullish(v.pipe(v.record(v.pipe(v.string(), v.maxLength
 export function optionalBody(ctx: RequestContext): Record<string, unknown> {
   const raw = ctx.rawBody;
   if (raw === null || raw.length === 0) return {};
-  let value: unknown;
-  try {
-    value = JSON.parse(raw.toString('utf8'));
-  } catch {
-    throw new GatewayError('invalid_json', 'The request body is not valid JSON.');
-  }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new GatewayError('invalid_json', 'The request body must be a JSON object.');
-  return value as Record<string, unknown>;
+  return parseJsonObject(raw);
 }
