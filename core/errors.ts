@@ -30,6 +30,7 @@ export const CORE_ERROR_CODES = Object.freeze({
   conflict: { status: 409, type: 'invalid_request_error' },
   request_timeout: { status: 408, type: 'timeout_error' },
   payload_too_large: { status: 413, type: 'invalid_request_error' },
+  headers_too_large: { status: 431, type: 'invalid_request_error' },
   unsupported_media_type: { status: 415, type: 'invalid_request_error' },
   rate_limited: { status: 429, type: 'rate_limit_error' },
   client_closed_request: { status: 499, type: 'client_error' },
