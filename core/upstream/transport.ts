@@ -4,7 +4,7 @@ import { GatewayError } from '../errors.js';
 import { forwardableHeaders, isForwardable } from '../http/headers.js';
 import type { Registry } from '../registry.js';
 import type { Dispatch, GatewayResponse, Provider, Target, UpstreamRequest, UpstreamResponse } from '../types.js';
-import type { UpstreamClient } from './client.js';
+import { upstreamBodyError, type UpstreamClient } from './client.js';
 
 /**
  * The innermost dispatch: builds the upstream request from the target's
@@ -57,7 +57,13 @@ export function createTransport(providers: Registry<Provider>, client: UpstreamC
       throw err;
     }
     record(ctx, provider, upstream.status, started, null);
-    return adapter?.response !== undefined ? adapter.response(upstream, ctx, target) : passThrough(upstream);
+    if (adapter?.response === undefined) return passThrough(upstream);
+    try {
+      return await adapter.response(upstream, ctx, target);
+    } catch (err) {
+      // An adapter that reads the body whole (to translate it) meets a stalled or broken upstream here: a 504 or 502, not a 500.
+      throw upstreamBodyError(err) ?? err;
+    }
   };
 }
 
