@@ -65,7 +65,9 @@ export function answerClientErrors(server: Server, responses: WeakMap<Duplex, Se
       socket.destroy();
       return;
     }
-    answer(socket, toGatewayError(err), responses.get(socket)?.headersSent === true);
+    // A response still being written owns the wire; one that has ended (an earlier request on this keep-alive connection) does not.
+    const current = responses.get(socket);
+    answer(socket, toGatewayError(err), current !== undefined && current.headersSent && !current.writableEnded);
   });
   // The gateway is no forward proxy: CONNECT is a method it does not allow, answered rather than dropped.
   server.on('connect', (req: IncomingMessage, socket: Duplex) => {

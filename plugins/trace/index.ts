@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { exceedsJsonDepth, GatewayError, STAGES, tooDeep, type GatewayPlugin } from '../../sdk/index.js';
+import { DEFAULT_MAX_JSON_DEPTH, exceedsJsonDepth, GatewayError, STAGES, tooDeep, type GatewayPlugin } from '../../sdk/index.js';
 
 export const PLUGIN_NAME = 'trace';
 
@@ -41,7 +41,7 @@ function idHeader(value: string | undefined, name: string): string | null {
 }
 
 /** `x-gateway-metadata` must be a JSON object; anything else is a 400 naming the header. */
-export function parseMetadata(raw: string, maxDepth = 100): Record<string, unknown> {
+export function parseMetadata(raw: string, maxDepth = DEFAULT_MAX_JSON_DEPTH): Record<string, unknown> {
   if (raw.length > MAX_METADATA_BYTES) {
     throw new GatewayError('invalid_header', `x-gateway-metadata is larger than ${MAX_METADATA_BYTES} bytes.`, { param: 'x-gateway-metadata' });
   }

@@ -159,6 +159,26 @@ describe('parser rejections and CONNECT get the envelope', () => {
     expectEnvelope(r.text, 400, 'invalid_request');
   });
 
+  test('garbage after a complete request on a keep-alive connection still gets the envelope', async () => {
+    const text = await new Promise<string>((resolve) => {
+      const socket = connect(gw.port, '127.0.0.1');
+      let got = '';
+      socket.on('data', (c) => {
+        const first = got === '';
+        got += c.toString('latin1');
+        // The first answer is in: now the garbage, on the same connection.
+        if (first) socket.write('BREW /health HTTP/1.1\r\nhost: x\r\n\r\n');
+      });
+      socket.on('close', () => resolve(got));
+      setTimeout(() => socket.destroy(), HANG_BOUND_MS);
+      socket.write('GET /health HTTP/1.1\r\nhost: x\r\n\r\n');
+    });
+    expect(text.startsWith('HTTP/1.1 200')).toBe(true);
+    const second = text.indexOf('HTTP/1.1 400');
+    expect(second).toBeGreaterThan(0);
+    expectEnvelope(text.slice(second), 400, 'invalid_request');
+  });
+
   test('CONNECT: 405 instead of a dropped connection', async () => {
     const r = await raw('CONNECT example.test:443 HTTP/1.1\r\nhost: example.test:443\r\n\r\n');
     expect(r.closed).toBe(true);
