@@ -9,10 +9,15 @@ import { RE2JS } from 're2js';
  * lookaround; docs/guardrails.md lists the syntax.
  *
  * Linear is not free: compiling costs about the size of the program RE2
- * builds, and matching at worst the text's length times that size. Counted
- * repetitions are what make a short pattern large (`(?:ab){1000}` is 2,000
- * instructions), so a pattern is measured from its text before it is
- * compiled, and refused when it would be too large.
+ * builds, and matching at worst the text's length times that size (when the
+ * pattern defeats RE2's DFA, as `a[ab]{200}b$` does, and it falls back to
+ * simulating the program: about 18 ns per character and instruction here, so
+ * 4 s for 1 MB at 200 instructions). Counted repetitions are what make a
+ * short pattern large (`(?:ab){1000}` is 2,000 instructions), so a pattern is
+ * measured from its text before it is compiled, and refused when it would be
+ * too large; and a text is matched only when its length times the pattern's
+ * size is within a budget, which bounds the worst case of one match to about
+ * a third of a second while a simple pattern still scans megabytes.
  */
 
 /** Longest pattern accepted, in UTF-16 code units. */
@@ -25,13 +30,30 @@ export const MAX_PATTERN_LENGTH = 512;
  */
 export const MAX_PATTERN_SIZE = 2_000;
 
+/**
+ * Most work one match may take: the text's length (UTF-16 code units) times
+ * the pattern's compiled size. A 10-instruction pattern scans up to 2 M
+ * characters, a 2,000-instruction one 10,000.
+ */
+export const MAX_MATCH_COST = 20_000_000;
+
 /** A compiled pattern. */
 export interface Pattern {
   /** The pattern as given. */
   readonly source: string;
-  /** True when the pattern matches anywhere in `text`. */
+  /** The size of the compiled program, in RE2 instructions. */
+  readonly size: number;
+  /** The longest text this pattern may be matched against ({@link MAX_MATCH_COST} over its size). */
+  readonly maxTextLength: number;
+  /**
+   * True when the pattern matches anywhere in `text`.
+   * @throws PatternError when `text` is longer than `maxTextLength`.
+   */
   test(text: string): boolean;
-  /** The first match's text, or null. */
+  /**
+   * The first match's text, or null.
+   * @throws PatternError when `text` is longer than `maxTextLength`.
+   */
   match(text: string): string | null;
 }
 
@@ -54,12 +76,27 @@ export function compilePattern(source: string): Pattern {
     // RE2's own message names the construct it refused and quotes only the pattern.
     throw new PatternError(`is not a valid RE2 pattern: ${String((err as Error).message).replace(/^error parsing regexp: /, '').slice(0, 200)}`);
   }
-  if (re.programSize() > MAX_PATTERN_SIZE) throw tooLarge();
+  const size = re.programSize();
+  if (size > MAX_PATTERN_SIZE) throw tooLarge();
+  const maxTextLength = Math.floor(MAX_MATCH_COST / Math.max(size, 1));
+  const within = (text: string) => {
+    if (text.length > maxTextLength) {
+      throw new PatternError(`cannot be matched against a text of ${text.length} characters: a pattern of ${size} instructions scans at most ${maxTextLength}`);
+    }
+  };
   return {
     source,
+    size,
+    maxTextLength,
+    test: (text) => {
+      within(text);
+      return re.test(text);
+    },
     // test() runs RE2's DFA; exec() the slower capturing engines, so it runs only on a text already known to match.
-    test: (text) => re.test(text),
-    match: (text) => (re.test(text) ? ((re.exec(text)?.[0] as string | undefined) ?? null) : null),
+    match: (text) => {
+      within(text);
+      return re.test(text) ? ((re.exec(text)?.[0] as string | undefined) ?? null) : null;
+    },
   };
 }
 

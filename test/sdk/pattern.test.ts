@@ -1,6 +1,6 @@
 import { RE2JS } from 're2js';
 import { describe, expect, test } from 'vitest';
-import { compilePattern, MAX_PATTERN_LENGTH, MAX_PATTERN_SIZE, PatternError } from '../../sdk/index.js';
+import { compilePattern, MAX_MATCH_COST, MAX_PATTERN_LENGTH, MAX_PATTERN_SIZE, PatternError } from '../../sdk/index.js';
 import { patternSize } from '../../sdk/pattern.js';
 
 const refusal = (source: string): string => {
@@ -82,5 +82,24 @@ describe('patternSize', () => {
     const estimate = patternSize(source);
     expect(estimate).toBeGreaterThan(actual / 2 - 2);
     expect(estimate).toBeLessThan(actual * 2 + 10);
+  });
+});
+
+describe('the work budget of one match', () => {
+  // `a[ab]{200}b$` defeats RE2's DFA: matching falls back to simulating the program, about 4 s for 1 MB in re2js.
+  test('a text longer than the budget allows for the pattern is refused, not scanned', () => {
+    const p = compilePattern('a[ab]{200}b$');
+    expect(p.maxTextLength).toBe(Math.floor(MAX_MATCH_COST / p.size));
+    expect(p.maxTextLength).toBeLessThan(200_000);
+    const text = 'ab'.repeat(500_000);
+    expect(() => p.test(text)).toThrow(PatternError);
+    expect(() => p.match(text)).toThrow(/scans at most/);
+    expect(p.test(`a${'b'.repeat(201)}`)).toBe(true);
+  });
+
+  test('a simple pattern still scans megabytes', () => {
+    const p = compilePattern('\\bsecret\\b');
+    expect(p.maxTextLength).toBeGreaterThan(1_000_000);
+    expect(p.test(`${'lorem ipsum '.repeat(100_000)} secret`)).toBe(true);
   });
 });

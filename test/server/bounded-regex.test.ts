@@ -77,6 +77,28 @@ describe('client-supplied patterns run in linear time', () => {
     expect(body.hook_results.before_request_hooks[0].checks[0]).toMatchObject({ id: 'default.regexMatch', verdict: false });
   });
 
+  // `a[ab]{200}b$` defeats RE2's DFA on a random run of a's and b's: 2 MB of it would take seconds. The text is refused instead of scanned.
+  test('a text too long for its pattern fails the check at once, and a routed value too long is a 400', async () => {
+    let seed = 7;
+    const long = Array.from({ length: 2_000_000 }, () => ((seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648) < 1_073_741_824 ? 'a' : 'b')).join('');
+    const check = { ...leaf('a'), before_request_hooks: [{ id: 'h', checks: [{ id: 'default.regexMatch', parameters: { rule: 'a[ab]{200}b$' } }], on_fail: { deny: true } }] };
+    const res = await whileHealthy(() => chat(check, 'gpt-4o-mini', long));
+    expect(res.status).toBe(446);
+    const outcome = (await res.json()).hook_results.before_request_hooks[0].checks[0];
+    expect(outcome.verdict).toBe(false);
+    expect(outcome.error).toContain('scans at most');
+
+    const conditional = {
+      strategy: { mode: 'conditional', conditions: [{ query: { 'params.model': { $regex: 'a[ab]{200}b$' } }, then: 'a' }], default: 'a' },
+      targets: [leaf('a')],
+    };
+    const routed = await whileHealthy(() => chat(conditional, long));
+    expect(routed.status).toBe(400);
+    const { error } = await routed.json();
+    expect(error.param).toBe('params.model');
+    expect(error.message).toContain('scans at most');
+  });
+
   test('a pattern RE2 refuses is a 400 naming the field', async () => {
     const conditional = {
       strategy: { mode: 'conditional', conditions: [{ query: { 'params.model': { $regex: '(a)\\1' } }, then: 'a' }], default: 'a' },

@@ -91,7 +91,17 @@ function compileOperator(op: string, operand: unknown, where: string): (v: unkno
       } catch (err) {
         throw bad(where, (err as Error).message);
       }
-      return (v) => typeof v === 'string' && re.test(v);
+      // The field tested (`params.model`), named when a value is too long for the pattern.
+      const field = /(?:^|\.)((?:params|metadata)\..*)\.\$regex$/.exec(where)?.[1] ?? null;
+      return (v) => {
+        if (typeof v !== 'string') return false;
+        try {
+          return re.test(v);
+        } catch (err) {
+          // A value too long for this pattern's work budget: say so rather than route as if it did not match.
+          throw new GatewayError('invalid_request', `The request cannot be routed: ${where} ${(err as Error).message}.`, { param: field });
+        }
+      };
     }
     default: {
       if (typeof operand !== 'boolean') throw bad(where, '$exists takes true or false');
