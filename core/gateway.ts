@@ -16,6 +16,7 @@ import { TOKENS } from './tokens.js';
 import type { Dispatch, GatewayOptions, Interceptor } from './types.js';
 import { UpstreamClient } from './upstream/client.js';
 import { checkGatewayApi } from './version.js';
+import { DEFAULT_MAX_JSON_DEPTH } from './json-limits.js';
 
 export interface CreateGatewayOptions {
   /** Plugins, applied in order. */
@@ -50,6 +51,7 @@ export interface Gateway {
 
 export const DEFAULT_OPTIONS: Readonly<Required<GatewayOptions>> = Object.freeze({
   maxBodyBytes: 50 * 1024 * 1024,
+  maxJsonDepth: DEFAULT_MAX_JSON_DEPTH,
   upstreamHeadersTimeoutMs: 600_000,
   upstreamBodyTimeoutMs: 300_000,
   upstreamConnections: 256,

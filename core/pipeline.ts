@@ -172,7 +172,7 @@ export class Pipeline {
     if (bodyMode !== 'none') {
       ctx.rawBody = await readBody(req, this.options.maxBodyBytes);
       if (bodyMode === 'json') {
-        const body = parseJsonObject(ctx.rawBody);
+        const body = parseJsonObject(ctx.rawBody, this.options.maxJsonDepth);
         ctx.body = body;
         if (typeof body.model === 'string') ctx.model = body.model;
         ctx.stream = body.stream === true;

@@ -223,6 +223,8 @@ export interface OutboundOptions {
 export interface GatewayOptions {
   /** Largest request body accepted, in bytes. Default 50 MiB. */
   maxBodyBytes?: number;
+  /** Deepest nesting of objects and arrays in a JSON request body or config. Default 100. */
+  maxJsonDepth?: number;
   /** Time to wait for upstream response headers before answering 504, in ms. Default 600 000. */
   upstreamHeadersTimeoutMs?: number;
   /** Time allowed between two upstream body chunks, in ms. Default 300 000. */

@@ -54,6 +54,7 @@ export { contentText, defineCheck, requestText, responseText, type CheckInput, t
 export { migrate, numberPlaceholders, splitStatements, sqlStore, type Migration, type SqlClient, type SqlStore } from './sql.js';
 export { sqliteClient } from './sqlite.js';
 export { randomHex, uuidv7, w3cTraceId } from './ids.js';
+export { compilePattern, MAX_MATCH_COST, MAX_PATTERN_LENGTH, MAX_PATTERN_SIZE, PatternError, type Pattern } from './pattern.js';
 export { bundledPricing, bundledPricingData, costOf, pricingOf, PricingTable, readPricingData, type CostResult, type CostStatus, type ModelPrice, type PricingData } from './pricing/index.js';
 export { assembleSSE, type AssembledStream } from './observe/assemble.js';
 export {

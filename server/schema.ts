@@ -13,6 +13,9 @@ export const PluginEntrySchema = v.strictObject({
   options: v.optional(plainObject()),
 });
 
+/** Defaults of the `server` timeouts. */
+export const SERVER_TIMEOUTS = Object.freeze({ headersTimeoutMs: 30_000, requestTimeoutMs: 120_000, keepAliveTimeoutMs: 65_000 });
+
 /** The server config file (`--config FILE` or `GATEWAY_CONFIG`). */
 export const ServerConfigSchema = v.strictObject({
   /** Listening port; `PORT` wins over it. Default 8787. */
@@ -21,6 +24,8 @@ export const ServerConfigSchema = v.strictObject({
   host: v.optional(v.string()),
   /** Largest request body in bytes. Default 50 MiB. */
   maxBodyBytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+  /** Deepest nesting of objects and arrays in a JSON body, config or metadata. Default 100. */
+  maxJsonDepth: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(1000))),
   upstream: v.optional(
     v.strictObject({
       headersTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
@@ -46,6 +51,27 @@ export const ServerConfigSchema = v.strictObject({
       /** Allow every address, loopback and private ones included. Default false. */
       allowPrivateHosts: v.optional(v.boolean()),
     }),
+  ),
+  /**
+   * Time limits on receiving a client's request (Node's server timeouts). They
+   * cover receiving the request only, never sending the answer, so a long
+   * stream is not cut; see docs/configuration.md.
+   */
+  server: v.optional(
+    v.pipe(
+      v.strictObject({
+        /** Time for the request's headers to arrive; then 408. Default 30 000 ms. */
+        headersTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+        /** Time for the whole request, headers and body, to arrive; then 408. Default 120 000 ms. */
+        requestTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+        /** How long an idle keep-alive connection stays open. Default 65 000 ms. */
+        keepAliveTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+      }),
+      v.forward(
+        v.check((s) => (s.headersTimeoutMs ?? SERVER_TIMEOUTS.headersTimeoutMs) <= (s.requestTimeoutMs ?? SERVER_TIMEOUTS.requestTimeoutMs), 'must not be more than requestTimeoutMs'),
+        ['headersTimeoutMs'],
+      ),
+    ),
   ),
   /** How long a shutdown waits for in-flight requests and streams. Default 10 000 ms. */
   shutdownTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),

@@ -1,12 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { dirname, resolve } from 'node:path';
 import { createGateway, createLogger, type Gateway, type Logger } from '../core/index.js';
 import { loadPlugins } from './catalog.js';
 import { configFileFrom, loadServerConfig } from './config.js';
 import { readEnv, type ServerEnv } from './env.js';
-import type { ServerConfig } from './schema.js';
+import { answerClientErrors } from './client-errors.js';
+import { SERVER_TIMEOUTS, type ServerConfig } from './schema.js';
 
 export interface StartOptions {
   argv?: readonly string[];
@@ -46,6 +48,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     logger,
     options: {
       maxBodyBytes: config.maxBodyBytes,
+      maxJsonDepth: config.maxJsonDepth,
       upstreamHeadersTimeoutMs: config.upstream?.headersTimeoutMs,
       upstreamBodyTimeoutMs: config.upstream?.bodyTimeoutMs,
       upstreamConnections: config.upstream?.connections,
@@ -59,13 +62,26 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   await gateway.ready;
 
   let draining = false;
-  const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
-    // Once shutdown began, every answer closes its connection, so keep-alive clients stop sending here and in-flight work can drain.
-    if (draining) res.setHeader('connection', 'close');
-    gateway.handler(req, res);
-  });
-  // Node's default request timeout (5 min) would cut long streams; the upstream timeouts govern instead.
-  server.requestTimeout = 0;
+  const timeouts = { ...SERVER_TIMEOUTS, ...config.server };
+  // The response in progress on each socket, so a client error that comes mid-answer never writes a second status line.
+  const responses = new WeakMap<Duplex, ServerResponse>();
+  const server = createServer(
+    {
+      // Both cover receiving the request only: once it is in, a stream may run as long as the upstream keeps sending.
+      headersTimeout: timeouts.headersTimeoutMs,
+      requestTimeout: timeouts.requestTimeoutMs,
+      keepAliveTimeout: timeouts.keepAliveTimeoutMs,
+      // Node checks the two timeouts on this period (30 s by default), so they fire within a quarter of the shorter one.
+      connectionsCheckingInterval: Math.min(30_000, Math.max(25, Math.floor(timeouts.headersTimeoutMs / 4))),
+    },
+    (req, res) => {
+      responses.set(req.socket, res);
+      // Once shutdown began, every answer closes its connection, so keep-alive clients stop sending here and in-flight work can drain.
+      if (draining) res.setHeader('connection', 'close');
+      gateway.handler(req, res);
+    },
+  );
+  answerClientErrors(server, responses);
   const port = options.port ?? env.port ?? config.port ?? 8787;
   const host = options.host ?? config.host ?? '0.0.0.0';
   await new Promise<void>((resolve, reject) => {

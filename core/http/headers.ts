@@ -13,6 +13,22 @@ export const HOP_BY_HOP = new Set([
   'upgrade',
 ]);
 
+/**
+ * Request headers a target may never forward from the client
+ * (`forward_headers`): the hop-by-hop ones, and those that frame or address
+ * the request the gateway sends (its own body length, its own host). Sent
+ * as the client had them, they would contradict the request actually sent
+ * (a `content-length` of the client's body on a body `override_params`
+ * rewrote). Names starting with `proxy-` are refused as well.
+ */
+export const NEVER_FORWARDED: ReadonlySet<string> = new Set([...HOP_BY_HOP, 'content-length', 'host', 'expect']);
+
+/** False for a header name in {@link NEVER_FORWARDED} or starting with `proxy-`, in any case. */
+export function isForwardable(name: string): boolean {
+  const lower = name.toLowerCase();
+  return !NEVER_FORWARDED.has(lower) && !lower.startsWith('proxy-');
+}
+
 /** Copies response headers from upstream, minus hop-by-hop ones and any named in `connection`. */
 export function forwardableHeaders(headers: IncomingHttpHeaders, drop?: ReadonlySet<string>): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};

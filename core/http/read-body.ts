@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { GatewayError } from '../errors.js';
+import { DEFAULT_MAX_JSON_DEPTH, exceedsJsonDepth } from '../json-limits.js';
 
 /**
  * Reads the whole request body, refusing anything over `limit` bytes with a
@@ -55,9 +56,14 @@ function tooLarge(limit: number): GatewayError {
   });
 }
 
-/** Parses a JSON request body that must be an object; 400 otherwise. */
-export function parseJsonObject(raw: Buffer): Record<string, unknown> {
+/**
+ * Parses a JSON request body that must be an object; 400 otherwise. Nesting
+ * deeper than `maxDepth` is refused before parsing, so nothing that walks the
+ * body later (re-serialising it, keying a cache) can overflow the stack.
+ */
+export function parseJsonObject(raw: Buffer, maxDepth: number = DEFAULT_MAX_JSON_DEPTH): Record<string, unknown> {
   if (raw.length === 0) throw new GatewayError('invalid_json', 'The request body is empty; a JSON object is required.');
+  if (exceedsJsonDepth(raw, maxDepth)) throw tooDeep('The request body', maxDepth);
   let value: unknown;
   try {
     value = JSON.parse(raw.toString('utf8'));
@@ -69,4 +75,9 @@ export function parseJsonObject(raw: Buffer): Record<string, unknown> {
     throw new GatewayError('invalid_json', 'The request body must be a JSON object.');
   }
   return value as Record<string, unknown>;
+}
+
+/** The 400 for JSON nested deeper than the limit; `what` names it (`The request body`, `x-gateway-config`). */
+export function tooDeep(what: string, maxDepth: number, param: string | null = null): GatewayError {
+  return new GatewayError('json_too_deep', `${what} nests objects and arrays deeper than ${maxDepth} levels, the limit (maxJsonDepth).`, { param });
 }

@@ -3,6 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { Readable } from 'node:stream';
 import type { RequestContext } from '../context.js';
 import { GatewayError } from '../errors.js';
+import { upstreamBodyError } from '../upstream/client.js';
 import type { BodyObserver, GatewayResponse, ResponseBody } from '../types.js';
 
 /**
@@ -44,7 +45,15 @@ export function writeResponse(res: ServerResponse, ctx: RequestContext, response
   }
 
   const sse = isEventStream(headers['content-type']);
-  res.writeHead(response.status, headers);
+  // An SSE client gets its headers at once (a failure after them is told in-band). Other bodies send theirs with
+  // their first byte, so an upstream that stalls or breaks off before it is still answered with a status and the envelope.
+  let headed = false;
+  const head = () => {
+    if (headed) return;
+    headed = true;
+    res.writeHead(response.status, headers);
+  };
+  if (sse) head();
   return new Promise((resolve) => {
     let ended = false;
     const finish = (error: Error | null) => {
@@ -54,6 +63,7 @@ export function writeResponse(res: ServerResponse, ctx: RequestContext, response
       notifyEnd(observers, error);
     };
     body.on('data', (chunk: Buffer) => {
+      head();
       if (ctx.firstByteMs === null) ctx.firstByteMs = performance.now() - ctx.startedAt;
       if (observers !== null) for (const o of observers) o.onChunk(chunk);
       if (!res.write(chunk)) body.pause();
@@ -61,18 +71,32 @@ export function writeResponse(res: ServerResponse, ctx: RequestContext, response
     res.on('drain', () => body.resume());
     body.on('end', () => {
       finish(null);
+      head();
       res.end();
     });
     body.on('error', (err: Error) => {
+      if (res.writableEnded || res.destroyed) {
+        finish(err);
+        return;
+      }
+      const e = upstreamBodyError(err) ?? new GatewayError('upstream_unreachable', 'The upstream connection broke off during the response.');
+      ctx.error = e;
+      if (!headed) {
+        // Nothing reached the client yet: the answer is this error, complete, rather than a reset.
+        ended = true;
+        notifyEnd(observers, err);
+        headed = true;
+        ctx.status = e.status;
+        const bytes = Buffer.from(JSON.stringify(e.toEnvelope()));
+        res.writeHead(e.status, { ...ctx.responseHeaders, ...e.headers, 'content-type': 'application/json', 'content-length': String(bytes.length) });
+        res.end(bytes);
+        return;
+      }
       finish(err);
-      if (res.writableEnded || res.destroyed) return;
       if (sse) {
         // Headers are gone already: tell an SSE client in-band, then end cleanly so it does not hang.
-        const e = new GatewayError('upstream_unreachable', 'The upstream connection broke off during the stream.');
-        ctx.error = e;
         res.end(`data: ${JSON.stringify(e.toEnvelope())}\n\n`);
       } else {
-        ctx.error = new GatewayError('upstream_unreachable', 'The upstream connection broke off during the response.');
         res.destroy();
       }
     });

@@ -108,3 +108,21 @@ function upstreamError(err: unknown, rawOrigin: string): unknown {
   }
   return new GatewayError('upstream_unreachable', `The upstream at ${origin} is unreachable${reason}.`, { cause: err });
 }
+
+/**
+ * The gateway error for an upstream body that failed while it was read (after
+ * the headers came): no data for `upstreamBodyTimeoutMs` is a 504, a
+ * connection that broke off a 502. Null for anything else (a client that
+ * went away, a bug), which the caller handles as before.
+ */
+export function upstreamBodyError(err: unknown): GatewayError | null {
+  if (err instanceof GatewayError) return err;
+  if (err instanceof undiciErrors.BodyTimeoutError) {
+    return new GatewayError('upstream_timeout', 'The upstream stopped sending its answer: no data within the body timeout (upstream.bodyTimeoutMs).', { cause: err });
+  }
+  if (err instanceof undiciErrors.RequestAbortedError || (err as Error)?.name === 'AbortError') return null;
+  if (err instanceof undiciErrors.UndiciError || (err as { code?: string })?.code === 'ECONNRESET') {
+    return new GatewayError('upstream_unreachable', 'The upstream connection broke off during the answer.', { cause: err });
+  }
+  return null;
+}

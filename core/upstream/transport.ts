@@ -1,10 +1,10 @@
 import { performance } from 'node:perf_hooks';
 import type { RequestContext } from '../context.js';
 import { GatewayError } from '../errors.js';
-import { forwardableHeaders } from '../http/headers.js';
+import { forwardableHeaders, isForwardable } from '../http/headers.js';
 import type { Registry } from '../registry.js';
 import type { Dispatch, GatewayResponse, Provider, Target, UpstreamRequest, UpstreamResponse } from '../types.js';
-import type { UpstreamClient } from './client.js';
+import { upstreamBodyError, type UpstreamClient } from './client.js';
 
 /**
  * The innermost dispatch: builds the upstream request from the target's
@@ -57,7 +57,13 @@ export function createTransport(providers: Registry<Provider>, client: UpstreamC
       throw err;
     }
     record(ctx, provider, upstream.status, started, null);
-    return adapter?.response !== undefined ? adapter.response(upstream, ctx, target) : passThrough(upstream);
+    if (adapter?.response === undefined) return passThrough(upstream);
+    try {
+      return await adapter.response(upstream, ctx, target);
+    } catch (err) {
+      // An adapter that reads the body whole (to translate it) meets a stalled or broken upstream here: a 504 or 502, not a 500.
+      throw upstreamBodyError(err) ?? err;
+    }
   };
 }
 
@@ -94,11 +100,16 @@ export function requestBody(ctx: RequestContext, target?: Target): Buffer | stri
   return ctx.rawBody;
 }
 
-/** Client headers a target forwards as received (`forward_headers`). The gateway key is never among them. */
+/**
+ * Client headers a target forwards as received (`forward_headers`). The
+ * gateway key is never among them, nor a framing or hop-by-hop header: the
+ * config schema refuses those, and a target built another way (a plugin's)
+ * still cannot make the request contradict its own body.
+ */
 function forwardHeaders(ctx: RequestContext, names: readonly string[], into: Record<string, string>): void {
   for (const raw of names) {
     const name = raw.toLowerCase();
-    if (name === 'x-gateway-api-key') continue;
+    if (name === 'x-gateway-api-key' || !isForwardable(name)) continue;
     const value = ctx.headers[name];
     if (value !== undefined) into[name] = Array.isArray(value) ? value.join(', ') : value;
   }

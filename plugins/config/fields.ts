@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { fieldSchema as f, type TargetField } from '../../sdk/index.js';
+import { fieldSchema as f, isForwardable, type TargetField } from '../../sdk/index.js';
 
 /** Routing modes a config may name; each needs its strategy plugin loaded. */
 export const MODES = ['single', 'loadbalance', 'fallback', 'conditional'] as const;
@@ -13,6 +13,12 @@ const StrategySchema = v.pipe(
   }),
   v.forward(v.check((s) => s.mode !== 'conditional' || s.conditions !== undefined, 'is required when mode is conditional'), ['conditions']),
   v.forward(v.check((s) => s.mode !== 'conditional' || s.default !== undefined, 'is required when mode is conditional'), ['default']),
+);
+
+/** A header a target forwards: never one that frames or addresses the request the gateway sends (`content-length`, `host`, hop-by-hop headers). */
+const ForwardedHeader = v.pipe(
+  f.string(),
+  v.check(isForwardable, (issue) => `"${String(issue.input).slice(0, 64)}" is a connection or framing header, which the gateway sets itself and never forwards`),
 );
 
 /**
@@ -79,7 +85,7 @@ export const CONFIG_FIELDS: Readonly<Record<string, TargetField>> = Object.freez
   strict_reference_compliance: { schema: f.boolean(), inherit: 'always' },
   prompt_id: { schema: f.string(), combination: ['prompt_id'] },
   passthrough: { schema: f.boolean(), combination: ['passthrough'] },
-  forward_headers: { schema: f.list(f.string(), 'header names'), inherit: 'always', combination: ['forward_headers'] },
+  forward_headers: { schema: f.list(ForwardedHeader, 'header names'), inherit: 'always', combination: ['forward_headers'] },
   override_params: { schema: f.object() },
   weight: { schema: f.number(0) },
   on_status_codes: { schema: f.statusCodes() },

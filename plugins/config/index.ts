@@ -20,7 +20,7 @@ import { needsHeaderProvider, passthroughTarget } from './tree.js';
 
 export const PLUGIN_NAME = 'config';
 export { CONFIG_FIELDS, MODES } from './fields.js';
-export { createConfigParser } from './parser.js';
+export { createConfigParser, MAX_CONFIG_BYTES, type ConfigLimits } from './parser.js';
 export type { GatewayConfig } from './schema.js';
 
 /** Inline configs kept parsed, keyed by the header text; clients reuse a handful of configs. */
@@ -55,7 +55,7 @@ export function config(options: ConfigOptions = {}): GatewayPlugin {
     targetFields: CONFIG_FIELDS,
     apply(api) {
       // Every field is declared before any plugin is applied, so the schema is complete here.
-      const parser = createConfigParser(api.targetFields);
+      const parser = createConfigParser(api.targetFields, { maxDepth: api.options.maxJsonDepth });
       api.provide(CONFIG_PARSER, parser);
       const saved = new Map<string, Target>();
       for (const [id, body] of Object.entries(opts.configs ?? {})) saved.set(id, bootTarget(parser, body, `saved config "${id}"`));

@@ -1,4 +1,4 @@
-import { GatewayError, STAGES, uuidv7, type GatewayPlugin } from '../../sdk/index.js';
+import { DEFAULT_MAX_JSON_DEPTH, exceedsJsonDepth, GatewayError, STAGES, tooDeep, uuidv7, type GatewayPlugin } from '../../sdk/index.js';
 
 export const PLUGIN_NAME = 'trace';
 
@@ -28,7 +28,7 @@ export function trace(): GatewayPlugin {
         ctx.parentSpanId = idHeader(ctx.header('x-gateway-parent-span-id'), 'x-gateway-parent-span-id');
         ctx.spanName = idHeader(ctx.header('x-gateway-span-name'), 'x-gateway-span-name');
         const metadata = ctx.header('x-gateway-metadata');
-        if (metadata !== undefined) ctx.metadata = parseMetadata(metadata);
+        if (metadata !== undefined) ctx.metadata = parseMetadata(metadata, api.options.maxJsonDepth);
       });
     },
   };
@@ -41,10 +41,12 @@ function idHeader(value: string | undefined, name: string): string | null {
 }
 
 /** `x-gateway-metadata` must be a JSON object; anything else is a 400 naming the header. */
-export function parseMetadata(raw: string): Record<string, unknown> {
+export function parseMetadata(raw: string, maxDepth = DEFAULT_MAX_JSON_DEPTH): Record<string, unknown> {
   if (raw.length > MAX_METADATA_BYTES) {
     throw new GatewayError('invalid_header', `x-gateway-metadata is larger than ${MAX_METADATA_BYTES} bytes.`, { param: 'x-gateway-metadata' });
   }
+  // Metadata is matched by conditional routing and written to logs: refused here before anything walks it.
+  if (exceedsJsonDepth(raw, maxDepth)) throw tooDeep('x-gateway-metadata', maxDepth, 'x-gateway-metadata');
   let value: unknown;
   try {
     value = JSON.parse(raw);

@@ -165,3 +165,23 @@ test('a resolveTarget tap that hands on something else than a target is a 500 na
   await gw.close();
   expect(gw.logs.text()).toContain('a resolveTarget tap returned no target');
 });
+
+test('forward_headers never forwards a framing or hop-by-hop header, even from a target no schema checked', async () => {
+  const target: Target = { provider: 'signed', zone: 'mock', override_params: { temperature: 0 }, forward_headers: ['content-length', 'Host', 'expect', 'proxy-authorization', 'x-tenant'] };
+  const gw = await serveGateway({ plugins: [fixture([signedProvider([])], target)] });
+  const before = mock.requests.length;
+  // The client's content-length is that of its own body; the body sent upstream is rewritten by override_params.
+  const res = await fetch(`${gw.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-tenant': 't1', 'proxy-authorization': 'Basic eA==' },
+    body: JSON.stringify(chat()),
+  });
+  expect(res.status).toBe(200);
+  await res.text();
+  await gw.close();
+  const seen = mock.requests[before]!;
+  expect(seen.headers['x-tenant']).toBe('t1');
+  expect(seen.headers['proxy-authorization']).toBeUndefined();
+  expect(seen.headers['content-length']).toBe(String(Buffer.byteLength(seen.body)));
+  expect(seen.headers.host).toBe(new URL(mock.url).host);
+});

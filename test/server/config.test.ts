@@ -54,6 +54,10 @@ describe('server config', () => {
     ['{"plugins":[],"extra":1}', /extra/],
     ['{"plugins":[],"port":70000}', /port/],
     ['{"plugins":[{"name":"openai","options":[]}]}', /plugins\[0\]\.options/],
+    ['{"plugins":[],"server":{"headersTimeoutMs":5000,"requestTimeoutMs":1000}}', /server\.headersTimeoutMs: must not be more than requestTimeoutMs/],
+    ['{"plugins":[],"server":{"headersTimeoutMs":0}}', /server\.headersTimeoutMs/],
+    ['{"plugins":[],"server":{"bodyTimeoutMs":1}}', /server\.bodyTimeoutMs/],
+    ['{"plugins":[],"maxJsonDepth":0}', /maxJsonDepth/],
   ])('an invalid file %s is refused with the path', async (text, message) => {
     await expect(loadServerConfig(await tempFile(text))).rejects.toThrow(message);
   });

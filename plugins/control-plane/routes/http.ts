@@ -5,6 +5,7 @@ import {
   invalidBody,
   issuePath,
   jsonResponse,
+  parseJsonObject,
   type RequestContext,
   requireScope,
   type RouteDefinition,
@@ -50,7 +51,8 @@ export const PAGE_QUERY = {
 /** Parses the query string with a strict valibot object (unknown parameters are a 400, so typos do not go unnoticed). */
 export function parseQuery<S extends v.GenericSchema>(ctx: RequestContext, schema: S): v.InferOutput<S> {
   const params = new URLSearchParams(ctx.query);
-  const raw: Record<string, string> = {};
+  // No prototype: on a plain object `raw['__proto__'] = …` would set the prototype instead of adding a key, and the strict schema would never see the parameter.
+  const raw: Record<string, string> = Object.create(null);
   for (const [k, value] of params) raw[k] = value;
   const result = v.safeParse(schema, raw);
   if (!result.success) {
@@ -178,12 +180,5 @@ export const Metadata = v.nullish(v.pipe(v.record(v.pipe(v.string(), v.maxLength
 export function optionalBody(ctx: RequestContext): Record<string, unknown> {
   const raw = ctx.rawBody;
   if (raw === null || raw.length === 0) return {};
-  let value: unknown;
-  try {
-    value = JSON.parse(raw.toString('utf8'));
-  } catch {
-    throw new GatewayError('invalid_json', 'The request body is not valid JSON.');
-  }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) throw new GatewayError('invalid_json', 'The request body must be a JSON object.');
-  return value as Record<string, unknown>;
+  return parseJsonObject(raw);
 }

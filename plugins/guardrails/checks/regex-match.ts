@@ -1,10 +1,12 @@
 import * as v from 'valibot';
-import { defineCheck } from '../../../sdk/index.js';
+import { compilePattern, defineCheck } from '../../../sdk/index.js';
 
 /**
  * `default.regexMatch { rule, not? }`: passes when the text matches `rule`
- * (a JavaScript regular expression, no flags), or does not when `not` is set.
- * The expression is compiled once, when the config is first seen.
+ * (an RE2 pattern: linear-time matching, no backreferences or lookaround;
+ * flags inline, e.g. `(?i)`), or does not when `not` is set. The pattern is
+ * compiled once, when the config is first seen; one RE2 refuses, or one
+ * over the length and size limits, is a 400 naming the parameter.
  */
 export const regexMatch = defineCheck({
   parameters: v.strictObject({
@@ -13,9 +15,9 @@ export const regexMatch = defineCheck({
       v.minLength(1, 'rule must not be empty'),
       v.rawTransform(({ dataset, addIssue, NEVER }) => {
         try {
-          return new RegExp(dataset.value);
-        } catch {
-          addIssue({ message: 'rule is not a valid regular expression' });
+          return compilePattern(dataset.value);
+        } catch (err) {
+          addIssue({ message: `rule ${(err as Error).message}` });
           return NEVER;
         }
       }),
@@ -23,14 +25,14 @@ export const regexMatch = defineCheck({
     not: v.optional(v.boolean('not must be true or false'), false),
   }),
   run({ rule, not }, { text }) {
-    const match = rule.exec(text);
+    const match = rule.match(text);
     const verdict = not ? match === null : match !== null;
     return {
       verdict,
       explanation: verdict
         ? `The text ${match === null ? 'does not match' : 'matches'} the pattern, as required.`
         : `The text ${match === null ? 'does not match' : 'matches'} the pattern ${rule.source}${not ? ', which it must not' : ''}.`,
-      data: { matched: match?.[0] ?? null },
+      data: { matched: match },
     };
   },
 });

@@ -1,9 +1,10 @@
-import { GatewayError } from '../../../sdk/index.js';
+import { compilePattern, GatewayError, type Pattern } from '../../../sdk/index.js';
 
 /**
  * Conditional-routing queries, a small subset of MongoDB's query language:
  * `{ "metadata.plan": "pro" }`, `{ "params.temperature": { "$gt": 0.5 } }`,
- * `{ "$or": [ … ] }`. A plain value means `$eq`. Field paths start with
+ * `{ "$or": [ … ] }`. A plain value means `$eq`; `$regex` takes an RE2
+ * pattern (no backreferences or lookaround). Field paths start with
  * `metadata.` (x-gateway-metadata) or `params.` (the request body).
  */
 export type Predicate = (data: QueryData) => boolean;
@@ -83,13 +84,24 @@ function compileOperator(op: string, operand: unknown, where: string): (v: unkno
     }
     case '$regex': {
       if (typeof operand !== 'string') throw bad(where, '$regex takes a string');
-      let re: RegExp;
+      // RE2 (linear time): a pattern from a client's config must not be able to stall the gateway.
+      let re: Pattern;
       try {
-        re = new RegExp(operand);
-      } catch {
-        throw bad(where, 'is not a valid regular expression');
+        re = compilePattern(operand);
+      } catch (err) {
+        throw bad(where, (err as Error).message);
       }
-      return (v) => typeof v === 'string' && re.test(v);
+      // The field tested (`params.model`), named when a value is too long for the pattern.
+      const field = /(?:^|\.)((?:params|metadata)\..*)\.\$regex$/.exec(where)?.[1] ?? null;
+      return (v) => {
+        if (typeof v !== 'string') return false;
+        try {
+          return re.test(v);
+        } catch (err) {
+          // A value too long for this pattern's work budget: say so rather than route as if it did not match.
+          throw new GatewayError('invalid_request', `The request cannot be routed: ${where} ${(err as Error).message}.`, { param: field });
+        }
+      };
     }
     default: {
       if (typeof operand !== 'boolean') throw bad(where, '$exists takes true or false');
