@@ -27,6 +27,7 @@ describe('query parameters named after Object.prototype members', () => {
       const body = await res.json();
       expect(body.error.code).toBe('invalid_request');
       expect(body.error.param).toBe(name);
+      expect(body.error.message).toMatch(new RegExp(`^Unknown query parameter '${name}'; known: `));
     });
   }
 

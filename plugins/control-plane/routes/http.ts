@@ -58,6 +58,11 @@ export function parseQuery<S extends v.GenericSchema>(ctx: RequestContext, schem
   if (!result.success) {
     const issue = result.issues[0];
     const param = issuePath(issue) || null;
+    // A strict object's unknown key comes as "Expected never": say what it means instead.
+    if (issue.kind === 'schema' && issue.expected === 'never' && param !== null) {
+      const known = Object.keys((schema as unknown as { entries?: Record<string, unknown> }).entries ?? {});
+      throw new GatewayError('invalid_request', `Unknown query parameter '${param}'${known.length === 0 ? '; this route takes none' : `; known: ${known.join(', ')}`}.`, { param });
+    }
     throw new GatewayError('invalid_request', `Invalid query parameter${param === null ? '' : ` '${param}'`}: ${issue.message}`, { param });
   }
   return result.output;
