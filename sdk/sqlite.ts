@@ -12,8 +12,9 @@ const require = createRequire(import.meta.url);
  * holds a lock so no other statement interleaves with it. `busyTimeoutMs`
  * (default 5000) is how long a statement waits for another connection's lock
  * before failing with `SQLITE_BUSY`; a statement blocks its thread that long.
+ * `cacheKiB` (default 2000) is the connection's page cache.
  */
-export function sqliteClient(file: string, options: { busyTimeoutMs?: number } = {}): SqlClient {
+export function sqliteClient(file: string, options: { busyTimeoutMs?: number; cacheKiB?: number } = {}): SqlClient {
   const Database = require('better-sqlite3') as typeof BetterSqlite3;
   const db = new Database(file);
   // Only takes effect on a new file (before WAL is on): 8 KiB pages cut the log writer's CPU per row by about 15 %
@@ -23,6 +24,9 @@ export function sqliteClient(file: string, options: { busyTimeoutMs?: number } =
   db.pragma('synchronous = NORMAL');
   db.pragma(`busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs ?? 5000))}`);
   db.pragma('foreign_keys = ON');
+  // SQLite's own default page cache (2 MB). better-sqlite3 builds SQLite with 16 MB instead, and the log writer's
+  // connection filled it: measured, 19 MB more peak RSS under load, and no less CPU per row with 2 MB.
+  db.pragma(`cache_size = -${Math.max(64, Math.floor(options.cacheKiB ?? 2000))}`);
   const statements = new Map<string, BetterSqlite3.Statement>();
   const prepare = (sql: string) => {
     let s = statements.get(sql);

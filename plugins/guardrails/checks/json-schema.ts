@@ -1,7 +1,8 @@
+import { createRequire } from 'node:module';
 import { isIPv4, isIPv6 } from 'node:net';
-import { Ajv, type ErrorObject, type Options, type ValidateFunction } from 'ajv';
-import { Ajv2019 } from 'ajv/dist/2019.js';
-import { Ajv2020 } from 'ajv/dist/2020.js';
+import type { Ajv, ErrorObject, Options, ValidateFunction } from 'ajv';
+import type { Ajv2019 } from 'ajv/dist/2019.js';
+import type { Ajv2020 } from 'ajv/dist/2020.js';
 import * as v from 'valibot';
 import { defineCheck } from '../../../sdk/index.js';
 import { jsonInText } from './fences.js';
@@ -30,12 +31,18 @@ const OPTIONS: Options = { strict: false, allErrors: true, logger: false, format
  */
 const instances: { draft7?: Ajv; draft2019?: Ajv2019; draft2020?: Ajv2020 } = {};
 
-/** The instance for the schema's `$schema` (draft-07 unless it names 2019-09 or 2020-12), built on first use. */
+const require = createRequire(import.meta.url);
+
+/**
+ * The instance for the schema's `$schema` (draft-07 unless it names 2019-09 or 2020-12), built on first use.
+ * ajv itself is loaded then too (synchronously: configs compile their checks synchronously): a gateway whose
+ * configs use no JSON-schema check never holds it.
+ */
 function ajvFor(schema: Record<string, unknown>): Ajv | Ajv2019 | Ajv2020 {
   const draft = typeof schema.$schema === 'string' ? schema.$schema : '';
-  if (draft.includes('2020-12')) return (instances.draft2020 ??= new Ajv2020(OPTIONS));
-  if (draft.includes('2019-09')) return (instances.draft2019 ??= new Ajv2019(OPTIONS));
-  return (instances.draft7 ??= new Ajv(OPTIONS));
+  if (draft.includes('2020-12')) return (instances.draft2020 ??= new (require('ajv/dist/2020.js') as typeof import('ajv/dist/2020.js')).Ajv2020(OPTIONS));
+  if (draft.includes('2019-09')) return (instances.draft2019 ??= new (require('ajv/dist/2019.js') as typeof import('ajv/dist/2019.js')).Ajv2019(OPTIONS));
+  return (instances.draft7 ??= new (require('ajv') as typeof import('ajv')).Ajv(OPTIONS));
 }
 
 /** Compiles a schema; throws with ajv's reason when it is not a valid JSON Schema. */

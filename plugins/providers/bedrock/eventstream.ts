@@ -1,4 +1,5 @@
-import { EventStreamCodec } from '@smithy/eventstream-codec';
+import { createRequire } from 'node:module';
+import type { EventStreamCodec } from '@smithy/eventstream-codec';
 import type { Message, MessageHeaders } from '@smithy/types';
 
 /**
@@ -11,10 +12,19 @@ import type { Message, MessageHeaders } from '@smithy/types';
 
 const utf8Decoder = new TextDecoder();
 const utf8Encoder = new TextEncoder();
-export const codec = new EventStreamCodec(
-  (bytes: Uint8Array) => utf8Decoder.decode(bytes),
-  (text: string) => utf8Encoder.encode(text),
-);
+const require = createRequire(import.meta.url);
+let shared: EventStreamCodec | null = null;
+/** The codec, loaded on first use: a gateway that never streams from Bedrock never holds the library. */
+export function codec(): EventStreamCodec {
+  if (shared === null) {
+    const { EventStreamCodec: Codec } = require('@smithy/eventstream-codec') as typeof import('@smithy/eventstream-codec');
+    shared = new Codec(
+      (bytes: Uint8Array) => utf8Decoder.decode(bytes),
+      (text: string) => utf8Encoder.encode(text),
+    );
+  }
+  return shared;
+}
 
 /** Smallest message: prelude (8) + prelude CRC (4) + message CRC (4). */
 const MIN_MESSAGE = 16;
@@ -44,7 +54,7 @@ function stringHeaders(headers: MessageHeaders): Record<string, string> {
 export function encodeMessage(headers: Record<string, string>, payload: string): Uint8Array {
   const h: MessageHeaders = {};
   for (const [name, value] of Object.entries(headers)) h[name] = { type: 'string', value };
-  return codec.encode({ headers: h, body: utf8Encoder.encode(payload) } as Message);
+  return codec().encode({ headers: h, body: utf8Encoder.encode(payload) } as Message);
 }
 
 /** Buffers bytes and yields whole, CRC-checked messages, however the bytes are cut. */
@@ -71,7 +81,7 @@ export class EventStreamDecoder {
       this.#size = rest.length;
       let message: Message;
       try {
-        message = codec.decode(frame);
+        message = codec().decode(frame);
       } catch (err) {
         throw new EventStreamError((err as Error).message);
       }

@@ -1,5 +1,6 @@
-import { Sha256 } from '@aws-crypto/sha256-js';
-import { SignatureV4 } from '@smithy/signature-v4';
+import { createRequire } from 'node:module';
+import type { Sha256 as Sha256Type } from '@aws-crypto/sha256-js';
+import type { SignatureV4 } from '@smithy/signature-v4';
 
 /**
  * AWS Signature Version 4 for Bedrock requests (shared/providers/bedrock.md §2b),
@@ -30,6 +31,17 @@ export interface SignInput {
   applyChecksum?: boolean;
 }
 
+const require = createRequire(import.meta.url);
+/** The signing libraries, loaded on the first signature: a gateway that never calls Bedrock never holds them (a few MB). */
+let signing: { SignatureV4: typeof SignatureV4; Sha256: typeof Sha256Type } | null = null;
+function signingLibraries(): NonNullable<typeof signing> {
+  signing ??= {
+    SignatureV4: (require('@smithy/signature-v4') as typeof import('@smithy/signature-v4')).SignatureV4,
+    Sha256: (require('@aws-crypto/sha256-js') as typeof import('@aws-crypto/sha256-js')).Sha256,
+  };
+  return signing;
+}
+
 const MAX_SIGNERS = 256;
 const signers = new Map<string, SignatureV4>();
 
@@ -39,6 +51,7 @@ function signerFor(credentials: AwsCredentials, region: string, service: string,
   let signer = signers.get(key);
   if (signer === undefined) {
     if (signers.size >= MAX_SIGNERS) signers.delete(signers.keys().next().value!);
+    const { SignatureV4, Sha256 } = signingLibraries();
     signer = new SignatureV4({ credentials, region, service, sha256: Sha256, applyChecksum, uriEscapePath: true });
     signers.set(key, signer);
   }

@@ -12,6 +12,8 @@ const OptionsSchema = v.strictObject({
   dataDir: v.optional(v.string(), './data'),
   /** Name in `api.stores`. Default `sql`. */
   name: v.optional(v.string(), 'sql'),
+  /** Page cache of the connection, in KiB (SQLite's `cache_size`). Default 2000; raise it for heavy log queries on a large file. */
+  cacheKiB: v.optional(v.pipe(v.number(), v.integer(), v.minValue(64, 'must be an integer of at least 64')), 2000),
 });
 
 export type SqliteStoreOptions = v.InferInput<typeof OptionsSchema>;
@@ -27,7 +29,7 @@ export function sqliteStore(options: SqliteStoreOptions = {}): GatewayPlugin {
       api.stores.add(opts.name, store);
       api.onReady(() => {
         if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
-        store.open(sqliteClient(file));
+        store.open(sqliteClient(file, { cacheKiB: opts.cacheKiB }));
       });
       api.onClose(() => store.client().close());
     },
