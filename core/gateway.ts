@@ -181,7 +181,11 @@ export function createGateway(init: CreateGatewayOptions): Gateway {
   // A boot failure is reported through `ready` and on each waiting request, not as an unhandled rejection.
   ready.catch(() => undefined);
 
+  // Set once close() has waited for the requests in flight: from then on plugins close, so a request that still
+  // comes in (on a keep-alive connection the server has not closed yet) is refused, not run against closed stores.
+  let shutDown = false;
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
+    if (shutDown) return refuse(req, res, logger);
     if (isReady) return pipeline.handle(req, res);
     ready.then(
       () => pipeline.handle(req, res),
@@ -196,6 +200,7 @@ export function createGateway(init: CreateGatewayOptions): Gateway {
   const close = (graceMs = 10_000): Promise<void> => {
     closing ??= (async () => {
       await Promise.race([pipeline.idle(), delay(graceMs)]);
+      shutDown = true;
       if (pipeline.inFlight > 0) logger.warn({ in_flight: pipeline.inFlight }, 'closing with requests still in flight');
       for (const fn of closeFns.reverse()) {
         try {
@@ -220,6 +225,15 @@ export function createGateway(init: CreateGatewayOptions): Gateway {
     },
     close,
   };
+}
+
+/** The answer to a request that arrives once the gateway is closing: 503, and the connection closes. */
+function refuse(req: IncomingMessage, res: ServerResponse, logger: Logger): void {
+  const ctx = new RequestContext(req.method ?? 'GET', req.url ?? '/', req.headers, null, logger);
+  res.shouldKeepAlive = false;
+  const response = errorResponse(new GatewayError('service_unavailable', 'The gateway is shutting down; send the request again.'));
+  response.headers['retry-after'] = '1';
+  void writeResponse(res, ctx, response);
 }
 
 /** Folds interceptors around the transport: lowest stage outermost, then registration order. */

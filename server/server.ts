@@ -82,6 +82,12 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     },
   );
   answerClientErrors(server, responses);
+  // Open connections, so a shutdown can end each keep-alive one once its answer is out (per connection, not per request).
+  const sockets = new Set<Duplex>();
+  server.on('connection', (socket: Duplex) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
   const port = options.port ?? env.port ?? config.port ?? 8787;
   const host = options.host ?? config.host ?? '0.0.0.0';
   await new Promise<void>((resolve, reject) => {
@@ -100,6 +106,14 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
       draining = true;
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
+      // An answer already under way closes its connection too: before its headers (Connection: close), or right after
+      // it, so the client opens its next request elsewhere instead of sending it here while the gateway closes.
+      for (const socket of sockets) {
+        const res = responses.get(socket);
+        if (res === undefined || res.writableFinished) continue;
+        if (!res.headersSent) res.shouldKeepAlive = false;
+        else res.once('finish', () => socket.end());
+      }
       await gateway.close(shutdownTimeoutMs);
       server.closeAllConnections();
       await stopped;
