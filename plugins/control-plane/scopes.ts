@@ -4,7 +4,7 @@ import { hasScope } from '../../sdk/index.js';
  * The scope catalogue. A scope is `<resource>.<action>`; grants may use
  * wildcards (`*`, `configs.*`, `*.rotate`), matched by core's `hasScope`.
  */
-export const ADMIN_RESOURCES = ['organisation', 'workspaces', 'members', 'api_keys', 'integrations', 'providers', 'configs'] as const;
+export const ADMIN_RESOURCES = ['organisation', 'workspaces', 'members', 'api_keys', 'integrations', 'providers', 'configs', 'policies'] as const;
 export const ACTIONS = ['create', 'read', 'update', 'delete'] as const;
 
 /** Every scope a key may be given. */
@@ -39,8 +39,8 @@ const all = (...resources: string[]) => resources.map((r) => `${r}.*`);
 /** What a workspace role may do in its workspace; also the default scopes of a key of that role. */
 export const ROLE_SCOPES: Readonly<Record<string, readonly string[]>> = Object.freeze({
   member: Object.freeze(['completions.write', 'logs.read', ...read('workspaces', 'providers', 'configs')]),
-  manager: Object.freeze(['completions.write', 'logs.read', 'agents.invoke', 'api_keys.rotate', ...read('workspaces', 'members', 'api_keys', 'integrations'), ...all('providers', 'configs')]),
-  admin: Object.freeze(['completions.write', 'logs.read', 'agents.invoke', ...read('workspaces'), ...all('members', 'api_keys', 'integrations', 'providers', 'configs')]),
+  manager: Object.freeze(['completions.write', 'logs.read', 'agents.invoke', 'api_keys.rotate', ...read('workspaces', 'members', 'api_keys', 'integrations', 'policies'), ...all('providers', 'configs')]),
+  admin: Object.freeze(['completions.write', 'logs.read', 'agents.invoke', ...read('workspaces'), ...all('members', 'api_keys', 'integrations', 'providers', 'configs', 'policies')]),
 });
 
 /**
