@@ -209,9 +209,9 @@ export function usagePeriod(p: Pick<UsageLimitPolicy, 'periodic_reset' | 'period
   return { start, end: next, lastResetAt: start === p.created_at ? null : start };
 }
 
-/** A USD amount for messages and headers: cents for whole-cent values, else up to 6 decimals. */
+/** A USD amount for messages and headers: cents for whole-cent values, else to the nano-dollar (trailing zeros dropped, never an exponent). */
 export function formatUsd(usd: number): string {
   const cents = Math.round(usd * 100);
-  if (Math.abs(usd * 100 - cents) < 1e-9) return (cents / 100).toFixed(2);
-  return String(Math.round(usd * 1e6) / 1e6);
+  if (Math.abs(usd * 100 - cents) < 1e-7) return (cents / 100).toFixed(2);
+  return usd.toFixed(9).replace(/0+$/, '');
 }

@@ -75,10 +75,12 @@ describe('budget periods (UTC)', () => {
     expect(usagePeriod(never, at('2030-01-01T00:00:00Z'))).toEqual({ start: never.created_at, end: null, lastResetAt: null });
   });
 
-  test('USD amounts read as cents when whole, else to the micro-dollar', () => {
+  test('USD amounts read as cents when whole, else to the nano-dollar, never with an exponent', () => {
     expect(formatUsd(50)).toBe('50.00');
     expect(formatUsd(49.5)).toBe('49.50');
     expect(formatUsd(0.000615)).toBe('0.000615');
+    expect(formatUsd(0.0004397)).toBe('0.0004397');
+    expect(formatUsd(5e-9)).toBe('0.000000005');
   });
 });
 
