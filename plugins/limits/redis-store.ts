@@ -42,11 +42,12 @@ if denied == 0 then
       if ARGV[o + 4] == '1' then
         reserved[i] = redis.call('HINCRBY', h, 'r:' .. g, amount)
         redis.call('ZADD', z, ARGV[2], ARGV[3] .. '|' .. ARGV[o + 2] .. '|' .. g)
-        if expireAt > 0 then redis.call('PEXPIRE', z, math.max(expireAt - now, 1)) end
+        if expireAt > 0 then redis.call('PEXPIRE', z, math.max(expireAt - now, 1)) else redis.call('PERSIST', z) end
       else
         used[i] = redis.call('HINCRBY', h, 'u:' .. g, amount)
       end
-      if expireAt > 0 then redis.call('PEXPIRE', h, math.max(expireAt - now, 1)) end
+      -- A budget that no longer resets keeps its counts: a TTL set under its former rule is dropped.
+      if expireAt > 0 then redis.call('PEXPIRE', h, math.max(expireAt - now, 1)) else redis.call('PERSIST', h) end
     end
   end
 end

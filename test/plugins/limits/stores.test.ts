@@ -124,6 +124,9 @@ describe('Redis layout', () => {
     expect(await redis!.hgetall(`${prefix}limits:layout`)).toEqual({ 'r:*': '7' });
     expect(await redis!.zrange(`${prefix}limits:layout:z`, 0, -1)).toEqual(['req1|7|*']);
     expect(await redis!.pttl(`${prefix}limits:layout:z`)).toBeGreaterThan(80_000);
+    // The same period under a rule that no longer resets: its counts stay.
+    await store.check([item({ bucket: 'layout', amount: 1, limit: 100, reserve: true, expireAt: 0 })], 'req2', Date.now(), Date.now() + TTL);
+    expect(await redis!.pttl(`${prefix}limits:layout`)).toBe(-1);
   });
 
   afterAll(async () => {
