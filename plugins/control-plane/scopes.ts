@@ -36,11 +36,16 @@ export function isKnownScope(scope: string): boolean {
 const read = (...resources: string[]) => resources.map((r) => `${r}.read`);
 const all = (...resources: string[]) => resources.map((r) => `${r}.*`);
 
-/** What a workspace role may do in its workspace; also the default scopes of a key of that role. */
+/**
+ * What a workspace role may do in its workspace; also the default scopes of a key of that role.
+ * `policies.*` is in no role: a role's scopes only grow at the cost of every existing key that lacks
+ * the new ones no longer being able to give that role, so limits are managed by organisation-level
+ * keys and by keys granted `policies.*` explicitly.
+ */
 export const ROLE_SCOPES: Readonly<Record<string, readonly string[]>> = Object.freeze({
   member: Object.freeze(['completions.write', 'logs.read', ...read('workspaces', 'providers', 'configs')]),
-  manager: Object.freeze(['completions.write', 'logs.read', 'agents.invoke', 'api_keys.rotate', ...read('workspaces', 'members', 'api_keys', 'integrations', 'policies'), ...all('providers', 'configs')]),
-  admin: Object.freeze(['completions.write', 'logs.read', 'agents.invoke', ...read('workspaces'), ...all('members', 'api_keys', 'integrations', 'providers', 'configs', 'policies')]),
+  manager: Object.freeze(['completions.write', 'logs.read', 'agents.invoke', 'api_keys.rotate', ...read('workspaces', 'members', 'api_keys', 'integrations'), ...all('providers', 'configs')]),
+  admin: Object.freeze(['completions.write', 'logs.read', 'agents.invoke', ...read('workspaces'), ...all('members', 'api_keys', 'integrations', 'providers', 'configs')]),
 });
 
 /**
