@@ -95,9 +95,9 @@ describe('three gateway processes sharing Redis and PostgreSQL through two varia
       expect(Number(a.headers.get('x-ratelimit-reset-requests'))).toBeGreaterThan(0);
       expect(Number(a.headers.get('retry-after'))).toBeLessThanOrEqual(60);
     }
-    for (const a of ok) expect(Number(a.headers.get('x-ratelimit-remaining-requests'))).toBeGreaterThanOrEqual(0);
-    // Every instance served some of each.
-    for (let p = 0; p < 3; p++) expect(answers.filter((a, i) => i % 3 === p && a.status === 200).length).toBeGreaterThan(0);
+    // Each success saw a distinct count: no two instances handed out the same slot.
+    const remaining = ok.map((a) => Number(a.headers.get('x-ratelimit-remaining-requests'))).sort((x, y) => x - y);
+    expect(remaining).toEqual(Array.from({ length: 100 }, (_, i) => i));
 
     // The counters are one: any instance reads the same.
     const usage = await admin(2, 'GET', `/policies/rate-limits/${policy.id}/usage`);

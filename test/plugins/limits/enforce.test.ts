@@ -230,9 +230,9 @@ describe('budgets', () => {
   });
 
   test('a token rate limit holds the estimate while the request runs: a second one that would not fit waits for the first to settle', async () => {
-    await policy('tokens', { name: 'tpm', type: 'tokens', unit: 'rpm', value: 100 });
-    const slow = send('tokens', { body: { model: 'slow-300', max_tokens: 60 } });
-    await new Promise((r) => setTimeout(r, 100));
+    const p = await policy('tokens', { name: 'tpm', type: 'tokens', unit: 'rpm', value: 100 });
+    const slow = send('tokens', { body: { model: 'slow-1000', max_tokens: 60 } });
+    await eventually(async () => expect((await usageOf('rate-limits', p.id, 'tokens')).data[0]?.reserved).toBe(62));
     const meanwhile = await send('tokens', { body: { max_tokens: 60 } });
     expect(meanwhile.status).toBe(429);
     expect(meanwhile.body.error.message).toMatch(/62 more held by requests in flight/);

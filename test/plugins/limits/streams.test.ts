@@ -116,10 +116,12 @@ function suite(name: string, setup: () => Promise<{ redis?: { url: string; prefi
       if (gw === null) ctx.skip();
       const b = await budget('over', 200);
       const meta = { 'x-gateway-metadata': JSON.stringify({ case: 'over' }) };
-      // Each reserves 6 + 10 = 16 and spends 6 + 30 = 36: 12 admitted at once, 20 over each.
+      // Each reserves 6 + 10 = 16 and spends 6 + 30 = 36, 20 over: 12 admitted while all are in flight (fewer
+      // when an early one settles before the last are checked), and every one of them may overshoot.
       const results = await Promise.all(Array.from({ length: 20 }, () => stream(gw!, upstream.baseURL, { model: 'over-30', max_tokens: 10 }, meta)));
       const admitted = results.filter((r) => r.status === 200).length;
-      expect(admitted).toBe(12);
+      expect(admitted).toBeGreaterThanOrEqual(6);
+      expect(admitted).toBeLessThanOrEqual(12);
       const final = await eventually(async () => {
         const c = await counters(b.id);
         expect(c.reserved).toBe(0);
