@@ -33,6 +33,12 @@ export const STAGES = Object.freeze({
   beforeRequest: Object.freeze({
     /** Refuse a malformed body before anything reads it. */
     VALIDATE: -100,
+    /**
+     * Rate limits and budgets: after validation (an invalid request counts against nothing) and
+     * before the input checks and the cache (a request refused by a guardrail, or answered from the
+     * cache, still counts as a request).
+     */
+    LIMIT: -75,
     /** Input checks: a refused request is never answered, not even from a store. */
     GUARD: -50,
     DEFAULT: 0,
@@ -48,7 +54,11 @@ export const STAGES = Object.freeze({
     /** See the bytes exactly as the client gets them: after every tap that could change them. */
     OBSERVE: 1000,
   }),
-  log: Object.freeze({ DEFAULT: 0 }),
+  log: Object.freeze({
+    DEFAULT: 0,
+    /** Settle what a request reserved (rate limits, budgets) to its real usage: after the log sinks computed its summary. */
+    SETTLE: 100,
+  }),
   /** Interceptors around each leaf call, outermost first. */
   interceptor: Object.freeze({
     /** Repeats the attempts inside it. */

@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import type { GatewayPlugin } from '../core/index.js';
 import type { ServerEnv } from './env.js';
 import { isPathLike, loadExternalPlugin } from './load-plugin.js';
@@ -63,10 +64,17 @@ export const CATALOG: Readonly<Record<string, Loader>> = Object.freeze({
   timeout: async () => (await import('../plugins/timeout/index.js')).timeout(),
   breaker: async (options) => (await import('../plugins/breaker/index.js')).breaker(options),
   sqlite: async (options, env) => (await import('../plugins/stores/sqlite/index.js')).sqliteStore({ dataDir: env.dataDir, ...options }),
-  postgres: async (options, env) => (await import('../plugins/stores/postgres/index.js')).postgresStore({ url: env.databaseUrl ?? '', ...options }),
+  postgres: async (options, env) =>
+    (await import('../plugins/stores/postgres/index.js')).postgresStore({ url: env.databaseUrl ?? '', ...(env.databaseSchema === undefined ? {} : { schema: env.databaseSchema }), ...options }),
   'control-plane': async (options, env) =>
     (await import('../plugins/control-plane/index.js')).controlPlane({ dataDir: env.dataDir, encryptionKey: env.encryptionKey, bootstrapKey: env.bootstrapKey, ...options }),
-  redis: async (options, env) => (await import('../plugins/stores/redis/index.js')).redisStore({ url: env.redisUrl ?? '', ...options }),
+  redis: async (options, env) =>
+    (await import('../plugins/stores/redis/index.js')).redisStore({ url: env.redisUrl ?? '', ...(env.redisPrefix === undefined ? {} : { keyPrefix: env.redisPrefix }), ...options }),
+  // The memory store's counters are kept in the data dir across restarts (a Redis store needs no file).
+  limits: async (options, env) => {
+    const { limits } = await import('../plugins/limits/index.js');
+    return limits({ persistFile: join(env.dataDir, 'limits.json'), ...options });
+  },
 });
 
 /**

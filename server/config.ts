@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { parseOptions } from '../core/index.js';
-import { DEFAULT_CONFIG } from './default-config.js';
+import { defaultConfig } from './default-config.js';
+import type { ServerEnv } from './env.js';
 import { ServerConfigSchema, type ServerConfig } from './schema.js';
 
 /** The config file named by `--config FILE`, else `GATEWAY_CONFIG`, else none. */
@@ -17,9 +18,9 @@ export function configFileFrom(argv: readonly string[], envFile: string | undefi
   return envFile;
 }
 
-/** Reads and validates a server config file; with no file, the bundled default. */
-export async function loadServerConfig(file: string | undefined): Promise<ServerConfig> {
-  if (file === undefined) return DEFAULT_CONFIG;
+/** Reads and validates a server config file; with no file, the bundled default for the environment (REDIS_URL, DATABASE_URL). */
+export async function loadServerConfig(file: string | undefined, env: Pick<ServerEnv, 'redisUrl' | 'databaseUrl'> = { redisUrl: undefined, databaseUrl: undefined }): Promise<ServerConfig> {
+  if (file === undefined) return defaultConfig(env);
   let text: string;
   try {
     text = await readFile(file, 'utf8');

@@ -1,13 +1,14 @@
-import type { ServerConfig } from './schema.js';
+import type { ServerEnv } from './env.js';
+import type { PluginEntry, ServerConfig } from './schema.js';
 
 /**
- * What `npm start` runs without a config file: every bundled plugin, with
- * embedded defaults (static keys from GATEWAY_API_KEYS, the control plane and
- * the durable request log in an SQLite file in the data dir, in-memory state
- * otherwise). Every request is logged and `/metrics` is served; the log's
- * writes run on a worker thread (docs/logs.md, docs/performance.md). The
- * `redis` store is left out: it needs REDIS_URL, and the breaker then
- * needs `{ "store": "redis" }`.
+ * What `npm start` runs without a config file and without REDIS_URL or
+ * DATABASE_URL: every bundled plugin, with embedded defaults (static keys
+ * from GATEWAY_API_KEYS, the control plane and the durable request log in an
+ * SQLite file in the data dir, in-memory state otherwise). Every request is
+ * logged and `/metrics` is served; the log's writes run on a worker thread
+ * (docs/logs.md, docs/performance.md). See {@link defaultConfig} for what the
+ * two variables change.
  */
 export const DEFAULT_CONFIG: ServerConfig = {
   port: 8787,
@@ -24,6 +25,7 @@ export const DEFAULT_CONFIG: ServerConfig = {
     { name: 'validation' },
     { name: 'guardrail-checks' },
     { name: 'guardrails' },
+    { name: 'limits' },
     { name: 'cache-memory' },
     { name: 'cache' },
     { name: 'cache-simple' },
@@ -53,3 +55,28 @@ export const DEFAULT_CONFIG: ServerConfig = {
     { name: 'request-log' },
   ],
 };
+
+/**
+ * The default config for an environment: going multi-instance takes two
+ * variables and no file (docs/operations.md).
+ * - `REDIS_URL`: the `redis` store plugin is loaded first, and the limit
+ *   counters, the circuit breaker state and the response cache live in Redis
+ *   (`cache-redis` replaces `cache-memory`).
+ * - `DATABASE_URL`: `postgres` replaces `sqlite`, so the control plane (keys,
+ *   workspaces, policies, …) and the log store live in PostgreSQL.
+ * With neither, it is {@link DEFAULT_CONFIG} itself.
+ */
+export function defaultConfig(env: Pick<ServerEnv, 'redisUrl' | 'databaseUrl'>): ServerConfig {
+  const redis = env.redisUrl !== undefined;
+  const postgres = env.databaseUrl !== undefined;
+  if (!redis && !postgres) return DEFAULT_CONFIG;
+  const plugins: PluginEntry[] = [];
+  for (const p of DEFAULT_CONFIG.plugins) {
+    if (redis && p.name === 'trace') plugins.push({ name: 'redis' });
+    if (postgres && p.name === 'sqlite') plugins.push({ name: 'postgres' });
+    else if (redis && p.name === 'cache-memory') plugins.push({ name: 'cache-redis' });
+    else if (redis && (p.name === 'cache' || p.name === 'breaker' || p.name === 'limits')) plugins.push({ name: p.name, options: { ...p.options, store: 'redis' } });
+    else plugins.push(p);
+  }
+  return { ...DEFAULT_CONFIG, plugins };
+}

@@ -12,10 +12,14 @@ export interface ServerEnv {
   allowPrivateHosts: boolean | undefined;
   /** GATEWAY_ALLOW_HOSTS: hosts (`host[:port]`, `*.domain`, address ranges) the gateway may connect to whatever their address. */
   allowHosts: string[];
-  /** REDIS_URL: the default for the `redis` store plugin. */
+  /** REDIS_URL: the default for the `redis` store plugin; set, the default config keeps shared state in Redis. */
   redisUrl: string | undefined;
-  /** DATABASE_URL: the default for the `postgres` store plugin. */
+  /** GATEWAY_REDIS_PREFIX: the `redis` store plugin's key prefix (default `gateway:`), for deployments sharing one Redis. */
+  redisPrefix: string | undefined;
+  /** DATABASE_URL: the default for the `postgres` store plugin; set, the default config keeps the control plane and the log in PostgreSQL. */
   databaseUrl: string | undefined;
+  /** GATEWAY_DATABASE_SCHEMA: the `postgres` store plugin's schema, for deployments sharing one database. */
+  databaseSchema: string | undefined;
   /** GATEWAY_METRICS_TOKEN: a bearer token that may read /metrics without a gateway key. */
   metricsToken: string | undefined;
   /** GATEWAY_ENCRYPTION_KEY: seals integration secrets (else a key file in the data dir). */
@@ -45,7 +49,9 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): ServerEnv {
     allowPrivateHosts: flag('GATEWAY_ALLOW_PRIVATE_HOSTS', env.GATEWAY_ALLOW_PRIVATE_HOSTS),
     allowHosts: allowHosts(env.GATEWAY_ALLOW_HOSTS),
     redisUrl: env.REDIS_URL || undefined,
+    redisPrefix: env.GATEWAY_REDIS_PREFIX || undefined,
     databaseUrl: env.DATABASE_URL || undefined,
+    databaseSchema: env.GATEWAY_DATABASE_SCHEMA || undefined,
     metricsToken: env.GATEWAY_METRICS_TOKEN || undefined,
     encryptionKey: env.GATEWAY_ENCRYPTION_KEY || undefined,
     bootstrapKey: env.GATEWAY_BOOTSTRAP_KEY || undefined,

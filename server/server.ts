@@ -36,7 +36,7 @@ export interface RunningServer {
 export async function startServer(options: StartOptions = {}): Promise<RunningServer> {
   const env = readEnv(options.env ?? process.env);
   const file = options.config === undefined ? configFileFrom(options.argv ?? [], env.configFile) : undefined;
-  const config = options.config ?? (await loadServerConfig(file));
+  const config = options.config ?? (await loadServerConfig(file, env));
   // Plugins named by path or package resolve from the config file's folder (the working directory without one).
   const baseDir = options.baseDir ?? (file === undefined ? process.cwd() : dirname(resolve(file)));
   const logger = options.logger ?? createLogger({ level: env.logLevel });

@@ -8,6 +8,9 @@ import {
   GatewayError,
   type GatewayPlugin,
   hasScope,
+  LIMIT_COUNTERS,
+  LIMIT_POLICY_SOURCE,
+  type LimitCounters,
   migrate,
   parseOptions,
   PROVIDER_SOURCE,
@@ -29,6 +32,7 @@ import { integrationRoutes } from './routes/integrations.js';
 import { memberRoutes } from './routes/members.js';
 import { modelRoutes } from './routes/models.js';
 import { organisationRoutes } from './routes/organisation.js';
+import { policyRoutes } from './routes/policies.js';
 import { providerRoutes } from './routes/providers.js';
 import { workspaceRoutes } from './routes/workspaces.js';
 import { createSecretBox, loadEncryptionKey, type SecretBox } from './secret-box.js';
@@ -82,7 +86,8 @@ export type ControlPlaneOptions = v.InferInput<typeof OptionsSchema>;
 /**
  * The control plane: stored API keys (and JWTs) for auth, workspaces and
  * members, integrations (sealed provider credentials), provider slugs,
- * saved configs, organisation settings and the admin API that manages them.
+ * saved configs, rate-limit and usage-limit policies (enforced by the
+ * `limits` plugin), organisation settings and the admin API that manages them.
  * Needs an SQL store plugin (`sqlite` or `postgres`) listed before it.
  * See docs/admin-api.md.
  */
@@ -99,6 +104,7 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
       let box: SecretBox | null = null;
       let verify: ((token: string) => JwtPayload) | null = null;
       let parser: ConfigParser | null = null;
+      let counters: LimitCounters | undefined;
       const cp = new ControlPlane({
         db: () => client!,
         box: () => box!,
@@ -110,11 +116,13 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
           return parser;
         },
         secretFields: api.targetFields.credentials(),
+        counters: () => counters,
       });
       api.provide(CONTROL_PLANE, cp);
 
       api.onReady(async () => {
         parser = api.tryResolve(CONFIG_PARSER) ?? null;
+        counters = api.tryResolve(LIMIT_COUNTERS);
         const store = api.stores.get(opts.store) as SqlStore | undefined;
         if (store === undefined || typeof store.client !== 'function') {
           throw new Error(`${PLUGIN_NAME}: needs an SQL store named "${opts.store}": list the sqlite or postgres plugin before it`);
@@ -166,6 +174,8 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
       };
       api.provide(PROVIDER_SOURCE, providerSource);
       api.provide(CONFIG_SOURCE, configSource);
+      // The rate limits and budgets of the request's workspace, for the limits plugin.
+      api.provide(LIMIT_POLICY_SOURCE, { policies: (ctx) => cp.limitPolicies(ctx) });
 
       if (opts.routes) {
         const routes = [
@@ -177,6 +187,7 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
           ...providerRoutes,
           ...configRoutes,
           ...modelRoutes,
+          ...policyRoutes,
         ];
         for (const route of toRouteDefinitions(api.options.basePath, routes, () => cp)) api.routes.add(route);
       }

@@ -111,6 +111,32 @@ export interface ConfigVersionRow {
   created_at: number;
 }
 
+export interface LimitPolicyRow {
+  id: string;
+  kind: 'rate' | 'usage';
+  organisation_id: string;
+  workspace_id: string;
+  name: string;
+  type: string;
+  unit: string | null;
+  value: number | null;
+  credit_limit: number | null;
+  alert_threshold: number | null;
+  periodic_reset: string | null;
+  periodic_reset_days: number | null;
+  next_usage_reset_at: number | null;
+  period_start_at: number | null;
+  conditions: string;
+  group_by: string;
+  fail_open: number;
+  status: 'active' | 'archived';
+  /** `organisation`: made by an organisation-level key, which alone may change it; else `workspace`. */
+  managed_by: 'organisation' | 'workspace';
+  created_at: number;
+  updated_at: number;
+  archived_at: number | null;
+}
+
 /** A page request: `current_page` from 0, `page_size` rows. */
 export interface Page {
   current: number;
@@ -124,7 +150,10 @@ export interface Paged<T> {
 type Row = Record<string, unknown>;
 
 /** Numeric columns come back as strings from pg for BIGINT; normalise once here. */
-const NUMERIC = new Set(['created_at', 'updated_at', 'archived_at', 'previous_expires_at', 'last_rotated_at', 'expires_at', 'version', 'enabled', 'pricing_multiplier']);
+const NUMERIC = new Set([
+  'created_at', 'updated_at', 'archived_at', 'previous_expires_at', 'last_rotated_at', 'expires_at', 'version', 'enabled', 'pricing_multiplier',
+  'value', 'credit_limit', 'alert_threshold', 'periodic_reset_days', 'next_usage_reset_at', 'period_start_at', 'fail_open',
+]);
 function normalise<T>(row: Row | undefined): T | undefined {
   if (row === undefined) return undefined;
   for (const k in row) if (NUMERIC.has(k) && row[k] !== null && typeof row[k] !== 'number') row[k] = Number(row[k]);
@@ -344,6 +373,37 @@ export class ControlPlaneRepository {
 
   configVersions(configId: string): Promise<ConfigVersionRow[]> {
     return this.#all<ConfigVersionRow>('SELECT * FROM cp_config_versions WHERE config_id = ? ORDER BY version DESC', [configId]);
+  }
+
+  // Limit policies
+
+  limitPolicy(kind: LimitPolicyRow['kind'], id: string): Promise<LimitPolicyRow | undefined> {
+    return this.#get<LimitPolicyRow>('SELECT * FROM cp_limit_policies WHERE kind = ? AND id = ?', [kind, id]);
+  }
+
+  limitPolicies(
+    kind: LimitPolicyRow['kind'],
+    filter: { workspaceId: string | null; status?: string; type?: string; unit?: string; periodicReset?: string },
+    page: Page,
+  ): Promise<Paged<LimitPolicyRow>> {
+    const where = ['kind = ?'];
+    const params: unknown[] = [kind];
+    const add = (column: string, value: string | null | undefined) => {
+      if (value === undefined || value === null) return;
+      where.push(`${column} = ?`);
+      params.push(value);
+    };
+    add('workspace_id', filter.workspaceId);
+    add('status', filter.status);
+    add('type', filter.type);
+    add('unit', filter.unit);
+    add('periodic_reset', filter.periodicReset);
+    return this.#paged<LimitPolicyRow>(`FROM cp_limit_policies WHERE ${where.join(' AND ')}`, params, 'created_at, id', page);
+  }
+
+  /** A workspace's active policies of both kinds, oldest first (the order they are checked in). */
+  activeLimitPolicies(workspaceId: string): Promise<LimitPolicyRow[]> {
+    return this.#all<LimitPolicyRow>("SELECT * FROM cp_limit_policies WHERE workspace_id = ? AND status = 'active' ORDER BY created_at, id", [workspaceId]);
   }
 
   async deleteConfig(id: string): Promise<void> {

@@ -1,7 +1,8 @@
-import { type AuthInfo, type ConfigParser, GatewayError, type RequestContext, type SqlClient, type Target } from '../../sdk/index.js';
+import { type AuthInfo, type ConfigParser, GatewayError, type LimitCounters, type LimitPolicySet, type RequestContext, type SqlClient, type Target } from '../../sdk/index.js';
 import { TtlCache } from './cache.js';
 import { applySecretMappings, openCredentials, type SecretMapping } from './credentials.js';
 import { hashSecret } from './keys.js';
+import { toPolicy } from './policies.js';
 import { ControlPlaneRepository, type ApiKeyRow, type WorkspaceRow } from './repository.js';
 import { capScopes, ROLE_SCOPES } from './scopes.js';
 import type { SecretBox } from './secret-box.js';
@@ -57,7 +58,12 @@ export interface ControlPlaneDeps {
   parser: () => ConfigParser;
   /** Target fields declared as credentials: sealed at rest, masked in every answer. */
   secretFields: ReadonlySet<string>;
+  /** The `limits` plugin's counters, when it is loaded (for the policies' usage routes). */
+  counters?: () => LimitCounters | undefined;
 }
+
+/** The answer for a request in no workspace: nothing to enforce. */
+const NO_LIMITS: LimitPolicySet = Object.freeze({ workspaceId: null, policies: Object.freeze([]) });
 
 const MAX_CACHED = 10_000;
 /** Role of a user key whose owner left the workspace: the key is refused. */
@@ -78,6 +84,7 @@ export class ControlPlane {
   readonly #providers: TtlCache<ProviderEntry | null>;
   readonly #configs: TtlCache<Target | null>;
   readonly #settings: TtlCache<OrgSettings>;
+  readonly #limits: TtlCache<LimitPolicySet>;
 
   constructor(deps: ControlPlaneDeps) {
     this.#deps = deps;
@@ -89,6 +96,12 @@ export class ControlPlane {
     this.#providers = cache();
     this.#configs = cache();
     this.#settings = cache();
+    this.#limits = cache();
+  }
+
+  /** The limits plugin's counters, or undefined when it is not loaded. */
+  get counters(): LimitCounters | undefined {
+    return this.#deps.counters?.();
   }
 
   get box(): SecretBox {
@@ -112,6 +125,34 @@ export class ControlPlane {
     this.#providers.clear();
     this.#configs.clear();
     this.#settings.clear();
+    this.#limits.clear();
+  }
+
+  /**
+   * The active rate limits and budgets of the workspace a request acts in
+   * (see {@link requestWorkspace}), through the cache: synchronous when cached,
+   * the same object until it expires or an admin write clears it.
+   */
+  limitPolicies(ctx: RequestContext): LimitPolicySet | Promise<LimitPolicySet> {
+    const own = ctx.auth?.workspaceId;
+    if (own) return this.#limitSet(own);
+    const named = ctx.header('x-gateway-workspace');
+    const found = this.workspace(named !== undefined && named !== '' ? named : 'default');
+    const pick = (ws: WorkspaceRow | null): LimitPolicySet | Promise<LimitPolicySet> => {
+      if (ws === null || ws.status !== 'active') {
+        if (named !== undefined && named !== '') throw new GatewayError('not_found', `No workspace "${named.slice(0, 64)}".`, { param: 'x-gateway-workspace' });
+        return NO_LIMITS;
+      }
+      return this.#limitSet(ws.id);
+    };
+    return found instanceof Promise ? found.then(pick) : pick(found);
+  }
+
+  #limitSet(workspaceId: string): LimitPolicySet | Promise<LimitPolicySet> {
+    return this.#limits.get(workspaceId, async () => {
+      const policies = (await this.repo.activeLimitPolicies(workspaceId)).map(toPolicy);
+      return Object.freeze({ workspaceId, policies: Object.freeze(policies) });
+    });
   }
 
   settings(): OrgSettings | Promise<OrgSettings> {

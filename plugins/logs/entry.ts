@@ -51,6 +51,8 @@ export interface LogEntry {
   hook_results: unknown;
   error_code: string | null;
   error_message: string | null;
+  /** The rate limit or budget that refused the request (`limits` plugin), else null. */
+  limit_policy_id: string | null;
   request_body: string | null;
   request_body_truncated: boolean;
   response_body: string | null;
@@ -69,7 +71,7 @@ export const COLUMNS = [
   'stream', 'internal', 'aborted', 'latency_ms', 'upstream_latency_ms', 'first_byte_ms', 'ttft_ms', 'prompt_tokens',
   'completion_tokens', 'total_tokens', 'cached_tokens', 'reasoning_tokens', 'tokens_estimated', 'cost', 'cost_status',
   'pricing_multiplier', 'cache_status', 'retry_count', 'attempt_count', 'fallback_count', 'attempts', 'metadata', 'hook_results',
-  'error_code', 'error_message', 'request_body', 'request_body_truncated', 'response_body', 'response_body_truncated',
+  'error_code', 'error_message', 'limit_policy_id', 'request_body', 'request_body_truncated', 'response_body', 'response_body_truncated',
 ] as const satisfies readonly (keyof LogEntry)[];
 
 /** Columns holding JSON text. */
@@ -165,6 +167,7 @@ export function buildEntry(ctx: RequestContext, s: RequestSummary, options: Entr
     hook_results: ctx.logFields.hook_results ?? null,
     error_code: ctx.error?.code ?? null,
     error_message: ctx.error?.message ?? null,
+    limit_policy_id: typeof ctx.logFields.limit_policy_id === 'string' ? ctx.logFields.limit_policy_id : null,
     request_body: request.text,
     request_body_truncated: request.cut,
     response_body: response.text,

@@ -78,7 +78,7 @@ export function metrics(options: MetricsOptions = {}): GatewayPlugin {
       const errors = new FastCounter(`${p}errors_total`, 'Requests that ended with an error, by route and error code (the code of the error envelope).', ['route', 'code'], registry);
       const guardrailChecks = new FastCounter(`${p}guardrail_checks_total`, 'Guardrail check runs, by phase (before, after), check id and outcome (pass, fail, error).', ['phase', 'check', 'outcome'], registry);
       const guardrailDenied = new client.Counter({ name: `${p}guardrail_denied_total`, help: 'Requests denied by a guardrail hook, by phase.', labelNames: ['phase'], registers: [registry] });
-      const limited = new client.Counter({ name: `${p}limit_rejections_total`, help: 'Requests the gateway itself refused for a limit (429 or 402 before any upstream call), by error code.', labelNames: ['code'], registers: [registry] });
+      const limited = new client.Counter({ name: `${p}limit_rejections_total`, help: 'Requests the gateway itself refused for a limit (a rate limit or budget of the limits plugin, or any 429 or 402 before an upstream call), by error code.', labelNames: ['code'], registers: [registry] });
 
 
       let logs: LogStoreStatus | null = null;
@@ -197,7 +197,8 @@ export function metrics(options: MetricsOptions = {}): GatewayPlugin {
         }
         if (ctx.error !== null) {
           errors.add(1, route, ctx.error.code);
-          if ((ctx.status === 429 || ctx.status === 402) && ctx.attempts.length === 0) limited.inc({ code: ctx.error.code });
+          // A refusal of the limits plugin names its policy (429, or 503 when a fail-closed policy's store is down; 400 for an unpriced model).
+          if (ctx.logFields.limit_policy_id !== undefined || ((ctx.status === 429 || ctx.status === 402) && ctx.attempts.length === 0)) limited.inc({ code: ctx.error.code });
         }
         const hooks = ctx.logFields.hook_results;
         if (hooks !== undefined) {

@@ -57,11 +57,16 @@ export interface SummaryOptions {
   wantText: boolean;
 }
 
+/** Marks whether a kept summary holds the answer's text. */
+const WITH_TEXT = Symbol('withText');
+
 /** The summary of a finished request, computed on first use and kept in `ctx.state`. */
 export function requestSummary(ctx: RequestContext, options: SummaryOptions): RequestSummary {
-  const known = ctx.state.get(SUMMARY_STATE) as RequestSummary | undefined;
-  if (known !== undefined) return known;
-  const summary = summarize(ctx, options);
+  const known = ctx.state.get(SUMMARY_STATE) as (RequestSummary & { [WITH_TEXT]: boolean }) | undefined;
+  // A summary made without the text serves every caller but one that wants the text (the log store
+  // with body capture), which gets its own: whichever log tap ran first must not decide for the others.
+  if (known !== undefined && (known[WITH_TEXT] || !options.wantText)) return known;
+  const summary = Object.assign(summarize(ctx, options), { [WITH_TEXT]: options.wantText });
   ctx.state.set(SUMMARY_STATE, summary);
   return summary;
 }

@@ -89,7 +89,27 @@ export class PricingTable {
     return found;
   }
 
-  #find(provider: string, model: string): ModelPrice | null {
+  /**
+   * The price of `model` under whichever provider's list knows it (the providers in the file's
+   * order), for when the provider is not known yet (a `@slug` resolved later). Null when none does.
+   */
+  lookupModel(model: string | null): ModelPrice | null {
+    if (model === null || model === '') return null;
+    const key = `\u0001${model}`;
+    const memo = this.#memo.get(key);
+    if (memo !== undefined) return memo;
+    let found: ModelPrice | null = null;
+    for (const provider of this.#providers.keys()) {
+      // A provider's `*` entry prices its own unknown models, not every other provider's.
+      found = this.#find(provider, model.toLowerCase(), false);
+      if (found !== null) break;
+    }
+    if (this.#memo.size >= MEMO_LIMIT) this.#memo.clear();
+    this.#memo.set(key, found);
+    return found;
+  }
+
+  #find(provider: string, model: string, wildcard = true): ModelPrice | null {
     const names = candidates(model);
     const lists = [provider, ...(this.#aliases.get(provider) ?? [])];
     for (const list of lists) {
@@ -103,7 +123,7 @@ export class PricingTable {
         const prefix = longestPrefix(models, name);
         if (prefix !== null) return prefix;
       }
-      const any = models.get('*');
+      const any = wildcard ? models.get('*') : undefined;
       if (any !== undefined) return any;
     }
     return null;

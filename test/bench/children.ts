@@ -77,8 +77,9 @@ function startFlags(): string[] {
 export async function startGateway(apiKey: string, logFile: string, options: { name?: string; config?: string } = {}): Promise<Child> {
   const name = options.name ?? 'gateway';
   const port = await freePort();
-  // A GATEWAY_CONFIG (or any other GATEWAY_*) in the caller's shell must not replace the default config.
-  const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('GATEWAY_')));
+  // A GATEWAY_CONFIG (or any other GATEWAY_*) in the caller's shell must not replace the default config, nor
+  // REDIS_URL / DATABASE_URL turn it into the shared-stores one.
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('GATEWAY_') && k !== 'REDIS_URL' && k !== 'DATABASE_URL'));
   const out = openSync(logFile, 'w');
   const child = spawn(process.execPath, [...startFlags(), here('../../dist/server/main.js'), ...(options.config === undefined ? [] : ['--config', options.config])], {
     // A fresh data dir: the control plane's SQLite file and key start empty, as on a first `npm start`.

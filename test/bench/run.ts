@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { forkTs, startGateway, stopAll, type Child } from './children.js';
 import { measure, rssMb, withRss } from './load.js';
 import { DEFAULT_CONFIG } from '../../server/default-config.js';
+import { LIMITS_RUNS, limitsBench } from './limits.js';
 import { probe } from './probe.js';
 import { cacheLoadTable, cacheProbeTable, checkTable, loadTable, machine, probeTable, ratioTable, type CacheRow, type Check, type Row } from './report.js';
 
@@ -32,7 +33,7 @@ const CACHE_CONNECTIONS = [1, 64] as const;
 const LOG_PLUGINS = ['log-store', 'log-api', 'metrics', 'request-log'];
 
 // Never hang: 24 runs of (1 s warm-up + duration), the probes, start-up and shutdown, with a wide margin.
-const budgetMs = (24 * (DURATION + 4) + 6 * (PROBE_N + 200) * 0.01 + 150) * 1000;
+const budgetMs = ((24 + LIMITS_RUNS) * (DURATION + 4) + 6 * (PROBE_N + 200) * 0.01 + 150) * 1000;
 setTimeout(() => {
   process.stderr.write(`bench: still running after ${Math.round(budgetMs / 1000)} s, giving up\n`);
   process.exit(1);
@@ -89,6 +90,7 @@ async function main(): Promise<void> {
   console.log(`bench: sequential probe, ${PROBE_N} requests per target after 200 warm-up`);
   const p50 = await probe(targets, BODIES['non-stream'], PROBE_N);
   const cached = await cacheBench(mock.url);
+  const limited = await limitsBench(mock.url, DURATION, BODIES['non-stream']);
   const stored = await storeSummary(targets[2]!);
   await stopAll();
   const log = `${logSummary(logFile)}\n${stored}`;
@@ -102,6 +104,7 @@ async function main(): Promise<void> {
     ['Checks', checkTable(checks)],
     ['Cache: hit against miss (non-stream, autocannon)', cacheLoadTable(cached.rows)],
     ['Cache: hit against miss at c=1 (sequential probe)', cacheProbeTable(cached.p50, p50.get('mock')!)],
+    ['Limits: one request policy and one token policy (memory store) against none', limited.table],
   ] as const;
   console.log();
   for (const [title, table] of sections) console.log(`${title}\n\n${table}\n`);

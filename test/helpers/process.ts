@@ -4,6 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LOOPBACK_ENV } from './outbound.js';
 
+const SHARED_STATE_ENV = new Set(['REDIS_URL', 'DATABASE_URL', 'GATEWAY_REDIS_PREFIX', 'GATEWAY_DATABASE_SCHEMA']);
+
 export interface GatewayProcess {
   child: ChildProcess;
   port: number;
@@ -15,12 +17,15 @@ export interface GatewayProcess {
  * Starts the server as its own process; resolves once it listens. By default
  * `server/main.ts` through tsx; with `built`, `dist/server/main.js` as
  * `npm start` runs it (build first), or the `main.js` given. Loopback
- * upstreams are allowed (GATEWAY_ALLOW_HOSTS) unless `env` says otherwise.
+ * upstreams are allowed (GATEWAY_ALLOW_HOSTS) unless `env` says otherwise;
+ * the test's own REDIS_URL and DATABASE_URL are not passed on unless in `env`.
  */
 export function startProcess(args: string[], env: Record<string, string>, options: { built?: boolean | string } = {}): Promise<GatewayProcess> {
   const entry = typeof options.built === 'string' ? [options.built] : options.built === true ? ['dist/server/main.js'] : ['--import', 'tsx', 'server/main.ts'];
+  // REDIS_URL and DATABASE_URL switch the default config to shared stores: only a test that passes them gets them.
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !SHARED_STATE_ENV.has(k)));
   const child = spawn(process.execPath, [...entry, ...args], {
-    env: { ...process.env, PORT: '0', GATEWAY_DATA_DIR: mkdtempSync(join(tmpdir(), 'gw-proc-')), ...LOOPBACK_ENV, ...env },
+    env: { ...inherited, PORT: '0', GATEWAY_DATA_DIR: mkdtempSync(join(tmpdir(), 'gw-proc-')), ...LOOPBACK_ENV, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

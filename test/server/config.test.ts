@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, test, vi } from 'vitest';
 import { loadPlugins } from '../../server/catalog.js';
 import { configFileFrom, loadServerConfig } from '../../server/config.js';
-import { DEFAULT_CONFIG } from '../../server/default-config.js';
+import { DEFAULT_CONFIG, defaultConfig } from '../../server/default-config.js';
 import { readEnv } from '../../server/env.js';
 import { startServer } from '../../server/server.js';
 import { memoryLogger } from '../helpers/gateway.js';
@@ -34,6 +34,25 @@ describe('server config', () => {
     // store and semantic cache (Redis, embedding credentials), and pricing overrides.
     const optIn = ['redis', 'postgres', 'cache-redis', 'cache-semantic', 'pricing'];
     expect(names).toEqual(Object.keys(CATALOG).filter((n) => !optIn.includes(n)).sort());
+  });
+
+  test('REDIS_URL and DATABASE_URL turn the default into the shared-stores config: limits, breaker and cache in Redis, control plane and log in PostgreSQL', async () => {
+    expect(defaultConfig({ redisUrl: undefined, databaseUrl: undefined })).toBe(DEFAULT_CONFIG);
+    const names = (c: { plugins: { name: string; options?: Record<string, unknown> }[] }) => c.plugins.map((p) => p.name);
+    const both = await loadServerConfig(undefined, { redisUrl: 'redis://r:6379', databaseUrl: 'postgres://p/db' });
+    expect(names(both)[0]).toBe('redis');
+    expect(names(both)).toContain('postgres');
+    expect(names(both)).toContain('cache-redis');
+    for (const gone of ['sqlite', 'cache-memory']) expect(names(both)).not.toContain(gone);
+    for (const shared of ['limits', 'breaker', 'cache']) expect(both.plugins.find((p) => p.name === shared)!.options).toEqual({ store: 'redis' });
+    // Everything else as in the default, in its order.
+    const swapped = new Map([['sqlite', 'postgres'], ['cache-memory', 'cache-redis']]);
+    expect(names(both).slice(1)).toEqual(names(DEFAULT_CONFIG).map((n) => swapped.get(n) ?? n));
+    const redisOnly = defaultConfig({ redisUrl: 'redis://r:6379', databaseUrl: undefined });
+    expect(names(redisOnly)).toContain('sqlite');
+    const dbOnly = defaultConfig({ redisUrl: undefined, databaseUrl: 'postgres://p/db' });
+    expect(names(dbOnly)).toEqual(names(DEFAULT_CONFIG).map((n) => (n === 'sqlite' ? 'postgres' : n)));
+    expect(dbOnly.plugins.find((p) => p.name === 'limits')!.options).toBeUndefined();
   });
 
   test('the default logs every request: the log store (in the default SQLite store), its routes and /metrics come after the proxy and before the stdout line', () => {

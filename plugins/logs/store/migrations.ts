@@ -98,4 +98,10 @@ DROP INDEX gateway_logs_model;
 DROP INDEX gateway_log_metadata_log
 `,
   },
+  {
+    // The rate limit or budget (plugin `limits`) that refused the request; null otherwise.
+    version: 3,
+    name: 'gateway_logs limit_policy_id',
+    up: 'ALTER TABLE gateway_logs ADD COLUMN limit_policy_id TEXT',
+  },
 ];

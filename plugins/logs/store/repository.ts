@@ -20,6 +20,8 @@ export interface LogFilters {
   metadata?: ReadonlyArray<readonly [string, string]>;
   cacheStatus?: string;
   route?: string;
+  /** The rate limit or budget that refused the request. */
+  limitPolicy?: string;
 }
 
 /** Position after the last entry of a page (the list is newest first). */
@@ -60,7 +62,7 @@ export type GroupRow = Record<string, string | number | null>;
 const LIST_COLUMNS = COLUMNS.filter((c) => c !== 'request_body' && c !== 'response_body' && c !== 'hook_results');
 
 /**
- * Rows per INSERT statement. PostgreSQL: 100 (49 columns, about 5,000 parameters, well under its limit),
+ * Rows per INSERT statement. PostgreSQL: 100 (50 columns, about 5,000 parameters, well under its limit),
  * to save round trips. SQLite: 1, since a prepared one-row statement run in a loop is faster in-process
  * than binding a multi-row one (about 15 against 25 µs a row, measured).
  */
@@ -333,6 +335,7 @@ function whereOf(f: LogFilters): { sql: string[]; params: unknown[] } {
   if (f.config !== undefined) eq('config_id', f.config);
   if (f.cacheStatus !== undefined) eq('cache_status', f.cacheStatus);
   if (f.route !== undefined) eq('route', f.route);
+  if (f.limitPolicy !== undefined) eq('limit_policy_id', f.limitPolicy);
   for (const [key, value] of f.metadata ?? []) {
     sql.push('EXISTS (SELECT 1 FROM gateway_log_metadata m WHERE m.log_id = l.id AND m.meta_key = ? AND m.meta_value = ?)');
     params.push(key, value.slice(0, MAX_META_VALUE));

@@ -9,6 +9,8 @@ const OptionsSchema = v.strictObject({
   url: v.pipe(v.string(), v.minLength(1, 'is required (set REDIS_URL)')),
   /** Prefix of every key this gateway writes; give each deployment (and each test) its own. */
   keyPrefix: v.optional(v.string(), 'gateway:'),
+  /** A command without an answer after this many ms fails, so a Redis that hangs (not just one that is down) never holds a request. */
+  commandTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1)), 1000),
 });
 
 export type RedisStoreOptions = v.InferInput<typeof OptionsSchema>;
@@ -16,14 +18,15 @@ export type RedisStoreOptions = v.InferInput<typeof OptionsSchema>;
 /**
  * A shared Redis connection, registered as store `redis` for the plugins that
  * keep shared state (breaker, cache, rate limits). Commands fail fast while
- * Redis is down, so callers can degrade instead of queueing requests behind it.
+ * Redis is down (no offline queue) or hangs (`commandTimeoutMs`), so callers
+ * can degrade instead of queueing requests behind it.
  */
 export function redisStore(options: RedisStoreOptions): GatewayPlugin {
   const opts = parseOptions(PLUGIN_NAME, OptionsSchema, options);
   return {
     name: PLUGIN_NAME,
     apply(api) {
-      const client = new Redis(opts.url, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000 });
+      const client = new Redis(opts.url, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000, commandTimeout: opts.commandTimeoutMs });
       client.on('error', () => undefined); // reported by the callers that degrade; ioredis keeps reconnecting
       api.stores.add(PLUGIN_NAME, { client, prefix: opts.keyPrefix });
       api.onReady(async () => {

@@ -316,6 +316,7 @@ export function matches(e: LogEntry, f: LogFilters): boolean {
   if (f.apiKey !== undefined && e.api_key_id !== f.apiKey) return false;
   if (f.config !== undefined && e.config_id !== f.config) return false;
   if (f.cacheStatus !== undefined && e.cache_status !== f.cacheStatus) return false;
+  if (f.limitPolicy !== undefined && e.limit_policy_id !== f.limitPolicy) return false;
   for (const [k, v] of f.metadata ?? []) {
     if (e.metadata === null || !(k in e.metadata)) return false;
     const value = e.metadata[k];
@@ -374,6 +375,7 @@ export function sampleEntry(overrides: Partial<LogEntry> = {}): LogEntry {
     hook_results: null,
     error_code: null,
     error_message: null,
+    limit_policy_id: null,
     request_body: null,
     request_body_truncated: false,
     response_body: null,

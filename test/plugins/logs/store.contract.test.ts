@@ -57,6 +57,7 @@ function sampleRows(): LogEntry[] {
         cost: costStatus === 'priced' ? Math.round(r() * 1e6) / 1e9 : costStatus === 'cache_hit' ? 0 : null,
         cost_status: costStatus,
         cache_status: pick([null, 'DISABLED', 'MISS', 'HIT', 'SEMANTIC HIT', 'REFRESH']),
+        limit_policy_id: status === 429 ? pick(['pol-1', 'pol-2']) : null,
         metadata: r() < 0.5 ? { team: pick(['blue', 'red']), n: Math.floor(r() * 3), flag: r() < 0.5 } : null,
       }),
     );
@@ -78,7 +79,7 @@ function contract(name: string, open: () => Promise<SqlClient | null>) {
     test('migrations apply once; a batch of 600 entries is written in one transaction', async () => {
       client = await open();
       if (client === null) return;
-      expect(await migrate(client, LOGS_NAMESPACE, LOG_MIGRATIONS)).toEqual([1, 2]);
+      expect(await migrate(client, LOGS_NAMESPACE, LOG_MIGRATIONS)).toEqual([1, 2, 3]);
       expect(await migrate(client, LOGS_NAMESPACE, LOG_MIGRATIONS)).toEqual([]);
       // Only the indexes the routes' queries use are kept: each costs every insert.
       const indexes = await client.all<{ name: string }>(
@@ -138,6 +139,7 @@ function contract(name: string, open: () => Promise<SqlClient | null>) {
       { config: 'cfg-a' },
       { workspace: 'ws-1' },
       { cacheStatus: 'HIT' },
+      { limitPolicy: 'pol-1' },
       { from: T0 + 50_000, to: T0 + 120_000 },
       { metadata: [['team', 'blue']] },
       { metadata: [['n', '2'], ['flag', 'true']] },

@@ -1,0 +1,324 @@
+import type { Redis } from 'ioredis';
+import {
+  bundledPricing,
+  captureResponses,
+  DEFAULT_SCAN_LIMIT,
+  type ErrorCodeSpec,
+  GatewayError,
+  type GatewayPlugin,
+  LIMIT_COUNTERS,
+  LIMIT_POLICY_SOURCE,
+  type LimitCounters,
+  type LimitPolicy,
+  type LimitPolicySet,
+  type LimitPolicySource,
+  type ModelPrice,
+  parseOptions,
+  pricingOf,
+  type PricingTable,
+  randomHex,
+  rateWindow,
+  type RequestContext,
+  requestSummary,
+  STAGES,
+  type UsageLimitPolicy,
+  usagePeriod,
+} from '../../sdk/index.js';
+import { estimateNanoUsd, estimateTokens, NANO, nanoUsd, priceForRequest, requestedModel, usageNanoUsd, type TokenEstimate } from './estimate.js';
+import { limitHeaders, refusalMessage, secondsUntil, type PolicyState } from './headers.js';
+import { compileSet, groupObject, type CompiledPolicy } from './match.js';
+import { memoryLimitStore } from './memory-store.js';
+import { OptionsSchema, staticPolicies, type LimitsOptionsInput } from './options.js';
+import { redisLimitStore } from './redis-store.js';
+import { holdMember, type CheckItem, type Hold, type LimitStore } from './store.js';
+
+export const PLUGIN_NAME = 'limits';
+
+/** The codes this plugin answers with (docs/limits.md). */
+export const LIMIT_ERRORS: Readonly<Record<string, ErrorCodeSpec>> = Object.freeze({
+  rate_limit_exceeded: { status: 429, type: 'rate_limit_error' },
+  usage_limit_exceeded: { status: 429, type: 'rate_limit_error' },
+  limit_store_unavailable: { status: 503, type: 'server_error' },
+  usage_limit_unpriced: { status: 400, type: 'invalid_request_error' },
+});
+
+export type LimitsOptions = LimitsOptionsInput & {
+  /** Clock in epoch ms (windows, periods, reservations); replace it in tests. */
+  now?: () => number;
+};
+
+/** What a request holds until its answer is in, kept in `ctx.state`. */
+interface Held {
+  holds: Hold[];
+  /** Per hold: what its real amount is counted in. */
+  kinds: Array<'tokens' | 'cost'>;
+  /** The price a cost budget reserved with, for an answer the price list cannot price itself. */
+  price: ModelPrice | null;
+}
+
+/** The entry a `redis` store plugin registers. */
+interface RedisConnection {
+  client: Redis;
+  prefix: string;
+}
+
+const NO_POLICIES: readonly CompiledPolicy[] = Object.freeze([]);
+
+/**
+ * Rate limits and budgets (docs/limits.md). Every active policy whose
+ * conditions match a request is checked before guardrails, the cache and the
+ * provider (stage `beforeRequest.LIMIT`): requests are counted atomically;
+ * tokens and cost are reserved from an estimate, then settled to the real
+ * usage once the answer ended (stage `log.SETTLE`), released when there was
+ * none. Policies come from the control plane (per workspace, through its
+ * cache) and from `rateLimits` / `usageLimits`. Counters live in memory or in
+ * Redis (one Lua script per check).
+ */
+export function limits(options: LimitsOptions = {}): GatewayPlugin {
+  const { now: clock = Date.now, ...rest } = options;
+  const opts = parseOptions(PLUGIN_NAME, OptionsSchema, rest);
+  const fixed: LimitPolicySet = Object.freeze({ workspaceId: null, policies: Object.freeze(staticPolicies(opts)) });
+  const fixedCompiled = compileSet(fixed);
+  return {
+    name: PLUGIN_NAME,
+    errorCodes: LIMIT_ERRORS,
+    apply(api) {
+      let store: LimitStore | null = null;
+      let source: LimitPolicySource | null = null;
+      let pricing: PricingTable = bundledPricing();
+      const pending = new Set<Promise<void>>();
+      // Usage from streams and JSON answers, for settling (the log store asks for the same capture).
+      captureResponses(api, { scanLimit: DEFAULT_SCAN_LIMIT, bodyLimit: 0 });
+
+      api.onReady(async () => {
+        pricing = pricingOf(api);
+        if (opts.useControlPlane) source = api.tryResolve(LIMIT_POLICY_SOURCE) ?? null;
+        if (opts.store === 'redis') {
+          const entry = api.stores.get(opts.connection) as RedisConnection | undefined;
+          if (entry === undefined || typeof entry.client?.defineCommand !== 'function') {
+            throw new Error(`${PLUGIN_NAME}: store "redis" needs the redis store plugin ("${opts.connection}"), listed before it (REDIS_URL)`);
+          }
+          store = redisLimitStore(entry.client, entry.prefix);
+        } else {
+          store = await memoryLimitStore({
+            now: clock,
+            sweepIntervalMs: opts.sweepIntervalMs,
+            file: opts.persistFile ?? null,
+            saveIntervalMs: opts.saveIntervalMs,
+            logger: api.logger,
+          });
+        }
+      });
+
+      // Warnings: at most one per interval per subject, with the count of those left out.
+      const warned = new Map<string, { at: number; skipped: number }>();
+      const warn = (subject: string, fields: Record<string, unknown>, message: string) => {
+        const t = clock();
+        const last = warned.get(subject);
+        if (last !== undefined && t - last.at < opts.warnIntervalMs) {
+          last.skipped++;
+          return;
+        }
+        if (warned.size > 1000) warned.clear();
+        warned.set(subject, { at: t, skipped: 0 });
+        api.logger.warn({ ...fields, ...(last !== undefined && last.skipped > 0 ? { suppressed: last.skipped } : {}) }, message);
+      };
+      const storeDown = (err: unknown) =>
+        warn('store', { err: (err as Error)?.message ?? String(err), store: opts.store }, 'limits: the counter store is unreachable; fail-open policies let requests through, fail-closed ones refuse them (503)');
+      const unpriced = (model: string) => warn(`unpriced:${model}`, { model: model.slice(0, 128) }, 'limits: a cost budget applies to a model with no known price; its cost is counted as 0');
+
+      // The current period of a budget, recomputed only when it ended (periods are derived from the row and the clock).
+      const periods = new WeakMap<UsageLimitPolicy, { start: number; end: number | null }>();
+      const periodOf = (p: UsageLimitPolicy, t: number) => {
+        let known = periods.get(p);
+        if (known === undefined || t < known.start || (known.end !== null && t >= known.end)) {
+          known = usagePeriod(p, t);
+          periods.set(p, known);
+        }
+        return known;
+      };
+      const windowOf = (p: LimitPolicy, t: number): { bucket: string; start: number; end: number | null } => {
+        if (p.kind === 'rate') {
+          const w = rateWindow(p.unit, t);
+          return { bucket: `${p.id}:r:${p.unit}:${w.start}`, start: w.start, end: w.end };
+        }
+        const period = periodOf(p, t);
+        return { bucket: `${p.id}:u:${period.start}`, start: period.start, end: period.end };
+      };
+
+      const alerted = new Set<string>();
+      const alert = (s: PolicyState, bucket: string) => {
+        const p = s.policy;
+        if (p.kind !== 'usage' || p.alert_threshold === null) return;
+        const threshold = p.type === 'cost' ? Math.round(p.alert_threshold * NANO) : p.alert_threshold;
+        const key = `${bucket}\n${s.group}`;
+        if (s.used + s.reserved < threshold || alerted.has(key)) return;
+        if (alerted.size > 10_000) alerted.clear();
+        alerted.add(key);
+        const scale = p.type === 'cost' ? NANO : 1;
+        api.logger.warn(
+          { policy_id: p.id, group: groupObject(p, s.group), used: s.used / scale, reserved: s.reserved / scale, alert_threshold: p.alert_threshold, credit_limit: p.credit_limit },
+          'limits: a usage limit reached its alert threshold',
+        );
+      };
+
+      const check = async (ctx: RequestContext, workspaceId: string | null, matched: readonly CompiledPolicy[]): Promise<void> => {
+        const now = clock();
+        let tokens: TokenEstimate | null = null;
+        const tokenEstimate = () => (tokens ??= estimateTokens(ctx, opts.defaultCompletionTokens));
+        let price: ModelPrice | null | undefined;
+        const items: CheckItem[] = [];
+        const states: PolicyState[] = [];
+        for (const c of matched) {
+          const p = c.policy;
+          const group = c.groupOf(ctx, workspaceId);
+          const w = windowOf(p, now);
+          let amount: number;
+          let limit: number;
+          let reserve = true;
+          if (p.kind === 'rate') {
+            limit = p.value;
+            if (p.type === 'requests') {
+              amount = 1;
+              reserve = false;
+            } else {
+              const t = tokenEstimate();
+              amount = t.prompt + t.completion;
+            }
+          } else if (p.type === 'tokens') {
+            limit = p.credit_limit;
+            const t = tokenEstimate();
+            amount = t.prompt + t.completion;
+          } else {
+            limit = Math.round(p.credit_limit * NANO);
+            if (price === undefined) price = priceForRequest(ctx, pricing);
+            if (price !== null) {
+              amount = estimateNanoUsd(tokenEstimate(), price);
+            } else {
+              const model = requestedModel(ctx);
+              if (model !== null && opts.unpricedModels === 'refuse') {
+                ctx.logFields.limit_policy_id = p.id;
+                throw new GatewayError(
+                  'usage_limit_unpriced',
+                  `Model "${model.slice(0, 128)}" has no known price, so the cost budget "${p.name.slice(0, 100)}" (${p.id}) cannot be enforced; add its price (pricing plugin) or use a priced model.`,
+                  { param: 'model' },
+                );
+              }
+              // No model (a proxied call) or unpriced models allowed: nothing to reserve; the answer's cost still counts if it can be priced.
+              amount = 0;
+              if (model !== null) unpriced(model);
+            }
+          }
+          items.push({ bucket: w.bucket, group, amount, limit, reserve, expireAt: w.end === null ? 0 : w.end + opts.reservationTtlMs });
+          states.push({ policy: p, limit, used: 0, reserved: 0, amount, resetAt: w.end, group });
+        }
+
+        const requestId = randomHex(8);
+        let result;
+        try {
+          result = await store!.check(items, requestId, now, now + opts.reservationTtlMs);
+        } catch (err) {
+          storeDown(err);
+          const closed = matched.find((c) => !c.policy.fail_open);
+          if (closed === undefined) return;
+          ctx.logFields.limit_policy_id = closed.policy.id;
+          throw new GatewayError('limit_store_unavailable', `The limit counters cannot be reached and policy "${closed.policy.name.slice(0, 100)}" (${closed.policy.id}) fails closed; retry shortly.`, {
+            headers: { 'retry-after': '5' },
+          });
+        }
+        for (let i = 0; i < states.length; i++) {
+          states[i]!.used = result.used[i]!;
+          states[i]!.reserved = result.reserved[i]!;
+        }
+        limitHeaders(states, now, ctx.responseHeaders);
+        if (result.denied !== -1) {
+          const s = states[result.denied]!;
+          ctx.logFields.limit_policy_id = s.policy.id;
+          throw new GatewayError(s.policy.kind === 'rate' ? 'rate_limit_exceeded' : 'usage_limit_exceeded', refusalMessage(s, now), {
+            headers: s.resetAt === null ? undefined : { 'retry-after': String(secondsUntil(s.resetAt, now)) },
+          });
+        }
+        const held: Held = { holds: [], kinds: [], price: price ?? null };
+        for (let i = 0; i < items.length; i++) {
+          const item = items[i]!;
+          alert(states[i]!, item.bucket);
+          if (!item.reserve) continue;
+          held.holds.push({ bucket: item.bucket, group: item.group, member: holdMember(requestId, item.amount, item.group), amount: item.amount, expireAt: item.expireAt });
+          const p = states[i]!.policy;
+          held.kinds.push(p.kind === 'usage' && p.type === 'cost' ? 'cost' : 'tokens');
+        }
+        if (held.holds.length > 0) ctx.state.set(PLUGIN_NAME, held);
+      };
+
+      // Before guardrails and the cache, after validation: see STAGES.beforeRequest.LIMIT.
+      api.hooks.beforeRequest.tapPromise({ name: PLUGIN_NAME, stage: STAGES.beforeRequest.LIMIT }, async (ctx) => {
+        let set: LimitPolicySet | null = null;
+        if (source !== null) {
+          const got = source.policies(ctx);
+          set = typeof (got as Promise<LimitPolicySet>).then === 'function' ? await got : (got as LimitPolicySet);
+        }
+        const dynamic = set === null || set.policies.length === 0 ? NO_POLICIES : compileSet(set);
+        if (dynamic.length === 0 && fixedCompiled.length === 0) return undefined;
+        const workspaceId = set?.workspaceId ?? ctx.auth?.workspaceId ?? null;
+        let matched: CompiledPolicy[] | null = null;
+        for (const c of fixedCompiled) if (c.matches(ctx, workspaceId)) (matched ??= []).push(c);
+        for (const c of dynamic) if (c.matches(ctx, workspaceId)) (matched ??= []).push(c);
+        if (matched !== null) await check(ctx, workspaceId, matched);
+        return undefined;
+      });
+
+      /** The real amount of a request for each kind of hold: 0 for a cache hit or an answer without usage (a release). */
+      const actualOf = (ctx: RequestContext, held: Held): number[] => {
+        const hit = ctx.cacheStatus === 'HIT' || ctx.cacheStatus === 'SEMANTIC HIT';
+        if (hit) return held.kinds.map(() => 0);
+        const s = requestSummary(ctx, { pricing, wantText: false });
+        const tokens = s.usage?.total_tokens ?? 0;
+        let cost = 0;
+        if (held.kinds.includes('cost')) {
+          if (s.cost !== null) cost = nanoUsd(s.cost);
+          else if (s.usage !== null && held.price !== null) cost = usageNanoUsd(held.price, s.usage, s.multiplier);
+          else if (s.usage !== null) unpriced(s.modelAnswered ?? ctx.model ?? '(none)');
+        }
+        return held.kinds.map((k) => (k === 'tokens' ? tokens : cost));
+      };
+
+      // After the log sinks (their summary is reused), once the answer ended: streams, clients that left and failures alike.
+      api.hooks.log.tap({ name: PLUGIN_NAME, stage: STAGES.log.SETTLE }, (ctx) => {
+        const held = ctx.state.get(PLUGIN_NAME) as Held | undefined;
+        if (held === undefined || store === null) return;
+        let actual: number[];
+        try {
+          actual = actualOf(ctx, held);
+        } catch (err) {
+          api.logger.error({ err, trace_id: ctx.traceId }, 'limits: reading a request\'s usage failed; its reservations are released');
+          actual = held.kinds.map(() => 0);
+        }
+        const settling = store.settle(held.holds, actual, clock()).catch(storeDown);
+        pending.add(settling);
+        void settling.finally(() => pending.delete(settling));
+      });
+
+      const counters: LimitCounters = {
+        async usage(policy) {
+          if (store === null) throw new Error('the limits store is not open yet');
+          const t = clock();
+          const w = windowOf(policy, t);
+          const scale = policy.kind === 'usage' && policy.type === 'cost' ? NANO : 1;
+          const groups = (await store.read(w.bucket, t))
+            .map((g) => ({ group: groupObject(policy, g.group), used: g.used / scale, reserved: g.reserved / scale }))
+            .sort((a, b) => b.used + b.reserved - (a.used + a.reserved));
+          return { start: w.start, end: w.end, groups };
+        },
+      };
+      api.provide(LIMIT_COUNTERS, counters);
+
+      // Settles still in flight are finished before the store closes (a memory store then saves its counters).
+      api.onClose(async () => {
+        await Promise.allSettled([...pending]);
+        await store?.close();
+      });
+    },
+  };
+}
+
+export default limits;

@@ -1,0 +1,144 @@
+import { createHash } from 'node:crypto';
+import { ENDPOINT_TYPES, type LimitPolicy, type LimitPolicySet, type RequestContext, type Target } from '../../sdk/index.js';
+
+/** What a request is matched and grouped on; read from the context once per key and policy. */
+type Getter = (ctx: RequestContext, workspaceId: string | null) => string | null;
+
+/** A policy ready for the request path: its conditions as sets, its group_by as getters. */
+export interface CompiledPolicy {
+  readonly policy: LimitPolicy;
+  matches(ctx: RequestContext, workspaceId: string | null): boolean;
+  /** The request's bucket within the policy: `*` without group_by, else its values as a JSON array. */
+  groupOf(ctx: RequestContext, workspaceId: string | null): string;
+}
+
+/** Longer group values (a client's `user`, a metadata value) are kept as a digest, so a bucket name stays small. */
+const MAX_GROUP_VALUE = 256;
+
+/** `endpoint_type`: the route's name for people (`chat`, `embeddings`, …), else the route's own name. */
+export function endpointType(ctx: RequestContext): string | null {
+  const name = ctx.route?.name;
+  return name === undefined ? null : (ENDPOINT_TYPES[name] ?? name);
+}
+
+function text(value: unknown): string | null {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  return null;
+}
+
+function getter(key: string): Getter {
+  switch (key) {
+    case 'workspace_id':
+      return (_ctx, workspaceId) => workspaceId;
+    case 'api_key':
+      return (ctx) => ctx.auth?.keyId ?? null;
+    case 'endpoint_type':
+      return endpointType;
+    case 'model':
+      return (ctx) => ctx.model;
+    case 'user':
+      return (ctx) => text(ctx.body?.user);
+    default: {
+      // metadata.<key>: the value the request's x-gateway-metadata gives it.
+      const name = key.slice('metadata.'.length);
+      return (ctx) => text(ctx.metadata?.[name]);
+    }
+  }
+}
+
+const targetProviders = new WeakMap<Target, ReadonlySet<string>>();
+
+/**
+ * The providers a request's target names, as named (`openai`, `@team-slug`):
+ * every leaf of a strategy tree, since which one answers is known only later.
+ * Computed once per target object (saved and server configs are reused).
+ */
+export function providersOf(target: Target | null): ReadonlySet<string> {
+  if (target === null) return EMPTY;
+  let known = targetProviders.get(target);
+  if (known === undefined) {
+    const out = new Set<string>();
+    const walk = (t: Target) => {
+      if (typeof t.provider === 'string' && t.provider !== '') out.add(t.provider);
+      if (typeof t.virtual_key === 'string' && t.virtual_key !== '') out.add(`@${t.virtual_key}`);
+      if (Array.isArray(t.targets)) for (const child of t.targets) if (child !== null && typeof child === 'object') walk(child as Target);
+    };
+    walk(target);
+    known = out;
+    targetProviders.set(target, known);
+  }
+  return known;
+}
+const EMPTY: ReadonlySet<string> = new Set();
+
+/** Compiles one policy: conditions on one key are alternatives (any value), different keys must all hold. */
+export function compilePolicy(policy: LimitPolicy): CompiledPolicy {
+  const byKey = new Map<string, Set<string>>();
+  for (const c of policy.conditions) {
+    let values = byKey.get(c.key);
+    if (values === undefined) byKey.set(c.key, (values = new Set()));
+    values.add(c.value);
+  }
+  const tests: Array<(ctx: RequestContext, workspaceId: string | null) => boolean> = [];
+  for (const [key, values] of byKey) {
+    if (key === 'provider') {
+      tests.push((ctx) => {
+        for (const p of providersOf(ctx.target)) if (values.has(p)) return true;
+        return false;
+      });
+    } else {
+      const get = getter(key);
+      tests.push((ctx, ws) => {
+        const value = get(ctx, ws);
+        return value !== null && values.has(value);
+      });
+    }
+  }
+  const groups = policy.group_by.map((g) => getter(g.key));
+  return {
+    policy,
+    matches(ctx, ws) {
+      for (const t of tests) if (!t(ctx, ws)) return false;
+      return true;
+    },
+    groupOf(ctx, ws) {
+      if (groups.length === 0) return '*';
+      // A request without the value (no `user`, no such metadata) shares the bucket of the empty value.
+      return JSON.stringify(groups.map((get) => groupValue(get(ctx, ws) ?? '')));
+    },
+  };
+}
+
+function groupValue(value: string): string {
+  return value.length <= MAX_GROUP_VALUE ? value : `sha256:${createHash('sha256').update(value).digest('hex')}`;
+}
+
+/** A group as an object of its group_by keys, for the admin API: `{ "user": "u-1" }`. */
+export function groupObject(policy: LimitPolicy, group: string): Record<string, string> {
+  if (group === '*' || policy.group_by.length === 0) return {};
+  let values: unknown;
+  try {
+    values = JSON.parse(group);
+  } catch {
+    return {};
+  }
+  const out: Record<string, string> = {};
+  policy.group_by.forEach((g, i) => {
+    const value = Array.isArray(values) ? values[i] : undefined;
+    out[g.key] = typeof value === 'string' ? value : '';
+  });
+  return out;
+}
+
+const compiled = new WeakMap<LimitPolicySet, readonly CompiledPolicy[]>();
+
+/** The compiled policies of a set, built once per set object (a source hands out the same one while it is cached). */
+export function compileSet(set: LimitPolicySet): readonly CompiledPolicy[] {
+  let list = compiled.get(set);
+  if (list === undefined) {
+    list = set.policies.map(compilePolicy);
+    compiled.set(set, list);
+  }
+  return list;
+}

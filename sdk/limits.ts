@@ -1,0 +1,217 @@
+import * as v from 'valibot';
+
+/*
+ * Rate-limit and usage-limit (budget) policies as the control plane stores
+ * them and the `limits` plugin enforces them: their shape, the condition and
+ * group_by keys, the schemas both validate with, and the clock arithmetic of
+ * windows and periodic resets (UTC). Pure data and functions, shared so that
+ * the admin API and the enforcer can never disagree on a key or a reset.
+ */
+
+export const RATE_LIMIT_TYPES = ['requests', 'tokens'] as const;
+export const RATE_LIMIT_UNITS = ['rpm', 'rph', 'rpd', 'rpw'] as const;
+export const USAGE_LIMIT_TYPES = ['cost', 'tokens'] as const;
+export const PERIODIC_RESETS = ['weekly', 'monthly'] as const;
+export const POLICY_STATUSES = ['active', 'archived'] as const;
+
+/** `endpoint_type` of a request: its route, named for people. Other routes (a third party's) use their route name. */
+export const ENDPOINT_TYPES: Readonly<Record<string, string>> = Object.freeze({
+  'chat.completions': 'chat',
+  completions: 'completions',
+  embeddings: 'embeddings',
+  rerank: 'rerank',
+  proxy: 'proxy',
+});
+const ENDPOINT_VALUES = Object.values(ENDPOINT_TYPES);
+
+/** Keys a condition may test; `metadata.<key>` too. */
+export const CONDITION_KEYS = ['workspace_id', 'api_key', 'endpoint_type', 'provider', 'model', 'user'] as const;
+/** Keys a policy may group by (one bucket per distinct combination); `metadata.<key>` too. */
+export const GROUP_BY_KEYS = ['api_key', 'workspace_id', 'user', 'model', 'endpoint_type'] as const;
+
+const METADATA_KEY = /^metadata\.[A-Za-z0-9_.:-]{1,64}$/;
+
+export type RateLimitType = (typeof RATE_LIMIT_TYPES)[number];
+export type RateLimitUnit = (typeof RATE_LIMIT_UNITS)[number];
+export type UsageLimitType = (typeof USAGE_LIMIT_TYPES)[number];
+export type PeriodicReset = (typeof PERIODIC_RESETS)[number];
+
+export interface LimitCondition {
+  key: string;
+  value: string;
+}
+export interface LimitGroupBy {
+  key: string;
+}
+
+interface PolicyBase {
+  id: string;
+  name: string;
+  /** The workspace whose requests it limits; null for a policy of the server config (every request). */
+  workspace_id: string | null;
+  /** All must hold (conditions on one key: any of their values). */
+  conditions: readonly LimitCondition[];
+  group_by: readonly LimitGroupBy[];
+  /** When the counter store is unreachable: let requests through (true) or refuse them with 503. */
+  fail_open: boolean;
+}
+
+/** Requests or tokens per minute, hour, day or week, in fixed UTC windows. */
+export interface RateLimitPolicy extends PolicyBase {
+  kind: 'rate';
+  type: RateLimitType;
+  unit: RateLimitUnit;
+  value: number;
+}
+
+/** A budget of tokens or USD over a period that resets (or never does). Times are epoch ms. */
+export interface UsageLimitPolicy extends PolicyBase {
+  kind: 'usage';
+  type: UsageLimitType;
+  credit_limit: number;
+  alert_threshold: number | null;
+  periodic_reset: PeriodicReset | null;
+  periodic_reset_days: number | null;
+  /** The stored next reset: the first boundary of the rule, or an override. Later ones follow from it. */
+  next_usage_reset_at: number | null;
+  /** Start of the period that `next_usage_reset_at` ends. */
+  period_start_at: number;
+  created_at: number;
+}
+
+export type LimitPolicy = RateLimitPolicy | UsageLimitPolicy;
+
+/** The active policies that may apply to one request, as a policy source hands them out (the same object while cached). */
+export interface LimitPolicySet {
+  /** The workspace the request acts in (null without a control plane). */
+  readonly workspaceId: string | null;
+  readonly policies: readonly LimitPolicy[];
+}
+
+/** Whether `key` may be a condition key. */
+export function isConditionKey(key: string): boolean {
+  return (CONDITION_KEYS as readonly string[]).includes(key) || METADATA_KEY.test(key);
+}
+
+/** Whether `key` may be a group_by key. */
+export function isGroupByKey(key: string): boolean {
+  return (GROUP_BY_KEYS as readonly string[]).includes(key) || METADATA_KEY.test(key);
+}
+
+const CONDITION_KEY_MESSAGE = `must be one of ${CONDITION_KEYS.join(', ')} or metadata.<key> (letters, digits, _ . : -, at most 64)`;
+const GROUP_KEY_MESSAGE = `must be one of ${GROUP_BY_KEYS.join(', ')} or metadata.<key> (letters, digits, _ . : -, at most 64)`;
+
+const ConditionSchema = v.pipe(
+  v.strictObject({
+    key: v.pipe(v.string('must be a string'), v.check(isConditionKey, CONDITION_KEY_MESSAGE)),
+    value: v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty'), v.maxLength(512, 'must be at most 512 characters')),
+  }),
+  v.forward(
+    v.check((c) => c.key !== 'endpoint_type' || ENDPOINT_VALUES.includes(c.value), `an endpoint_type is one of ${ENDPOINT_VALUES.join(', ')}`),
+    ['value'],
+  ),
+);
+
+/** `conditions`: at most 20 `{key, value}`. */
+export const LimitConditionsSchema = v.pipe(v.array(ConditionSchema, 'must be an array of {key, value}'), v.maxLength(20, 'holds at most 20 conditions'));
+
+/** `group_by`: at most 5 distinct `{key}`. */
+export const LimitGroupBySchema = v.pipe(
+  v.array(v.strictObject({ key: v.pipe(v.string('must be a string'), v.check(isGroupByKey, GROUP_KEY_MESSAGE)) }), 'must be an array of {key}'),
+  v.maxLength(5, 'holds at most 5 keys'),
+  v.check((keys) => new Set(keys.map((k) => k.key)).size === keys.length, 'names a key twice'),
+);
+
+// Clock arithmetic, all in UTC.
+
+export const MINUTE_MS = 60_000;
+export const HOUR_MS = 60 * MINUTE_MS;
+export const DAY_MS = 24 * HOUR_MS;
+export const WEEK_MS = 7 * DAY_MS;
+/** 1970-01-05, the first Monday after the epoch: weeks start on Monday 00:00 UTC. */
+const FIRST_MONDAY = 4 * DAY_MS;
+
+export const RATE_UNIT_MS: Readonly<Record<RateLimitUnit, number>> = Object.freeze({ rpm: MINUTE_MS, rph: HOUR_MS, rpd: DAY_MS, rpw: WEEK_MS });
+/** How a unit reads in a message: "per minute". */
+export const RATE_UNIT_WORDS: Readonly<Record<RateLimitUnit, string>> = Object.freeze({ rpm: 'minute', rph: 'hour', rpd: 'day', rpw: 'week' });
+
+/** The fixed window holding `now`: a UTC minute, hour, day, or week from Monday 00:00 UTC. */
+export function rateWindow(unit: RateLimitUnit, now: number): { start: number; end: number } {
+  const length = RATE_UNIT_MS[unit];
+  const offset = unit === 'rpw' ? FIRST_MONDAY : 0;
+  const start = Math.floor((now - offset) / length) * length + offset;
+  return { start, end: start + length };
+}
+
+/** 00:00 UTC of the day holding `ms`. */
+export function utcMidnight(ms: number): number {
+  return Math.floor(ms / DAY_MS) * DAY_MS;
+}
+
+/** `day` of the month `months` after the one holding `t`, clamped to that month's last day, at 00:00 UTC. */
+function monthDay(t: number, months: number, day: number): number {
+  const d = new Date(t);
+  const year = d.getUTCFullYear();
+  const month = d.getUTCMonth() + months;
+  const last = new Date(Date.UTC(year, month + 1, 0)).getUTCDate();
+  return Date.UTC(year, month, Math.min(day, last));
+}
+
+/** The reset rule of a budget: `periodic_reset` or `periodic_reset_days` (never both), or none. */
+export type ResetRule = Pick<UsageLimitPolicy, 'periodic_reset' | 'periodic_reset_days'>;
+
+/**
+ * The first reset after `now` under a rule: weekly on Monday 00:00 UTC,
+ * monthly on the 1st at 00:00 UTC, every N days from today's 00:00 UTC;
+ * null when the rule never resets.
+ */
+export function firstReset(rule: ResetRule, now: number): number | null {
+  if (rule.periodic_reset_days !== null) return utcMidnight(now) + rule.periodic_reset_days * DAY_MS;
+  if (rule.periodic_reset === 'weekly') return rateWindow('rpw', now).end;
+  if (rule.periodic_reset === 'monthly') return monthDay(now, 1, 1);
+  return null;
+}
+
+/**
+ * The current period of a budget at `now`, from its stored anchor: resets
+ * follow `next_usage_reset_at` by the rule (N days, 7 days, or the same day
+ * of each month, clamped to short months), so every instance derives the same
+ * boundaries from the same row with no write. `lastResetAt` is null until the
+ * first reset.
+ */
+export function usagePeriod(p: Pick<UsageLimitPolicy, 'periodic_reset' | 'periodic_reset_days' | 'next_usage_reset_at' | 'period_start_at' | 'created_at'>, now: number): {
+  start: number;
+  end: number | null;
+  lastResetAt: number | null;
+} {
+  let start = p.period_start_at;
+  let next = p.next_usage_reset_at;
+  if (next !== null && now >= next) {
+    const step = p.periodic_reset_days !== null ? p.periodic_reset_days * DAY_MS : p.periodic_reset === 'weekly' ? WEEK_MS : null;
+    if (step !== null) {
+      const k = Math.floor((now - next) / step);
+      start = next + k * step;
+      next = start + step;
+    } else if (p.periodic_reset === 'monthly') {
+      const day = new Date(next).getUTCDate();
+      const anchor = next;
+      let months = 0;
+      // About 12 turns a year since the anchor; periods are never shorter than 28 days.
+      while (monthDay(anchor, months + 1, day) <= now) months++;
+      start = monthDay(anchor, months, day);
+      next = monthDay(anchor, months + 1, day);
+    } else {
+      // An override with no rule: one reset, then the budget runs on.
+      start = next;
+      next = null;
+    }
+  }
+  return { start, end: next, lastResetAt: start === p.created_at ? null : start };
+}
+
+/** A USD amount for messages and headers: cents for whole-cent values, else to the nano-dollar (trailing zeros dropped, never an exponent). */
+export function formatUsd(usd: number): string {
+  const cents = Math.round(usd * 100);
+  if (Math.abs(usd * 100 - cents) < 1e-7) return (cents / 100).toFixed(2);
+  return usd.toFixed(9).replace(/0+$/, '');
+}
