@@ -44,6 +44,7 @@ export const DEFAULT_CONFIG: ServerConfig = {
     { name: 'azure-ai' },
     { name: 'cohere' },
     { name: 'rerank' },
+    { name: 'responses' },
     { name: 'proxy' },
     { name: 'log-store' },
     { name: 'log-api' },
