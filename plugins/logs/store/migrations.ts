@@ -98,4 +98,11 @@ DROP INDEX gateway_logs_model;
 DROP INDEX gateway_log_metadata_log
 `,
   },
+  {
+    // Which API format the client spoke (chat, responses, messages): a front door may be translated to
+    // another route's provider call, so the route alone no longer says what the client saw.
+    version: 3,
+    name: 'gateway_logs front_door',
+    up: 'ALTER TABLE gateway_logs ADD COLUMN front_door TEXT',
+  },
 ];

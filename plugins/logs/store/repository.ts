@@ -20,6 +20,7 @@ export interface LogFilters {
   metadata?: ReadonlyArray<readonly [string, string]>;
   cacheStatus?: string;
   route?: string;
+  frontDoor?: string;
 }
 
 /** Position after the last entry of a page (the list is newest first). */
@@ -37,6 +38,8 @@ export const GROUP_KEYS = {
   /** The model the answer named, else the requested one. */
   model: 'COALESCE(model, model_requested)',
   status_code: 'status',
+  /** The API format the client spoke: chat, responses, messages (null for other routes). */
+  front_door: 'front_door',
   api_key: 'api_key_id',
   config: 'config_id',
   workspace: 'workspace_id',
@@ -333,6 +336,7 @@ function whereOf(f: LogFilters): { sql: string[]; params: unknown[] } {
   if (f.config !== undefined) eq('config_id', f.config);
   if (f.cacheStatus !== undefined) eq('cache_status', f.cacheStatus);
   if (f.route !== undefined) eq('route', f.route);
+  if (f.frontDoor !== undefined) eq('front_door', f.frontDoor);
   for (const [key, value] of f.metadata ?? []) {
     sql.push('EXISTS (SELECT 1 FROM gateway_log_metadata m WHERE m.log_id = l.id AND m.meta_key = ? AND m.meta_value = ?)');
     params.push(key, value.slice(0, MAX_META_VALUE));
