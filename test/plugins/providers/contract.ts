@@ -6,7 +6,10 @@ import { config } from '../../../plugins/config/index.js';
 import { requestLog } from '../../../plugins/request-log/index.js';
 import { trace } from '../../../plugins/trace/index.js';
 import { validation } from '../../../plugins/validation/index.js';
+import { responsesDoor } from '../../../plugins/responses/index.js';
+import { sqliteStore } from '../../../plugins/stores/sqlite/index.js';
 import { serveGateway } from '../../helpers/serve.js';
+import { responsesDoorSuite } from './doors.js';
 
 /**
  * The shared provider contract. Every provider plugin runs it against a mock
@@ -63,6 +66,8 @@ export interface ProviderContract {
   model: string;
   /** Whether the provider reports cached prompt tokens (then usage.prompt_tokens_details.cached_tokens must be 3). */
   reportsCachedTokens: boolean;
+  /** The provider serves the Responses API natively (the door passes the request through); else it is translated to chat. */
+  nativeResponses?: boolean;
   /** HTTP status the client gets for an upstream status (default: the same). */
   mapStatus?: (upstream: number) => number;
   /** Provider-native assertions on what the gateway sent upstream. */
@@ -94,7 +99,7 @@ export function providerContract(spec: ProviderContract): void {
 
     beforeAll(async () => {
       mock = await spec.startMock();
-      gw = await serveGateway({ plugins: [trace(), config(), validation(), requestLog(), ...spec.plugins()] });
+      gw = await serveGateway({ plugins: [trace(), sqliteStore({ file: ':memory:' }), config(), validation(), requestLog(), ...spec.plugins(), responsesDoor()] });
       client = new OpenAI({
         apiKey: 'unused-by-config',
         baseURL: `${gw.url}/v1`,
@@ -109,6 +114,8 @@ export function providerContract(spec: ProviderContract): void {
       await gw.close();
       await mock.close();
     });
+
+    responsesDoorSuite(() => ({ spec, mock, url: gw.url, config: JSON.stringify(spec.target(mock)) }));
 
     const user = (content: OpenAI.ChatCompletionUserMessageParam['content']): OpenAI.ChatCompletionMessageParam => ({ role: 'user', content });
     const status = (upstream: number) => spec.mapStatus?.(upstream) ?? upstream;
