@@ -30,7 +30,7 @@ export async function startOpenAIContractMock(basePath = '/v1'): Promise<Contrac
     if (!stream) {
       const message =
         s.kind === 'tool_call'
-          ? { role: 'assistant', content: null, tool_calls: [{ id: 'call_abc123', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] }
+          ? { role: 'assistant', content: null, refusal: null, tool_calls: [{ id: 'call_abc123', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] }
           : { role: 'assistant', content: 'Hello!', refusal: null };
       const finish = s.kind === 'tool_call' ? 'tool_calls' : s.kind === 'text' ? (s.finish ?? 'stop') : 'stop';
       return sendJson(res, 200, { ...base, object: 'chat.completion', choices: [{ index: 0, message, logprobs: null, finish_reason: finish }], usage });

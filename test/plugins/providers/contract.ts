@@ -10,6 +10,7 @@ import { responsesDoor } from '../../../plugins/responses/index.js';
 import { sqliteStore } from '../../../plugins/stores/sqlite/index.js';
 import { serveGateway } from '../../helpers/serve.js';
 import { responsesDoorSuite } from './doors.js';
+import { requireSharedSchemas, schemaErrors } from '../../helpers/schemas.js';
 
 /**
  * The shared provider contract. Every provider plugin runs it against a mock
@@ -269,6 +270,23 @@ export function providerContract(spec: ProviderContract): void {
       // The SDK surfaces it as an error too, instead of hanging.
       const stream = await client.chat.completions.create({ model: spec.model, messages: [user('Hi')], stream: true });
       await expect((async () => { for await (const _ of stream) void _; })()).rejects.toThrow(/Mock stream failure/);
+    });
+
+    test('JSON answers and stream chunks match the official OpenAI schemas (shared/schemas/openai.json)', async () => {
+      if (!requireSharedSchemas()) return;
+      const body = (extra: Record<string, unknown>) => JSON.stringify({ model: spec.model, messages: [{ role: 'user', content: 'Hi' }], ...extra });
+      const post = (payload: string) =>
+        fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-gateway-config': JSON.stringify(spec.target(mock)) }, body: payload });
+      for (const kind of ['text', 'tool_call'] as const) {
+        mock.next({ kind });
+        const tools = kind === 'tool_call' ? { tools: TOOLS } : {};
+        const json = await (await post(body(tools))).json();
+        expect(schemaErrors('openai.json#/$defs/CreateChatCompletionResponse', json), `${kind} JSON`).toEqual([]);
+        const text = await (await post(body({ ...tools, stream: true, stream_options: { include_usage: true } }))).text();
+        const chunks = text.split('\n\n').filter((e) => e.startsWith('data: {'));
+        expect(chunks.length).toBeGreaterThan(0);
+        for (const chunk of chunks) expect(schemaErrors('openai.json#/$defs/CreateChatCompletionStreamResponse', JSON.parse(chunk.slice(6))), `${kind} chunk ${chunk}`).toEqual([]);
+      }
     });
 
     test('n > 1 where the provider cannot honour it is a 400 naming the field and the provider, or a valid answer', async () => {
