@@ -207,6 +207,12 @@ export interface RouteDefinition {
    */
   via?: RouteTranslation;
   /**
+   * For `provider` routes: answers a leaf whose provider has no adapter for this route (nor
+   * for `via.route`) without an upstream call, e.g. a token count estimated by the gateway.
+   * Checked before `forward`.
+   */
+  local?: (ctx: RequestContext, target: Target) => GatewayResponse | Promise<GatewayResponse>;
+  /**
    * The API format clients speak on this route (`chat`, `responses`, `messages`), recorded in
    * logs as the front door a request came through. Absent for routes that are not one.
    */

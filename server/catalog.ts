@@ -34,6 +34,7 @@ export const CATALOG: Readonly<Record<string, Loader>> = Object.freeze({
   cohere: async (options) => (await import('../plugins/providers/cohere/index.js')).cohere(options),
   rerank: async (options) => (await import('../plugins/rerank/index.js')).rerank(options),
   responses: async (options) => (await import('../plugins/responses/index.js')).responsesDoor(options),
+  messages: async (options) => (await import('../plugins/messages/index.js')).messagesDoor(options),
   anthropic: async (options) => (await import('../plugins/providers/anthropic/index.js')).anthropic(options),
   'openai-compatible': async (options) => (await import('../plugins/providers/openai-compatible/index.js')).openaiCompatible(options),
   config: async (options, _env, server) =>

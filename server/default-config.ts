@@ -45,6 +45,7 @@ export const DEFAULT_CONFIG: ServerConfig = {
     { name: 'cohere' },
     { name: 'rerank' },
     { name: 'responses' },
+    { name: 'messages' },
     { name: 'proxy' },
     { name: 'log-store' },
     { name: 'log-api' },

@@ -53,6 +53,8 @@ export function createTransport(providers: Registry<Provider>, client: UpstreamC
         // Only a body that needs I/O first is a promise; the others cost no await.
         body: body instanceof Promise ? await body : body,
       };
+    } else if (route.local !== undefined) {
+      return route.local(ctx, target);
     } else if (route.forward !== undefined) {
       request = route.forward(ctx, target, provider);
     } else {

@@ -1,4 +1,4 @@
-import { SSEParser } from '../../sdk/index.js';
+import { anthropic, SSEParser } from '../../sdk/index.js';
 
 interface ToolCallAcc {
   id: string | undefined;
@@ -30,6 +30,10 @@ const isObject = (v: unknown): v is Json => v !== null && typeof v === 'object' 
  */
 export function assembleStream(route: string, text: string): string | null {
   if (route === 'responses') return completedResponse(text);
+  if (route === 'messages') {
+    const message = anthropic.assembleMessage(text);
+    return message === null ? null : JSON.stringify(message);
+  }
   const parser = new SSEParser();
   const events = parser.push(text);
   for (const e of parser.end()) events.push(e);

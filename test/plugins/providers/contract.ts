@@ -7,6 +7,8 @@ import { requestLog } from '../../../plugins/request-log/index.js';
 import { trace } from '../../../plugins/trace/index.js';
 import { validation } from '../../../plugins/validation/index.js';
 import { responsesDoor } from '../../../plugins/responses/index.js';
+import { messagesDoor } from '../../../plugins/messages/index.js';
+import { messagesDoorSuite } from './messages-door.js';
 import { sqliteStore } from '../../../plugins/stores/sqlite/index.js';
 import { serveGateway } from '../../helpers/serve.js';
 import { responsesDoorSuite } from './doors.js';
@@ -69,6 +71,10 @@ export interface ProviderContract {
   reportsCachedTokens: boolean;
   /** The provider serves the Responses API natively (the door passes the request through); else it is translated to chat. */
   nativeResponses?: boolean;
+  /** The provider serves Anthropic's Messages API natively for this model (the door passes the request through). */
+  nativeMessages?: boolean;
+  /** The provider counts a Messages request's tokens itself (`count_tokens`); else the gateway estimates. */
+  countsTokens?: boolean;
   /** HTTP status the client gets for an upstream status (default: the same). */
   mapStatus?: (upstream: number) => number;
   /** Provider-native assertions on what the gateway sent upstream. */
@@ -100,7 +106,7 @@ export function providerContract(spec: ProviderContract): void {
 
     beforeAll(async () => {
       mock = await spec.startMock();
-      gw = await serveGateway({ plugins: [trace(), sqliteStore({ file: ':memory:' }), config(), validation(), requestLog(), ...spec.plugins(), responsesDoor()] });
+      gw = await serveGateway({ plugins: [trace(), sqliteStore({ file: ':memory:' }), config(), validation(), requestLog(), ...spec.plugins(), responsesDoor(), messagesDoor()] });
       client = new OpenAI({
         apiKey: 'unused-by-config',
         baseURL: `${gw.url}/v1`,
@@ -117,6 +123,7 @@ export function providerContract(spec: ProviderContract): void {
     });
 
     responsesDoorSuite(() => ({ spec, mock, url: gw.url, config: JSON.stringify(spec.target(mock)) }));
+    messagesDoorSuite(() => ({ spec, mock, url: gw.url, config: JSON.stringify(spec.target(mock)) }));
 
     const user = (content: OpenAI.ChatCompletionUserMessageParam['content']): OpenAI.ChatCompletionMessageParam => ({ role: 'user', content });
     const status = (upstream: number) => spec.mapStatus?.(upstream) ?? upstream;
