@@ -25,12 +25,20 @@ function typeOf(status: number, given: unknown): string {
   return anthropic.errorTypeForStatus(status);
 }
 
+/**
+ * Anthropic's envelope has no `param`: the field an error names leads its message instead
+ * (`tools[0].type: …`, as Anthropic's own messages read), unless the message already names it.
+ */
+function withParam(message: string, param: unknown): string {
+  return typeof param === 'string' && param !== '' && !message.includes(param) ? `${param}: ${message}` : message;
+}
+
 /** Errors the gateway raises, in Anthropic's envelope and status codes (503 → 529). */
 export const MESSAGES_ERROR_FORMAT: ErrorFormat = {
   response(error: GatewayError): GatewayResponse {
     const status = anthropic.messagesStatus(error.status);
     const headers: Record<string, string> = { ...(error.headers ?? {}), 'content-type': 'application/json' };
-    return { status, headers, body: JSON.stringify(anthropic.anthropicErrorBody(status, error.message, typeOf(error.status, error.type))), observers: null };
+    return { status, headers, body: JSON.stringify(anthropic.anthropicErrorBody(status, withParam(error.message, error.param), typeOf(error.status, error.type))), observers: null };
   },
   event(error: GatewayError): string {
     return `event: error\ndata: ${JSON.stringify(anthropic.anthropicErrorBody(error.status, error.message, typeOf(error.status, error.type)))}\n\n`;
@@ -55,7 +63,7 @@ export async function toAnthropicError(response: GatewayResponse): Promise<Gatew
   const status = anthropic.messagesStatus(response.status);
   if (isObject(json) && json.type === 'error' && isObject(json.error)) return { ...response, status, body: bytes };
   const error = isObject(json) && isObject(json.error) ? json.error : isObject(json) ? json : {};
-  const message = typeof error.message === 'string' && error.message !== '' ? error.message : `The upstream answered ${response.status}.`;
+  const message = withParam(typeof error.message === 'string' && error.message !== '' ? error.message : `The upstream answered ${response.status}.`, error.param);
   const body: Json = anthropic.anthropicErrorBody(status, message, typeOf(response.status, error.type));
   if (isObject(json) && json.hook_results !== undefined) body.hook_results = json.hook_results;
   const headers: Record<string, string | string[]> = { ...response.headers, 'content-type': 'application/json' };
