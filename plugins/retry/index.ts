@@ -4,8 +4,7 @@ import { retryAfterMs } from './retry-after.js';
 
 export const PLUGIN_NAME = 'retry';
 
-/** Statuses retried when `retry.on_status_codes` is absent. */
-/** 529 is Anthropic's "overloaded", which a native Messages answer keeps (chat maps it to 503). */
+/** Statuses retried when `retry.on_status_codes` is absent; 529 is Anthropic's "overloaded", which a native Messages answer keeps (chat maps it to 503). */
 export const DEFAULT_RETRY_STATUS_CODES: readonly number[] = [429, 500, 502, 503, 504, 529];
 /** Gateway errors that mean the request may not have reached the provider, so retrying is safe. */
 const RETRIABLE_ERRORS = new Set(['upstream_unreachable', 'upstream_invalid_response']);
