@@ -151,20 +151,24 @@ export function responsesDoor(options: ResponsesOptions = {}): GatewayPlugin {
       api.routes.add({ name: RESPONSES_ROUTE, method: 'POST', path, kind: 'provider', body: 'json', frontDoor: 'responses', via });
       storedResponseRoutes(api, path, () => repository, (ctx, id) => pending.get(key(workspaceOf(ctx), id)));
 
-      // First: a bad body never reaches guardrails, the cache or a provider; the conversation is loaded once per request.
-      api.hooks.beforeRequest.tapPromise({ name: PLUGIN_NAME, stage: STAGES.beforeRequest.VALIDATE }, async (ctx) => {
-        if (ctx.route!.name !== RESPONSES_ROUTE || ctx.body === null) return undefined;
-        const result = parse(ctx.body);
-        if (!result.success) throw invalidBody(result.issues);
+      /** The checks and the stored conversation of one Responses request. */
+      const prepare = async (ctx: RequestContext, body: Record<string, unknown>): Promise<void> => {
         const st: DoorState = { workspaceId: workspaceOf(ctx), turns: null };
-        const previous = ctx.body.previous_response_id;
+        const previous = body.previous_response_id;
         if (typeof previous === 'string' && repository !== null) {
           await pending.get(key(st.workspaceId, previous));
           const turns = await repository.conversation(st.workspaceId, previous);
           if (turns.length > 0) st.turns = turns;
         }
         ctx.state.set(PLUGIN_NAME, st);
-        return undefined;
+      };
+      // First: a bad body never reaches guardrails, the cache or a provider; the conversation is loaded once per request.
+      // A callback tap: other routes (chat) pass synchronously, without a promise per request.
+      api.hooks.beforeRequest.tapAsync({ name: PLUGIN_NAME, stage: STAGES.beforeRequest.VALIDATE }, (ctx, done) => {
+        if (ctx.route!.name !== RESPONSES_ROUTE || ctx.body === null) return done();
+        const result = parse(ctx.body);
+        if (!result.success) return done(invalidBody(result.issues));
+        prepare(ctx, ctx.body).then(() => done(), (err: unknown) => done(err as Error));
       });
 
       // Late, so what is stored is what the client got (after output guardrails).
