@@ -41,6 +41,12 @@ export class RequestContext {
   body: Record<string, unknown> | null = null;
   /** Set by a plugin that changed `body`, so the transport re-serialises it instead of sending `rawBody`. */
   bodyChanged = false;
+  /**
+   * The body the current attempt's adapter sees when it is not the client's: a front-door request
+   * translated for another route's adapter (`RouteDefinition.via`). Set by the transport per
+   * attempt; `effectiveBody` and `requestBody` return it. Null otherwise.
+   */
+  upstreamBody: Record<string, unknown> | null = null;
   /** Requested model (from the body), for logs. */
   model: string | null = null;
   /** True when the client asked for a stream. */

@@ -141,7 +141,8 @@ export class Pipeline {
     const e = ctx.clientGone && !(err instanceof GatewayError) ? new GatewayError('client_closed_request', 'The client closed the connection before the answer was ready.') : toGatewayError(err);
     ctx.error = e;
     if (e.code === 'internal_error') this.logger.error({ err, trace_id: ctx.traceId, path: ctx.path }, 'unexpected error');
-    return errorResponse(e);
+    const format = ctx.route?.errorFormat;
+    return format === undefined ? errorResponse(e) : format.response(e);
   }
 
   private async process(ctx: RequestContext, req: IncomingMessage): Promise<GatewayResponse> {
@@ -179,7 +180,19 @@ export class Pipeline {
       }
     }
 
-    if (route.kind === 'handler') return route.handler!(ctx);
+    if (route.kind === 'handler') {
+      const answer = await route.handler!(ctx);
+      if (answer !== null) return answer;
+      // The handler passes: the generic proxy serves it as if this route had not matched.
+      const fallback = this.routes.fallbackFor(ctx.method, ctx.path);
+      if (fallback === null) throw new GatewayError('not_found', `Nothing found at ${ctx.method} ${ctx.path}.`);
+      route = fallback;
+      ctx.route = route;
+      ctx.params = null;
+      if (ctx.rawBody === null && route.body === 'raw' && bodyMode === 'none' && ctx.method !== 'GET' && ctx.method !== 'DELETE') {
+        ctx.rawBody = await readBody(req, this.options.maxBodyBytes);
+      }
+    }
 
     const target = (used.resolveProvider ? await this.hooks.resolveProvider.promise(ctx) : undefined) ?? this.defaultTarget(ctx);
     ctx.target = target;

@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { RequestContext } from './context.js';
+import type { GatewayError } from './errors.js';
 
 /**
  * A resolved routing target: which provider to call and with what settings.
@@ -76,6 +77,11 @@ export interface Attempt {
   startMs: number;
   latencyMs: number;
   error: string | null;
+  /**
+   * The provider route that served the call when it differs from the request's route: a front
+   * door translated to `chat.completions` for a provider without a native adapter. Absent otherwise.
+   */
+  via?: string;
 }
 
 /** A request to send upstream, built by a provider for a route. */
@@ -110,6 +116,12 @@ export interface ProviderRoute {
    * May be async, for answers that must be read whole before translation (non-stream JSON).
    */
   response?(upstream: UpstreamResponse, ctx: RequestContext, target: Target): GatewayResponse | Promise<GatewayResponse>;
+  /**
+   * Whether this adapter serves this request. Default: every request. An adapter that serves only
+   * some models natively (Claude on Vertex AI or Bedrock for the Messages API) answers false for the
+   * others, which then take the route's translation (`RouteDefinition.via`), like a provider without one.
+   */
+  accepts?(ctx: RequestContext, target: Target): boolean;
 }
 
 /**
@@ -180,9 +192,73 @@ export interface RouteDefinition {
    * `handler`: runs `handler` after auth (control plane, health).
    */
   kind: 'provider' | 'handler';
-  handler?: (ctx: RequestContext) => Promise<GatewayResponse> | GatewayResponse;
+  /**
+   * For `handler` routes. Returning null hands the request to the fallback route (the generic
+   * proxy) when one serves its method and path, as if this route had not matched (a stored
+   * response the gateway does not hold is asked of the selected provider); else it is a 404.
+   */
+  handler?: (ctx: RequestContext) => Promise<GatewayResponse | null> | GatewayResponse | null;
   /** For `provider` routes: builds the upstream request when the provider has no adapter for this route (the generic proxy). */
   forward?: (ctx: RequestContext, target: Target, provider: Provider) => UpstreamRequest;
+  /**
+   * For `provider` routes: how a provider without an adapter for this route serves it anyway,
+   * through its adapter for another route. Decided per leaf, so one fallback may go native to one
+   * target and translated to the next. See {@link RouteTranslation}.
+   */
+  via?: RouteTranslation;
+  /**
+   * For `provider` routes: answers a leaf whose provider has no adapter for this route (nor
+   * for `via.route`) without an upstream call, e.g. a token count estimated by the gateway.
+   * Checked before `forward`.
+   */
+  local?: (ctx: RequestContext, target: Target) => GatewayResponse | Promise<GatewayResponse>;
+  /**
+   * The API format clients speak on this route (`chat`, `responses`, `messages`), recorded in
+   * logs as the front door a request came through. Absent for routes that are not one.
+   */
+  frontDoor?: string;
+  /**
+   * How errors look to this route's clients when not the gateway envelope (the Anthropic
+   * Messages door): the pipeline and the response writer use it for errors the gateway raises.
+   */
+  errorFormat?: ErrorFormat;
+}
+
+/**
+ * A front door served through another route's adapters (the Responses API translated to chat
+ * completions). The transport calls `request` once per attempt on a leaf whose provider has no
+ * adapter for the route itself (or one whose `accepts` says no), presents its result to the other
+ * route's adapter as the body (`effectiveBody` / `requestBody` return it; `ctx.body` stays the
+ * client's), and hands the adapter's answer to `response`. Retries, fallbacks, the breaker, caches,
+ * guardrails and logs see the door's own request and answer, as for any other route.
+ */
+export interface RouteTranslation {
+  /** The route whose adapters serve the translated request, e.g. `chat.completions`. */
+  route: string;
+  /**
+   * The body, in `route`'s format, for this leaf (`override_params` already applied to the
+   * client's body by `effectiveBody`). May throw a GatewayError (a 400 for input the target cannot take).
+   */
+  request(ctx: RequestContext, target: Target): Record<string, unknown>;
+  /**
+   * The adapter's answer (any status; JSON, text or a stream, with its observers) in this
+   * route's format. A stream is translated as it flows, never read whole.
+   */
+  response(answer: GatewayResponse, ctx: RequestContext, target: Target): GatewayResponse | Promise<GatewayResponse>;
+  /**
+   * The body a native adapter of this route gets for this leaf when it must differ from the
+   * client's (a conversation the provider cannot know, expanded from the gateway's store); null
+   * or absent: the client's body.
+   */
+  native?(ctx: RequestContext, target: Target): Record<string, unknown> | null;
+}
+
+/** A route's own error shape (see {@link RouteDefinition.errorFormat}). */
+export interface ErrorFormat {
+  /** The response for an error the gateway raised (status, headers and body in the route's shape). */
+  response(error: GatewayError): GatewayResponse;
+  /** The SSE text telling a streaming client about an error after its headers went out. */
+  event(error: GatewayError): string;
 }
 
 /** One address a host name resolves to. */

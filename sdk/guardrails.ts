@@ -67,24 +67,37 @@ export function defineCheck<S extends v.GenericSchema>(check: {
   return check;
 }
 
-/** The text of one message's content: a string, or the text parts of a part array. */
+/** Part types whose `text` is text: chat's, and the Responses API's input and output text. */
+const TEXT_PARTS: ReadonlySet<unknown> = new Set(['text', 'input_text', 'output_text']);
+
+/** The text of one message's content: a string, or the text parts of a part array (chat, Responses and Messages parts alike). */
 export function contentText(content: unknown): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) return '';
   let out = '';
   for (const part of content) {
-    if (part && typeof part === 'object' && (part as { type?: unknown }).type === 'text' && typeof (part as { text?: unknown }).text === 'string') {
+    if (part && typeof part === 'object' && TEXT_PARTS.has((part as { type?: unknown }).type) && typeof (part as { text?: unknown }).text === 'string') {
       out += (out === '' ? '' : '\n') + (part as { text: string }).text;
     }
   }
   return out;
 }
 
-/** The text an input check sees for a request body (see `CheckInput.text`). */
+/**
+ * The text an input check sees for a request body (see `CheckInput.text`):
+ * the last message's text (chat, Messages), the last input item's (Responses:
+ * a message's text, or a function call's output), the prompt (completions),
+ * the input (embeddings).
+ */
 export function requestText(route: string, body: Record<string, unknown>): string {
-  if (route === 'chat.completions' && Array.isArray(body.messages)) {
+  if ((route === 'chat.completions' || route === 'messages' || route === 'messages.count_tokens') && Array.isArray(body.messages)) {
     const last = body.messages.at(-1) as { content?: unknown } | undefined;
     return contentText(last?.content);
+  }
+  if (route === 'responses') {
+    if (typeof body.input === 'string') return body.input;
+    const last = Array.isArray(body.input) ? (body.input.at(-1) as { content?: unknown; output?: unknown } | undefined) : undefined;
+    return last === undefined ? '' : last.content !== undefined ? contentText(last.content) : contentText(last.output);
   }
   const field = route === 'embeddings' ? body.input : body.prompt;
   if (typeof field === 'string') return field;
@@ -92,8 +105,19 @@ export function requestText(route: string, body: Record<string, unknown>): strin
   return '';
 }
 
-/** The text an output check sees for a chat or text completion answer. */
+/**
+ * The text an output check sees for an answer: a chat or text completion's
+ * choices, a Responses object's output text, a Messages answer's text blocks.
+ */
 export function responseText(answer: Record<string, unknown>): string {
+  if (answer.object === 'response' && Array.isArray(answer.output)) {
+    return (answer.output as Record<string, unknown>[])
+      .filter((item) => item?.type === 'message')
+      .map((item) => contentText(item.content))
+      .filter((t) => t !== '')
+      .join('\n');
+  }
+  if (answer.type === 'message' && Array.isArray(answer.content)) return contentText(answer.content);
   const choices = Array.isArray(answer.choices) ? answer.choices : [];
   return choices
     .map((c: Record<string, any>) => (typeof c?.text === 'string' ? c.text : contentText(c?.message?.content)))

@@ -31,6 +31,8 @@ export { errorAnswer, jsonAnswer, readJson, readText, streamAnswer, toGatewayUsa
 export { extractUsage, jsonUsageObserver, sseUsageObserver, toUsage } from './openai/usage.js';
 export * as anthropic from './anthropic/index.js';
 export * as gemini from './gemini/index.js';
+export * as responses from './responses/index.js';
+export { headersWithout, isEventStream, readAnswerJson, translateStream, type DoorStreamTranslator } from './door-stream.js';
 
 export { addRerankRoute, RERANK_ROUTE } from './rerank/route.js';
 export { RerankBodySchema, type RerankBody } from './rerank/schema.js';
@@ -55,7 +57,22 @@ export { migrate, numberPlaceholders, splitStatements, sqlStore, type Migration,
 export { sqliteClient } from './sqlite.js';
 export { randomHex, uuidv7, w3cTraceId } from './ids.js';
 export { compilePattern, MAX_MATCH_COST, MAX_PATTERN_LENGTH, MAX_PATTERN_SIZE, PatternError, type Pattern } from './pattern.js';
-export { bundledPricing, bundledPricingData, costOf, pricingOf, PricingTable, readPricingData, type CostResult, type CostStatus, type ModelPrice, type PricingData } from './pricing/index.js';
+export {
+  bundledContextWindowData,
+  bundledContextWindows,
+  bundledPricing,
+  bundledPricingData,
+  ContextWindows,
+  costOf,
+  pricingOf,
+  PricingTable,
+  readPricingData,
+  type ContextWindowData,
+  type CostResult,
+  type CostStatus,
+  type ModelPrice,
+  type PricingData,
+} from './pricing/index.js';
 export { assembleSSE, type AssembledStream } from './observe/assemble.js';
 export {
   CONDITION_KEYS,

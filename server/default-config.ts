@@ -46,6 +46,8 @@ export const DEFAULT_CONFIG: ServerConfig = {
     { name: 'azure-ai' },
     { name: 'cohere' },
     { name: 'rerank' },
+    { name: 'responses' },
+    { name: 'messages' },
     { name: 'proxy' },
     { name: 'log-store' },
     { name: 'log-api' },

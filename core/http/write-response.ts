@@ -86,16 +86,18 @@ export function writeResponse(res: ServerResponse, ctx: RequestContext, response
         ended = true;
         notifyEnd(observers, err);
         headed = true;
-        ctx.status = e.status;
-        const bytes = Buffer.from(JSON.stringify(e.toEnvelope()));
-        res.writeHead(e.status, { ...ctx.responseHeaders, ...e.headers, 'content-type': 'application/json', 'content-length': String(bytes.length) });
+        const formatted = ctx.route?.errorFormat?.response(e);
+        ctx.status = formatted?.status ?? e.status;
+        const bytes = Buffer.from(typeof formatted?.body === 'string' ? formatted.body : JSON.stringify(e.toEnvelope()));
+        res.writeHead(ctx.status, { ...ctx.responseHeaders, ...e.headers, 'content-type': 'application/json', 'content-length': String(bytes.length) });
         res.end(bytes);
         return;
       }
       finish(err);
       if (sse) {
-        // Headers are gone already: tell an SSE client in-band, then end cleanly so it does not hang.
-        res.end(`data: ${JSON.stringify(e.toEnvelope())}\n\n`);
+        // Headers are gone already: tell an SSE client in-band (in its route's format), then end cleanly so it does not hang.
+        const format = ctx.route?.errorFormat;
+        res.end(format === undefined ? `data: ${JSON.stringify(e.toEnvelope())}\n\n` : format.event(e));
       } else {
         res.destroy();
       }

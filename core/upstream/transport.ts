@@ -3,12 +3,14 @@ import type { RequestContext } from '../context.js';
 import { GatewayError } from '../errors.js';
 import { forwardableHeaders, isForwardable } from '../http/headers.js';
 import type { Registry } from '../registry.js';
-import type { Dispatch, GatewayResponse, Provider, Target, UpstreamRequest, UpstreamResponse } from '../types.js';
+import type { Attempt, Dispatch, GatewayResponse, Provider, RouteTranslation, Target, UpstreamRequest, UpstreamResponse } from '../types.js';
 import { upstreamBodyError, type UpstreamClient } from './client.js';
 
 /**
  * The innermost dispatch: builds the upstream request from the target's
- * provider adapter (or the route's own forwarder, for the generic proxy),
+ * provider adapter (or, for a front door the provider does not speak, its
+ * adapter for the route's `via` on the translated body; or the route's own
+ * forwarder, for the generic proxy),
  * adds the headers the target forwards and the request's upstream headers,
  * lets the provider prepare it (sign, add a token), sends it through the
  * pooled client and maps the answer back.
@@ -22,7 +24,21 @@ export function createTransport(providers: Registry<Provider>, client: UpstreamC
     const provider = providers.require(name, 'provider');
     ctx.provider = provider;
     const route = ctx.route!;
-    const adapter = provider.routes[route.name];
+    let adapter = provider.routes[route.name];
+    if (adapter?.accepts !== undefined && !adapter.accepts(ctx, target)) adapter = undefined;
+    // A front door the provider does not speak goes through its adapter for another route, translated both ways.
+    let via: RouteTranslation | undefined;
+    ctx.upstreamBody = null;
+    if (adapter === undefined && route.via !== undefined) {
+      const other = provider.routes[route.via.route];
+      if (other !== undefined && (other.accepts === undefined || other.accepts(ctx, target))) {
+        via = route.via;
+        ctx.upstreamBody = via.request(ctx, target);
+        adapter = other;
+      }
+    } else if (adapter !== undefined && route.via?.native !== undefined) {
+      ctx.upstreamBody = route.via.native(ctx, target);
+    }
 
     let request: UpstreamRequest;
     if (adapter !== undefined) {
@@ -31,12 +47,14 @@ export function createTransport(providers: Registry<Provider>, client: UpstreamC
       if (adapter.headers !== undefined) Object.assign(headers, adapter.headers(ctx, target));
       const body = adapter.body !== undefined ? adapter.body(ctx, target) : requestBody(ctx, target);
       request = {
-        method: route.method,
+        method: via === undefined ? route.method : 'POST',
         url: baseURL(target, provider, ctx) + (typeof adapter.path === 'string' ? adapter.path : adapter.path(ctx, target)),
         headers,
         // Only a body that needs I/O first is a promise; the others cost no await.
         body: body instanceof Promise ? await body : body,
       };
+    } else if (route.local !== undefined) {
+      return route.local(ctx, target);
     } else if (route.forward !== undefined) {
       request = route.forward(ctx, target, provider);
     } else {
@@ -53,13 +71,13 @@ export function createTransport(providers: Registry<Provider>, client: UpstreamC
     try {
       upstream = await client.send(request, ctx.upstreamSignal);
     } catch (err) {
-      record(ctx, provider, null, started, err);
+      record(ctx, provider, null, started, err, via);
       throw err;
     }
-    record(ctx, provider, upstream.status, started, null);
-    if (adapter?.response === undefined) return passThrough(upstream);
+    record(ctx, provider, upstream.status, started, null, via);
     try {
-      return await adapter.response(upstream, ctx, target);
+      const answer = adapter?.response === undefined ? passThrough(upstream) : await adapter.response(upstream, ctx, target);
+      return via === undefined ? answer : await via.response(answer, ctx, target);
     } catch (err) {
       // An adapter that reads the body whole (to translate it) meets a stalled or broken upstream here: a 504 or 502, not a 500.
       throw upstreamBodyError(err) ?? err;
@@ -86,8 +104,12 @@ function overrides(target: Target): Record<string, unknown> | null {
   return o !== null && typeof o === 'object' && !Array.isArray(o) && Object.keys(o).length > 0 ? (o as Record<string, unknown>) : null;
 }
 
-/** The request body as this target should see it: `override_params` over the client's body. */
+/**
+ * The request body as this target should see it: `override_params` over the client's body, or,
+ * for a translated front-door attempt, the translated body (built from the former).
+ */
 export function effectiveBody(ctx: RequestContext, target: Target): Record<string, unknown> | null {
+  if (ctx.upstreamBody !== null) return ctx.upstreamBody;
   const o = overrides(target);
   if (o === null || ctx.body === null) return ctx.body;
   return { ...ctx.body, ...o };
@@ -95,6 +117,7 @@ export function effectiveBody(ctx: RequestContext, target: Target): Record<strin
 
 /** The body to send: the client's own bytes, unless a plugin changed the parsed body or the target overrides parameters. */
 export function requestBody(ctx: RequestContext, target?: Target): Buffer | string | null {
+  if (ctx.upstreamBody !== null) return JSON.stringify(ctx.upstreamBody);
   if (target !== undefined && ctx.body !== null && overrides(target) !== null) return JSON.stringify(effectiveBody(ctx, target));
   if (ctx.bodyChanged && ctx.body !== null) return JSON.stringify(ctx.body);
   return ctx.rawBody;
@@ -120,15 +143,17 @@ export function passThrough(upstream: UpstreamResponse): GatewayResponse {
   return { status: upstream.status, headers: forwardableHeaders(upstream.headers), body: upstream.body, observers: null };
 }
 
-function record(ctx: RequestContext, provider: Provider, status: number | null, started: number, err: unknown): void {
+function record(ctx: RequestContext, provider: Provider, status: number | null, started: number, err: unknown, via: RouteTranslation | undefined): void {
   const latency = performance.now() - started;
   ctx.upstreamLatencyMs = (ctx.upstreamLatencyMs ?? 0) + latency;
-  ctx.attempts.push({
+  const attempt: Attempt = {
     target: ctx.targetPath ?? '0',
     provider: provider.name,
     status,
     startMs: started - ctx.startedAt,
     latencyMs: latency,
     error: err === null ? null : err instanceof GatewayError ? err.code : (err as Error)?.name ?? 'error',
-  });
+  };
+  if (via !== undefined) attempt.via = via.route;
+  ctx.attempts.push(attempt);
 }

@@ -1,4 +1,4 @@
-import { SSEParser } from '../../sdk/index.js';
+import { anthropic, SSEParser } from '../../sdk/index.js';
 
 interface ToolCallAcc {
   id: string | undefined;
@@ -29,6 +29,11 @@ const isObject = (v: unknown): v is Json => v !== null && typeof v === 'object' 
  * `function_call`).
  */
 export function assembleStream(route: string, text: string): string | null {
+  if (route === 'responses') return completedResponse(text);
+  if (route === 'messages') {
+    const message = anthropic.assembleMessage(text);
+    return message === null ? null : JSON.stringify(message);
+  }
   const parser = new SSEParser();
   const events = parser.push(text);
   for (const e of parser.end()) events.push(e);
@@ -111,4 +116,26 @@ export function assembleStream(route: string, text: string): string | null {
   });
   if (usage !== null) answer.usage = usage;
   return JSON.stringify(answer);
+}
+
+/**
+ * A Responses API event stream → the JSON text of the response object its
+ * `response.completed` event carries (the whole answer, usage included), or
+ * null when it did not complete (incomplete, failed, cut short).
+ */
+function completedResponse(text: string): string | null {
+  const parser = new SSEParser();
+  const events = parser.push(text);
+  for (const e of parser.end()) events.push(e);
+  for (let i = events.length - 1; i >= 0; i--) {
+    const e = events[i]!;
+    if (e.event !== 'response.completed') continue;
+    try {
+      const data = JSON.parse(e.data) as Json;
+      return isObject(data.response) && data.response.status === 'completed' ? JSON.stringify(data.response) : null;
+    } catch {
+      return null;
+    }
+  }
+  return null;
 }

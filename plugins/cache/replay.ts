@@ -1,4 +1,4 @@
-import { ChatChunkWriter, type FinishReason, type GatewayResponse, type OpenAIUsage } from '../../sdk/index.js';
+import { anthropic, ChatChunkWriter, type FinishReason, type GatewayResponse, type OpenAIUsage, responses } from '../../sdk/index.js';
 import type { CachedAnswer } from './types.js';
 
 type Json = Record<string, unknown>;
@@ -26,8 +26,17 @@ export function streamHit(answer: CachedAnswer, includeUsage: boolean): GatewayR
   if (!isObject(json)) return null;
   const usage = isObject(json.usage) ? (json.usage as unknown as OpenAIUsage) : null;
   // The client asked for a usage chunk, and the stored answer has none to give.
-  if (includeUsage && usage === null) return null;
-  const text = answer.route === 'chat.completions' ? chatEvents(json, includeUsage, usage) : answer.route === 'completions' ? completionEvents(json, includeUsage, usage) : null;
+  if (includeUsage && usage === null && answer.route !== 'responses' && answer.route !== 'messages') return null;
+  const text =
+    answer.route === 'chat.completions'
+      ? chatEvents(json, includeUsage, usage)
+      : answer.route === 'completions'
+        ? completionEvents(json, includeUsage, usage)
+        : answer.route === 'responses'
+          ? responses.replayResponse(json)
+          : answer.route === 'messages'
+            ? anthropic.replayMessage(json)
+            : null;
   if (text === null) return null;
   return { status: answer.status, headers: { ...SSE_HEADERS }, body: text, observers: null };
 }

@@ -20,7 +20,7 @@ import {
 import { compileHooks, type CompiledHook, type CompiledHooks } from './compile.js';
 import { GUARDRAIL_FIELDS } from './fields.js';
 import { runHook, type HookOutcome } from './run.js';
-import { guardStream } from './stream.js';
+import { guardStream, streamFormatOf } from './stream.js';
 
 export const PLUGIN_NAME = 'guardrails';
 export { defineCheck, type CheckInput, type CheckResult, type GuardrailCheck } from '../../sdk/index.js';
@@ -138,10 +138,8 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
             guardStream(async (text) => {
               if (later.length > 0) ctx.state.set(`${PLUGIN_NAME}:async`, () => runAll(later, inputOf(ctx, 'output', text, null), state));
               const deny = await runAll(sync, inputOf(ctx, 'output', text, null), state);
-              if (deny === null) return '';
-              const envelope = deniedBody(state, deny, checks);
-              return `data: ${JSON.stringify(envelope)}\n\n`;
-            }),
+              return deny === null ? null : (deniedBody(state, deny, checks) as unknown as Record<string, unknown>);
+            }, streamFormatOf(ctx.route!.name)),
           );
           return response;
         }

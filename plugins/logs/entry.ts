@@ -18,6 +18,8 @@ export interface LogEntry {
   config_id: string | null;
   prompt_id: string | null;
   route: string | null;
+  /** The API format the client spoke (`chat`, `responses`, `messages`), null for routes that are not a front door. */
+  front_door: string | null;
   method: string;
   path: string;
   provider_requested: string | null;
@@ -67,7 +69,7 @@ export interface LogEntry {
 /** Column order of an insert; every LogEntry field. */
 export const COLUMNS = [
   'id', 'created_at', 'ended_at', 'trace_id', 'span_id', 'parent_span_id', 'span_name', 'workspace_id', 'api_key_id', 'config_id',
-  'prompt_id', 'route', 'method', 'path', 'provider_requested', 'provider', 'model_requested', 'model', 'target_path', 'status',
+  'prompt_id', 'route', 'front_door', 'method', 'path', 'provider_requested', 'provider', 'model_requested', 'model', 'target_path', 'status',
   'stream', 'internal', 'aborted', 'latency_ms', 'upstream_latency_ms', 'first_byte_ms', 'ttft_ms', 'prompt_tokens',
   'completion_tokens', 'total_tokens', 'cached_tokens', 'reasoning_tokens', 'tokens_estimated', 'cost', 'cost_status',
   'pricing_multiplier', 'cache_status', 'retry_count', 'attempt_count', 'fallback_count', 'attempts', 'metadata', 'hook_results',
@@ -134,6 +136,7 @@ export function buildEntry(ctx: RequestContext, s: RequestSummary, options: Entr
     config_id: configId(ctx, options.defaultConfigId),
     prompt_id: promptId(ctx),
     route: ctx.route?.name ?? null,
+    front_door: ctx.route?.frontDoor ?? null,
     method: ctx.method,
     path: ctx.path,
     provider_requested: s.providerRequested,

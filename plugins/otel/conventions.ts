@@ -59,6 +59,9 @@ export const DURATION_BUCKETS = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28,
 /** The gateway's route names for model calls, as `gen_ai.operation.name` values (`rerank` has no well-known value: the conventions allow a custom one). */
 const OPERATIONS: Readonly<Record<string, string>> = {
   'chat.completions': 'chat',
+  // The Responses and Messages front doors are chat conversations in another format.
+  responses: 'chat',
+  messages: 'chat',
   completions: 'text_completion',
   embeddings: 'embeddings',
   rerank: 'rerank',

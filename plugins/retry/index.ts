@@ -4,8 +4,8 @@ import { retryAfterMs } from './retry-after.js';
 
 export const PLUGIN_NAME = 'retry';
 
-/** Statuses retried when `retry.on_status_codes` is absent. */
-export const DEFAULT_RETRY_STATUS_CODES: readonly number[] = [429, 500, 502, 503, 504];
+/** Statuses retried when `retry.on_status_codes` is absent; 529 is Anthropic's "overloaded", which a native Messages answer keeps (chat maps it to 503). */
+export const DEFAULT_RETRY_STATUS_CODES: readonly number[] = [429, 500, 502, 503, 504, 529];
 /** Gateway errors that mean the request may not have reached the provider, so retrying is safe. */
 const RETRIABLE_ERRORS = new Set(['upstream_unreachable', 'upstream_invalid_response']);
 
@@ -57,7 +57,7 @@ interface RetryConfig {
 
 /**
  * Retries a target's upstream call (`retry` in the config): on the listed
- * statuses (default 429, 500, 502, 503, 504) and on network errors, with
+ * statuses (default 429, 500, 502, 503, 504, 529) and on network errors, with
  * exponential backoff and jitter, or the provider's `retry-after` when
  * `use_retry_after_headers` is set. Sets `x-gateway-retry-attempt-count`.
  */

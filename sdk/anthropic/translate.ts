@@ -54,7 +54,8 @@ export function fromAnthropicMessage(json: unknown, options: { strict: boolean }
         break;
     }
   }
-  const message: Json = { role: 'assistant', content: hasText || toolCalls.length === 0 ? text : null };
+  // `refusal` is required (a string or null) on every choice's message by OpenAI's schema.
+  const message: Json = { role: 'assistant', content: hasText || toolCalls.length === 0 ? text : null, refusal: null };
   if (toolCalls.length > 0) message.tool_calls = toolCalls;
   if (!options.strict && blocks.length > 0) message.content_blocks = blocks;
 

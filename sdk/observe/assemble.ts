@@ -20,9 +20,11 @@ type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /**
- * Assembles an OpenAI-format SSE answer (`chat.completion.chunk`, streamed
- * `text_completion`): the content deltas per choice, tool-call arguments,
- * the model and the usage chunk. Events that are not JSON are skipped.
+ * Assembles a streamed answer of any front door: OpenAI's chunks
+ * (`chat.completion.chunk`, streamed `text_completion`: the content deltas per
+ * choice, tool-call arguments, the model and the usage chunk), the Responses
+ * API's events and Anthropic's Messages events (their text and tool-call
+ * deltas, the model and the usage). Events that are not JSON are skipped.
  */
 export function assembleSSE(text: string): AssembledStream {
   const parser = new SSEParser();
@@ -42,6 +44,17 @@ export function assembleSSE(text: string): AssembledStream {
       continue;
     }
     if (!isObject(chunk)) continue;
+    if (typeof chunk.type === 'string') {
+      // A Responses or Messages event: one text, in order.
+      const acc = choices.get(0) ?? { text: '', tools: '' };
+      choices.set(0, acc);
+      const found = eventPiece(chunk, acc);
+      outputChars += found.chars;
+      if (found.model !== null && model === null) model = found.model;
+      // Anthropic's message_delta repeats only what changed (output tokens): merged over message_start's.
+      if (found.usage !== null) usage = chunk.type === 'message_delta' && usage !== null ? { ...(usage as Json), ...found.usage } : found.usage;
+      continue;
+    }
     if (model === null && typeof chunk.model === 'string') model = chunk.model;
     if (isObject(chunk.usage)) usage = chunk.usage;
     if (!Array.isArray(chunk.choices)) continue;
@@ -84,4 +97,58 @@ export function assembleSSE(text: string): AssembledStream {
   }
   const ordered = [...choices.entries()].sort((a, b) => a[0] - b[0]).map(([, c]) => (c.tools === '' ? c.text : `${c.text}${c.text === '' ? '' : '\n'}${c.tools}`));
   return { text: ordered.join('\n\n'), outputChars, model, usage };
+}
+
+/** What one Responses or Messages event adds: text or tool-call pieces (into `acc`), the model, the usage. */
+function eventPiece(e: Json, acc: { text: string; tools: string }): { chars: number; model: string | null; usage: Json | null } {
+  let chars = 0;
+  let model: string | null = null;
+  let usage: Json | null = null;
+  const add = (piece: unknown, into: 'text' | 'tools') => {
+    if (typeof piece !== 'string') return;
+    acc[into] += piece;
+    chars += piece.length;
+  };
+  switch (e.type) {
+    case 'response.output_text.delta':
+    case 'response.refusal.delta':
+      add(e.delta, 'text');
+      break;
+    case 'response.function_call_arguments.delta':
+      add(e.delta, 'tools');
+      break;
+    case 'response.output_item.added':
+      if (isObject(e.item) && e.item.type === 'function_call' && typeof e.item.name === 'string') add(`${acc.tools === '' ? '' : '\n'}${e.item.name}`, 'tools');
+      break;
+    case 'response.created':
+    case 'response.completed':
+    case 'response.incomplete':
+    case 'response.failed':
+      if (isObject(e.response)) {
+        if (typeof e.response.model === 'string') model = e.response.model;
+        if (isObject(e.response.usage)) usage = e.response.usage;
+      }
+      break;
+    case 'message_start':
+      if (isObject(e.message)) {
+        if (typeof e.message.model === 'string') model = e.message.model;
+        if (isObject(e.message.usage)) usage = e.message.usage;
+      }
+      break;
+    case 'content_block_start':
+      if (isObject(e.content_block) && e.content_block.type === 'tool_use' && typeof e.content_block.name === 'string') add(`${acc.tools === '' ? '' : '\n'}${e.content_block.name}`, 'tools');
+      break;
+    case 'content_block_delta':
+      if (isObject(e.delta)) {
+        if (e.delta.type === 'text_delta') add(e.delta.text, 'text');
+        else if (e.delta.type === 'input_json_delta') add(e.delta.partial_json, 'tools');
+      }
+      break;
+    case 'message_delta':
+      if (isObject(e.usage)) usage = e.usage;
+      break;
+    default:
+      break;
+  }
+  return { chars, model, usage };
 }

@@ -17,6 +17,7 @@ export function addShapedRoutes(api: PluginAPI, names: readonly OpenAIRouteName[
   for (const name of names) {
     const spec = OPENAI_ROUTES[name];
     const route: RouteDefinition = { name, method: spec.method, path: api.options.basePath + spec.path, kind: 'provider', body: 'json' };
+    if (name === 'chat.completions') route.frontDoor = 'chat';
     if (!api.routes.has(route.method, route.path)) api.routes.add(route);
   }
 }

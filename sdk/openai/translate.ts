@@ -117,8 +117,8 @@ export function streamAnswer(upstream: UpstreamResponse, translator: StreamTrans
   return { status: 200, headers, body: transform, observers: null };
 }
 
-/** Whether the client asked for a usage chunk. */
+/** Whether the client asked for a usage chunk (or the front door that translated the request did, for itself). */
 export function wantsUsage(ctx: RequestContext): boolean {
-  const options = ctx.body?.stream_options as { include_usage?: unknown } | undefined;
+  const options = (ctx.upstreamBody ?? ctx.body)?.stream_options as { include_usage?: unknown } | undefined;
   return options?.include_usage === true;
 }

@@ -3,17 +3,23 @@ import type { BodyObserver, RequestContext, Usage } from '../../core/index.js';
 /** Larger non-stream bodies are not scanned for usage; the answer still goes out untouched. */
 const MAX_SCANNED_BYTES = 8 * 1024 * 1024;
 
-/** Maps an OpenAI `usage` object to the gateway's Usage, or null when it is not one. */
+/**
+ * Maps an OpenAI `usage` object to the gateway's Usage, or null when it is not
+ * one: chat's (`prompt_tokens`, …) or the Responses API's (`input_tokens`,
+ * `output_tokens`, with cached tokens counted in the input, as OpenAI does).
+ */
 export function toUsage(value: unknown): Usage | null {
   if (value === null || typeof value !== 'object') return null;
   const u = value as Record<string, unknown>;
-  const prompt = num(u.prompt_tokens);
-  const completion = num(u.completion_tokens);
+  const prompt = num(u.prompt_tokens) ?? num(u.input_tokens);
+  const completion = num(u.completion_tokens) ?? num(u.output_tokens);
   const total = num(u.total_tokens) ?? (prompt ?? 0) + (completion ?? 0);
   if (prompt === undefined && completion === undefined && num(u.total_tokens) === undefined) return null;
   const usage: Usage = { prompt_tokens: prompt ?? 0, completion_tokens: completion ?? 0, total_tokens: total };
-  const cached = num((u.prompt_tokens_details as Record<string, unknown> | undefined)?.cached_tokens);
-  const reasoning = num((u.completion_tokens_details as Record<string, unknown> | undefined)?.reasoning_tokens);
+  const details = (u.prompt_tokens_details ?? u.input_tokens_details) as Record<string, unknown> | undefined;
+  const out = (u.completion_tokens_details ?? u.output_tokens_details) as Record<string, unknown> | undefined;
+  const cached = num(details?.cached_tokens);
+  const reasoning = num(out?.reasoning_tokens);
   if (cached !== undefined) usage.cached_tokens = cached;
   if (reasoning !== undefined) usage.reasoning_tokens = reasoning;
   return usage;

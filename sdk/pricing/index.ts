@@ -2,6 +2,8 @@ import type { PluginAPI } from '../../core/index.js';
 import { PRICING } from '../tokens.js';
 import { bundledPricing, type PricingTable } from './table.js';
 
+export { bundledContextWindowData, bundledContextWindows, ContextWindows, type ContextWindowData } from './context.js';
+
 export { bundledPricing, bundledPricingData, costOf, PricingTable, readPricingData, type CostResult, type CostStatus, type ModelPrice, type PricingData } from './table.js';
 
 /** The price list a plugin should use: the `pricing` plugin's, else the bundled one. Call from `onReady` or later. */

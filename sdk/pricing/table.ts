@@ -157,7 +157,8 @@ export function costOf(price: ModelPrice, usage: Usage, multiplier = 1): number 
   return (sum / 1e6) * multiplier;
 }
 
-function candidates(model: string): string[] {
+/** The names a model is looked up under: as given, without a `models/`-style path, without a Bedrock region and vendor prefix. */
+export function candidates(model: string): string[] {
   const out = [model];
   const slash = model.lastIndexOf('/');
   if (slash !== -1) out.push(model.slice(slash + 1));
@@ -166,8 +167,9 @@ function candidates(model: string): string[] {
   return out;
 }
 
-function longestPrefix(models: Map<string, ModelPrice>, name: string): ModelPrice | null {
-  let best: ModelPrice | null = null;
+/** The entry of the longest listed name `name` starts with, followed by a separator (a dated or suffixed version of it). */
+export function longestPrefix<T>(models: Map<string, T>, name: string): T | null {
+  let best: T | null = null;
   let bestLength = 0;
   for (const [listed, price] of models) {
     if (listed.length > bestLength && name.length > listed.length && name.startsWith(listed) && SEPARATORS.has(name[listed.length]!)) {

@@ -235,30 +235,48 @@ function redactContent(content: unknown, redact: Redact): unknown {
   if (typeof content === 'string') return redact(content);
   if (!Array.isArray(content)) return content;
   return content.map((part) =>
-    part && typeof part === 'object' && (part as { type?: unknown }).type === 'text' && typeof (part as { text?: unknown }).text === 'string'
+    part && typeof part === 'object' && TEXT_PARTS.has((part as { type?: unknown }).type) && typeof (part as { text?: unknown }).text === 'string'
       ? { ...part, text: redact((part as { text: string }).text) }
       : part,
   );
 }
 
+/** Part types holding text: chat's, the Responses API's and the Messages API's. */
+const TEXT_PARTS: ReadonlySet<unknown> = new Set(['text', 'input_text', 'output_text']);
+
+/** Items or messages (anything with `content`, or a Responses function call's `output`) with their text redacted. */
+const redactItems = (items: unknown[], redact: Redact): unknown[] =>
+  items.map((m: unknown) => {
+    if (typeof m === 'string') return redact(m);
+    if (!m || typeof m !== 'object') return m;
+    const item = { ...(m as Record<string, unknown>) };
+    if ('content' in item) item.content = redactContent(item.content, redact);
+    if (typeof item.output === 'string') item.output = redact(item.output);
+    return item;
+  });
+
 const redactStrings = (value: unknown, redact: Redact): unknown =>
   typeof value === 'string' ? redact(value) : Array.isArray(value) ? value.map((x) => (typeof x === 'string' ? redact(x) : x)) : value;
 
-/** The request with every message's text (chat), the prompt (completions) and the input (embeddings) redacted. */
+/**
+ * The request with every message's text (chat, Messages, its `system`), the
+ * prompt (completions), the input (embeddings; Responses items and their
+ * `instructions`) redacted.
+ */
 export function redactRequest(body: Record<string, unknown>, redact: Redact): Record<string, unknown> {
   const out: Record<string, unknown> = { ...body };
-  if (Array.isArray(body.messages)) {
-    out.messages = body.messages.map((m: unknown) =>
-      m && typeof m === 'object' && 'content' in m ? { ...(m as object), content: redactContent((m as { content: unknown }).content, redact) } : m,
-    );
-  }
+  if (Array.isArray(body.messages)) out.messages = redactItems(body.messages, redact);
   if ('prompt' in body) out.prompt = redactStrings(body.prompt, redact);
-  if ('input' in body) out.input = redactStrings(body.input, redact);
+  if ('input' in body) out.input = Array.isArray(body.input) && body.input.some((x) => x !== null && typeof x === 'object') ? redactItems(body.input, redact) : redactStrings(body.input, redact);
+  if (typeof body.instructions === 'string') out.instructions = redact(body.instructions);
+  if ('system' in body) out.system = redactContent(body.system, redact);
   return out;
 }
 
-/** The answer with every choice's message content (chat) or text (completions) redacted. */
+/** The answer with every choice's message content (chat) or text (completions), a response's output text or a message's text blocks redacted. */
 export function redactAnswer(answer: Record<string, unknown>, redact: Redact): Record<string, unknown> {
+  if (answer.object === 'response' && Array.isArray(answer.output)) return { ...answer, output: redactItems(answer.output, redact) };
+  if (answer.type === 'message' && Array.isArray(answer.content)) return { ...answer, content: redactContent(answer.content, redact) };
   if (!Array.isArray(answer.choices)) return answer;
   return {
     ...answer,

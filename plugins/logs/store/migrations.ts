@@ -104,4 +104,11 @@ DROP INDEX gateway_log_metadata_log
     name: 'gateway_logs limit_policy_id',
     up: 'ALTER TABLE gateway_logs ADD COLUMN limit_policy_id TEXT',
   },
+  {
+    // Which API format the client spoke (chat, responses, messages): a front door may be translated to
+    // another route's provider call, so the route alone no longer says what the client saw.
+    version: 4,
+    name: 'gateway_logs front_door',
+    up: 'ALTER TABLE gateway_logs ADD COLUMN front_door TEXT',
+  },
 ];

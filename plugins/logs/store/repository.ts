@@ -22,6 +22,7 @@ export interface LogFilters {
   route?: string;
   /** The rate limit or budget that refused the request. */
   limitPolicy?: string;
+  frontDoor?: string;
 }
 
 /** Position after the last entry of a page (the list is newest first). */
@@ -39,6 +40,8 @@ export const GROUP_KEYS = {
   /** The model the answer named, else the requested one. */
   model: 'COALESCE(model, model_requested)',
   status_code: 'status',
+  /** The API format the client spoke: chat, responses, messages (null for other routes). */
+  front_door: 'front_door',
   api_key: 'api_key_id',
   config: 'config_id',
   workspace: 'workspace_id',
@@ -336,6 +339,7 @@ function whereOf(f: LogFilters): { sql: string[]; params: unknown[] } {
   if (f.cacheStatus !== undefined) eq('cache_status', f.cacheStatus);
   if (f.route !== undefined) eq('route', f.route);
   if (f.limitPolicy !== undefined) eq('limit_policy_id', f.limitPolicy);
+  if (f.frontDoor !== undefined) eq('front_door', f.frontDoor);
   for (const [key, value] of f.metadata ?? []) {
     sql.push('EXISTS (SELECT 1 FROM gateway_log_metadata m WHERE m.log_id = l.id AND m.meta_key = ? AND m.meta_value = ?)');
     params.push(key, value.slice(0, MAX_META_VALUE));

@@ -6,6 +6,7 @@ import {
   type GatewayResponse,
   jsonAnswer,
   parseOptions,
+  passThrough,
   type Provider,
   readJson,
   readText,
@@ -17,7 +18,7 @@ import {
   wantsUsage,
 } from '../../../sdk/index.js';
 import { AnthropicOptionsSchema, type AnthropicOptions } from './schema.js';
-import { anthropicErrorAnswer, anthropicStreamTranslator, fromAnthropicMessage, toAnthropicRequest } from '../../../sdk/anthropic/index.js';
+import { anthropicErrorAnswer, anthropicStreamTranslator, anthropicUsageObserver, fromAnthropicMessage, toAnthropicRequest } from '../../../sdk/anthropic/index.js';
 
 export const PLUGIN_NAME = 'anthropic';
 /** Without `/v1`, like Anthropic's SDKs: the route path carries it. */
@@ -36,7 +37,8 @@ export function isStrict(target: Target): boolean {
 
 /**
  * The `anthropic` provider: OpenAI chat completions (JSON and SSE) translated
- * to and from the Messages API, plus credentials for the generic proxy.
+ * to and from the Messages API; the Messages API itself and its token count,
+ * native (the `messages` front door); credentials for the generic proxy.
  * `apiKey` is the default for requests whose target sets none.
  */
 export function anthropic(options: AnthropicOptions = {}): GatewayPlugin {
@@ -71,6 +73,25 @@ export function anthropic(options: AnthropicOptions = {}): GatewayPlugin {
     return jsonAnswer(upstream, upstream.status, completion);
   }
 
+  // The Messages API, native: the client's body as sent, its anthropic-version and anthropic-beta (prompt-caching TTLs,
+  // interleaved thinking, …) passed on; the answer as Anthropic sent it, usage read as it goes out.
+  const nativeHeaders = (ctx: RequestContext): Record<string, string> => {
+    const out: Record<string, string> = {};
+    for (const name of ['anthropic-version', 'anthropic-beta']) {
+      const value = ctx.header(name);
+      if (value !== undefined && value !== '') out[name] = value;
+    }
+    return out;
+  };
+  const nativeAnswer = (upstream: UpstreamResponse, ctx: RequestContext): GatewayResponse => {
+    const response = passThrough(upstream);
+    if (upstream.status >= 200 && upstream.status < 300) {
+      const type = upstream.headers['content-type'];
+      response.observers = [anthropicUsageObserver(ctx, typeof type === 'string' && type.toLowerCase().startsWith('text/event-stream'))];
+    }
+    return response;
+  };
+
   const provider: Provider = {
     name: PLUGIN_NAME,
     baseURL: (opts.baseURL ?? ANTHROPIC_BASE_URL).replace(/\/$/, ''),
@@ -96,6 +117,8 @@ export function anthropic(options: AnthropicOptions = {}): GatewayPlugin {
         },
         response,
       },
+      messages: { path: '/v1/messages', headers: nativeHeaders, response: nativeAnswer },
+      'messages.count_tokens': { path: '/v1/messages/count_tokens', headers: nativeHeaders, response: (upstream) => passThrough(upstream) },
     },
   };
 

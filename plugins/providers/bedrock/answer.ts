@@ -67,7 +67,8 @@ export function fromConverseResponse(json: unknown, opts: { id: string; model: s
       blocks.push({ type: 'thinking', thinking: r.text, signature: r.signature });
     }
   }
-  const message: Json = { role: 'assistant', content: hasText || calls.length === 0 ? text : null };
+  // `refusal` is required (a string or null) on every choice's message by OpenAI's schema.
+  const message: Json = { role: 'assistant', content: hasText || calls.length === 0 ? text : null, refusal: null };
   if (calls.length > 0) message.tool_calls = calls;
   if (!opts.strict && blocks.some((b) => b.type === 'thinking')) message.content_blocks = blocks;
   const usage = bedrockUsage((json as Json).usage);

@@ -44,6 +44,8 @@ const PASS_THROUGH = ['guardrailConfig', 'performanceConfig', 'promptVariables',
  * `parallel_tool_calls`, `stream_options`, `service_tier`, `store`,
  * `metadata`, `response_format: json_object`. `n > 1` is a 400; so is an http(s)
  * image URL unless a resolver fetched it (Bedrock takes bytes or s3:// only).
+ * `cache_control` on a part (prompt caching, as Anthropic's clients mark it)
+ * becomes a `cachePoint` block after it.
  */
 export function toConverseRequest(body: Json, options: ConverseOptions): Json {
   const { provider } = options;
@@ -112,6 +114,7 @@ function mapMessages(input: unknown, options: ConverseOptions): { system: Block[
       case 'system':
       case 'developer':
         for (const text of texts(message.content, `${where}.content`, provider)) system.push({ text });
+        if (hasCacheControl(message.content)) system.push(CACHE_POINT);
         break;
       case 'user':
         push('user', userBlocks(message.content, `${where}.content`, options));
@@ -171,9 +174,22 @@ function parseArguments(args: unknown): Json {
   }
 }
 
+/** Converse's prompt-caching marker: everything before it is cached (bedrock.md §3). */
+const CACHE_POINT: Block = Object.freeze({ cachePoint: { type: 'default' } }) as Block;
+
+/** Whether a content (string or parts) carries a `cache_control` marker (Anthropic's prompt caching, sent on chat parts). */
+function hasCacheControl(content: unknown): boolean {
+  return Array.isArray(content) && content.some((part) => isObject(part) && isObject(part.cache_control));
+}
+
+/** User content as Converse blocks; a part with `cache_control` is followed by a `cachePoint`. */
 function userBlocks(content: unknown, where: string, options: ConverseOptions): Block[] {
   if (typeof content === 'string') return [{ text: content }];
   if (!Array.isArray(content)) throw invalid(where, `'${where}' must be a string or an array of content parts.`);
+  return partBlocks(content, where, options).flatMap((block, j) => (isObject(content[j]) && isObject((content[j] as Json).cache_control) ? [block, CACHE_POINT] : [block]));
+}
+
+function partBlocks(content: unknown[], where: string, options: ConverseOptions): Block[] {
   let documents = 0;
   return content.map((part: unknown, j: number): Block => {
     const at = `${where}[${j}]`;

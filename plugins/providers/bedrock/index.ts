@@ -27,6 +27,7 @@ import {
 import { bedrockErrorAnswer, converseStreamTranslator, fromConverseResponse, idFrom } from './answer.js';
 import { imageURLs, toConverseRequest } from './converse.js';
 import { fromInvokeEmbedding, toInvokeEmbedding } from './embeddings.js';
+import { invokeMessagesAnswer, isAnthropicModelId, toInvokeMessages } from './invoke.js';
 import { fromBedrockRerank, regionOf, rerankModelArn, toBedrockRerank } from './rerank.js';
 import { signRequest, type AwsCredentials } from './sign.js';
 
@@ -56,6 +57,7 @@ export { toConverseRequest } from './converse.js';
 export { fromConverseResponse, converseStreamTranslator, bedrockErrorAnswer, bedrockFinish, bedrockUsage, EXCEPTION_STATUS } from './answer.js';
 export { toInvokeEmbedding, embeddingFamily } from './embeddings.js';
 export { toBedrockRerank, rerankModelArn } from './rerank.js';
+export { BEDROCK_ANTHROPIC_VERSION, invokeStreamTranslator, isAnthropicModelId, toInvokeMessages } from './invoke.js';
 
 /** Bytes of an image fetched for an http(s) image URL: Bedrock format (png|jpeg|gif|webp) and base64 data. */
 export interface ResolvedImage {
@@ -135,6 +137,8 @@ function checkedRegion(target: Target, creds: AwsCredentials | null): string | n
  *   translated both ways; the binary event stream is decoded incrementally with CRC checks;
  * - embeddings → InvokeModel for `amazon.titan-embed-*` and `cohere.embed-*`;
  * - rerank → the Agent Runtime Rerank API (`POST /rerank`);
+ * - the Messages API (the `messages` front door), native for Claude through
+ *   InvokeModel / InvokeModelWithResponseStream with Anthropic's body;
  * - any other path → the generic proxy, signed the same way.
  *
  * Target fields: `aws_access_key_id`, `aws_secret_access_key`, optional
@@ -202,6 +206,20 @@ export function bedrock(options: BedrockOptions = {}): GatewayPlugin {
         headers: (ctx, target) => ({ accept: jsonBody(ctx, target).stream === true ? 'application/vnd.amazon.eventstream' : 'application/json' }),
         body: chatBody,
         response: chatResponse,
+      },
+      // The Messages API, native for Claude (InvokeModel with Anthropic's body); other models take the door's translation to Converse.
+      messages: {
+        accepts: (ctx, target) => isAnthropicModelId(String(jsonBody(ctx, target).model ?? '')),
+        path: (ctx, target) => {
+          const body = jsonBody(ctx, target);
+          return modelPath(modelOf(body), body.stream === true ? 'invoke-with-response-stream' : 'invoke');
+        },
+        headers: (ctx, target) => ({ accept: jsonBody(ctx, target).stream === true ? 'application/vnd.amazon.eventstream' : 'application/json' }),
+        body: (ctx, target) => JSON.stringify(toInvokeMessages(jsonBody(ctx, target), ctx.header('anthropic-beta'))),
+        response: async (upstream, ctx, target) => {
+          if (!ok(upstream)) return bedrockErrorAnswer(upstream, await readErrorJson(upstream));
+          return invokeMessagesAnswer(upstream, ctx, jsonBody(ctx, target).stream === true);
+        },
       },
       embeddings: {
         path: (ctx, target) => modelPath(modelOf(jsonBody(ctx, target)), 'invoke'),

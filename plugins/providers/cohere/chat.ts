@@ -182,7 +182,8 @@ export function fromCohereChat(json: unknown, model: string): { completion: Json
         return [{ id: String(c.id ?? completionId('call_')), type: 'function', function: { name: String(c.function.name), arguments: typeof args === 'string' ? args : JSON.stringify(args ?? {}) } }];
       })
     : [];
-  const message: Json = { role: 'assistant', content: calls.length > 0 && text === '' ? null : text };
+  // `refusal` is required (a string or null) on every choice's message by OpenAI's schema.
+  const message: Json = { role: 'assistant', content: calls.length > 0 && text === '' ? null : text, refusal: null };
   if (calls.length > 0) message.tool_calls = calls;
   const usage = cohereUsage(json.usage);
   return {

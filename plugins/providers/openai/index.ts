@@ -13,8 +13,9 @@ export const OPENAI_FIELDS: Readonly<Record<string, TargetField>> = Object.freez
 });
 
 /**
- * The `openai` provider: chat completions (JSON and SSE), completions and
- * embeddings, passed through unchanged, plus credentials for the generic proxy.
+ * The `openai` provider: chat completions (JSON and SSE), completions,
+ * embeddings and the Responses API, passed through unchanged, plus
+ * credentials for the generic proxy.
  * `apiKey`, `organization` and `project` are defaults for requests whose target sets none.
  */
 export function openai(options: OpenAIOptions = {}): GatewayPlugin {
@@ -36,6 +37,8 @@ export function openai(options: OpenAIOptions = {}): GatewayPlugin {
       'chat.completions': { path: '/chat/completions', response: openAIFormatResponse },
       completions: { path: '/completions', response: openAIFormatResponse },
       embeddings: { path: '/embeddings', response: openAIFormatResponse },
+      // The Responses API, native: the request and answer pass through (the `responses` front door serves the route).
+      responses: { path: '/responses', response: openAIFormatResponse },
     },
   };
   return {

@@ -1,5 +1,6 @@
 import {
   type GatewayResponse,
+  passThrough,
   jsonAnswer,
   readJson,
   readText,
@@ -8,7 +9,7 @@ import {
   toGatewayUsage,
   type UpstreamResponse,
 } from '../../../sdk/index.js';
-import { anthropicErrorAnswer, anthropicStreamTranslator, fromAnthropicMessage, toAnthropicRequest } from '../../../sdk/anthropic/index.js';
+import { anthropicErrorAnswer, anthropicStreamTranslator, anthropicUsageObserver, fromAnthropicMessage, toAnthropicRequest } from '../../../sdk/anthropic/index.js';
 import { geminiErrorAnswer, isGoogleError, type Json, parseErrorBody } from '../../../sdk/gemini/index.js';
 
 /**
@@ -54,4 +55,18 @@ export async function vertexAnthropicAnswer(
   const { completion, usage } = fromAnthropicMessage(await readJson(upstream), { strict: opts.strict });
   ctx.usage = toGatewayUsage(usage);
   return jsonAnswer(upstream, upstream.status, completion);
+}
+
+/**
+ * The native Messages answer of Claude on Vertex: passed through as Anthropic
+ * sent it (the door rewrites a Google-shaped error into Anthropic's envelope),
+ * its usage read as it goes out.
+ */
+export function vertexMessagesAnswer(upstream: UpstreamResponse, ctx: RequestContext): GatewayResponse {
+  const response = passThrough(upstream);
+  if (upstream.status >= 200 && upstream.status < 300) {
+    const type = upstream.headers['content-type'];
+    response.observers = [anthropicUsageObserver(ctx, typeof type === 'string' && type.toLowerCase().startsWith('text/event-stream'))];
+  }
+  return response;
 }

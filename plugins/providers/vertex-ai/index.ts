@@ -6,13 +6,14 @@ import {
   fieldSchema as f,
   type GatewayPlugin,
   parseOptions,
+  passThrough,
   type Provider,
   type RequestContext,
   type Target,
   type TargetField,
 } from '../../../sdk/index.js';
 import { geminiChatAnswer, isObject, isStrict, type Json, modelName, toGeminiRequest } from '../../../sdk/gemini/index.js';
-import { toVertexAnthropicRequest, vertexAnthropicAnswer } from './anthropic.js';
+import { toVertexAnthropicRequest, VERTEX_ANTHROPIC_VERSION, vertexAnthropicAnswer, vertexMessagesAnswer } from './anthropic.js';
 import { TokenCache, tokenSender } from './auth.js';
 import { predictAnswer, toPredictRequest } from './embeddings.js';
 import { modelPath, vertexOrigin } from './url.js';
@@ -55,6 +56,12 @@ export function isAnthropicModel(model: string): boolean {
 
 const body = (ctx: RequestContext, target: Target): Json => effectiveBody(ctx, target) ?? {};
 
+/** The client's `anthropic-beta`, passed on to Claude on Vertex. */
+const betaHeader = (ctx: RequestContext): Record<string, string> => {
+  const beta = ctx.header('anthropic-beta');
+  return beta === undefined || beta === '' ? {} : { 'anthropic-beta': beta };
+};
+
 
 /**
  * The `vertex-ai` provider: Gemini (and Claude, see below) on Google Cloud Vertex AI.
@@ -71,7 +78,9 @@ const body = (ctx: RequestContext, target: Target): Json => effectiveBody(ctx, t
  *   (`:streamGenerateContent?alt=sse` for streams), translated both ways;
  * - models whose name starts with `claude` → `…/publishers/anthropic/models/{model}:rawPredict`
  *   (`:streamRawPredict`), in Anthropic's Messages format;
- * - embeddings → `…/publishers/google/models/{model}:predict`.
+ * - embeddings → `…/publishers/google/models/{model}:predict`;
+ * - the Messages API (the `messages` front door), native for Claude models at
+ *   `:rawPredict` / `:streamRawPredict` (and `count-tokens:rawPredict`).
  *
  * Service-account tokens are fetched in `prepare` (once per attempt, from a
  * cache) through the gateway's pooled client.
@@ -122,6 +131,28 @@ export function vertexAI(options: VertexOptions = {}): GatewayPlugin {
           };
           return isAnthropicModel(modelName(b, PLUGIN_NAME)) ? vertexAnthropicAnswer(upstream, ctx, answer) : geminiChatAnswer(upstream, ctx, answer);
         },
+      },
+      // The Messages API, native for Claude models (vertex.md §7): the body without `model` (it is in the URL) plus
+      // `anthropic_version`; other models take the door's translation to chat (Gemini).
+      messages: {
+        accepts: (ctx, target) => isAnthropicModel(String(body(ctx, target).model ?? '')),
+        path: (ctx, target) => {
+          const b = body(ctx, target);
+          return modelPath(target, 'anthropic', modelName(b, PLUGIN_NAME), b.stream === true ? 'streamRawPredict' : 'rawPredict');
+        },
+        headers: betaHeader,
+        body: (ctx, target) => {
+          const { model: _model, ...rest } = body(ctx, target);
+          return JSON.stringify({ anthropic_version: VERTEX_ANTHROPIC_VERSION, ...rest });
+        },
+        response: vertexMessagesAnswer,
+      },
+      'messages.count_tokens': {
+        accepts: (ctx, target) => isAnthropicModel(String(body(ctx, target).model ?? '')),
+        path: (_ctx, target) => modelPath(target, 'anthropic', 'count-tokens', 'rawPredict'),
+        headers: betaHeader,
+        body: (ctx, target) => JSON.stringify({ anthropic_version: VERTEX_ANTHROPIC_VERSION, ...body(ctx, target) }),
+        response: (upstream) => passThrough(upstream),
       },
       embeddings: {
         path: (ctx, target) => modelPath(target, 'google', modelName(body(ctx, target), PLUGIN_NAME), 'predict'),

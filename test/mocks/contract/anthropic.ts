@@ -31,6 +31,54 @@ const event = (data: { type: string } & Record<string, unknown>): string => `eve
 
 const STOP: Record<string, string> = { stop: 'end_turn', length: 'max_tokens', content_filter: 'refusal' };
 
+/** What the mocks' token-counting endpoints answer. */
+export const COUNTED_TOKENS = 12;
+
+const USAGE = { input_tokens: 6, cache_creation_input_tokens: 0, cache_read_input_tokens: 3, output_tokens: 2, service_tier: 'standard' };
+const stopOf = (s: Scenario) => (s.kind === 'tool_call' ? 'tool_use' : STOP[s.kind === 'text' ? (s.finish ?? 'stop') : 'stop']!);
+
+/** The Messages answer of a scenario (also what Claude on Bedrock's InvokeModel answers). */
+export function anthropicMessage(s: Scenario, model: string): Record<string, unknown> {
+  const content =
+    s.kind === 'tool_call' ? [{ type: 'tool_use', id: 'toolu_01MockWeather', name: 'get_weather', input: { city: 'Paris' } }] : [{ type: 'text', text: 'Hello!', citations: null }];
+  return { id: 'msg_01MockContract', type: 'message', role: 'assistant', model, content, stop_reason: stopOf(s), stop_sequence: null, usage: USAGE };
+}
+
+/** The Messages stream events of a scenario, as data objects (each framed by the caller: SSE here, event-stream chunks for Bedrock). */
+export function anthropicEvents(s: Scenario, model: string): Array<{ type: string } & Record<string, unknown>> {
+  const events: Array<{ type: string } & Record<string, unknown>> = [
+    { type: 'message_start', message: { id: 'msg_01MockContract', type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { ...USAGE, output_tokens: 1 } } },
+  ];
+  if (s.kind === 'stream_error') {
+    events.push(
+      { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
+      { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Hel' } },
+      { type: 'error', error: { type: 'overloaded_error', message: 'Mock stream failure' } },
+    );
+    return events;
+  }
+  if (s.kind === 'tool_call') {
+    events.push(
+      { type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: 'toolu_01MockWeather', name: 'get_weather', input: {} } },
+      { type: 'ping' },
+      { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: '' } },
+      { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: '{"city": "Pa' } },
+      { type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: 'ris"}' } },
+      { type: 'content_block_stop', index: 0 },
+    );
+  } else {
+    events.push(
+      { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
+      { type: 'ping' },
+      { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Hello' } },
+      { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: '!' } },
+      { type: 'content_block_stop', index: 0 },
+    );
+  }
+  events.push({ type: 'message_delta', delta: { stop_reason: stopOf(s), stop_sequence: null }, usage: { output_tokens: 2 } }, { type: 'message_stop' });
+  return events;
+}
+
 /**
  * The contract mock for Anthropic's Messages API (POST /v1/messages), per
  * shared/providers/anthropic.md: `x-api-key` and `anthropic-version` are
@@ -41,6 +89,10 @@ const STOP: Record<string, string> = { stop: 'end_turn', length: 'max_tokens', c
 export async function startAnthropicContractMock(): Promise<ContractMock> {
   let scenario: Scenario = { kind: 'text' };
   const rec = await startRecordingServer((req, res, seen) => {
+    if (seen.method === 'POST' && seen.path === '/v1/messages/count_tokens') {
+      if (!req.headers['x-api-key']) return sendError(res, 401, 'x-api-key header is required');
+      return sendJson(res, 200, { input_tokens: COUNTED_TOKENS });
+    }
     if (seen.method !== 'POST' || seen.path !== '/v1/messages') return sendError(res, 404, 'Not found');
     if (!req.headers['x-api-key']) return sendError(res, 401, 'x-api-key header is required');
     if (!req.headers['anthropic-version']) return sendError(res, 401, 'anthropic-version header is required');
@@ -53,56 +105,8 @@ export async function startAnthropicContractMock(): Promise<ContractMock> {
       return sendError(res, s.status, `Mock error ${s.status}`, s.status === 429 ? { 'retry-after': '7' } : {});
     }
     const model = typeof body.model === 'string' ? body.model : 'claude-mock';
-    const id = 'msg_01MockContract';
-    const stopReason = s.kind === 'tool_call' ? 'tool_use' : STOP[s.kind === 'text' ? (s.finish ?? 'stop') : 'stop']!;
-    const usage = { input_tokens: 6, cache_creation_input_tokens: 0, cache_read_input_tokens: 3, output_tokens: 2, service_tier: 'standard' };
-
-    if (body.stream !== true) {
-      const content =
-        s.kind === 'tool_call'
-          ? [{ type: 'tool_use', id: 'toolu_01MockWeather', name: 'get_weather', input: { city: 'Paris' } }]
-          : [{ type: 'text', text: 'Hello!', citations: null }];
-      return sendJson(
-        res,
-        200,
-        { id, type: 'message', role: 'assistant', model, content, stop_reason: stopReason, stop_sequence: null, usage },
-        { 'request-id': 'req_mock01' },
-      );
-    }
-
-    const events = [
-      event({ type: 'message_start', message: { id, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: { ...usage, output_tokens: 1 } } }),
-    ];
-    if (s.kind === 'stream_error') {
-      events.push(
-        event({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }),
-        event({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Hel' } }),
-        event({ type: 'error', error: { type: 'overloaded_error', message: 'Mock stream failure' } }),
-      );
-      return writeEvents(res, events);
-    }
-    if (s.kind === 'tool_call') {
-      events.push(
-        event({ type: 'content_block_start', index: 0, content_block: { type: 'tool_use', id: 'toolu_01MockWeather', name: 'get_weather', input: {} } }),
-        event({ type: 'ping' }),
-        event({ type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: '' } }),
-        event({ type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: '{"city": "Pa' } }),
-        event({ type: 'content_block_delta', index: 0, delta: { type: 'input_json_delta', partial_json: 'ris"}' } }),
-        event({ type: 'content_block_stop', index: 0 }),
-      );
-    } else {
-      events.push(
-        event({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }),
-        event({ type: 'ping' }),
-        event({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Hello' } }),
-        event({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: '!' } }),
-        event({ type: 'content_block_stop', index: 0 }),
-      );
-    }
-    events.push(
-      event({ type: 'message_delta', delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: 2 } }),
-      event({ type: 'message_stop' }),
-    );
+    if (body.stream !== true) return sendJson(res, 200, anthropicMessage(s, model), { 'request-id': 'req_mock01' });
+    const events = anthropicEvents(s, model).map(event);
     writeEvents(res, events);
   });
   return {

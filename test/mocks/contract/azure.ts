@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ContractMock, Scenario, SeenNativeRequest } from '../../plugins/providers/contract.js';
 import { sendJson, startRecordingServer, writeEvents } from './http.js';
+import { newResponsesState, responsesAnswer } from './responses.js';
 
 /**
  * Azure mocks, per shared/providers/azure.md:
@@ -118,12 +119,17 @@ export async function startAzureOpenAIContractMock(): Promise<AzureMock> {
   let scenario: Scenario = { kind: 'text' };
   const issued: string[] = [];
   const tokenRequests: Array<Record<string, string>> = [];
+  const responses = newResponsesState();
   const rec = await startRecordingServer((req, res, seen) => {
     if (tokenEndpoint(seen, res, issued, tokenRequests)) return;
     if (!authorised(req, issued, 'api-key')) {
       return azureError(res, 401, 'Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a valid key for an active subscription and use a correct regional API endpoint for your resource.');
     }
     const url = new URL(seen.path, 'http://mock');
+    // The Responses API: /openai/v1/responses, or /openai/responses?api-version=… (preview); the body's model names the deployment.
+    if (url.pathname === '/openai/v1/responses' || (url.pathname === '/openai/responses' && url.searchParams.has('api-version'))) {
+      return responsesAnswer(res, scenario, seen.body as Record<string, any>, responses, azureError);
+    }
     const dep = /^\/openai\/deployments\/([^/]+)\/(chat\/completions|completions|embeddings)$/.exec(url.pathname);
     const v1 = /^\/openai\/v1\/(chat\/completions|completions|embeddings)$/.exec(url.pathname);
     if (dep === null && v1 === null) {

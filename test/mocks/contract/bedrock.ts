@@ -1,6 +1,7 @@
 import { createHash, createHmac } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { encodeMessage } from '../../../plugins/providers/bedrock/eventstream.js';
+import { anthropicEvents, anthropicMessage } from './anthropic.js';
 import type { ContractMock, Scenario, SeenNativeRequest } from '../../plugins/providers/contract.js';
 import { startRecordingServer } from './http.js';
 
@@ -148,10 +149,11 @@ export async function startBedrockContractMock(): Promise<BedrockContractMock> {
     }
     const body = seen.body as Record<string, any>;
     if (seen.method === 'POST' && seen.path === '/rerank') return rerankAnswer(res, body);
-    const m = /^\/model\/([^/]+)\/(converse|converse-stream|invoke)$/.exec(seen.path);
+    const m = /^\/model\/([^/]+)\/(converse|converse-stream|invoke|invoke-with-response-stream)$/.exec(seen.path);
     if (seen.method !== 'POST' || m === null) return sendError(res, 404, 'UnknownOperationException', 'Not found');
     const modelId = decodeURIComponent(m[1]!);
-    if (m[2] === 'invoke') return embedAnswer(res, modelId, body);
+    if (m[2] === 'invoke' && !/anthropic\./.test(modelId)) return embedAnswer(res, modelId, body);
+    if (m[2] === 'invoke' || m[2] === 'invoke-with-response-stream') return invokeClaude(res, modelId, body, m[2] === 'invoke-with-response-stream');
     if (!Array.isArray(body?.messages) || body.messages.length === 0) return sendError(res, 400, 'ValidationException', 'messages: must not be empty');
     if ('model' in body || 'stream' in body) return sendError(res, 400, 'ValidationException', 'Unexpected field in Converse body');
 
@@ -206,6 +208,31 @@ export async function startBedrockContractMock(): Promise<BedrockContractMock> {
     }
     frames.push(frame('messageStop', { stopReason }), frame('metadata', { usage, metrics: { latencyMs: 12 } }));
     return writeFrames(res, frames, split);
+  }
+
+  /**
+   * Claude through InvokeModel (bedrock.md §7): Anthropic's body without `model` and `stream`, with
+   * `anthropic_version: "bedrock-2023-05-31"`; the answer is Anthropic's message, or its events, each
+   * in an event-stream `chunk` frame as `{"bytes": base64}`. Errors are Bedrock's.
+   */
+  async function invokeClaude(res: ServerResponse, modelId: string, body: Record<string, any>, stream: boolean): Promise<void> {
+    if (body?.anthropic_version !== 'bedrock-2023-05-31') return sendError(res, 400, 'ValidationException', 'anthropic_version: bedrock-2023-05-31 is required');
+    if ('model' in body || 'stream' in body) return sendError(res, 400, 'ValidationException', 'Unexpected field in the InvokeModel body: model, stream');
+    if (typeof body.max_tokens !== 'number') return sendError(res, 400, 'ValidationException', 'max_tokens: required');
+    const s = scenario;
+    if (s.kind === 'error') {
+      const name = EXCEPTION[s.status] ?? 'InternalServerException';
+      return sendError(res, s.status, name, `Mock error ${s.status}`, s.status === 429 ? { 'retry-after': '7' } : {});
+    }
+    if (!stream) {
+      res.writeHead(200, { 'content-type': 'application/json', 'x-amzn-requestid': 'req-invoke-1' });
+      return void res.end(JSON.stringify(anthropicMessage(s, modelId)));
+    }
+    const chunk = (event: object) => frame('chunk', { bytes: Buffer.from(JSON.stringify(event)).toString('base64') });
+    const events = anthropicEvents(s, modelId);
+    const frames = events.filter((e) => e.type !== 'error').map(chunk);
+    if (s.kind === 'stream_error') frames.push(exceptionFrame('modelStreamErrorException', 'Mock stream failure'));
+    return writeFrames(res, frames, new Set([1]));
   }
 
   function embedAnswer(res: ServerResponse, modelId: string, body: Record<string, any>): void {

@@ -1,5 +1,6 @@
 import type { ContractMock, Scenario } from '../../plugins/providers/contract.js';
 import { sendJson, startRecordingServer, writeEvents } from './http.js';
+import { newResponsesState, responsesAnswer } from './responses.js';
 
 /**
  * The contract mock for OpenAI-format upstreams (OpenAI and the compatible
@@ -8,8 +9,15 @@ import { sendJson, startRecordingServer, writeEvents } from './http.js';
  */
 export async function startOpenAIContractMock(basePath = '/v1'): Promise<ContractMock> {
   let scenario: Scenario = { kind: 'text' };
+  const responses = newResponsesState();
   const rec = await startRecordingServer((_req, res, seen) => {
     const body = seen.body as Record<string, any>;
+    if (seen.path === `${basePath}/responses`) {
+      return responsesAnswer(res, scenario, body, responses, (r, status, message, headers) => {
+        const type = status >= 500 ? 'server_error' : 'invalid_request_error';
+        sendJson(r, status, { error: { message, type, param: null, code: null } }, status === 429 ? { ...headers, 'retry-after-ms': '7000' } : headers);
+      });
+    }
     const stream = body?.stream === true;
     const base = { id: 'chatcmpl-contract', created: 1700000000, model: body?.model ?? 'm', system_fingerprint: 'fp_contract' };
     const usage = { prompt_tokens: 9, completion_tokens: 2, total_tokens: 11, prompt_tokens_details: { cached_tokens: 3 }, completion_tokens_details: { reasoning_tokens: 0 } };
@@ -22,7 +30,7 @@ export async function startOpenAIContractMock(basePath = '/v1'): Promise<Contrac
     if (!stream) {
       const message =
         s.kind === 'tool_call'
-          ? { role: 'assistant', content: null, tool_calls: [{ id: 'call_abc123', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] }
+          ? { role: 'assistant', content: null, refusal: null, tool_calls: [{ id: 'call_abc123', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] }
           : { role: 'assistant', content: 'Hello!', refusal: null };
       const finish = s.kind === 'tool_call' ? 'tool_calls' : s.kind === 'text' ? (s.finish ?? 'stop') : 'stop';
       return sendJson(res, 200, { ...base, object: 'chat.completion', choices: [{ index: 0, message, logprobs: null, finish_reason: finish }], usage });

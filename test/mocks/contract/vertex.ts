@@ -1,6 +1,7 @@
 import { verify, type KeyObject } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { ContractMock, Scenario, SeenNativeRequest } from '../../plugins/providers/contract.js';
+import { COUNTED_TOKENS } from './anthropic.js';
 import { answerGemini, parseModelPath, sendGoogleError } from './google.js';
 import { sendJson, startRecordingServer, writeEvents } from './http.js';
 
@@ -154,6 +155,11 @@ export async function startVertexContractMock(opts: VertexMockOptions = {}): Pro
     if (m[3] === 'anthropic') {
       if (route.verb !== 'rawPredict' && route.verb !== 'streamRawPredict') return sendGoogleError(res, 404, `Mock: unknown verb ${route.verb}`);
       const body = seen.body as Record<string, any>;
+      // Token counting (vertex.md §7): the Messages body with its model, at the count-tokens model.
+      if (route.model === 'count-tokens') {
+        if (body?.anthropic_version !== 'vertex-2023-10-16' || typeof body.model !== 'string') return sendJson(res, 400, { type: 'error', error: { type: 'invalid_request_error', message: 'Mock: anthropic_version and model required' } });
+        return sendJson(res, 200, { input_tokens: COUNTED_TOKENS });
+      }
       if (body?.anthropic_version !== 'vertex-2023-10-16' || body.model !== undefined || typeof body.max_tokens !== 'number') {
         return sendJson(res, 400, { type: 'error', error: { type: 'invalid_request_error', message: 'Mock: anthropic_version vertex-2023-10-16 and max_tokens required, model not allowed' } });
       }

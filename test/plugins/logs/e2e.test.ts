@@ -381,7 +381,7 @@ describe('analytics over HTTP', () => {
     const listed = ((await (await get(`/v1/logs?${filter}&limit=500`)).json()) as { data: Record<string, any>[]; has_more: boolean });
     expect(listed.has_more).toBe(false);
     const rows = listed.data.map((d) => ({ ...d, created_at: Date.parse(d.created_at) }) as unknown as LogEntry);
-    for (const groupBy of ['ai_service', 'provider', 'model', 'status_code', 'api_key', 'config', 'workspace', 'prompt'] as const) {
+    for (const groupBy of ['ai_service', 'provider', 'model', 'status_code', 'api_key', 'config', 'workspace', 'prompt', 'front_door'] as const) {
       const res = await get(`/v1/analytics/groups/${groupBy}?${filter}&columns=${GROUP_COLUMNS.join(',')}`);
       expect(res.status).toBe(200);
       const body = (await res.json()) as { data: Record<string, unknown>[] };

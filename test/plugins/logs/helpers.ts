@@ -258,6 +258,8 @@ export function bruteGroups(rows: LogEntry[], groupBy: GroupBy): Map<string, Rec
         return e.workspace_id;
       case 'prompt':
         return e.prompt_id;
+      case 'front_door':
+        return e.front_door;
     }
   };
   const groups = new Map<string, LogEntry[]>();
@@ -317,6 +319,7 @@ export function matches(e: LogEntry, f: LogFilters): boolean {
   if (f.config !== undefined && e.config_id !== f.config) return false;
   if (f.cacheStatus !== undefined && e.cache_status !== f.cacheStatus) return false;
   if (f.limitPolicy !== undefined && e.limit_policy_id !== f.limitPolicy) return false;
+  if (f.frontDoor !== undefined && e.front_door !== f.frontDoor) return false;
   for (const [k, v] of f.metadata ?? []) {
     if (e.metadata === null || !(k in e.metadata)) return false;
     const value = e.metadata[k];
@@ -342,6 +345,7 @@ export function sampleEntry(overrides: Partial<LogEntry> = {}): LogEntry {
     config_id: null,
     prompt_id: null,
     route: 'chat.completions',
+    front_door: 'chat',
     method: 'POST',
     path: '/v1/chat/completions',
     provider_requested: null,

@@ -10,6 +10,8 @@ providerContract({
   target: (mock) => ({ provider: 'anthropic', api_key: 'sk-ant-contract', custom_host: mock.baseURL }),
   model: 'claude-sonnet-4-5',
   reportsCachedTokens: true,
+  nativeMessages: true,
+  countsTokens: true,
   mapStatus: (upstream) => (upstream === 529 ? 503 : upstream),
   expectRequest: {
     systemAndUser(seen) {

@@ -12,6 +12,7 @@ providerContract({
   target: (mock) => ({ provider: 'azure-openai', api_key: AZURE_KEY, resource_name: 'contoso', deployment_id: 'gpt4o-dep', api_version: '2024-10-21', custom_host: mock.baseURL }),
   model: 'gpt-4o-mini',
   reportsCachedTokens: true,
+  nativeResponses: true,
   expectRequest: {
     systemAndUser(seen) {
       expect(seen.method).toBe('POST');

@@ -21,6 +21,7 @@ providerContract({
   target: (mock) => ({ provider: 'bedrock', aws_access_key_id: AWS_KEY_ID, aws_secret_access_key: AWS_SECRET, aws_region: 'us-east-1', custom_host: mock.baseURL }),
   model: 'anthropic.claude-3-haiku-20240307-v1:0',
   reportsCachedTokens: true,
+  nativeMessages: true,
   expectRequest: {
     systemAndUser(seen) {
       expect(seen.method).toBe('POST');

@@ -6,7 +6,13 @@ import { config } from '../../../plugins/config/index.js';
 import { requestLog } from '../../../plugins/request-log/index.js';
 import { trace } from '../../../plugins/trace/index.js';
 import { validation } from '../../../plugins/validation/index.js';
+import { responsesDoor } from '../../../plugins/responses/index.js';
+import { messagesDoor } from '../../../plugins/messages/index.js';
+import { messagesDoorSuite } from './messages-door.js';
+import { sqliteStore } from '../../../plugins/stores/sqlite/index.js';
 import { serveGateway } from '../../helpers/serve.js';
+import { responsesDoorSuite } from './doors.js';
+import { requireSharedSchemas, schemaErrors } from '../../helpers/schemas.js';
 
 /**
  * The shared provider contract. Every provider plugin runs it against a mock
@@ -63,6 +69,12 @@ export interface ProviderContract {
   model: string;
   /** Whether the provider reports cached prompt tokens (then usage.prompt_tokens_details.cached_tokens must be 3). */
   reportsCachedTokens: boolean;
+  /** The provider serves the Responses API natively (the door passes the request through); else it is translated to chat. */
+  nativeResponses?: boolean;
+  /** The provider serves Anthropic's Messages API natively for this model (the door passes the request through). */
+  nativeMessages?: boolean;
+  /** The provider counts a Messages request's tokens itself (`count_tokens`); else the gateway estimates. */
+  countsTokens?: boolean;
   /** HTTP status the client gets for an upstream status (default: the same). */
   mapStatus?: (upstream: number) => number;
   /** Provider-native assertions on what the gateway sent upstream. */
@@ -94,7 +106,7 @@ export function providerContract(spec: ProviderContract): void {
 
     beforeAll(async () => {
       mock = await spec.startMock();
-      gw = await serveGateway({ plugins: [trace(), config(), validation(), requestLog(), ...spec.plugins()] });
+      gw = await serveGateway({ plugins: [trace(), sqliteStore({ file: ':memory:' }), config(), validation(), requestLog(), ...spec.plugins(), responsesDoor(), messagesDoor()] });
       client = new OpenAI({
         apiKey: 'unused-by-config',
         baseURL: `${gw.url}/v1`,
@@ -109,6 +121,9 @@ export function providerContract(spec: ProviderContract): void {
       await gw.close();
       await mock.close();
     });
+
+    responsesDoorSuite(() => ({ spec, mock, url: gw.url, config: JSON.stringify(spec.target(mock)) }));
+    messagesDoorSuite(() => ({ spec, mock, url: gw.url, config: JSON.stringify(spec.target(mock)) }));
 
     const user = (content: OpenAI.ChatCompletionUserMessageParam['content']): OpenAI.ChatCompletionMessageParam => ({ role: 'user', content });
     const status = (upstream: number) => spec.mapStatus?.(upstream) ?? upstream;
@@ -262,6 +277,23 @@ export function providerContract(spec: ProviderContract): void {
       // The SDK surfaces it as an error too, instead of hanging.
       const stream = await client.chat.completions.create({ model: spec.model, messages: [user('Hi')], stream: true });
       await expect((async () => { for await (const _ of stream) void _; })()).rejects.toThrow(/Mock stream failure/);
+    });
+
+    test('JSON answers and stream chunks match the official OpenAI schemas (shared/schemas/openai.json)', async () => {
+      if (!requireSharedSchemas()) return;
+      const body = (extra: Record<string, unknown>) => JSON.stringify({ model: spec.model, messages: [{ role: 'user', content: 'Hi' }], ...extra });
+      const post = (payload: string) =>
+        fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-gateway-config': JSON.stringify(spec.target(mock)) }, body: payload });
+      for (const kind of ['text', 'tool_call'] as const) {
+        mock.next({ kind });
+        const tools = kind === 'tool_call' ? { tools: TOOLS } : {};
+        const json = await (await post(body(tools))).json();
+        expect(schemaErrors('openai.json#/$defs/CreateChatCompletionResponse', json), `${kind} JSON`).toEqual([]);
+        const text = await (await post(body({ ...tools, stream: true, stream_options: { include_usage: true } }))).text();
+        const chunks = text.split('\n\n').filter((e) => e.startsWith('data: {'));
+        expect(chunks.length).toBeGreaterThan(0);
+        for (const chunk of chunks) expect(schemaErrors('openai.json#/$defs/CreateChatCompletionStreamResponse', JSON.parse(chunk.slice(6))), `${kind} chunk ${chunk}`).toEqual([]);
+      }
     });
 
     test('n > 1 where the provider cannot honour it is a 400 naming the field and the provider, or a valid answer', async () => {

@@ -10,6 +10,7 @@ providerContract({
   target: (mock) => ({ provider: 'openai', api_key: 'sk-contract', custom_host: mock.baseURL }),
   model: 'gpt-4o-mini',
   reportsCachedTokens: true,
+  nativeResponses: true,
   expectRequest: {
     systemAndUser(seen) {
       expect(seen.path).toBe('/v1/chat/completions');

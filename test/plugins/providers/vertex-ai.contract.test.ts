@@ -110,6 +110,8 @@ providerContract({
     custom_host: mock.baseURL,
   }),
   model: CLAUDE,
+  nativeMessages: true,
+  countsTokens: true,
   reportsCachedTokens: true,
   expectRequest: {
     systemAndUser(seen) {

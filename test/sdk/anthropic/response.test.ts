@@ -26,7 +26,7 @@ describe('fromAnthropicMessage', () => {
       object: 'chat.completion',
       created: expect.any(Number),
       model: 'claude-sonnet-4-5-20250929',
-      choices: [{ index: 0, message: { role: 'assistant', content: 'Hello!' }, logprobs: null, finish_reason: 'stop' }],
+      choices: [{ index: 0, message: { role: 'assistant', content: 'Hello!', refusal: null }, logprobs: null, finish_reason: 'stop' }],
       usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15, prompt_tokens_details: { cached_tokens: 0 } },
     });
     expect(completion.created).toBeGreaterThanOrEqual(before);
@@ -71,6 +71,7 @@ describe('fromAnthropicMessage', () => {
     expect(choice.message).toEqual({
       role: 'assistant',
       content: null,
+      refusal: null,
       tool_calls: [{ id: 'toolu_01A', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }],
     });
     expect(choice.finish_reason).toBe('tool_calls');

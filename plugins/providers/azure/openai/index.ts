@@ -3,6 +3,8 @@ import {
   addShapedRoutes,
   effectiveBody,
   fieldSchema as f,
+  openAIFormatResponse,
+  readErrorJson,
   parseOptions,
   requestBody,
   type GatewayPlugin,
@@ -13,7 +15,7 @@ import {
 } from '../../../../sdk/index.js';
 import { azureAuthHeaders, ENTRA_FIELDS, entraPrepare, EntraOptionsSchema } from '../auth.js';
 import { EntraTokenCache, tokenSender } from '../entra.js';
-import { azureAnswer } from '../normalize.js';
+import { azureAnswer, azureErrorAnswer } from '../normalize.js';
 import { azureOpenAIOrigin, isV1, operationPath, pickDeployment } from './url.js';
 
 export const PLUGIN_NAME = 'azure-openai';
@@ -79,12 +81,29 @@ export function azureOpenAI(options: AzureOpenAIOptions = {}): GatewayPlugin {
     response,
   });
 
+  // The Responses API lives beside the deployments: `/openai/v1/responses`, or `/openai/responses?api-version=…`; the body's model names the deployment.
+  const responsesRoute: ProviderRoute = {
+    path: (ctx, target) => {
+      const d = pickDeployment(target, str(effectiveBody(ctx, target)?.model));
+      return isV1(d.apiVersion) ? '/v1/responses' : `/responses?api-version=${encodeURIComponent(d.apiVersion)}`;
+    },
+    body: (ctx, target) => {
+      const body = effectiveBody(ctx, target);
+      const d = pickDeployment(target, str(body?.model));
+      if (body !== null && body.model !== d.deployment) return JSON.stringify({ ...body, model: d.deployment });
+      return requestBody(ctx, target) ?? '';
+    },
+    // Errors normalised like chat's; answers and event streams pass through (the chat stream clean-up would drop Responses events).
+    response: async (upstream, ctx) =>
+      upstream.status < 200 || upstream.status >= 300 ? azureErrorAnswer(upstream, await readErrorJson(upstream), PLUGIN_NAME) : openAIFormatResponse(upstream, ctx),
+  };
+
   const provider: Provider = {
     name: PLUGIN_NAME,
     baseURL: (target) => `${azureOpenAIOrigin(target)}/openai`,
     authHeaders: (target) => azureAuthHeaders(target),
     prepare: entraPrepare(() => tokens!, defaults),
-    routes: { 'chat.completions': route('chat.completions'), completions: route('completions'), embeddings: route('embeddings') },
+    routes: { 'chat.completions': route('chat.completions'), completions: route('completions'), embeddings: route('embeddings'), responses: responsesRoute },
   };
 
   return {

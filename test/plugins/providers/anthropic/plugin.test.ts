@@ -147,6 +147,7 @@ describe('anthropic provider: answers the contract mock does not give', () => {
     expect(json.choices[0]!.message).toEqual({
       role: 'assistant',
       content: 'Done.',
+      refusal: null,
       content_blocks: [
         { type: 'thinking', thinking: 'Think.', signature: 'sig' },
         { type: 'text', text: 'Done.' },
@@ -154,7 +155,7 @@ describe('anthropic provider: answers the contract mock does not give', () => {
     });
 
     const strict = await post(gw, { ...loose, strict_reference_compliance: true }, {});
-    expect(((await strict.json()) as { choices: Array<{ message: Record<string, unknown> }> }).choices[0]!.message).toEqual({ role: 'assistant', content: 'Done.' });
+    expect(((await strict.json()) as { choices: Array<{ message: Record<string, unknown> }> }).choices[0]!.message).toEqual({ role: 'assistant', content: 'Done.', refusal: null });
   });
 
   test('a 2xx answer that is not JSON is a 502', async () => {

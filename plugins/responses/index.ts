@@ -1,0 +1,240 @@
+import * as v from 'valibot';
+import {
+  bundledContextWindowData,
+  ContextWindows,
+  effectiveBody,
+  type ErrorCodeSpec,
+  GatewayError,
+  type GatewayPlugin,
+  type GatewayResponse,
+  headersWithout,
+  invalidBody,
+  isEventStream,
+  migrate,
+  parseOptions,
+  readAnswerJson,
+  type RequestContext,
+  responses,
+  type RouteTranslation,
+  type SqlStore,
+  STAGES,
+  type Target,
+  translateStream,
+} from '../../sdk/index.js';
+import { responseObserver } from './capture.js';
+import { fit, historyItems, rawInput, storedInput } from './conversation.js';
+import { RESPONSE_MIGRATIONS, RESPONSES_NAMESPACE } from './migrations.js';
+import { storedResponseRoutes } from './routes.js';
+import { ResponsesBodySchema, ResponsesOptionsSchema, type ResponsesOptions } from './schema.js';
+import { ResponseRepository, type Turn } from './store.js';
+
+export const PLUGIN_NAME = 'responses';
+/** The route name of `POST /v1/responses`. */
+export const RESPONSES_ROUTE = 'responses';
+
+export type { ResponsesOptions };
+export { ResponseRepository, type StoredResponse, type Turn } from './store.js';
+export { estimateTokens, fitConversation, type FitInput, type FitResult } from './truncate.js';
+export { RESPONSE_MIGRATIONS, RESPONSES_NAMESPACE } from './migrations.js';
+
+/** The error codes this door raises. */
+export const RESPONSES_ERRORS: Readonly<Record<string, ErrorCodeSpec>> = Object.freeze({
+  context_length_exceeded: { status: 400, type: 'invalid_request_error' },
+  previous_response_not_found: { status: 404, type: 'invalid_request_error' },
+});
+
+type Json = Record<string, unknown>;
+const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** What the door knows about one request, from before the strategy runs (kept in `ctx.state`). */
+interface DoorState {
+  workspaceId: string;
+  /** The conversation of `previous_response_id`, oldest turn first; null when none was asked for or none is stored. */
+  turns: Turn[] | null;
+}
+
+/** The workspace responses are stored under: the caller's, or '' for callers without one (static keys). */
+export const workspaceOf = (ctx: RequestContext): string => ctx.auth?.workspaceId ?? '';
+
+/**
+ * The Responses API front door (`POST /v1/responses`) for every chat
+ * provider, and stored responses (docs/formats.md):
+ *
+ * - a provider with a native `responses` adapter (OpenAI, Azure OpenAI) gets
+ *   the request as sent; any other is served by its chat adapter on the
+ *   request translated to chat completions, and its answer (JSON or stream)
+ *   translated back, leaf by leaf, so a fallback may go from one to the other;
+ * - answers are stored (unless `store: false`) per workspace in the SQL store,
+ *   so `GET /v1/responses/{id}`, `GET …/input_items` and `DELETE` work for
+ *   every provider, and `previous_response_id` is rebuilt from the store for
+ *   providers that cannot know it (with `truncation` against the model's
+ *   context window from the bundled table);
+ * - bodies are checked first (metadata limits, `include`, ranges): a 400 naming the field.
+ */
+export function responsesDoor(options: ResponsesOptions = {}): GatewayPlugin {
+  const opts = parseOptions(PLUGIN_NAME, ResponsesOptionsSchema, options);
+  const windows = new ContextWindows(mergeWindows(opts.contextWindows));
+  const parse = v.safeParser(ResponsesBodySchema);
+  const stateOf = (ctx: RequestContext): DoorState => (ctx.state.get(PLUGIN_NAME) as DoorState | undefined) ?? { workspaceId: workspaceOf(ctx), turns: null };
+
+  let repository: ResponseRepository | null = null;
+  /** Writes not finished yet, by workspace and id: a next turn that names one waits for it. */
+  const pending = new Map<string, Promise<void>>();
+  const key = (workspaceId: string, id: string) => `${workspaceId}\u0000${id}`;
+
+  const via: RouteTranslation = {
+    route: 'chat.completions',
+    request(ctx, target) {
+      const body = effectiveBody(ctx, target) ?? {};
+      const provider = providerOf(target);
+      const st = stateOf(ctx);
+      if (typeof body.previous_response_id === 'string' && st.turns === null) throw previousNotFound(body.previous_response_id);
+      const fitted = fit({ body, provider, history: historyItems(st.turns ?? [], null), input: responses.inputItems(body.input), windows });
+      return responses.toChatRequest(body, { provider, history: fitted.history, input: fitted.input });
+    },
+    native(ctx, target) {
+      const st = stateOf(ctx);
+      const body = effectiveBody(ctx, target) ?? {};
+      if (st.turns === null || typeof body.previous_response_id !== 'string') return null;
+      const provider = providerOf(target);
+      // The provider answered every turn itself (and stored them): it rebuilds the conversation better than the gateway.
+      if (st.turns.every((t) => t.native && t.provider === provider)) return null;
+      const fitted = fit({ body, provider, history: historyItems(st.turns, provider), input: rawInput(body.input), windows });
+      const { previous_response_id: _previous, ...rest } = body;
+      return { ...rest, input: [...fitted.history, ...fitted.input] };
+    },
+    async response(answer, ctx) {
+      // Errors are already in the envelope the Responses API uses.
+      if (answer.status < 200 || answer.status >= 300) return answer;
+      const meta = { id: responses.responseId(), createdAt: Math.floor(Date.now() / 1000), request: ctx.body ?? {}, model: ctx.model ?? '' };
+      if (isEventStream(answer)) return translateStream(answer, responses.chatToResponsesStream(meta));
+      const completion = await readAnswerJson(answer);
+      if (!isObject(completion)) throw new GatewayError('upstream_invalid_response', 'The upstream answer is not a chat completion.');
+      const headers = headersWithout(answer.headers);
+      headers['content-type'] = 'application/json';
+      return { status: answer.status, headers, body: JSON.stringify(responses.fromChatCompletion(completion, meta)), observers: null };
+    },
+  };
+
+  const save = (ctx: RequestContext, response: Json): void => {
+    if (repository === null || typeof response.id !== 'string') return;
+    delete response.hook_results;
+    const last = ctx.attempts.at(-1);
+    const workspaceId = workspaceOf(ctx);
+    const body = ctx.body ?? {};
+    const k = key(workspaceId, response.id);
+    const write = repository
+      .insert({
+        workspaceId,
+        id: response.id,
+        createdAt: typeof response.created_at === 'number' ? response.created_at * 1000 : Date.now(),
+        status: typeof response.status === 'string' ? response.status : 'completed',
+        model: typeof response.model === 'string' ? response.model : ctx.model,
+        provider: ctx.provider?.name ?? null,
+        native: last !== undefined && last.via === undefined && ctx.cacheStatus !== 'HIT',
+        previousResponseId: typeof body.previous_response_id === 'string' ? body.previous_response_id : null,
+        inputItems: storedInput(body.input),
+        response,
+      })
+      .catch((err: unknown) => ctx.log.error({ err }, 'responses: storing a response failed'))
+      .finally(() => {
+        if (pending.get(k) === write) pending.delete(k);
+      });
+    pending.set(k, write);
+  };
+
+  return {
+    name: PLUGIN_NAME,
+    errorCodes: RESPONSES_ERRORS,
+    apply(api) {
+      const path = `${api.options.basePath}/responses`;
+      api.routes.add({ name: RESPONSES_ROUTE, method: 'POST', path, kind: 'provider', body: 'json', frontDoor: 'responses', via });
+      storedResponseRoutes(api, path, () => repository, (ctx, id) => pending.get(key(workspaceOf(ctx), id)));
+
+      /** The checks and the stored conversation of one Responses request. */
+      const prepare = async (ctx: RequestContext, body: Record<string, unknown>): Promise<void> => {
+        const st: DoorState = { workspaceId: workspaceOf(ctx), turns: null };
+        const previous = body.previous_response_id;
+        if (typeof previous === 'string' && repository !== null) {
+          await pending.get(key(st.workspaceId, previous));
+          const turns = await repository.conversation(st.workspaceId, previous);
+          if (turns.length > 0) st.turns = turns;
+        }
+        ctx.state.set(PLUGIN_NAME, st);
+      };
+      // First: a bad body never reaches guardrails, the cache or a provider; the conversation is loaded once per request.
+      // A callback tap: other routes (chat) pass synchronously, without a promise per request.
+      api.hooks.beforeRequest.tapAsync({ name: PLUGIN_NAME, stage: STAGES.beforeRequest.VALIDATE }, (ctx, done) => {
+        if (ctx.route!.name !== RESPONSES_ROUTE || ctx.body === null) return done();
+        const result = parse(ctx.body);
+        if (!result.success) return done(invalidBody(result.issues));
+        prepare(ctx, ctx.body).then(() => done(), (err: unknown) => done(err as Error));
+      });
+
+      // Late, so what is stored is what the client got (after output guardrails).
+      api.hooks.afterResponse.tap({ name: PLUGIN_NAME, stage: STAGES.afterResponse.STORE }, (response, ctx) => {
+        if (ctx.route!.name !== RESPONSES_ROUTE || repository === null) return response;
+        const body = ctx.body;
+        // Background responses change after this answer: the provider that runs them is asked for them.
+        if (body === null || body.store === false || body.background === true) return response;
+        if (response.status < 200 || response.status >= 300 || response.body === null) return response;
+        const observer = responseObserver(isSse(response), opts.maxStoredBytes, (object) => save(ctx, object));
+        response.observers = response.observers === null ? [observer] : [...response.observers, observer];
+        return response;
+      });
+
+      let timer: NodeJS.Timeout | null = null;
+      api.onReady(async () => {
+        const store = api.stores.get(opts.store) as SqlStore | undefined;
+        if (store === undefined || typeof store.client !== 'function') {
+          api.logger.warn({ store: opts.store }, `${PLUGIN_NAME}: no SQL store named "${opts.store}": responses are not stored (previous_response_id works only where the provider keeps them)`);
+          return;
+        }
+        const client = store.client();
+        await migrate(client, RESPONSES_NAMESPACE, RESPONSE_MIGRATIONS);
+        repository = new ResponseRepository(client);
+        if (opts.retentionDays > 0) {
+          const run = () => {
+            repository!.deleteBefore(Date.now() - opts.retentionDays * 86_400_000).then(
+              (deleted) => {
+                if (deleted > 0) api.logger.info({ deleted, retention_days: opts.retentionDays }, 'responses: old stored responses deleted');
+              },
+              (err: unknown) => api.logger.warn({ err }, 'responses: retention clean-up failed'),
+            );
+          };
+          timer = setInterval(run, opts.retentionIntervalMs);
+          timer.unref();
+          run();
+        }
+      });
+      api.onClose(async () => {
+        if (timer !== null) clearInterval(timer);
+        await Promise.allSettled([...pending.values()]);
+      });
+    },
+  };
+}
+
+function providerOf(target: Target): string {
+  return typeof target.provider === 'string' ? target.provider : '';
+}
+
+function previousNotFound(id: string): GatewayError {
+  return new GatewayError('previous_response_not_found', `Previous response with id '${id}' not found.`, { param: 'previous_response_id' });
+}
+
+function isSse(response: GatewayResponse): boolean {
+  const type = response.headers['content-type'];
+  const value = Array.isArray(type) ? type[0] : type;
+  return typeof value === 'string' && value.toLowerCase().startsWith('text/event-stream');
+}
+
+function mergeWindows(extra: Record<string, Record<string, number>> | undefined) {
+  const data = bundledContextWindowData();
+  if (extra === undefined) return data;
+  const providers = { ...data.providers };
+  for (const [provider, models] of Object.entries(extra)) providers[provider] = { ...(providers[provider] ?? {}), ...models };
+  return { ...data, providers };
+}
+
+export default responsesDoor;

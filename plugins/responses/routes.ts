@@ -1,0 +1,152 @@
+import { GatewayError, jsonResponse, type PluginAPI, type RequestContext, requireScope, responses, type GatewayResponse } from '../../sdk/index.js';
+import { INCLUDE_VALUES } from './schema.js';
+import type { ResponseRepository } from './store.js';
+
+type Json = Record<string, unknown>;
+
+const INCLUDES: ReadonlySet<string> = new Set(INCLUDE_VALUES);
+const bad = (param: string, message: string) => new GatewayError('invalid_request', message, { param });
+
+/** Query parameters: repeated names (and `name[]`, as the SDKs send arrays) collected; unknown names are a 400. */
+function query(ctx: RequestContext, known: readonly string[]): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const [raw, value] of new URLSearchParams(ctx.query)) {
+    const name = raw.endsWith('[]') ? raw.slice(0, -2) : raw;
+    if (!known.includes(name)) throw bad(name, `Unknown query parameter '${name}'; this route takes ${known.join(', ')}.`);
+    out.set(name, [...(out.get(name) ?? []), value]);
+  }
+  return out;
+}
+
+/** `include` values, checked (a comma-separated value is split too). */
+function includes(q: Map<string, string[]>): Set<string> {
+  const out = new Set<string>();
+  for (const value of (q.get('include') ?? []).flatMap((v) => v.split(','))) {
+    if (value === '') continue;
+    if (!INCLUDES.has(value)) throw bad('include', `'include' must name one of: ${INCLUDE_VALUES.join(', ')} (got '${value}').`);
+    out.add(value);
+  }
+  return out;
+}
+
+/** Whether the request names a provider (then a response the gateway does not hold is asked of it). */
+const selectsProvider = (ctx: RequestContext): boolean =>
+  ctx.header('x-gateway-provider') !== undefined || ctx.header('x-gateway-virtual-key') !== undefined || ctx.header('x-gateway-config') !== undefined;
+
+/** Null (the generic proxy asks the selected provider) or, with none selected, a 404 naming the response. */
+function notHeld(ctx: RequestContext, id: string): null {
+  if (selectsProvider(ctx)) return null;
+  throw new GatewayError('not_found', `No stored response with id '${id}' in this workspace.`, { param: 'response_id' });
+}
+
+const one = (q: Map<string, string[]>, name: string): string | undefined => q.get(name)?.at(-1);
+
+/** An input item as listed: image URLs of input images only when `include` asks for them (as the Responses API does). */
+function listedItem(item: Json, withImages: boolean): Json {
+  if (withImages || item.type !== 'message' || !Array.isArray(item.content)) return item;
+  return { ...item, content: (item.content as Json[]).map((part) => (part.type === 'input_image' && part.image_url !== undefined ? { ...part, image_url: null } : part)) };
+}
+
+/**
+ * `GET /v1/responses/{id}` (`?stream=true` replays it as events),
+ * `DELETE /v1/responses/{id}` and `GET /v1/responses/{id}/input_items`, from
+ * the gateway's store, in the caller's workspace. A response the gateway does
+ * not hold is handed to the generic proxy when the request selects a provider
+ * (which may hold it: one created there directly, or in background mode);
+ * with none selected it is a 404.
+ */
+export function storedResponseRoutes(
+  api: PluginAPI,
+  path: string,
+  repository: () => ResponseRepository | null,
+  pendingWrite: (ctx: RequestContext, id: string) => Promise<void> | undefined,
+): void {
+  const find = async (ctx: RequestContext) => {
+    requireScope(ctx, 'completions.write');
+    const repo = repository();
+    const id = ctx.params!.response_id!;
+    if (repo === null) return null;
+    await pendingWrite(ctx, id);
+    return repo.get(ctx.auth?.workspaceId ?? '', id);
+  };
+
+  api.routes.add({
+    name: 'responses.retrieve',
+    method: 'GET',
+    path: `${path}/:response_id`,
+    kind: 'handler',
+    async handler(ctx): Promise<GatewayResponse | null> {
+      const q = query(ctx, ['include', 'stream', 'starting_after', 'include_obfuscation']);
+      includes(q);
+      const stored = await find(ctx);
+      if (stored === null) return notHeld(ctx, ctx.params!.response_id!);
+      const stream = one(q, 'stream');
+      if (stream !== undefined && stream !== 'true' && stream !== 'false') throw bad('stream', "'stream' must be true or false.");
+      if (stream === 'true') {
+        const after = one(q, 'starting_after');
+        const from = after === undefined ? -1 : Number(after);
+        if (!Number.isInteger(from)) throw bad('starting_after', "'starting_after' must be an integer (a sequence number).");
+        const events = responses.replayResponse(stored.response).split('\n\n').filter((e) => e !== '' && sequenceOf(e) > from);
+        return { status: 200, headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' }, body: events.map((e) => `${e}\n\n`).join(''), observers: null };
+      }
+      return jsonResponse(200, stored.response);
+    },
+  });
+
+  api.routes.add({
+    name: 'responses.delete',
+    method: 'DELETE',
+    path: `${path}/:response_id`,
+    kind: 'handler',
+    async handler(ctx) {
+      query(ctx, []);
+      requireScope(ctx, 'completions.write');
+      const repo = repository();
+      const id = ctx.params!.response_id!;
+      if (repo === null) return notHeld(ctx, id);
+      await pendingWrite(ctx, id);
+      if (!(await repo.delete(ctx.auth?.workspaceId ?? '', id))) return notHeld(ctx, id);
+      return jsonResponse(200, { id, object: 'response', deleted: true });
+    },
+  });
+
+  api.routes.add({
+    name: 'responses.input_items',
+    method: 'GET',
+    path: `${path}/:response_id/input_items`,
+    kind: 'handler',
+    async handler(ctx) {
+      const q = query(ctx, ['limit', 'order', 'after', 'before', 'include']);
+      const withImages = includes(q).has('message.input_image.image_url');
+      const limitText = one(q, 'limit') ?? '20';
+      const limit = Number(limitText);
+      if (!Number.isInteger(limit) || limit < 1 || limit > 100) throw bad('limit', "'limit' must be an integer from 1 to 100.");
+      const order = one(q, 'order') ?? 'desc';
+      if (order !== 'asc' && order !== 'desc') throw bad('order', "'order' must be asc or desc.");
+      const stored = await find(ctx);
+      if (stored === null) return notHeld(ctx, ctx.params!.response_id!);
+      let items = order === 'asc' ? stored.inputItems : [...stored.inputItems].reverse();
+      for (const [param, keepAfter] of [['after', true], ['before', false]] as const) {
+        const id = one(q, param);
+        if (id === undefined) continue;
+        const at = items.findIndex((item) => item.id === id);
+        if (at === -1) throw bad(param, `'${param}' names no input item of response '${stored.id}'.`);
+        items = keepAfter ? items.slice(at + 1) : items.slice(0, at);
+      }
+      const page = items.slice(0, limit).map((item) => listedItem(item, withImages));
+      return jsonResponse(200, {
+        object: 'list',
+        data: page,
+        first_id: (page[0]?.id as string | undefined) ?? null,
+        last_id: (page.at(-1)?.id as string | undefined) ?? null,
+        has_more: items.length > limit,
+      });
+    },
+  });
+}
+
+/** The `sequence_number` of one SSE event's data. */
+function sequenceOf(event: string): number {
+  const m = /"sequence_number":(\d+)/.exec(event);
+  return m === null ? -1 : Number(m[1]);
+}

@@ -1,0 +1,70 @@
+import type { BodyObserver, RequestContext } from '../../core/index.js';
+import { toGatewayUsage } from '../openai/translate.js';
+import { mergeCounts, usageFromCounts, type AnthropicCounts } from './usage.js';
+
+/** Larger non-stream bodies are not scanned for usage; the answer still goes out untouched. */
+const MAX_SCANNED_BYTES = 8 * 1024 * 1024;
+
+/**
+ * Reads the usage of a native Anthropic answer as it goes out (the Messages
+ * door's pass-through), into `ctx.usage` in the gateway's terms (prompt =
+ * input + cache writes + cache reads, cached = cache reads): a JSON message
+ * once it ended, or a stream's `message_start` and `message_delta` events
+ * (only `data:` lines that carry `"usage"` are parsed).
+ */
+export function anthropicUsageObserver(ctx: RequestContext, sse: boolean): BodyObserver {
+  const counts: AnthropicCounts = {};
+  let seen = false;
+  const take = (json: string) => {
+    try {
+      const data = JSON.parse(json) as { usage?: unknown; message?: { usage?: unknown } };
+      const usage = data.message?.usage ?? data.usage;
+      if (usage === undefined) return;
+      mergeCounts(counts, usage);
+      seen = true;
+    } catch {
+      /* not JSON: nothing to read */
+    }
+  };
+  const finish = () => {
+    if (seen) ctx.usage = toGatewayUsage(usageFromCounts(counts));
+  };
+  if (!sse) {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    return {
+      onChunk(chunk) {
+        size += chunk.length;
+        if (size <= MAX_SCANNED_BYTES) chunks.push(chunk);
+      },
+      onEnd(error) {
+        if (error !== null || size > MAX_SCANNED_BYTES) return;
+        take(Buffer.concat(chunks, size).toString('utf8'));
+        finish();
+      },
+    };
+  }
+  let partial = '';
+  const line = (l: string) => {
+    if (l.startsWith('data:') && l.includes('"usage"')) take(l.slice(5));
+  };
+  return {
+    onChunk(chunk) {
+      const text = partial + chunk.toString('utf8');
+      let start = 0;
+      let nl = text.indexOf('\n');
+      while (nl !== -1) {
+        line(text.slice(start, nl));
+        start = nl + 1;
+        nl = text.indexOf('\n', start);
+      }
+      partial = start === 0 ? text : text.slice(start);
+      if (partial.length > MAX_SCANNED_BYTES) partial = '';
+    },
+    onEnd() {
+      if (partial !== '') line(partial);
+      partial = '';
+      finish();
+    },
+  };
+}

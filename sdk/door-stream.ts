@@ -1,0 +1,105 @@
+import { Transform } from 'node:stream';
+import { GatewayError, readResponseBody, type GatewayResponse } from '../core/index.js';
+
+/**
+ * Turns one stream format into another as it flows (a chat completions
+ * stream into a front door's events). Each method returns the text to send.
+ */
+export interface DoorStreamTranslator {
+  /** Events sent before any upstream byte (e.g. `response.created`). */
+  start(): string;
+  push(chunk: Buffer): string;
+  /** The upstream ended cleanly: whatever closes the stream. */
+  end(): string;
+  /** The upstream broke off: the stream's own error events, so the client sees a complete stream. */
+  fail(message: string): string;
+}
+
+/** Response headers that describe the body being replaced. */
+const BODY_HEADERS = new Set(['content-type', 'content-length', 'content-encoding', 'transfer-encoding', 'etag']);
+
+/** An answer's headers without those describing its body (rate limits, request ids and retry hints stay). */
+export function headersWithout(headers: Record<string, string | string[]>): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const name in headers) if (!BODY_HEADERS.has(name)) out[name] = headers[name]!;
+  return out;
+}
+
+/**
+ * An answer whose body stream is translated chunk by chunk: nothing is held
+ * back or read whole, and backpressure flows through. The answer's own
+ * observers (usage readers of the adapter) still see every upstream chunk.
+ * If the upstream breaks off, the translator's failure events end the
+ * stream cleanly instead of a reset.
+ */
+export function translateStream(answer: GatewayResponse, translator: DoorStreamTranslator): GatewayResponse {
+  const source = answer.body as NodeJS.ReadableStream & { destroy(err?: Error): void; readableEnded?: boolean };
+  const observers = answer.observers;
+  let failed = false;
+  const transform = new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      if (observers !== null) for (const o of observers) o.onChunk(chunk);
+      let out: string;
+      try {
+        out = translator.push(chunk);
+      } catch (err) {
+        return done(err as Error);
+      }
+      done(null, out === '' ? undefined : out);
+    },
+    flush(done) {
+      if (failed) return done(null, translator.fail('The upstream connection broke off during the response.'));
+      if (observers !== null) for (const o of observers) o.onEnd?.(null);
+      try {
+        const out = translator.end();
+        done(null, out === '' ? undefined : out);
+      } catch (err) {
+        done(err as Error);
+      }
+    },
+  });
+  transform.push(translator.start());
+  source.on('error', (err: Error) => {
+    if (failed || transform.destroyed) return;
+    failed = true;
+    if (observers !== null) for (const o of observers) o.onEnd?.(err);
+    source.unpipe(transform);
+    // Ends the translated stream with the translator's failure events (see flush).
+    transform.end();
+  });
+  transform.on('close', () => {
+    if (source.readableEnded !== true) source.destroy();
+  });
+  source.pipe(transform);
+  const headers = headersWithout(answer.headers);
+  headers['content-type'] = 'text/event-stream; charset=utf-8';
+  headers['cache-control'] = 'no-cache';
+  return { status: answer.status, headers, body: transform, observers: null };
+}
+
+/**
+ * An answer's body read whole and parsed as JSON (a translated non-stream
+ * answer), its observers fed the bytes as if they had gone out. A body that
+ * is not JSON is a 502.
+ */
+export async function readAnswerJson(answer: GatewayResponse): Promise<unknown> {
+  const bytes = await readResponseBody(answer.body);
+  if (answer.observers !== null) {
+    for (const o of answer.observers) {
+      o.onChunk(bytes);
+      o.onEnd?.(null);
+    }
+  }
+  try {
+    return JSON.parse(bytes.toString('utf8'));
+  } catch {
+    throw new GatewayError('upstream_invalid_response', `The upstream answered ${answer.status} with a body that is not JSON.`);
+  }
+}
+
+/** Whether an answer is an SSE stream. */
+export function isEventStream(answer: GatewayResponse): boolean {
+  const type = answer.headers['content-type'];
+  const value = Array.isArray(type) ? type[0] : type;
+  return typeof value === 'string' && value.toLowerCase().startsWith('text/event-stream') && answer.body !== null && typeof answer.body === 'object' && !Buffer.isBuffer(answer.body);
+}

@@ -1,0 +1,11 @@
+/**
+ * The Responses API format (OpenAI's `POST /v1/responses`), translated to and
+ * from chat completions so every chat provider can serve it: the request, the
+ * response object, its event stream, and replays of stored objects. Pure
+ * functions and a stream writer; nothing here reads a request context.
+ */
+export { inputItems, toChatRequest, type ChatRequestOptions } from './request.js';
+export { finishStatus, fromChatCompletion, outputLogprobs, outputText, responseShell, responsesUsage, type ResponseMeta } from './answer.js';
+export { ResponseEventWriter, replayResponse } from './events.js';
+export { chatToResponsesStream } from './stream.js';
+export { responseId, responseItemId } from './ids.js';
