@@ -37,4 +37,4 @@ export { UpstreamClient } from './upstream/client.js';
 export { upstreamUrlProblem, withoutUserInfo } from './upstream/urls.js';
 export { allowEntryProblem, HostPolicy, isRefusedAddress } from './upstream/host-policy.js';
 export type * from './types.js';
-export type { InternalRequest, InternalResponse } from './pipeline.js';
+export type { DetachedRequest, DetachedResponse, InternalRequest, InternalResponse } from './pipeline.js';

@@ -8,7 +8,8 @@
  *   and the Anthropic and Gemini formats (as the `anthropic` and `gemini`
  *   namespaces);
  * - what several plugins build on: the guardrail check contract, the SQL
- *   store contract, the price list and per-request accounting.
+ *   store contract, sealing secrets at rest, the price list and per-request
+ *   accounting.
  *
  * Bundled plugins import this (and files of their own package), never
  * another plugin's files; a third-party plugin imports `ai-gateway/sdk`.
@@ -54,6 +55,7 @@ export { contentText, defineCheck, requestText, responseText, type CheckInput, t
 export { migrate, numberPlaceholders, splitStatements, sqlStore, type Migration, type SqlClient, type SqlStore } from './sql.js';
 export { sqliteClient } from './sqlite.js';
 export { randomHex, uuidv7, w3cTraceId } from './ids.js';
+export { createSecretBox, loadEncryptionKey, maskSecret, parseEncryptionKey, type LoadedKey, type SecretBox } from './secret-box.js';
 export { compilePattern, MAX_MATCH_COST, MAX_PATTERN_LENGTH, MAX_PATTERN_SIZE, PatternError, type Pattern } from './pattern.js';
 export { bundledPricing, bundledPricingData, costOf, pricingOf, PricingTable, readPricingData, type CostResult, type CostStatus, type ModelPrice, type PricingData } from './pricing/index.js';
 export { assembleSSE, type AssembledStream } from './observe/assemble.js';
