@@ -51,6 +51,7 @@ export {
 } from './rerank/shape.js';
 
 export { postTokenForm, type Send } from './oauth.js';
+export { nativeError, nativeFormat, readNative, resolveLeaf, selectedTarget, sendNative, type NativeCall, type NativeTarget, type ResourceKind } from './native.js';
 export { contentText, defineCheck, requestText, responseText, type CheckInput, type CheckResult, type GuardrailCheck } from './guardrails.js';
 export { migrate, numberPlaceholders, splitStatements, sqlStore, type Migration, type SqlClient, type SqlStore } from './sql.js';
 export { sqliteClient } from './sqlite.js';

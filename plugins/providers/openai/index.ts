@@ -37,6 +37,8 @@ export function openai(options: OpenAIOptions = {}): GatewayPlugin {
       completions: { path: '/completions', response: openAIFormatResponse },
       embeddings: { path: '/embeddings', response: openAIFormatResponse },
     },
+    // Files, batches and fine-tuning jobs at the same base URL, in OpenAI's own format (docs/batches.md).
+    resources: { files: 'openai', batches: 'openai', fineTuning: 'openai' },
   };
   return {
     name: PLUGIN_NAME,
