@@ -11,6 +11,8 @@ export interface BatchAnthropicMock {
   url: string;
   /** Texts of the requests answered, in order. */
   calls: string[];
+  /** Texts of the requests received, in order (a request is here before its answer is in `calls`). */
+  started: string[];
   /** How many calls are being answered now. */
   readonly active: number;
   /** The most that were answered at once. */
@@ -22,6 +24,7 @@ export interface BatchAnthropicMock {
 
 export async function startBatchAnthropicMock(delayMs = 0): Promise<BatchAnthropicMock> {
   const calls: string[] = [];
+  const started: string[] = [];
   let active = 0;
   let peak = 0;
   const state = { delayMs };
@@ -35,6 +38,7 @@ export async function startBatchAnthropicMock(delayMs = 0): Promise<BatchAnthrop
       }
       const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { model: string; messages: Array<{ content: string }> };
       const text = String(body.messages[0]?.content ?? '');
+      started.push(text);
       active++;
       peak = Math.max(peak, active);
       setTimeout(() => {
@@ -63,6 +67,7 @@ export async function startBatchAnthropicMock(delayMs = 0): Promise<BatchAnthrop
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     calls,
+    started,
     get active() {
       return active;
     },
