@@ -32,6 +32,10 @@ export async function s3FileStore(options: S3StoreOptions): Promise<FileStore> {
   const client = new s3.S3Client({
     region: options.region,
     forcePathStyle: options.forcePathStyle,
+    // Checksums only where S3 requires them: the SDK's default sends streamed bodies aws-chunked with a trailing
+    // CRC, which many S3-compatible servers store as it is (framing and all) instead of decoding.
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
     ...(options.endpoint === undefined ? {} : { endpoint: options.endpoint }),
     ...(credentials === undefined ? {} : { credentials }),
   });
