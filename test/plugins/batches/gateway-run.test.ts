@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startTestServer } from '../../helpers/gateway.js';
 import { startBatchAnthropicMock, type BatchAnthropicMock } from '../../mocks/batch-anthropic.js';
-import { anthropicHeaders, batchConfig, batchFile, fileLines, json, upload, waitForBatch } from './helpers.js';
+import { anthropicHeaders, batchConfig, batchFile, batchLogs, fileLines, json, upload, waitForBatch } from './helpers.js';
 
 let mock: BatchAnthropicMock;
 let gw: Awaited<ReturnType<typeof startTestServer>>;
@@ -76,9 +76,10 @@ describe('a gateway-run batch of 200 lines on Anthropic', () => {
     expect(meta).toMatchObject({ id: batch.output_file_id, object: 'file', purpose: 'batch_output' });
 
     // The lines were logged as the creator's requests, with the batch in their metadata.
-    const logs = await json(await fetch(`${gw.url}/v1/logs?metadata.batch_id=${batch.id}&limit=300`, { headers }));
-    expect(logs.data.length).toBeGreaterThan(0);
-    expect(logs.data[0].metadata).toMatchObject({ team: 'evals', batch_id: batch.id });
+    const logs = await batchLogs(gw.url, batch.id, headers, 200);
+    expect(logs).toHaveLength(200);
+    expect(logs[0]!.metadata).toMatchObject({ team: 'evals', batch_id: batch.id });
+    expect(logs.every((e) => e.provider === 'anthropic' && e.api_key_id !== null)).toBe(true);
 
     // The provider key is sealed at rest and never shown.
     const db = new Database(join(dataDir, 'gateway.db'), { readonly: true });

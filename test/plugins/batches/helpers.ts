@@ -62,3 +62,13 @@ export async function fileLines(url: string, id: string, headers: Record<string,
   expect(res.status, text).toBe(200);
   return text.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Json);
 }
+
+/** The log entries of a batch's lines, once the log store (which writes in the background) holds `count` of them. */
+export async function batchLogs(url: string, batchId: string, headers: Record<string, string>, count: number): Promise<Json[]> {
+  let data: Json[] = [];
+  for (let i = 0; i < 100 && data.length < count; i++) {
+    data = (await json(await fetch(`${url}/v1/logs?metadata.batch_id=${batchId}&limit=500`, { headers }))).data as Json[];
+    if (data.length < count) await new Promise((r) => setTimeout(r, 50));
+  }
+  return data;
+}
