@@ -63,6 +63,9 @@ export interface RunnerDeps {
   options: RunnerOptions;
 }
 
+/** Thrown inside a transaction to roll it back when the batch moved on (cancelled) meanwhile. */
+const CHANGED = new Error('the batch changed while it was validated');
+
 /** The output file of a batch keeps the same id if its writing is redone after a crash. */
 export const outputFileId = (batchId: string) => `file-gw-${batchId.slice('batch-gw-'.length)}-output`;
 export const errorFileId = (batchId: string) => `file-gw-${batchId.slice('batch-gw-'.length)}-errors`;
@@ -291,12 +294,16 @@ export class BatchRunner {
       return;
     }
     const at = now();
-    await db().transaction(async (tx) => {
-      // The status moves first: a batch cancelled meanwhile rolls the lines back with it.
-      const moved = await updateLeasedBatch(tx, id, this.instance, 'validating', { status: 'in_progress', in_progress_at: at, total: entries.length, lease_owner: null, lease_until: null });
-      if (!moved) throw new Error('the batch changed while it was validated');
-      await replaceLines(tx, id, entries, at);
-    });
+    await db()
+      .transaction(async (tx) => {
+        // The status moves first: a batch cancelled meanwhile rolls the lines back with it (and stays cancelling).
+        const moved = await updateLeasedBatch(tx, id, this.instance, 'validating', { status: 'in_progress', in_progress_at: at, total: entries.length, lease_owner: null, lease_until: null });
+        if (!moved) throw CHANGED;
+        await replaceLines(tx, id, entries, at);
+      })
+      .catch((err: unknown) => {
+        if (err !== CHANGED) throw err;
+      });
   }
 
   /**

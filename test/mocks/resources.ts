@@ -75,7 +75,7 @@ export async function startResourcesMock(flavour: 'openai' | 'azure'): Promise<R
       const chunks: Buffer[] = [];
       bb.on('field', (name, value) => name === 'purpose' && (purpose = value));
       bb.on('file', (_name, stream, info) => {
-        filename = info.filename;
+        filename = info.filename ?? '';
         stream.on('data', (c: Buffer) => chunks.push(c));
       });
       bb.on('close', () => {
