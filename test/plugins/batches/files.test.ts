@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { GATEWAY_KEY, startTestServer } from '../../helpers/gateway.js';
+import { BOOTSTRAP_KEY, GATEWAY_KEY, startTestServer } from '../../helpers/gateway.js';
 import { batchConfig, batchFile, json, upload, waitForBatch } from './helpers.js';
 
 let gw: Awaited<ReturnType<typeof startTestServer>>;
@@ -130,5 +130,42 @@ describe('creating a gateway-run batch: bad input', () => {
     const next = await json(await fetch(`${gw.url}/v1/batches?limit=1&after=${page.last_id}`, { headers }));
     expect(next.data[0].id < page.data[0].id).toBe(true);
     expect((await json(await fetch(`${gw.url}/v1/batches/batch-gw-00000000000000000000000000000000`, { headers }), 404)).error).toMatchObject({ param: 'batch_id' });
+  });
+});
+
+describe('workspaces', () => {
+  test('a workspace key sees only its workspace’s files and batches; another workspace gets 404s', async () => {
+    const admin = async (path: string, body: unknown) =>
+      json(await fetch(`${gw.url}/v1${path}`, { method: 'POST', headers: { 'x-gateway-api-key': BOOTSTRAP_KEY, 'content-type': 'application/json' }, body: JSON.stringify(body) }));
+    const keyOf = async (slug: string) => {
+      const ws = await admin('/workspaces', { name: slug, slug });
+      return (await admin('/api-keys', { type: 'workspace-service', name: `${slug} key`, workspace_id: ws.id, scopes: ['completions.write'] })).key as string;
+    };
+    const a = { 'x-gateway-api-key': await keyOf('files-a') };
+    const b = { 'x-gateway-api-key': await keyOf('files-b') };
+    const file = await json(await upload(gw.url, batchFile(1), 'batch', a));
+    const batch = await json(
+      await fetch(`${gw.url}/v1/batches`, {
+        method: 'POST',
+        headers: { ...a, 'x-gateway-provider': 'anthropic', authorization: 'Bearer k', 'content-type': 'application/json' },
+        body: JSON.stringify({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '1h' }),
+      }),
+    );
+    expect((await json(await fetch(`${gw.url}/v1/files`, { headers: a }))).data.map((f: { id: string }) => f.id)).toEqual([file.id]);
+    expect((await json(await fetch(`${gw.url}/v1/files`, { headers: b }))).data).toEqual([]);
+    await json(await fetch(`${gw.url}/v1/files/${file.id}`, { headers: b }), 404);
+    await json(await fetch(`${gw.url}/v1/files/${file.id}/content`, { headers: b }), 404);
+    await json(await fetch(`${gw.url}/v1/files/${file.id}`, { method: 'DELETE', headers: b }), 404);
+    await json(await fetch(`${gw.url}/v1/batches/${batch.id}`, { headers: b }), 404);
+    await json(await fetch(`${gw.url}/v1/batches/${batch.id}/cancel`, { method: 'POST', headers: b }), 404);
+    expect((await json(await fetch(`${gw.url}/v1/batches`, { headers: b }))).data).toEqual([]);
+    expect((await json(await fetch(`${gw.url}/v1/batches/${batch.id}`, { headers: a }))).id).toBe(batch.id);
+    // Nor can another workspace start a batch on it.
+    const other = await fetch(`${gw.url}/v1/batches`, {
+      method: 'POST',
+      headers: { ...b, 'x-gateway-provider': 'anthropic', authorization: 'Bearer k', 'content-type': 'application/json' },
+      body: JSON.stringify({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '1h' }),
+    });
+    expect((await json(other, 404)).error).toMatchObject({ param: 'input_file_id' });
   });
 });
