@@ -10,6 +10,7 @@ import {
   type Target,
   type UpstreamRequest,
   type UpstreamResponse,
+  upstreamBodyError,
 } from '../core/index.js';
 import { errorAnswer, readJson } from './openai/translate.js';
 
@@ -130,7 +131,13 @@ export async function readNative(upstream: UpstreamResponse): Promise<{ ok: true
     }
     return { ok: false, response: nativeError(upstream, json) };
   }
-  const value = await readJson(upstream);
+  let value: unknown;
+  try {
+    value = await readJson(upstream);
+  } catch (err) {
+    // A body that stalls or breaks off is a 504 or 502, as on any route, not a 500.
+    throw upstreamBodyError(err) ?? err;
+  }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new GatewayError('upstream_invalid_response', `The provider answered ${upstream.status} with JSON that is not an object.`);
   }
