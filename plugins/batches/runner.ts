@@ -141,6 +141,7 @@ export class BatchRunner {
   #timer: NodeJS.Timeout | null = null;
   #heartbeat: NodeJS.Timeout | null = null;
   #ticking = false;
+  #tick$: Promise<void> = Promise.resolve();
   #again = false;
   #stopped = false;
 
@@ -172,7 +173,7 @@ export class BatchRunner {
       return;
     }
     this.#ticking = true;
-    this.#tick()
+    this.#tick$ = this.#tick()
       .catch((err: unknown) => this.#deps.logger.warn({ err }, 'batches: looking at the queue failed'))
       .finally(() => {
         this.#ticking = false;
@@ -193,6 +194,7 @@ export class BatchRunner {
     this.#stopped = true;
     if (this.#timer !== null) clearInterval(this.#timer);
     if (this.#heartbeat !== null) clearInterval(this.#heartbeat);
+    await this.#tick$;
     const busy = () => Promise.all([...[...this.#inFlight.values()].map((f) => f.done), ...this.#steps.values()]);
     await Promise.race([busy(), delay(this.#deps.options.drainMs)]);
     for (const f of this.#inFlight.values()) f.abort.abort();
@@ -224,6 +226,11 @@ export class BatchRunner {
         const free = concurrency - this.#inFlight.size;
         let claimed: ClaimedLine[] = [];
         if (free > 0) claimed = await claimLines(db, b.id, this.instance, now + leaseMs, now, free);
+        if (this.#stopped) {
+          // Stopped while claiming: hand them straight back, unstarted.
+          for (const line of claimed) await releaseLine(db, b.id, line.line, this.instance, now, true);
+          return;
+        }
         for (const line of claimed) this.#runLine(b.id, line);
         if (claimed.length === 0 && leaseFree && ![...this.#inFlight.values()].some((f) => f.batchId === b.id)) {
           const left = await remainingLines(db, b.id, now);

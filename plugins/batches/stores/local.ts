@@ -1,5 +1,5 @@
 import { createReadStream } from 'node:fs';
-import { mkdir, open, rename, unlink } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { checkKey, type FileStore } from './types.js';
@@ -12,6 +12,7 @@ import { checkKey, type FileStore } from './types.js';
 export async function localFileStore(dir: string): Promise<FileStore> {
   const tmpDir = join(dir, '.tmp');
   await mkdir(tmpDir, { recursive: true });
+  await sweep(tmpDir, Date.now() - STALE_TEMP_MS);
   const path = (key: string) => join(dir, checkKey(key));
   return {
     kind: 'local',
@@ -50,4 +51,16 @@ export async function localFileStore(dir: string): Promise<FileStore> {
 /** A read stream of a temp file (for an upload sent on to a provider). */
 export function tempReadStream(tempPath: string): Readable {
   return createReadStream(tempPath);
+}
+
+/** Temp files older than this are leftovers of uploads a crash interrupted. */
+const STALE_TEMP_MS = 3_600_000;
+
+/** Removes leftover temp files (at start: an upload in progress is never that old). */
+async function sweep(tmpDir: string, before: number): Promise<void> {
+  for (const name of await readdir(tmpDir)) {
+    const path = join(tmpDir, name);
+    const info = await stat(path).catch(() => null);
+    if (info !== null && info.isFile() && info.mtimeMs < before) await unlink(path).catch(() => undefined);
+  }
 }
