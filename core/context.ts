@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import type { Readable } from 'node:stream';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { GatewayError } from './errors.js';
@@ -37,6 +38,8 @@ export class RequestContext {
 
   /** Request bytes as received (null when the route ignores the body). */
   rawBody: Buffer | null = null;
+  /** The body as it arrives, unread, for `stream` routes (uploads); null otherwise. */
+  bodyStream: Readable | null = null;
   /** Parsed JSON body for `json` routes. */
   body: Record<string, unknown> | null = null;
   /** Set by a plugin that changed `body`, so the transport re-serialises it instead of sending `rawBody`. */

@@ -154,6 +154,10 @@ export function createGateway(init: CreateGatewayOptions): Gateway {
       if (pipelineRef === null) return Promise.reject(new Error('internalRequest is only valid after boot'));
       return pipelineRef.internal(request);
     },
+    runRequest(request) {
+      if (pipelineRef === null) return Promise.reject(new Error('runRequest is only valid after boot'));
+      return pipelineRef.detached(request);
+    },
     onReady(fn) {
       duringBoot('onReady');
       readyFns.push(fn);

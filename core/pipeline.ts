@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { inject, injectable } from 'tsyringe';
@@ -11,8 +11,8 @@ import { errorResponse, readResponseBody, writeResponse } from './http/write-res
 import type { Registries } from './plugin.js';
 import type { RouteTable } from './router.js';
 import { TOKENS } from './tokens.js';
-import type { Dispatch, GatewayOptions, GatewayResponse, Target } from './types.js';
-import type { UpstreamClient } from './upstream/client.js';
+import type { AuthInfo, Dispatch, GatewayOptions, GatewayResponse, Target } from './types.js';
+import { upstreamBodyError, type UpstreamClient } from './upstream/client.js';
 import { createTransport } from './upstream/transport.js';
 
 /** A request the gateway makes itself; see `Pipeline.internal`. */
@@ -29,6 +29,37 @@ export interface InternalResponse {
   status: number;
   /** Parsed JSON answer, or null when it was not JSON. */
   body: unknown;
+}
+
+/**
+ * A request the gateway runs on a caller's behalf after the caller's own
+ * request ended (a line of a gateway-run batch): see `Pipeline.detached`.
+ */
+export interface DetachedRequest {
+  /** Path of a provider route, e.g. `/v1/chat/completions`. */
+  path: string;
+  /** Headers as the caller sent them (metadata, workspace, forwarded headers); the gateway key is not needed. */
+  headers: IncomingHttpHeaders;
+  /** The JSON body. */
+  body: Record<string, unknown>;
+  /** Who it runs for, as authenticated when the work was accepted. */
+  auth: AuthInfo | null;
+  /** The routing target, as resolved when the work was accepted; null resolves it from `headers` now. */
+  target: Target | null;
+  /** Aborts the request (the runner is shutting down). */
+  signal?: AbortSignal | null;
+}
+
+export interface DetachedResponse {
+  status: number;
+  headers: Record<string, string | string[]>;
+  /** The answer, read whole. */
+  body: Buffer;
+  traceId: string | null;
+  /** Upstream calls made: 0 when the gateway answered on its own (validation, a limit, a guardrail, a cache hit). */
+  attempts: number;
+  /** The error the gateway answered with, if it raised one. */
+  error: GatewayError | null;
 }
 
 
@@ -170,7 +201,8 @@ export class Pipeline {
     }
 
     const bodyMode = route.body ?? (ctx.method === 'GET' || ctx.method === 'DELETE' ? 'none' : 'json');
-    if (bodyMode !== 'none') {
+    if (bodyMode === 'stream') ctx.bodyStream = req;
+    else if (bodyMode !== 'none') {
       ctx.rawBody = await readBody(req, this.options.maxBodyBytes);
       if (bodyMode === 'json') {
         const body = parseJsonObject(ctx.rawBody, this.options.maxJsonDepth);
@@ -250,6 +282,51 @@ export class Pipeline {
   }
 
   /**
+   * A client's request run later, without its connection (a line of a
+   * gateway-run batch): the whole lifecycle after auth, as if the caller had
+   * sent it now with the given auth and target: request hook (trace ids,
+   * metadata), the route's before hooks (validation, limits, guardrails,
+   * cache), strategy, interceptors and transport, after hooks, the answer read
+   * whole, and the log hook (with cost). Never throws: a refusal comes back as
+   * its status and envelope. Not counted in `inFlight`: its owner drains it.
+   */
+  async detached(request: DetachedRequest): Promise<DetachedResponse> {
+    const used = this.#used!;
+    const ctx = new RequestContext('POST', request.path, request.headers, request.signal ?? null, this.logger);
+    let response: GatewayResponse;
+    let bytes: Buffer;
+    try {
+      if (used.request) this.hooks.request.call(ctx);
+      const match = this.routes.match('POST', ctx.path);
+      if (match === null || match === 'method_not_allowed' || match.route.kind !== 'provider' || this.routes.isFallback(match.route)) {
+        throw new GatewayError('invalid_request', `POST ${ctx.path} is not a route the gateway can run on its own.`, { param: 'url' });
+      }
+      ctx.route = match.route;
+      ctx.params = match.params;
+      ctx.auth = request.auth;
+      ctx.body = request.body;
+      ctx.rawBody = Buffer.from(JSON.stringify(request.body));
+      if (typeof request.body.model === 'string') ctx.model = request.body.model;
+      ctx.stream = request.body.stream === true;
+      const target = request.target ?? (used.resolveProvider ? await this.hooks.resolveProvider.promise(ctx) : undefined) ?? this.defaultTarget(ctx);
+      ctx.target = target;
+      let answer = used.beforeRequest ? await this.hooks.beforeRequest.promise(ctx) : undefined;
+      if (answer === undefined) answer = await this.runTarget(ctx, target, '');
+      if (used.afterResponse) answer = await this.hooks.afterResponse.promise(answer, ctx);
+      response = answer;
+      bytes = await readWhole(ctx, response);
+    } catch (err) {
+      response = this.failure(ctx, upstreamBodyError(err) ?? err);
+      bytes = await readResponseBody(response.body);
+    }
+    for (const name in ctx.responseHeaders) response.headers[name] = ctx.responseHeaders[name]!;
+    ctx.status = response.status;
+    ctx.latencyMs = performance.now() - ctx.startedAt;
+    if (used.log) this.hooks.log.promise(ctx).catch((err: unknown) => this.logger.error({ err }, 'a log hook failed'));
+    return { status: response.status, headers: response.headers, body: bytes, traceId: ctx.traceId, attempts: ctx.attempts.length, error: ctx.error };
+  }
+
+  /**
    * Runs a target: through its strategy when it has children, else one leaf:
    * resolveTarget, then the interceptor chain around the transport.
    * Strategies call back here for children, with paths built by `childPath`. The root's path is ''.
@@ -288,4 +365,25 @@ export class Pipeline {
       param: 'x-gateway-provider',
     });
   }
+}
+
+/** Reads an answer whole, feeding its observers (usage, cache capture) as a client's write would. */
+async function readWhole(ctx: RequestContext, response: GatewayResponse): Promise<Buffer> {
+  const observers = response.observers;
+  let bytes: Buffer;
+  try {
+    bytes = await readResponseBody(response.body);
+  } catch (err) {
+    if (observers !== null) for (const o of observers) o.onEnd?.(err as Error);
+    ctx.aborted = true;
+    throw err;
+  }
+  ctx.firstByteMs = performance.now() - ctx.startedAt;
+  if (observers !== null) {
+    for (const o of observers) {
+      if (bytes.length > 0) o.onChunk(bytes);
+      o.onEnd?.(null);
+    }
+  }
+  return bytes;
 }

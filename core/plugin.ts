@@ -7,7 +7,7 @@ import type { RouteTable } from './router.js';
 import type { ServiceToken } from './tokens.js';
 import type { Interceptor, Provider, Strategy, GatewayOptions } from './types.js';
 import type { UpstreamClient } from './upstream/client.js';
-import type { InternalRequest, InternalResponse } from './pipeline.js';
+import type { DetachedRequest, DetachedResponse, InternalRequest, InternalResponse } from './pipeline.js';
 
 /**
  * A plugin: a name and an `apply` that registers taps, routes, providers,
@@ -82,6 +82,15 @@ export interface PluginAPI extends Registries {
    * Only valid once boot has finished.
    */
   internalRequest(request: InternalRequest): Promise<InternalResponse>;
+  /**
+   * Runs a client's request later, without its connection (a line of a
+   * gateway-run batch): the whole lifecycle after auth (before hooks, strategy,
+   * interceptors, transport, after hooks, log) with the auth and target the
+   * work was accepted with; the answer is read whole. Never throws: refusals
+   * come back as their status and envelope. Not counted among the requests
+   * `close` waits for: the caller drains its own. Only valid once boot has finished.
+   */
+  runRequest(request: DetachedRequest): Promise<DetachedResponse>;
   /** Async set-up, awaited before the first request is served. */
   onReady(fn: () => void | Promise<void>): void;
   /** Tear-down on close, run in reverse registration order after in-flight requests ended. */

@@ -93,6 +93,15 @@ export interface UpstreamRequest {
   body: Buffer | string | null;
 }
 
+/**
+ * A request whose body may be a stream, sent as it is read (a file upload to a
+ * provider): `UpstreamClient.send` takes it. A stream cannot be sent twice, so
+ * only a call that is never retried uses one.
+ */
+export interface StreamingUpstreamRequest extends Omit<UpstreamRequest, 'body'> {
+  body: Buffer | string | Readable | null;
+}
+
 /** What the HTTP client returns: status, headers, and a body stream not yet read. */
 export interface UpstreamResponse {
   status: number;
@@ -149,6 +158,28 @@ export interface Provider {
   prepare?(request: UpstreamRequest, target: Target, ctx: RequestContext): void | Promise<void>;
   /** Shaped routes this provider serves, keyed by route name. */
   routes: Partial<Record<string, ProviderRoute>>;
+  /** OpenAI-style resource APIs it serves itself (files, batches, fine-tuning jobs); absent when none. */
+  resources?: ProviderResources;
+}
+
+/**
+ * The OpenAI-style resource APIs a provider serves natively, for the plugins
+ * that shape them (`batches`, `fine-tuning`; docs/batches.md). Each value
+ * names the wire format of that API, which the shaping plugin knows: `openai`
+ * for OpenAI's own (OpenAI, Azure OpenAI), `mistral` for Mistral's
+ * fine-tuning jobs. A provider without one of them has the gateway run it
+ * (batches, files) or refuses it (fine-tuning).
+ */
+export interface ProviderResources {
+  files?: string;
+  batches?: string;
+  fineTuning?: string;
+  /**
+   * The URL of an OpenAI-style path with its query (`/files?limit=2`,
+   * `/batches/batch_1/cancel`), for a target. Default: the base URL and the path.
+   * May throw a GatewayError naming a missing target field.
+   */
+  url?(path: string, target: Target, ctx: RequestContext): string;
 }
 
 /** Sends one request to one concrete target. Interceptors wrap it; strategies call it. */
@@ -185,8 +216,11 @@ export interface RouteDefinition {
   sensitive?: boolean;
   /** Whether the auth hook runs. Default true. */
   auth?: boolean;
-  /** `json` parses the body (400 on bad JSON); `raw` keeps the bytes; `none` ignores it. Default `json` for POST/PUT/PATCH. */
-  body?: 'json' | 'raw' | 'none';
+  /**
+   * `json` parses the body (400 on bad JSON); `raw` keeps the bytes; `none` ignores it; `stream` leaves it
+   * unread in `ctx.bodyStream` for the handler to consume as it arrives (uploads). Default `json` for POST/PUT/PATCH.
+   */
+  body?: 'json' | 'raw' | 'none' | 'stream';
   /**
    * `provider`: runs resolve → before → strategy → transport → after.
    * `handler`: runs `handler` after auth (control plane, health).

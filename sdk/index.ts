@@ -8,7 +8,8 @@
  *   and the Anthropic and Gemini formats (as the `anthropic` and `gemini`
  *   namespaces);
  * - what several plugins build on: the guardrail check contract, the SQL
- *   store contract, the price list and per-request accounting.
+ *   store contract, sealing secrets at rest, the price list and per-request
+ *   accounting.
  *
  * Bundled plugins import this (and files of their own package), never
  * another plugin's files; a third-party plugin imports `ai-gateway/sdk`.
@@ -52,10 +53,12 @@ export {
 } from './rerank/shape.js';
 
 export { postTokenForm, type Send } from './oauth.js';
+export { nativeError, nativeFormat, readNative, resolveLeaf, selectedTarget, sendNative, type NativeCall, type NativeTarget, type ResourceKind } from './native.js';
 export { contentText, defineCheck, requestText, responseText, type CheckInput, type CheckResult, type GuardrailCheck } from './guardrails.js';
 export { migrate, numberPlaceholders, splitStatements, sqlStore, type Migration, type SqlClient, type SqlStore } from './sql.js';
 export { sqliteClient } from './sqlite.js';
 export { randomHex, uuidv7, w3cTraceId } from './ids.js';
+export { createSecretBox, loadEncryptionKey, maskSecret, parseEncryptionKey, type LoadedKey, type SecretBox } from './secret-box.js';
 export { compilePattern, MAX_MATCH_COST, MAX_PATTERN_LENGTH, MAX_PATTERN_SIZE, PatternError, type Pattern } from './pattern.js';
 export {
   bundledContextWindowData,

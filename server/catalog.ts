@@ -72,6 +72,14 @@ export const CATALOG: Readonly<Record<string, Loader>> = Object.freeze({
     (await import('../plugins/control-plane/index.js')).controlPlane({ dataDir: env.dataDir, encryptionKey: env.encryptionKey, bootstrapKey: env.bootstrapKey, ...options }),
   redis: async (options, env) =>
     (await import('../plugins/stores/redis/index.js')).redisStore({ url: env.redisUrl ?? '', ...(env.redisPrefix === undefined ? {} : { keyPrefix: env.redisPrefix }), ...options }),
+  batches: async (options, env) =>
+    (await import('../plugins/batches/index.js')).batches({
+      dataDir: env.dataDir,
+      encryptionKey: env.encryptionKey,
+      ...(env.filesS3 === undefined ? {} : { files: { s3: env.filesS3 } }),
+      ...options,
+    }),
+  'fine-tuning': async (options) => (await import('../plugins/fine-tuning/index.js')).fineTuning(options),
   // The memory store's counters are kept in the data dir across restarts (a Redis store needs no file).
   limits: async (options, env) => {
     const { limits } = await import('../plugins/limits/index.js');

@@ -55,6 +55,9 @@ export const DEFAULT_CONFIG: ServerConfig = {
     // Off (no tap, nothing loaded) unless OTEL_EXPORTER_OTLP_ENDPOINT or a per-signal endpoint is set.
     { name: 'otel' },
     { name: 'request-log' },
+    // Last, so they close first: batch lines still in flight at shutdown finish (and are logged) before the stores close.
+    { name: 'batches' },
+    { name: 'fine-tuning' },
   ],
 };
 

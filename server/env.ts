@@ -28,6 +28,8 @@ export interface ServerEnv {
   bootstrapKey: string | undefined;
   /** GATEWAY_REQUEST_LOG: which requests the `request-log` plugin writes a stdout line for (`all`, `failures`, `auto`). */
   requestLog: 'all' | 'failures' | 'auto' | undefined;
+  /** GATEWAY_FILES_S3_BUCKET (with _PREFIX, _REGION, _ENDPOINT): the `batches` plugin keeps files in this S3-compatible bucket instead of the data dir. */
+  filesS3: { bucket: string; prefix?: string; region?: string; endpoint?: string } | undefined;
   /** The OTEL_* variables (undefined when none is set): the `otel` plugin's defaults, so a server started with its own env ignores the process's. */
   otel: Record<string, string> | undefined;
 }
@@ -57,6 +59,14 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): ServerEnv {
     bootstrapKey: env.GATEWAY_BOOTSTRAP_KEY || undefined,
     requestLog: requestLogLines(env.GATEWAY_REQUEST_LOG),
     otel: otelVariables(env),
+    filesS3: env.GATEWAY_FILES_S3_BUCKET
+      ? {
+          bucket: env.GATEWAY_FILES_S3_BUCKET,
+          ...(env.GATEWAY_FILES_S3_PREFIX ? { prefix: env.GATEWAY_FILES_S3_PREFIX } : {}),
+          ...(env.GATEWAY_FILES_S3_REGION ? { region: env.GATEWAY_FILES_S3_REGION } : {}),
+          ...(env.GATEWAY_FILES_S3_ENDPOINT ? { endpoint: env.GATEWAY_FILES_S3_ENDPOINT } : {}),
+        }
+      : undefined,
   };
 }
 

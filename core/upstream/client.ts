@@ -1,7 +1,7 @@
 import type { Agent as AgentType } from 'undici';
 import { Agent, errors as undiciErrors, request as undiciRequest } from './undici.js';
 import { GatewayError } from '../errors.js';
-import type { OutboundOptions, UpstreamRequest, UpstreamResponse } from '../types.js';
+import type { OutboundOptions, StreamingUpstreamRequest, UpstreamResponse } from '../types.js';
 import { policyConnector } from './connect.js';
 import { HostPolicy } from './host-policy.js';
 import type { UpstreamSignal } from './signal.js';
@@ -57,8 +57,8 @@ export class UpstreamClient {
     this.#policy.check(url, param);
   }
 
-  /** Sends a request; resolves when the upstream's headers arrived. The body is left unread. */
-  async send(request: UpstreamRequest, signal: AbortSignal | UpstreamSignal | null, headersTimeoutMs?: number): Promise<UpstreamResponse> {
+  /** Sends a request; resolves when the upstream's headers arrived. The body is left unread. A stream body is sent as it is read. */
+  async send(request: StreamingUpstreamRequest, signal: AbortSignal | UpstreamSignal | null, headersTimeoutMs?: number): Promise<UpstreamResponse> {
     const slash = request.url.indexOf('/', request.url.indexOf('//') + 2);
     const origin = slash === -1 ? request.url : request.url.slice(0, slash);
     const path = slash === -1 ? '/' : request.url.slice(slash);

@@ -270,3 +270,43 @@ describe('clients that leave early', () => {
     await gw.close();
   });
 });
+
+describe('runRequest: a request run later, without its connection (a batch line)', () => {
+  test('goes through before hooks, the target, after hooks and the log hook with the given auth; answers read whole; refusals are answers, not throws', async () => {
+    const events: string[] = [];
+    let api: Parameters<GatewayPlugin['apply']>[0] | null = null;
+    const probe: GatewayPlugin = {
+      name: 'probe',
+      apply(a) {
+        api = a;
+        a.hooks.beforeRequest.tap('probe', (ctx) => void events.push(`before:${ctx.auth?.keyId}`));
+        a.hooks.afterResponse.tap('probe', (response) => {
+          events.push(`after:${response.status}`);
+          return response;
+        });
+        a.hooks.log.tap('probe', (ctx) => void events.push(`log:${ctx.status}:${ctx.auth?.keyId}`));
+      },
+    };
+    const gw = await serveGateway({ plugins: [openai(), probe] });
+    await gw.gateway.ready;
+    const auth = { keyId: 'batch-owner', workspaceId: null, scopes: ['*'] };
+    const answer = await api!.runRequest({ path: '/v1/chat/completions', headers: {}, body: chat, auth, target: { provider: 'openai', custom_host: mock.baseURL } });
+    expect(answer.status).toBe(200);
+    expect(answer.attempts).toBe(1);
+    expect(answer.error).toBeNull();
+    expect(JSON.parse(answer.body.toString()).object).toBe('chat.completion');
+    await new Promise((r) => setTimeout(r, 10));
+    expect(events).toEqual(['before:batch-owner', 'after:200', 'log:200:batch-owner']);
+
+    const refused = await api!.runRequest({ path: '/v1/nothing', headers: {}, body: {}, auth, target: null });
+    expect(refused.status).toBe(400);
+    expect(refused.attempts).toBe(0);
+    expect(JSON.parse(refused.body.toString()).error).toMatchObject({ code: 'invalid_request', param: 'url' });
+
+    const controller = new AbortController();
+    controller.abort();
+    const aborted = await api!.runRequest({ path: '/v1/chat/completions', headers: {}, body: chat, auth, target: { provider: 'openai', custom_host: mock.baseURL }, signal: controller.signal });
+    expect(aborted.status).toBe(499);
+    await gw.close();
+  });
+});

@@ -58,7 +58,13 @@ describe('server config', () => {
   test('the default logs every request: the log store (in the default SQLite store), its routes and /metrics come after the proxy and before the stdout line', () => {
     const names = DEFAULT_CONFIG.plugins.map((p) => p.name);
     expect(names.indexOf('sqlite')).toBeLessThan(names.indexOf('log-store'));
-    expect(names.slice(names.indexOf('proxy'))).toEqual(['proxy', 'log-store', 'log-api', 'metrics', 'otel', 'request-log']);
+    expect(names.slice(names.indexOf('proxy'))).toEqual(['proxy', 'log-store', 'log-api', 'metrics', 'otel', 'request-log', 'batches', 'fine-tuning']);
+  });
+
+  test('batches come after the SQL and log stores, so they close first: lines in flight at shutdown are recorded and logged', () => {
+    const names = DEFAULT_CONFIG.plugins.map((p) => p.name);
+    expect(names.indexOf('batches')).toBeGreaterThan(names.indexOf('sqlite'));
+    expect(names.indexOf('batches')).toBeGreaterThan(names.indexOf('log-store'));
   });
 
   test('a valid file is parsed', async () => {

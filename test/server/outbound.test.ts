@@ -107,9 +107,19 @@ describe('the bundled server refuses private hosts by default', () => {
 
   test('the generic proxy', async () => {
     const seen = mock.requests.length;
-    await expectRefused(await call(gw.url, { 'x-gateway-provider': 'openai', 'x-gateway-custom-host': mock.baseURL }, { method: 'GET', path: '/v1/fine_tuning/jobs' }), mockHost, 'x-gateway-custom-host');
+    await expectRefused(await call(gw.url, { 'x-gateway-provider': 'openai', 'x-gateway-custom-host': mock.baseURL }, { method: 'GET', path: '/v1/assistants' }), mockHost, 'x-gateway-custom-host');
     const cfg = JSON.stringify({ provider: 'openai', api_key: 'k', custom_host: mock.baseURL });
-    await expectRefused(await call(gw.url, { 'x-gateway-config': cfg }, { method: 'GET', path: '/v1/fine_tuning/jobs' }), mockHost);
+    await expectRefused(await call(gw.url, { 'x-gateway-config': cfg }, { method: 'GET', path: '/v1/assistants' }), mockHost);
+    expect(mock.requests.length).toBe(seen);
+  });
+
+  test("a provider's own files, batches and fine-tuning APIs", async () => {
+    const seen = mock.requests.length;
+    for (const path of ['/v1/fine_tuning/jobs', '/v1/batches', '/v1/files']) {
+      await expectRefused(await call(gw.url, { 'x-gateway-provider': 'openai', 'x-gateway-custom-host': mock.baseURL }, { method: 'GET', path }), mockHost, 'x-gateway-custom-host');
+      const cfg = JSON.stringify({ provider: 'openai', api_key: 'k', custom_host: mock.baseURL });
+      await expectRefused(await call(gw.url, { 'x-gateway-config': cfg }, { method: 'GET', path }), mockHost);
+    }
     expect(mock.requests.length).toBe(seen);
   });
 

@@ -103,7 +103,7 @@ test('every credential form, through requests that succeed and fail, appears in 
     // Provider key in Authorization: answered, then an upstream that is down.
     ['provider key, answered', await send({ 'x-gateway-provider': 'openai', 'x-gateway-custom-host': mock.baseURL, authorization: `Bearer ${SECRETS.providerKey}` }), 200],
     ['provider key, upstream down', await send({ 'x-gateway-provider': 'openai', 'x-gateway-custom-host': `http://127.0.0.1:${closed}/v1`, authorization: `Bearer ${SECRETS.providerKey}` }), 502],
-    ['provider key, generic proxy down', await send({ 'x-gateway-provider': 'openai', 'x-gateway-custom-host': `http://127.0.0.1:${closed}/v1`, authorization: `Bearer ${SECRETS.providerKey}` }, '/v1/files'), 502],
+    ['provider key, generic proxy down', await send({ 'x-gateway-provider': 'openai', 'x-gateway-custom-host': `http://127.0.0.1:${closed}/v1`, authorization: `Bearer ${SECRETS.providerKey}` }, '/v1/assistants'), 502],
     // Config api_key: answered, upstream down, and a config refused for another field.
     ['config key, answered', await send(config({ provider: 'openai', api_key: SECRETS.configKey, custom_host: mock.baseURL })), 200],
     ['config key, upstream down', await send(config({ provider: 'openai', api_key: SECRETS.configKey, custom_host: `http://127.0.0.1:${closed}/v1` })), 502],

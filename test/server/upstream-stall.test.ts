@@ -74,7 +74,7 @@ describe('an upstream that stalls after its headers', () => {
   });
 
   test('through the generic proxy: 504', async () => {
-    await expectEnvelope(await call('openai', '/stall/v1', '/v1/files', null), 504, 'upstream_timeout');
+    await expectEnvelope(await call('openai', '/stall/v1', '/v1/assistants', null), 504, 'upstream_timeout');
   });
 
   test('breaking off after its headers: 502', async () => {

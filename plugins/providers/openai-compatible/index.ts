@@ -84,6 +84,7 @@ export function compatibleProvider(row: CompatibleProvider): Provider {
       return headers;
     },
     routes,
+    ...(row.resources === undefined ? {} : { resources: { ...row.resources } }),
   };
 }
 

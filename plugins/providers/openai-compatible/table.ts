@@ -13,6 +13,8 @@ export interface CompatibleProvider {
   auth: 'bearer' | 'optional';
   routes: readonly OpenAIRouteName[];
   quirks?: Quirks;
+  /** Resource APIs it serves itself, by wire format (`Provider.resources`): Mistral's files (OpenAI's format) and fine-tuning jobs (its own). */
+  resources?: { files?: string; batches?: string; fineTuning?: string };
 }
 
 export interface Quirks {
@@ -50,6 +52,7 @@ const ROWS: CompatibleProvider[] = [
     auth: 'bearer',
     routes: CHAT_EMBED,
     quirks: { finishReasons: { model_length: 'length', error: 'stop' }, nineCharToolIds: true },
+    resources: { files: 'openai', fineTuning: 'mistral' },
   },
   {
     name: 'deepseek',

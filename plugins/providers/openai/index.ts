@@ -40,6 +40,8 @@ export function openai(options: OpenAIOptions = {}): GatewayPlugin {
       // The Responses API, native: the request and answer pass through (the `responses` front door serves the route).
       responses: { path: '/responses', response: openAIFormatResponse },
     },
+    // Files, batches and fine-tuning jobs at the same base URL, in OpenAI's own format (docs/batches.md).
+    resources: { files: 'openai', batches: 'openai', fineTuning: 'openai' },
   };
   return {
     name: PLUGIN_NAME,

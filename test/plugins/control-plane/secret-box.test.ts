@@ -8,7 +8,7 @@ import {
   loadEncryptionKey,
   maskSecret,
   parseEncryptionKey,
-} from '../../../plugins/control-plane/secret-box.js';
+} from '../../../sdk/secret-box.js';
 
 const DECRYPT_FAILED = 'secret could not be decrypted: wrong encryption key or tampered data';
 const posixOnly = process.platform === 'win32' ? test.skip : test;

@@ -422,7 +422,7 @@ describe('traceparent', () => {
     const seen = mock.requests.filter((r) => r.body.includes('derive me')).at(-1)!;
     expect(seen.headers.traceparent).toBe(`00-${w3cTraceId('my-trace-1')}-1111222233334444-01`);
     const uuid = '0f8fad5b-d9cb-469f-a165-70867728950e';
-    const proxied = await fetch(`${gw.url}/v1/files`, { headers: { 'x-gateway-api-key': ADMIN_KEY, 'x-gateway-provider': 'openai', 'x-gateway-custom-host': mock.baseURL, 'x-gateway-trace-id': uuid } });
+    const proxied = await fetch(`${gw.url}/v1/assistants`, { headers: { 'x-gateway-api-key': ADMIN_KEY, 'x-gateway-provider': 'openai', 'x-gateway-custom-host': mock.baseURL, 'x-gateway-trace-id': uuid } });
     const echo = (await proxied.json()) as { headers: Record<string, string> };
     expect(echo.headers.traceparent).toMatch(/^00-0f8fad5bd9cb469fa16570867728950e-[0-9a-f]{16}-01$/);
   });

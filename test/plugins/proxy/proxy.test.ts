@@ -25,7 +25,7 @@ const headers = () => ({
 
 test.each(['GET', 'POST', 'PUT', 'DELETE'])('%s is forwarded with path, query and body as received', async (method) => {
   const body = method === 'GET' ? undefined : '{"raw": "bytes",   "kept":true}';
-  const res = await fetch(`${gw.url}/v1/fine_tuning/jobs/ftjob-1?limit=2&after=x%20y`, {
+  const res = await fetch(`${gw.url}/v1/assistants/asst-1?limit=2&after=x%20y`, {
     method,
     headers: { ...headers(), ...(body ? { 'content-type': 'application/json' } : {}) },
     body,
@@ -35,7 +35,7 @@ test.each(['GET', 'POST', 'PUT', 'DELETE'])('%s is forwarded with path, query an
   expect(res.headers.get('x-gateway-trace-id')).toBeTruthy();
   const echo = await res.json();
   expect(echo.method).toBe(method);
-  expect(echo.path).toBe('/v1/fine_tuning/jobs/ftjob-1');
+  expect(echo.path).toBe('/v1/assistants/asst-1');
   expect(echo.query).toBe('limit=2&after=x%20y');
   expect(echo.body).toBe(body ?? '');
   expect(echo.headers.authorization).toBe('Bearer sk-proxy-key');

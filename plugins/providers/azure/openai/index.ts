@@ -16,7 +16,7 @@ import {
 import { azureAuthHeaders, ENTRA_FIELDS, entraPrepare, EntraOptionsSchema } from '../auth.js';
 import { EntraTokenCache, tokenSender } from '../entra.js';
 import { azureAnswer, azureErrorAnswer } from '../normalize.js';
-import { azureOpenAIOrigin, isV1, operationPath, pickDeployment } from './url.js';
+import { azureOpenAIOrigin, isV1, operationPath, pickDeployment, resourceURL } from './url.js';
 
 export const PLUGIN_NAME = 'azure-openai';
 
@@ -104,6 +104,8 @@ export function azureOpenAI(options: AzureOpenAIOptions = {}): GatewayPlugin {
     authHeaders: (target) => azureAuthHeaders(target),
     prepare: entraPrepare(() => tokens!, defaults),
     routes: { 'chat.completions': route('chat.completions'), completions: route('completions'), embeddings: route('embeddings'), responses: responsesRoute },
+    // Files, batches and fine-tuning jobs: OpenAI's format at /openai/{files,batches,fine_tuning/jobs}, no deployment segment (azure.md §1).
+    resources: { files: 'openai', batches: 'openai', fineTuning: 'openai', url: (path, target) => resourceURL(target, path) },
   };
 
   return {

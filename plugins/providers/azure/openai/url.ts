@@ -68,3 +68,18 @@ export function operationPath(d: AzureDeployment, operation: string): string {
 export function azureOpenAIURL(target: Target, model: string | null | undefined, operation: string): string {
   return `${azureOpenAIOrigin(target)}/openai${operationPath(pickDeployment(target, model), operation)}`;
 }
+
+/**
+ * The URL of a resource API path (`/files`, `/batches/b1/cancel`, `/fine_tuning/jobs?limit=2`), which has no
+ * deployment segment: `{origin}/openai{path}?api-version=…`, or `{origin}/openai/v1{path}` for the v1 API.
+ * The version is the target's `api_version`, else that of its default (or only) deployment.
+ */
+export function resourceURL(target: Target, path: string): string {
+  const list = Array.isArray(target.deployments) ? (target.deployments as DeploymentEntry[]) : [];
+  const entry = list.find((d) => d.is_default === true) ?? (list.length === 1 ? list[0] : undefined);
+  const apiVersion = str(target.api_version) ?? str(entry?.api_version);
+  if (apiVersion === undefined) throw bad('api_version', 'api_version is required for files, batches and fine-tuning (e.g. 2024-10-21, or v1).');
+  const origin = `${azureOpenAIOrigin(target)}/openai`;
+  if (isV1(apiVersion)) return `${origin}/v1${path}`;
+  return `${origin}${path}${path.includes('?') ? '&' : '?'}api-version=${encodeURIComponent(apiVersion)}`;
+}

@@ -1,0 +1,130 @@
+import { join } from 'node:path';
+import {
+  createSecretBox,
+  type ErrorCodeSpec,
+  type GatewayPlugin,
+  type GatewayResponse,
+  loadEncryptionKey,
+  migrate,
+  parseOptions,
+  type RequestContext,
+  type RouteDefinition,
+  type SecretBox,
+  type SqlClient,
+  type SqlStore,
+} from '../../sdk/index.js';
+import { deleteFileRoute, type Deps, fileContentRoute, getFileRoute, listFilesRoute, uploadFile } from './files.js';
+import { BATCHES_MIGRATIONS, BATCHES_NAMESPACE } from './migrations.js';
+import { OptionsSchema, type BatchesOptions } from './options.js';
+import { cancelBatchRoute, createBatch, getBatchRoute, listBatchesRoute } from './routes.js';
+import { BatchRunner } from './runner.js';
+import { localFileStore } from './stores/local.js';
+import { s3FileStore } from './stores/s3.js';
+import type { FileStore } from './stores/types.js';
+
+export const PLUGIN_NAME = 'batches';
+export type { BatchesOptions };
+export { BATCHES_MIGRATIONS, BATCHES_NAMESPACE } from './migrations.js';
+
+/** The codes this plugin answers with, beyond the core's. */
+export const BATCHES_ERRORS: Readonly<Record<string, ErrorCodeSpec>> = Object.freeze({
+  invalid_file: { status: 400, type: 'invalid_request_error' },
+});
+
+/**
+ * Files and batches for every provider (docs/batches.md).
+ *
+ * `/v1/files` and `/v1/batches` in OpenAI's shape. With a provider that has
+ * the API itself (OpenAI, Azure OpenAI; Mistral for files) the call goes to
+ * it and its answer is normalised. Otherwise the gateway keeps the files (a
+ * directory, or an S3-compatible bucket) and runs the batches: each line one
+ * request through the whole lifecycle, from a durable queue in the SQL store
+ * that survives restarts and is shared by several instances.
+ */
+export function batches(options: BatchesOptions = {}): GatewayPlugin {
+  const { now: clock, ...rest } = options;
+  const opts = parseOptions(PLUGIN_NAME, OptionsSchema, rest);
+  const now = clock ?? Date.now;
+  return {
+    name: PLUGIN_NAME,
+    errorCodes: BATCHES_ERRORS,
+    apply(api) {
+      let client: SqlClient | null = null;
+      let store: FileStore | null = null;
+      let box: SecretBox | null = null;
+      let runner: BatchRunner | null = null;
+      const deps: Deps = {
+        api,
+        db: () => client!,
+        store: () => store!,
+        box: () => box!,
+        runner: () => runner,
+        now,
+        opts: { ...opts, now: clock },
+      };
+
+      api.onReady(async () => {
+        const sql = api.stores.get(opts.store) as SqlStore | undefined;
+        if (sql === undefined || typeof sql.client !== 'function') throw new Error(`${PLUGIN_NAME}: needs an SQL store named "${opts.store}": list the sqlite or postgres plugin before it`);
+        client = sql.client();
+        await migrate(client, BATCHES_NAMESPACE, BATCHES_MIGRATIONS);
+        box = createSecretBox((await loadEncryptionKey({ envValue: opts.encryptionKey, dataDir: opts.dataDir })).key);
+        const s3 = opts.files.s3;
+        store =
+          s3 === undefined
+            ? await localFileStore(opts.files.dir ?? join(opts.dataDir, 'files'))
+            : await s3FileStore({ ...s3, forcePathStyle: s3.forcePathStyle ?? s3.endpoint !== undefined });
+        if (opts.worker) {
+          runner = new BatchRunner({
+            api,
+            db: () => client!,
+            store: () => store!,
+            box: () => box!,
+            now,
+            logger: api.logger,
+            options: {
+              concurrency: opts.concurrency,
+              leaseMs: opts.leaseMs,
+              pollMs: opts.pollMs,
+              drainMs: opts.drainMs,
+              maxLineRuns: opts.maxLineRuns,
+              maxLineBytes: opts.maxLineBytes,
+              maxBatchLines: opts.maxBatchLines,
+            },
+          });
+          runner.start();
+        }
+      });
+      // Listed after the log store and the SQL store, this closes before them: lines that finish while it drains are still logged and recorded.
+      api.onClose(async () => {
+        await runner?.stop();
+        store?.close();
+      });
+
+      const base = api.options.basePath;
+      const route = (name: string, method: RouteDefinition['method'], path: string, body: RouteDefinition['body'], handler: (deps: Deps, ctx: RequestContext) => Promise<GatewayResponse>): RouteDefinition => ({
+        name,
+        method,
+        path: base + path,
+        kind: 'handler',
+        body,
+        handler: (ctx) => handler(deps, ctx),
+      });
+      for (const r of [
+        route('files.create', 'POST', '/files', 'stream', uploadFile),
+        route('files.list', 'GET', '/files', 'none', listFilesRoute),
+        route('files.retrieve', 'GET', '/files/:file_id', 'none', getFileRoute),
+        route('files.content', 'GET', '/files/:file_id/content', 'none', fileContentRoute),
+        route('files.delete', 'DELETE', '/files/:file_id', 'none', deleteFileRoute),
+        route('batches.create', 'POST', '/batches', 'json', createBatch),
+        route('batches.list', 'GET', '/batches', 'none', listBatchesRoute),
+        route('batches.retrieve', 'GET', '/batches/:batch_id', 'none', getBatchRoute),
+        route('batches.cancel', 'POST', '/batches/:batch_id/cancel', 'none', cancelBatchRoute),
+      ]) {
+        api.routes.add(r);
+      }
+    },
+  };
+}
+
+export default batches;
