@@ -67,6 +67,7 @@ export function config(options: ConfigOptions = {}): GatewayPlugin {
         fallback = bootTarget(parser, opts.default, 'the default config');
       }
       const inline = new Map<string, Target>();
+      const providing = api.targetFields.names((f) => f.providesTarget === true);
 
       let source: ConfigSource | undefined;
       let headers: HeaderTargets | undefined;
@@ -106,7 +107,7 @@ export function config(options: ConfigOptions = {}): GatewayPlugin {
 
       const select = (ctx: RequestContext, target: Target | null): Target | undefined => {
         if (target === null) return undefined;
-        if (!needsHeaderProvider(target)) return target;
+        if (!needsHeaderProvider(target, providing)) return target;
         const selected = headers?.fromHeaders(ctx);
         if (selected === undefined) {
           throw new GatewayError('provider_required', 'The config names no provider: select it with x-gateway-provider (and Authorization: Bearer <provider key>).', {
