@@ -8,7 +8,8 @@
  *   and the Anthropic and Gemini formats (as the `anthropic` and `gemini`
  *   namespaces);
  * - what several plugins build on: the guardrail check contract, the SQL
- *   store contract, the price list and per-request accounting.
+ *   store contract, the price list and per-request accounting, the shape of
+ *   stored prompts.
  *
  * Bundled plugins import this (and files of their own package), never
  * another plugin's files; a third-party plugin imports `ai-gateway/sdk`.
@@ -57,6 +58,20 @@ export { randomHex, uuidv7, w3cTraceId } from './ids.js';
 export { compilePattern, MAX_MATCH_COST, MAX_PATTERN_LENGTH, MAX_PATTERN_SIZE, PatternError, type Pattern } from './pattern.js';
 export { bundledPricing, bundledPricingData, costOf, pricingOf, PricingTable, readPricingData, type CostResult, type CostStatus, type ModelPrice, type PricingData } from './pricing/index.js';
 export { assembleSSE, type AssembledStream } from './observe/assemble.js';
+export {
+  MAX_PROMPT_VERSION,
+  parsePromptRef,
+  templateTexts,
+  type PartialRelease,
+  type PromptLookup,
+  type PromptRef,
+  type PromptRelease,
+  type PromptSelection,
+  type PromptSelector,
+  type PromptVariable,
+  type TemplateCheck,
+  type TemplateText,
+} from './prompts.js';
 export {
   CONDITION_KEYS,
   DAY_MS,
