@@ -104,4 +104,11 @@ DROP INDEX gateway_log_metadata_log
     name: 'gateway_logs limit_policy_id',
     up: 'ALTER TABLE gateway_logs ADD COLUMN limit_policy_id TEXT',
   },
+  // Version 4 is another branch's (front_door); numbers need not be contiguous, each one is applied once.
+  {
+    // The version of the stored prompt (plugin `prompts`) the request used; null otherwise.
+    version: 5,
+    name: 'gateway_logs prompt_version',
+    up: 'ALTER TABLE gateway_logs ADD COLUMN prompt_version INTEGER',
+  },
 ];
