@@ -42,7 +42,9 @@ export type ConfigOptions = v.InferInput<typeof OptionsSchema>;
  * provider). It wins over `x-gateway-provider`, except with
  * `passthrough: true` or a config that names no provider (settings only),
  * where the request's headers pick the provider (through the
- * `provider-headers` plugin) and the config adds its settings.
+ * `provider-headers` plugin) and the config adds its settings. A config that
+ * names no provider but sets a field declared `providesTarget` (`prompt_id`)
+ * is returned as it is: that field's plugin supplies the target.
  *
  * The schema is strict and built once, at boot, from every target field the
  * core and the loaded plugins declare; the parser is offered to other plugins

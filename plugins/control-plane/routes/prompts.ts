@@ -224,20 +224,26 @@ async function checkIncludes(cp: ControlPlane, workspaceId: string, includes: re
 
 type VersionInput = v.InferOutput<typeof UpdateBody>;
 
+/** The template as the caller wrote it: valibot's output puts the keys it knows first, and a saved template keeps its author's order. */
+function asSent<T extends { template?: Record<string, unknown> }>(ctx: RequestContext, body: T): T {
+  if (body.template !== undefined) body.template = (ctx.body as { template: Record<string, unknown> }).template;
+  return body;
+}
+
 /**
  * The version a create or update makes. With `latest` (a patch), fields the body leaves out are the
  * latest version's; a `template` given replaces the whole template, and any one of provider,
  * virtual_key and config replaces the selection.
  */
 function composeVersion(body: VersionInput, latest: StoredPromptVersion | null): StoredPromptVersion {
+  const template = body.template ?? latest?.template;
+  if (template === undefined) throw new GatewayError('invalid_request', "Invalid request body: 'template' is required (send patch: true to keep the latest version's).", { param: 'template' });
   const given = SELECTION_FIELDS.filter((f) => body[f] !== undefined);
   if (given.length > 1) throw new GatewayError('invalid_request', `Invalid request body: '${given[1]}' cannot be set with '${given[0]}': a version sends its requests through one of provider, virtual_key and config.`, { param: given[1]! });
   let selection: PromptSelection;
   if (given.length === 1) selection = { [given[0]!]: body[given[0]!] };
   else if (latest !== null) selection = selectionOf(latest);
   else throw new GatewayError('invalid_request', "Invalid request body: one of 'provider' (a slug such as @openai-prod), 'virtual_key' or 'config' (a saved config id) is required.", { param: 'provider' });
-  const template = body.template ?? latest?.template;
-  if (template === undefined) throw new GatewayError('invalid_request', "Invalid request body: 'template' is required (send patch: true to keep the latest version's).", { param: 'template' });
   return {
     template,
     ...selectionOf(selection),
@@ -410,7 +416,7 @@ const promptRoutesOnly: AdminRoute[] = [
     path: '/prompts',
     scope: 'prompts.create',
     async handler(ctx, cp) {
-      const body = parseBody(ctx, CreateBody);
+      const body = asSent(ctx, parseBody(ctx, CreateBody));
       if (body.slug === PARTIALS_SEGMENT) throw new GatewayError('invalid_request', `Invalid request body: 'slug' "${PARTIALS_SEGMENT}" is reserved (it is the path of the partials routes).`, { param: 'slug' });
       const workspaceId = await workspaceFor(ctx, cp, body.workspace_id);
       const version = composeVersion(body, null);
@@ -472,7 +478,7 @@ const promptRoutesOnly: AdminRoute[] = [
     async handler(ctx, cp) {
       const row = await visiblePrompt(ctx, cp, ctx.params!.id!);
       writable(row, 'Prompt');
-      const body = parseBody(ctx, UpdateBody);
+      const body = asSent(ctx, parseBody(ctx, UpdateBody));
       let latest: StoredPromptVersion | null = null;
       if (body.patch === true) {
         const stored = await cp.repo.promptVersion(row.id, row.latest_version);

@@ -176,6 +176,7 @@ function suite(name: string, makeStore: () => Promise<(() => GatewayPlugin) | nu
       const got = await expectOk(call('GET', '/prompts/greeting', keys.A!));
       expect(got).toMatchObject({ id: ids.greeting, slug: 'greeting', version: 1, description: 'First draft', variables: { team: { default: 'Support' } }, partials: ['signature'] });
       expect(got.template.messages[0].content).toBe('You greet people.\n{{> signature}}');
+      expect(Object.keys(got.template)).toEqual(['model', 'temperature', 'max_completion_tokens', 'response_format', 'messages']); // as written
       const page = await expectOk(call('GET', '/prompts?page_size=1', keys.A!));
       expect(page.total_count).toBe(2);
       expect(page.data).toHaveLength(1);
