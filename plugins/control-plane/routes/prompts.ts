@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { GatewayError, MAX_PROMPT_VERSION, parsePromptRef, plainObject, templateTexts, type PromptSelection, type PromptSelector, type RequestContext } from '../../../sdk/index.js';
+import { GatewayError, MAX_PROMPT_VERSION, parsePromptRef, plainObject, templateTexts, type PromptSelection, type PromptSelector, type RequestContext, type SqlClient } from '../../../sdk/index.js';
 import { randomSlug } from '../keys.js';
 import { MAX_INCLUDED_PARTIALS, selectionOf, type StoredPromptVersion } from '../prompts.js';
 import type { PartialRow, PartialVersionRow, PromptRow, PromptVersionRow } from '../repository.js';
@@ -263,16 +263,25 @@ async function checkVersion(cp: ControlPlane, workspaceId: string, version: Stor
   return includes;
 }
 
-/** Inserts a new version of a prompt (the next number, read inside the transaction) and returns it with the updated row. */
+/**
+ * Takes the next version number of a prompt or partial inside `tx`. The row is updated before it is
+ * read: a concurrent writer waits for the row's lock and then counts from the committed number, so
+ * two versions never get one number (a read first would let both read the same one on PostgreSQL).
+ */
+async function nextVersion(tx: SqlClient, table: 'cp_prompts' | 'cp_prompt_partials', id: string, now: number): Promise<number> {
+  await tx.run(`UPDATE ${table} SET latest_version = latest_version + 1, updated_at = ? WHERE id = ?`, [now, id]);
+  const current = await tx.get<{ latest_version: number | string }>(`SELECT latest_version FROM ${table} WHERE id = ?`, [id]);
+  return Number(current!.latest_version);
+}
+
+/** Inserts a new version of a prompt and returns it. */
 async function addPromptVersion(cp: ControlPlane, row: PromptRow, version: StoredPromptVersion, includes: string[], name: string | undefined): Promise<PromptVersionRow> {
   const now = cp.now();
   let added: PromptVersionRow | null = null;
   await cp.repo.db().transaction(async (tx) => {
-    const current = await tx.get<{ latest_version: number | string }>('SELECT latest_version FROM cp_prompts WHERE id = ?', [row.id]);
-    const next = Number(current!.latest_version) + 1;
-    added = { prompt_id: row.id, version: next, body: JSON.stringify(version), partials: JSON.stringify(includes), created_at: now };
+    added = { prompt_id: row.id, version: await nextVersion(tx, 'cp_prompts', row.id, now), body: JSON.stringify(version), partials: JSON.stringify(includes), created_at: now };
     await cp.repo.insert('cp_prompt_versions', { ...added }, tx);
-    await cp.repo.update('cp_prompts', { id: row.id }, { latest_version: next, updated_at: now, ...(name === undefined ? {} : { name }) }, tx);
+    if (name !== undefined) await cp.repo.update('cp_prompts', { id: row.id }, { name }, tx);
   });
   cp.invalidate();
   return added!;
@@ -367,11 +376,8 @@ const partialRoutes: AdminRoute[] = [
       const now = cp.now();
       let added: PartialVersionRow | null = null;
       await cp.repo.db().transaction(async (tx) => {
-        const current = await tx.get<{ latest_version: number | string }>('SELECT latest_version FROM cp_prompt_partials WHERE id = ?', [row.id]);
-        const next = Number(current!.latest_version) + 1;
-        added = { partial_id: row.id, version: next, content, description: description ?? null, partials: JSON.stringify(includes), created_at: now };
+        added = { partial_id: row.id, version: await nextVersion(tx, 'cp_prompt_partials', row.id, now), content, description: description ?? null, partials: JSON.stringify(includes), created_at: now };
         await cp.repo.insert('cp_prompt_partial_versions', { ...added }, tx);
-        await cp.repo.update('cp_prompt_partials', { id: row.id }, { latest_version: next, updated_at: now }, tx);
       });
       cp.invalidate();
       return ok(presentPartial((await cp.repo.partial(null, row.id))!, added!));

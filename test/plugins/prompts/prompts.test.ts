@@ -325,6 +325,19 @@ function suite(name: string, makeStore: () => Promise<(() => GatewayPlugin) | nu
       ids.versions = id;
     });
 
+    test('concurrent updates each get their own version number', async () => {
+      if (skip()) return;
+      const id = (await createPrompt({ name: 'Busy', template: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'v1' }] } })).id;
+      const replies = await Promise.all(
+        Array.from({ length: 8 }, (_, i) => call('PUT', `/prompts/${id}`, keys.A!, { patch: true, template: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: `v-${i}` }] } })),
+      );
+      expect(replies.map((r) => r.status)).toEqual(Array(8).fill(200));
+      expect(replies.map((r) => r.body.version).sort((a, b) => a - b)).toEqual([2, 3, 4, 5, 6, 7, 8, 9]);
+      const versions = await expectOk(call('GET', `/prompts/${id}/versions`, keys.A!));
+      expect(versions.total_count).toBe(9);
+      expect((await expectOk(call('GET', `/prompts/${id}`, keys.A!))).latest_version).toBe(9);
+    });
+
     test('archive: the prompt answers 404 on the request path, stays readable by id, leaves the list and frees its slug', async () => {
       if (skip()) return;
       const first = await createPrompt({ name: 'Old', slug: 'reused', template: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'old' }] } });
