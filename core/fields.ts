@@ -34,6 +34,12 @@ export interface TargetField {
    * such fields stay out of answer identities such as cache keys. Default true.
    */
   affectsAnswer?: boolean;
+  /**
+   * The field brings a target of its own (a stored prompt names its provider): a config that sets
+   * it and names no provider, virtual key or strategy does not take its provider from the request's
+   * headers; the declaring plugin sets `ctx.target` at `STAGES.beforeRequest.PREPARE`.
+   */
+  providesTarget?: boolean;
   /** Other spellings a config may use, renamed to this one (the spec's stand-in names). */
   aliases?: readonly string[];
   /**

@@ -18,7 +18,10 @@ export function createHooks() {
     auth: new AsyncSeriesBailHook<[RequestContext], AuthInfo | undefined>(['ctx']),
     /** Which target serves the request. First tap returning a Target wins; `undefined` passes to the next tap. */
     resolveProvider: new AsyncSeriesBailHook<[RequestContext], Target | undefined>(['ctx']),
-    /** Before the strategy, once per client request. Return a GatewayResponse to answer without calling upstream (cache hit); throw to reject. */
+    /**
+     * Before the strategy, once per client request. Return a GatewayResponse to answer without calling upstream (cache hit); throw to reject.
+     * The strategy runs `ctx.target` as it stands after this hook: a tap at `STAGES.beforeRequest.PREPARE` may replace it.
+     */
     beforeRequest: new AsyncSeriesBailHook<[RequestContext], GatewayResponse | undefined>(['ctx']),
     /**
      * Per leaf target a strategy runs, before the interceptors (so retry, breaker and timeout see the

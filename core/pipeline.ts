@@ -230,7 +230,8 @@ export class Pipeline {
     ctx.target = target;
 
     let response = used.beforeRequest ? await this.hooks.beforeRequest.promise(ctx) : undefined;
-    if (response === undefined) response = await this.runTarget(ctx, target, '');
+    // A before tap may have replaced the target (a stored prompt that brings its own provider, STAGES.beforeRequest.PREPARE).
+    if (response === undefined) response = await this.runTarget(ctx, ctx.target ?? target, '');
     if (used.afterResponse) response = await this.hooks.afterResponse.promise(response, ctx);
     return response;
   }

@@ -21,6 +21,11 @@ export const STAGES = Object.freeze({
     STORED_KEYS: 100,
   }),
   resolveProvider: Object.freeze({
+    /**
+     * A route that names its own target (a stored prompt's provider, on the prompt completions
+     * route): before any config or header, which that route does not read.
+     */
+    ROUTE: -200,
     /** A config (header or server default) wins over plain headers. */
     CONFIG: -100,
     /** `x-gateway-provider` and its companion headers. */
@@ -31,6 +36,12 @@ export const STAGES = Object.freeze({
     REFERENCES: 0,
   }),
   beforeRequest: Object.freeze({
+    /**
+     * Build the body the rest of the request reads (a stored prompt rendered with the request's
+     * variables): before validation, so the body checked, limited, guarded and cached is the one
+     * sent. A tap here may also replace `ctx.target` (the pipeline runs `ctx.target` after this hook).
+     */
+    PREPARE: -125,
     /** Refuse a malformed body before anything reads it. */
     VALIDATE: -100,
     /**
@@ -51,6 +62,11 @@ export const STAGES = Object.freeze({
     DEFAULT: 0,
     /** Keep the answer (a cache store), after the checks passed it. */
     STORE: 100,
+    /**
+     * Give the answer the shape its route promises (a stored prompt's `{status, headers, body}`
+     * envelope): after the store kept the provider's answer, before the observers see the bytes.
+     */
+    SHAPE: 500,
     /** See the bytes exactly as the client gets them: after every tap that could change them. */
     OBSERVE: 1000,
   }),

@@ -9,7 +9,7 @@
  *   namespaces);
  * - what several plugins build on: the guardrail check contract, the SQL
  *   store contract, sealing secrets at rest, the price list and per-request
- *   accounting.
+ *   accounting, the shape of stored prompts.
  *
  * Bundled plugins import this (and files of their own package), never
  * another plugin's files; a third-party plugin imports `ai-gateway/sdk`.
@@ -77,6 +77,20 @@ export {
   type PricingData,
 } from './pricing/index.js';
 export { assembleSSE, type AssembledStream } from './observe/assemble.js';
+export {
+  MAX_PROMPT_VERSION,
+  parsePromptRef,
+  templateTexts,
+  type PartialRelease,
+  type PromptLookup,
+  type PromptRef,
+  type PromptRelease,
+  type PromptSelection,
+  type PromptSelector,
+  type PromptVariable,
+  type TemplateCheck,
+  type TemplateText,
+} from './prompts.js';
 export {
   CONDITION_KEYS,
   DAY_MS,

@@ -40,6 +40,7 @@ export const CATALOG: Readonly<Record<string, Loader>> = Object.freeze({
   'openai-compatible': async (options) => (await import('../plugins/providers/openai-compatible/index.js')).openaiCompatible(options),
   config: async (options, _env, server) =>
     (await import('../plugins/config/index.js')).config({ configs: server.configs, default: server.defaultConfig, ...options }),
+  prompts: async (options) => (await import('../plugins/prompts/index.js')).prompts(options),
   'strategy-single': async () => (await import('../plugins/strategies/single/index.js')).singleStrategy(),
   'strategy-loadbalance': async () => (await import('../plugins/strategies/loadbalance/index.js')).loadbalanceStrategy(),
   'strategy-fallback': async () => (await import('../plugins/strategies/fallback/index.js')).fallbackStrategy(),

@@ -20,6 +20,7 @@ export const DEFAULT_CONFIG: ServerConfig = {
     { name: 'sqlite' },
     { name: 'control-plane' },
     { name: 'config' },
+    { name: 'prompts' },
     { name: 'provider-headers' },
     { name: 'provider-registry' },
     { name: 'validation' },

@@ -74,8 +74,8 @@ export const SPEC_FIELD_ORDER: readonly string[] = Object.freeze([
 /**
  * The target fields the config plugin owns: the routing tree and the spec's
  * settings that no other plugin reads. (`provider`, `api_key` and
- * `custom_host` are the core's; retry, cache, hooks and provider fields
- * belong to their plugins.) `targets` is declared for its name only: its
+ * `custom_host` are the core's; retry, cache, hooks, `prompt_id` and provider
+ * fields belong to their plugins.) `targets` is declared for its name only: its
  * schema is the config schema itself, built when every field is known.
  */
 export const CONFIG_FIELDS: Readonly<Record<string, TargetField>> = Object.freeze({
@@ -83,7 +83,6 @@ export const CONFIG_FIELDS: Readonly<Record<string, TargetField>> = Object.freez
   targets: { schema: f.list(f.object(), 'config objects', 1) },
   name: { schema: f.string() },
   strict_reference_compliance: { schema: f.boolean(), inherit: 'always' },
-  prompt_id: { schema: f.string(), combination: ['prompt_id'] },
   passthrough: { schema: f.boolean(), combination: ['passthrough'] },
   forward_headers: { schema: f.list(ForwardedHeader, 'header names'), inherit: 'always', combination: ['forward_headers'] },
   override_params: { schema: f.object() },

@@ -42,7 +42,9 @@ export type ConfigOptions = v.InferInput<typeof OptionsSchema>;
  * provider). It wins over `x-gateway-provider`, except with
  * `passthrough: true` or a config that names no provider (settings only),
  * where the request's headers pick the provider (through the
- * `provider-headers` plugin) and the config adds its settings.
+ * `provider-headers` plugin) and the config adds its settings. A config that
+ * names no provider but sets a field declared `providesTarget` (`prompt_id`)
+ * is returned as it is: that field's plugin supplies the target.
  *
  * The schema is strict and built once, at boot, from every target field the
  * core and the loaded plugins declare; the parser is offered to other plugins
@@ -67,6 +69,7 @@ export function config(options: ConfigOptions = {}): GatewayPlugin {
         fallback = bootTarget(parser, opts.default, 'the default config');
       }
       const inline = new Map<string, Target>();
+      const providing = api.targetFields.names((f) => f.providesTarget === true);
 
       let source: ConfigSource | undefined;
       let headers: HeaderTargets | undefined;
@@ -106,7 +109,7 @@ export function config(options: ConfigOptions = {}): GatewayPlugin {
 
       const select = (ctx: RequestContext, target: Target | null): Target | undefined => {
         if (target === null) return undefined;
-        if (!needsHeaderProvider(target)) return target;
+        if (!needsHeaderProvider(target, providing)) return target;
         const selected = headers?.fromHeaders(ctx);
         if (selected === undefined) {
           throw new GatewayError('provider_required', 'The config names no provider: select it with x-gateway-provider (and Authorization: Bearer <provider key>).', {

@@ -46,9 +46,16 @@ function mergeOverrides(parent: unknown, child: unknown): Record<string, unknown
   return { ...(parent as Record<string, unknown>), ...(child as Record<string, unknown>) };
 }
 
-/** True for a config whose provider comes from the request's headers. */
-export function needsHeaderProvider(target: Target): boolean {
-  return target.passthrough === true || (target.provider === undefined && target.virtual_key === undefined && target.strategy === undefined);
+/**
+ * True for a config whose provider comes from the request's headers: `passthrough`, or one that names
+ * no provider, virtual key or strategy, nor sets a field that brings its own target (`providing`: the
+ * fields declared `providesTarget`, such as a stored prompt's `prompt_id`).
+ */
+export function needsHeaderProvider(target: Target, providing: readonly string[] = []): boolean {
+  if (target.passthrough === true) return true;
+  if (target.provider !== undefined || target.virtual_key !== undefined || target.strategy !== undefined) return false;
+  for (const field of providing) if (target[field] !== undefined) return false;
+  return true;
 }
 
 /** The settings of a passthrough (or settings-only) config, laid over the target the request's headers select. */

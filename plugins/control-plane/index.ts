@@ -13,6 +13,9 @@ import {
   type LimitCounters,
   migrate,
   parseOptions,
+  PROMPT_SOURCE,
+  PROMPT_TEMPLATES,
+  type PromptTemplates,
   PROVIDER_SOURCE,
   type ProviderSource,
   type RequestContext,
@@ -33,6 +36,7 @@ import { memberRoutes } from './routes/members.js';
 import { modelRoutes } from './routes/models.js';
 import { organisationRoutes } from './routes/organisation.js';
 import { policyRoutes } from './routes/policies.js';
+import { promptRoutes } from './routes/prompts.js';
 import { providerRoutes } from './routes/providers.js';
 import { workspaceRoutes } from './routes/workspaces.js';
 import { createSecretBox, loadEncryptionKey, type SecretBox } from './secret-box.js';
@@ -87,7 +91,8 @@ export type ControlPlaneOptions = v.InferInput<typeof OptionsSchema>;
  * The control plane: stored API keys (and JWTs) for auth, workspaces and
  * members, integrations (sealed provider credentials), provider slugs,
  * saved configs, rate-limit and usage-limit policies (enforced by the
- * `limits` plugin), organisation settings and the admin API that manages them.
+ * `limits` plugin), stored prompts and partials (rendered by the `prompts`
+ * plugin), organisation settings and the admin API that manages them.
  * Needs an SQL store plugin (`sqlite` or `postgres`) listed before it.
  * See docs/admin-api.md.
  */
@@ -105,6 +110,7 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
       let verify: ((token: string) => JwtPayload) | null = null;
       let parser: ConfigParser | null = null;
       let counters: LimitCounters | undefined;
+      let templates: PromptTemplates | undefined;
       const cp = new ControlPlane({
         db: () => client!,
         box: () => box!,
@@ -117,12 +123,14 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
         },
         secretFields: api.targetFields.credentials(),
         counters: () => counters,
+        templates: () => templates,
       });
       api.provide(CONTROL_PLANE, cp);
 
       api.onReady(async () => {
         parser = api.tryResolve(CONFIG_PARSER) ?? null;
         counters = api.tryResolve(LIMIT_COUNTERS);
+        templates = api.tryResolve(PROMPT_TEMPLATES);
         const store = api.stores.get(opts.store) as SqlStore | undefined;
         if (store === undefined || typeof store.client !== 'function') {
           throw new Error(`${PLUGIN_NAME}: needs an SQL store named "${opts.store}": list the sqlite or postgres plugin before it`);
@@ -176,6 +184,8 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
       api.provide(CONFIG_SOURCE, configSource);
       // The rate limits and budgets of the request's workspace, for the limits plugin.
       api.provide(LIMIT_POLICY_SOURCE, { policies: (ctx) => cp.limitPolicies(ctx) });
+      // Stored prompts of the request's workspace, for the prompts plugin.
+      api.provide(PROMPT_SOURCE, { find: (ctx, ref, selector) => cp.promptRelease(ctx, ref, selector) });
 
       if (opts.routes) {
         const routes = [
@@ -188,6 +198,7 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
           ...configRoutes,
           ...modelRoutes,
           ...policyRoutes,
+          ...promptRoutes,
         ];
         for (const route of toRouteDefinitions(api.options.basePath, routes, () => cp)) api.routes.add(route);
       }

@@ -111,6 +111,48 @@ export interface ConfigVersionRow {
   created_at: number;
 }
 
+export interface PromptRow {
+  id: string;
+  workspace_id: string;
+  slug: string;
+  name: string;
+  status: 'active' | 'archived';
+  latest_version: number;
+  published_version: number;
+  created_at: number;
+  updated_at: number;
+  archived_at: number | null;
+}
+export interface PromptVersionRow {
+  prompt_id: string;
+  version: number;
+  /** JSON: `template`, one of `provider` / `virtual_key` / `config`, `variables`, `description`. */
+  body: string;
+  /** JSON array: the partials the template includes directly. */
+  partials: string;
+  created_at: number;
+}
+export interface PartialRow {
+  id: string;
+  workspace_id: string;
+  name: string;
+  status: 'active' | 'archived';
+  latest_version: number;
+  published_version: number;
+  created_at: number;
+  updated_at: number;
+  archived_at: number | null;
+}
+export interface PartialVersionRow {
+  partial_id: string;
+  version: number;
+  content: string;
+  description: string | null;
+  /** JSON array: the partials the content includes directly. */
+  partials: string;
+  created_at: number;
+}
+
 export interface LimitPolicyRow {
   id: string;
   kind: 'rate' | 'usage';
@@ -153,6 +195,7 @@ type Row = Record<string, unknown>;
 const NUMERIC = new Set([
   'created_at', 'updated_at', 'archived_at', 'previous_expires_at', 'last_rotated_at', 'expires_at', 'version', 'enabled', 'pricing_multiplier',
   'value', 'credit_limit', 'alert_threshold', 'periodic_reset_days', 'next_usage_reset_at', 'period_start_at', 'fail_open',
+  'latest_version', 'published_version',
 ]);
 function normalise<T>(row: Row | undefined): T | undefined {
   if (row === undefined) return undefined;
@@ -404,6 +447,59 @@ export class ControlPlaneRepository {
   /** A workspace's active policies of both kinds, oldest first (the order they are checked in). */
   activeLimitPolicies(workspaceId: string): Promise<LimitPolicyRow[]> {
     return this.#all<LimitPolicyRow>("SELECT * FROM cp_limit_policies WHERE workspace_id = ? AND status = 'active' ORDER BY created_at, id", [workspaceId]);
+  }
+
+  // Prompts and partials. By id a row of any status; by slug (name) only an active one, since archiving frees it.
+
+  prompt(workspaceId: string | null, idOrSlug: string): Promise<PromptRow | undefined> {
+    return workspaceId === null
+      ? this.#get<PromptRow>('SELECT * FROM cp_prompts WHERE id = ?', [idOrSlug])
+      : this.#get<PromptRow>("SELECT * FROM cp_prompts WHERE workspace_id = ? AND (id = ? OR (slug = ? AND status = 'active'))", [workspaceId, idOrSlug, idOrSlug]);
+  }
+
+  prompts(workspaceId: string, statuses: readonly string[], page: Page): Promise<Paged<PromptRow>> {
+    return this.#paged<PromptRow>(
+      `FROM cp_prompts WHERE workspace_id = ? AND status IN (${statuses.map(() => '?').join(', ')})`,
+      [workspaceId, ...statuses],
+      'created_at, id',
+      page,
+    );
+  }
+
+  promptVersion(promptId: string, version: number, client = this.db()): Promise<PromptVersionRow | undefined> {
+    return this.#get<PromptVersionRow>('SELECT * FROM cp_prompt_versions WHERE prompt_id = ? AND version = ?', [promptId, version], client);
+  }
+
+  promptVersions(promptId: string, page: Page): Promise<Paged<PromptVersionRow>> {
+    return this.#paged<PromptVersionRow>('FROM cp_prompt_versions WHERE prompt_id = ?', [promptId], 'version DESC', page);
+  }
+
+  partial(workspaceId: string | null, idOrName: string): Promise<PartialRow | undefined> {
+    return workspaceId === null
+      ? this.#get<PartialRow>('SELECT * FROM cp_prompt_partials WHERE id = ?', [idOrName])
+      : this.#get<PartialRow>("SELECT * FROM cp_prompt_partials WHERE workspace_id = ? AND (id = ? OR (name = ? AND status = 'active'))", [workspaceId, idOrName, idOrName]);
+  }
+
+  /** The workspace's active partial of this name (what `{{> name}}` includes). */
+  activePartial(workspaceId: string, name: string): Promise<PartialRow | undefined> {
+    return this.#get<PartialRow>("SELECT * FROM cp_prompt_partials WHERE workspace_id = ? AND name = ? AND status = 'active'", [workspaceId, name]);
+  }
+
+  partials(workspaceId: string, statuses: readonly string[], page: Page): Promise<Paged<PartialRow>> {
+    return this.#paged<PartialRow>(
+      `FROM cp_prompt_partials WHERE workspace_id = ? AND status IN (${statuses.map(() => '?').join(', ')})`,
+      [workspaceId, ...statuses],
+      'created_at, id',
+      page,
+    );
+  }
+
+  partialVersion(partialId: string, version: number, client = this.db()): Promise<PartialVersionRow | undefined> {
+    return this.#get<PartialVersionRow>('SELECT * FROM cp_prompt_partial_versions WHERE partial_id = ? AND version = ?', [partialId, version], client);
+  }
+
+  partialVersions(partialId: string, page: Page): Promise<Paged<PartialVersionRow>> {
+    return this.#paged<PartialVersionRow>('FROM cp_prompt_partial_versions WHERE partial_id = ?', [partialId], 'version DESC', page);
   }
 
   async deleteConfig(id: string): Promise<void> {

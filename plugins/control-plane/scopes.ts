@@ -4,13 +4,15 @@ import { hasScope } from '../../sdk/index.js';
  * The scope catalogue. A scope is `<resource>.<action>`; grants may use
  * wildcards (`*`, `configs.*`, `*.rotate`), matched by core's `hasScope`.
  */
-export const ADMIN_RESOURCES = ['organisation', 'workspaces', 'members', 'api_keys', 'integrations', 'providers', 'configs', 'policies'] as const;
+export const ADMIN_RESOURCES = ['organisation', 'workspaces', 'members', 'api_keys', 'integrations', 'providers', 'configs', 'policies', 'prompts'] as const;
 export const ACTIONS = ['create', 'read', 'update', 'delete'] as const;
 
 /** Every scope a key may be given. */
 export const ALL_SCOPES: readonly string[] = Object.freeze([
   ...ADMIN_RESOURCES.flatMap((r) => ACTIONS.map((a) => `${r}.${a}`)),
   'api_keys.rotate',
+  // Making a version the one every caller gets is its own act: a key may edit prompts without it.
+  'prompts.publish',
   'completions.write',
   'logs.read',
   'metrics.read',
@@ -19,7 +21,7 @@ export const ALL_SCOPES: readonly string[] = Object.freeze([
 
 const KNOWN = new Set(ALL_SCOPES);
 const RESOURCES = new Set<string>([...ADMIN_RESOURCES, 'completions', 'logs', 'metrics', 'agents']);
-const ACTION_NAMES = new Set<string>([...ACTIONS, 'rotate', 'write', 'invoke']);
+const ACTION_NAMES = new Set<string>([...ACTIONS, 'rotate', 'publish', 'write', 'invoke']);
 
 /** Whether a scope, possibly with a wildcard, names something in the catalogue. */
 export function isKnownScope(scope: string): boolean {
@@ -38,9 +40,9 @@ const all = (...resources: string[]) => resources.map((r) => `${r}.*`);
 
 /**
  * What a workspace role may do in its workspace; also the default scopes of a key of that role.
- * `policies.*` is in no role: a role's scopes only grow at the cost of every existing key that lacks
- * the new ones no longer being able to give that role, so limits are managed by organisation-level
- * keys and by keys granted `policies.*` explicitly.
+ * `policies.*` and `prompts.*` are in no role: a role's scopes only grow at the cost of every existing
+ * key that lacks the new ones no longer being able to give that role, so limits and stored prompts are
+ * managed by organisation-level keys and by keys granted those scopes explicitly.
  */
 export const ROLE_SCOPES: Readonly<Record<string, readonly string[]>> = Object.freeze({
   member: Object.freeze(['completions.write', 'logs.read', ...read('workspaces', 'providers', 'configs')]),

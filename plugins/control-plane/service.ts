@@ -1,8 +1,22 @@
-import { type AuthInfo, type ConfigParser, GatewayError, type LimitCounters, type LimitPolicySet, type RequestContext, type SqlClient, type Target } from '../../sdk/index.js';
+import {
+  type AuthInfo,
+  type ConfigParser,
+  GatewayError,
+  type LimitCounters,
+  type LimitPolicySet,
+  type PartialRelease,
+  type PromptLookup,
+  type PromptSelector,
+  type PromptTemplates,
+  type RequestContext,
+  type SqlClient,
+  type Target,
+} from '../../sdk/index.js';
 import { TtlCache } from './cache.js';
 import { applySecretMappings, openCredentials, type SecretMapping } from './credentials.js';
 import { hashSecret } from './keys.js';
 import { toPolicy } from './policies.js';
+import { MAX_INCLUDED_PARTIALS, toPartialRelease, toPromptRelease } from './prompts.js';
 import { ControlPlaneRepository, type ApiKeyRow, type WorkspaceRow } from './repository.js';
 import { capScopes, ROLE_SCOPES } from './scopes.js';
 import type { SecretBox } from './secret-box.js';
@@ -60,7 +74,11 @@ export interface ControlPlaneDeps {
   secretFields: ReadonlySet<string>;
   /** The `limits` plugin's counters, when it is loaded (for the policies' usage routes). */
   counters?: () => LimitCounters | undefined;
+  /** The `prompts` plugin's template language, when it is loaded (stored prompts are checked with it when saved). */
+  templates?: () => PromptTemplates | undefined;
 }
+
+const NO_PROMPT: PromptLookup = Object.freeze({ missing: 'prompt' as const });
 
 /** The answer for a request in no workspace: nothing to enforce. */
 const NO_LIMITS: LimitPolicySet = Object.freeze({ workspaceId: null, policies: Object.freeze([]) });
@@ -85,6 +103,8 @@ export class ControlPlane {
   readonly #configs: TtlCache<Target | null>;
   readonly #settings: TtlCache<OrgSettings>;
   readonly #limits: TtlCache<LimitPolicySet>;
+  readonly #prompts: TtlCache<PromptLookup>;
+  readonly #partials: TtlCache<PartialRelease | null>;
 
   constructor(deps: ControlPlaneDeps) {
     this.#deps = deps;
@@ -97,6 +117,15 @@ export class ControlPlane {
     this.#configs = cache();
     this.#settings = cache();
     this.#limits = cache();
+    this.#prompts = cache();
+    this.#partials = cache();
+  }
+
+  /** The `prompts` plugin's template language; a 503 when it is not loaded (stored prompts need it). */
+  get promptTemplates(): PromptTemplates {
+    const templates = this.#deps.templates?.();
+    if (templates === undefined) throw new GatewayError('service_unavailable', 'Stored prompts need the prompts plugin, which is not loaded.');
+    return templates;
   }
 
   /** The limits plugin's counters, or undefined when it is not loaded. */
@@ -126,6 +155,8 @@ export class ControlPlane {
     this.#configs.clear();
     this.#settings.clear();
     this.#limits.clear();
+    this.#prompts.clear();
+    this.#partials.clear();
   }
 
   /**
@@ -306,6 +337,48 @@ export class ControlPlane {
       return version === undefined ? null : this.#deps.parser().parse(JSON.parse(version.body));
     });
     return target ?? undefined;
+  }
+
+  /**
+   * The version `selector` names of the prompt `ref` (id or slug) in the workspace a request acts in
+   * (see {@link requestWorkspace}), with every partial it includes, through the cache: the same frozen
+   * object until it expires or an admin write clears it.
+   */
+  async promptRelease(ctx: RequestContext, ref: string, selector: PromptSelector): Promise<PromptLookup> {
+    const workspaceId = await this.requestWorkspace(ctx);
+    if (workspaceId === null) return NO_PROMPT;
+    return this.#prompts.get(`${workspaceId}\n${ref}\n${selector}`, () => this.#loadPrompt(workspaceId, ref, selector));
+  }
+
+  async #loadPrompt(workspaceId: string, ref: string, selector: PromptSelector): Promise<PromptLookup> {
+    const row = await this.repo.prompt(workspaceId, ref);
+    if (row === undefined || row.status !== 'active') return NO_PROMPT;
+    const number = selector === 'published' ? row.published_version : selector === 'latest' ? row.latest_version : selector;
+    const version = number > row.latest_version ? undefined : await this.repo.promptVersion(row.id, number);
+    if (version === undefined) return Object.freeze({ missing: 'version' as const, latestVersion: row.latest_version });
+    return toPromptRelease(row, version, await this.includedPartials(workspaceId, JSON.parse(version.partials) as string[]));
+  }
+
+  /**
+   * Every partial that `names` include, directly or through one another, by name: the published
+   * version of the workspace's active partial of that name, or null when there is none. At most
+   * {@link MAX_INCLUDED_PARTIALS}; a name beyond them is left out (saving refuses such a set).
+   */
+  async includedPartials(workspaceId: string, names: readonly string[]): Promise<Map<string, PartialRelease | null>> {
+    const found = new Map<string, PartialRelease | null>();
+    const queue = [...names];
+    while (queue.length > 0 && found.size < MAX_INCLUDED_PARTIALS) {
+      const name = queue.shift()!;
+      if (found.has(name)) continue;
+      const partial = await this.#partials.get(`${workspaceId}\n${name}`, async () => {
+        const row = await this.repo.activePartial(workspaceId, name);
+        const version = row === undefined ? undefined : await this.repo.partialVersion(row.id, row.published_version);
+        return row === undefined || version === undefined ? null : toPartialRelease(row, version);
+      });
+      found.set(name, partial);
+      if (partial !== null) queue.push(...partial.partials);
+    }
+    return found;
   }
 }
 

@@ -17,6 +17,8 @@ export interface LogEntry {
   api_key_id: string | null;
   config_id: string | null;
   prompt_id: string | null;
+  /** The version of the stored prompt the request used (`prompts` plugin), else null. */
+  prompt_version: number | null;
   route: string | null;
   /** The API format the client spoke (`chat`, `responses`, `messages`), null for routes that are not a front door. */
   front_door: string | null;
@@ -69,7 +71,7 @@ export interface LogEntry {
 /** Column order of an insert; every LogEntry field. */
 export const COLUMNS = [
   'id', 'created_at', 'ended_at', 'trace_id', 'span_id', 'parent_span_id', 'span_name', 'workspace_id', 'api_key_id', 'config_id',
-  'prompt_id', 'route', 'front_door', 'method', 'path', 'provider_requested', 'provider', 'model_requested', 'model', 'target_path', 'status',
+  'prompt_id', 'prompt_version', 'route', 'front_door', 'method', 'path', 'provider_requested', 'provider', 'model_requested', 'model', 'target_path', 'status',
   'stream', 'internal', 'aborted', 'latency_ms', 'upstream_latency_ms', 'first_byte_ms', 'ttft_ms', 'prompt_tokens',
   'completion_tokens', 'total_tokens', 'cached_tokens', 'reasoning_tokens', 'tokens_estimated', 'cost', 'cost_status',
   'pricing_multiplier', 'cache_status', 'retry_count', 'attempt_count', 'fallback_count', 'attempts', 'metadata', 'hook_results',
@@ -135,6 +137,7 @@ export function buildEntry(ctx: RequestContext, s: RequestSummary, options: Entr
     api_key_id: ctx.auth?.keyId ?? null,
     config_id: configId(ctx, options.defaultConfigId),
     prompt_id: promptId(ctx),
+    prompt_version: typeof ctx.logFields.prompt_version === 'number' ? ctx.logFields.prompt_version : null,
     route: ctx.route?.name ?? null,
     front_door: ctx.route?.frontDoor ?? null,
     method: ctx.method,
@@ -186,8 +189,14 @@ function configId(ctx: RequestContext, defaultConfigId: string | null): string |
   return header.startsWith('{') ? null : header.slice(0, 256);
 }
 
-/** The stored prompt a request used: the `promptId` of a prompts route (version suffix dropped), or the target's `prompt_id`. */
+/**
+ * The stored prompt a request used: its id as the `prompts` plugin resolved it (a slug or a version
+ * suffix in the request becomes the prompt's id); else the `promptId` of a prompts route (version suffix
+ * dropped), or the target's `prompt_id`.
+ */
 function promptId(ctx: RequestContext): string | null {
+  const resolved = ctx.logFields.prompt_id;
+  if (typeof resolved === 'string') return resolved;
   const fromPath = ctx.params?.promptId;
   if (typeof fromPath === 'string' && fromPath !== '') {
     const at = fromPath.indexOf('@');

@@ -3,6 +3,7 @@ import { config, createConfigParser } from '../../plugins/config/index.js';
 import { breaker } from '../../plugins/breaker/index.js';
 import { cache } from '../../plugins/cache/index.js';
 import { guardrails } from '../../plugins/guardrails/index.js';
+import { prompts } from '../../plugins/prompts/index.js';
 import { providerRegistry } from '../../plugins/provider-registry/index.js';
 import { azureAI } from '../../plugins/providers/azure/ai/index.js';
 import { azureOpenAI } from '../../plugins/providers/azure/openai/index.js';
@@ -14,7 +15,7 @@ import { timeout } from '../../plugins/timeout/index.js';
 
 /** Every bundled plugin that declares target fields, in the default config's order. */
 export function fieldPlugins(): GatewayPlugin[] {
-  return [config(), providerRegistry(), guardrails(), cache(), retry(), breaker(), timeout(), openai(), vertexAI(), bedrock(), azureOpenAI(), azureAI()];
+  return [config(), prompts(), providerRegistry(), guardrails(), cache(), retry(), breaker(), timeout(), openai(), vertexAI(), bedrock(), azureOpenAI(), azureAI()];
 }
 
 /** The target fields of a gateway with every bundled plugin, as `createGateway` collects them. */

@@ -10,6 +10,17 @@ beforeAll(async () => {
 afterAll(() => mock.close());
 
 const start = (env: Record<string, string>) => startProcess([], { GATEWAY_API_KEYS: 'shutdown-key-1', ...env });
+/**
+ * Resolves once the mock upstream has the request whose message is `text`: the request is in flight
+ * then. A fixed wait was not always enough on a loaded machine, and a signal that beats the request
+ * turns it into the 503 a request arriving during shutdown gets.
+ */
+async function upstreamHas(text: string): Promise<void> {
+  for (const until = Date.now() + 10_000; Date.now() < until; await new Promise((r) => setTimeout(r, 10))) {
+    if (mock.requests.some((r) => r.body.includes(text))) return;
+  }
+  throw new Error(`the upstream never received "${text}"`);
+}
 const exited = (child: ChildProcess) => new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
 
 test.each(['SIGTERM', 'SIGINT'] as const)('%s lets an in-flight stream finish, flushes its log line and exits 0', async (signal) => {
@@ -25,9 +36,9 @@ test.each(['SIGTERM', 'SIGINT'] as const)('%s lets an in-flight stream finish, f
       'x-gateway-custom-host': mock.baseURL,
       'x-gateway-trace-id': `shutdown-${signal}`,
     },
-    body: JSON.stringify({ model: 'slow-400', messages: [{ role: 'user', content: 'hi' }], stream: true }),
+    body: JSON.stringify({ model: 'slow-400', messages: [{ role: 'user', content: `hi ${signal}` }], stream: true }),
   });
-  await new Promise((r) => setTimeout(r, 150));
+  await upstreamHas(`hi ${signal}`);
   child.kill(signal);
   const res = await pending;
   expect(res.status).toBe(200);
@@ -44,9 +55,9 @@ test('new connections are refused once shutdown began', async () => {
   const slow = fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-gateway-api-key': 'shutdown-key-1', 'x-gateway-provider': 'openai', 'x-gateway-custom-host': mock.baseURL },
-    body: JSON.stringify({ model: 'slow-600', messages: [{ role: 'user', content: 'hi' }] }),
+    body: JSON.stringify({ model: 'slow-600', messages: [{ role: 'user', content: 'hi, refused after me' }] }),
   });
-  await new Promise((r) => setTimeout(r, 150));
+  await upstreamHas('hi, refused after me');
   child.kill('SIGTERM');
   await new Promise((r) => setTimeout(r, 100));
   await expect(fetch(`http://127.0.0.1:${port}/health`, { headers: { connection: 'close' } })).rejects.toThrow();

@@ -111,4 +111,10 @@ DROP INDEX gateway_log_metadata_log
     name: 'gateway_logs front_door',
     up: 'ALTER TABLE gateway_logs ADD COLUMN front_door TEXT',
   },
+  {
+    // The version of the stored prompt (plugin `prompts`) the request used; null otherwise.
+    version: 5,
+    name: 'gateway_logs prompt_version',
+    up: 'ALTER TABLE gateway_logs ADD COLUMN prompt_version INTEGER',
+  },
 ];

@@ -23,6 +23,9 @@ export interface LogFilters {
   /** The rate limit or budget that refused the request. */
   limitPolicy?: string;
   frontDoor?: string;
+  /** The stored prompt, and its version. */
+  prompt?: string;
+  promptVersion?: number;
 }
 
 /** Position after the last entry of a page (the list is newest first). */
@@ -65,7 +68,7 @@ export type GroupRow = Record<string, string | number | null>;
 const LIST_COLUMNS = COLUMNS.filter((c) => c !== 'request_body' && c !== 'response_body' && c !== 'hook_results');
 
 /**
- * Rows per INSERT statement. PostgreSQL: 100 (50 columns, about 5,000 parameters, well under its limit),
+ * Rows per INSERT statement. PostgreSQL: 100 (51 columns, about 5,100 parameters, well under its limit),
  * to save round trips. SQLite: 1, since a prepared one-row statement run in a loop is faster in-process
  * than binding a multi-row one (about 15 against 25 µs a row, measured).
  */
@@ -340,6 +343,8 @@ function whereOf(f: LogFilters): { sql: string[]; params: unknown[] } {
   if (f.route !== undefined) eq('route', f.route);
   if (f.limitPolicy !== undefined) eq('limit_policy_id', f.limitPolicy);
   if (f.frontDoor !== undefined) eq('front_door', f.frontDoor);
+  if (f.prompt !== undefined) eq('prompt_id', f.prompt);
+  if (f.promptVersion !== undefined) eq('prompt_version', f.promptVersion);
   for (const [key, value] of f.metadata ?? []) {
     sql.push('EXISTS (SELECT 1 FROM gateway_log_metadata m WHERE m.log_id = l.id AND m.meta_key = ? AND m.meta_value = ?)');
     params.push(key, value.slice(0, MAX_META_VALUE));
@@ -362,6 +367,7 @@ function toColumn(column: string, value: unknown): unknown {
 const NUMERIC = new Set([
   'created_at', 'ended_at', 'status', 'latency_ms', 'upstream_latency_ms', 'first_byte_ms', 'ttft_ms', 'prompt_tokens', 'completion_tokens',
   'total_tokens', 'cached_tokens', 'reasoning_tokens', 'cost', 'pricing_multiplier', 'retry_count', 'attempt_count', 'fallback_count',
+  'prompt_version',
 ]);
 
 /** A row as the API shows it: times as ISO 8601, JSON parsed, booleans as booleans, numbers as numbers. */

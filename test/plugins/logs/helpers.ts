@@ -320,6 +320,8 @@ export function matches(e: LogEntry, f: LogFilters): boolean {
   if (f.cacheStatus !== undefined && e.cache_status !== f.cacheStatus) return false;
   if (f.limitPolicy !== undefined && e.limit_policy_id !== f.limitPolicy) return false;
   if (f.frontDoor !== undefined && e.front_door !== f.frontDoor) return false;
+  if (f.prompt !== undefined && e.prompt_id !== f.prompt) return false;
+  if (f.promptVersion !== undefined && e.prompt_version !== f.promptVersion) return false;
   for (const [k, v] of f.metadata ?? []) {
     if (e.metadata === null || !(k in e.metadata)) return false;
     const value = e.metadata[k];
@@ -344,6 +346,7 @@ export function sampleEntry(overrides: Partial<LogEntry> = {}): LogEntry {
     api_key_id: null,
     config_id: null,
     prompt_id: null,
+    prompt_version: null,
     route: 'chat.completions',
     front_door: 'chat',
     method: 'POST',

@@ -62,6 +62,8 @@ function sampleRows(): LogEntry[] {
       }),
     );
   }
+  // Versions 1 to 3 of the one prompt, without drawing from the generator (the other columns keep their values).
+  for (const [i, row] of rows.entries()) if (row.prompt_id !== null) row.prompt_version = (i % 3) + 1;
   return rows;
 }
 
@@ -114,6 +116,8 @@ function contract(name: string, open: () => Promise<SqlClient | null>) {
         latency_ms: 12.345,
         prompt_tokens: 5,
         workspace_id: 'ws-9',
+        prompt_id: 'pp-one',
+        prompt_version: 7,
       });
       await repo.insert([full]);
       const got = await repo.get(full.id, undefined);
@@ -140,6 +144,8 @@ function contract(name: string, open: () => Promise<SqlClient | null>) {
       { workspace: 'ws-1' },
       { cacheStatus: 'HIT' },
       { limitPolicy: 'pol-1' },
+      { prompt: 'prompt-1' },
+      { prompt: 'prompt-1', promptVersion: 2 },
       { from: T0 + 50_000, to: T0 + 120_000 },
       { metadata: [['team', 'blue']] },
       { metadata: [['n', '2'], ['flag', 'true']] },

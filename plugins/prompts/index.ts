@@ -1,0 +1,271 @@
+import * as v from 'valibot';
+import {
+  addShapedRoutes,
+  CONFIG_SOURCE,
+  fieldSchema as f,
+  GatewayError,
+  jsonResponse,
+  parseOptions,
+  parsePromptRef,
+  PROMPT_SOURCE,
+  PROMPT_TEMPLATES,
+  requireScope,
+  STAGES,
+  type ConfigSource,
+  type GatewayPlugin,
+  type PromptRelease,
+  type PromptSource,
+  type RequestContext,
+  type RouteDefinition,
+  type Target,
+  type TargetField,
+} from '../../sdk/index.js';
+import { chatBody, variablesOf } from './body.js';
+import { checkTemplate, compiledKey, compilePrompt, renderPrompt, type CompiledPrompt } from './engine.js';
+import { envelope, wantsEnvelope } from './envelope.js';
+
+export const PLUGIN_NAME = 'prompts';
+export { checkTemplate, compilePrompt, formatValue, renderPrompt } from './engine.js';
+export { chatBody } from './body.js';
+
+/** The chat route's name: prompt completions are chat completions to every other plugin. */
+const CHAT = 'chat.completions';
+
+/**
+ * `prompt_id`: a stored prompt for a chat request, read at the top level of a
+ * config. It brings its own target (the prompt's provider, virtual key or
+ * saved config) when the config names none.
+ */
+export const PROMPT_FIELDS: Readonly<Record<string, TargetField>> = Object.freeze({
+  prompt_id: { schema: f.string(), combination: ['prompt_id'], providesTarget: true },
+});
+
+const OptionsSchema = v.strictObject({
+  /** Prompt versions kept parsed (the least recently used is dropped first). Default 1000. */
+  maxCompiled: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1)), 1000),
+  /** Longest rendered prompt, in characters, all message texts together. Default: the gateway's `maxBodyBytes`. */
+  maxRenderedChars: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+});
+
+export type PromptsOptions = v.InferInput<typeof OptionsSchema>;
+
+/** What a request that uses a stored prompt carries, in `ctx.state`. */
+interface Prepared {
+  release: PromptRelease;
+  compiled: CompiledPrompt;
+  /** `route`: the prompt completions route (its answer gets the envelope); `config`: a chat request whose config names the prompt. */
+  via: 'route' | 'config';
+}
+
+/**
+ * Stored prompts on the request path (docs/prompts.md):
+ * - `POST /v1/prompts/{promptId}/completions` (`@latest`, `@N` or the
+ *   published version): the prompt's template rendered with the body's
+ *   `variables`, the body's other fields over it, sent where the prompt
+ *   says; answered with `{status, headers, body}`, or streamed as chat;
+ * - `POST /v1/prompts/{promptId}/render`: the chat body that would be sent;
+ * - `prompt_id` in a chat request's config: the same rendering on the chat route.
+ *
+ * The rendering happens once per request, at `STAGES.beforeRequest.PREPARE`,
+ * before validation, limits, guardrails and the cache, which all see the
+ * rendered body; to every other plugin a prompt completion is a chat
+ * completion (its route is named `chat.completions`). Prompts are stored by
+ * the control plane (`PROMPT_SOURCE`); this plugin offers it the template
+ * language (`PROMPT_TEMPLATES`), Mustache without HTML escaping.
+ */
+export function prompts(options: PromptsOptions = {}): GatewayPlugin {
+  const opts = parseOptions(PLUGIN_NAME, OptionsSchema, options);
+  return {
+    name: PLUGIN_NAME,
+    targetFields: PROMPT_FIELDS,
+    errorCodes: { missing_variables: { status: 400, type: 'invalid_request_error' } },
+    apply(api) {
+      const base = api.options.basePath;
+      const maxChars = opts.maxRenderedChars ?? api.options.maxBodyBytes;
+      // The chat route first, so that the route named `chat.completions` (internal requests look it up by name) stays the chat route.
+      addShapedRoutes(api, [CHAT]);
+      const completions: RouteDefinition = { name: CHAT, method: 'POST', path: `${base}/prompts/:promptId/completions`, kind: 'provider', body: 'json' };
+      api.routes.add(completions);
+      api.provide(PROMPT_TEMPLATES, { check: checkTemplate });
+
+      let source: PromptSource | undefined;
+      let configs: ConfigSource | undefined;
+      api.onReady(() => {
+        source = api.tryResolve(PROMPT_SOURCE);
+        configs = api.tryResolve(CONFIG_SOURCE);
+      });
+
+      // Versions never change once saved, so a version (with its partials' versions) is parsed once, whichever cache fill brought it.
+      const compiledByKey = new Map<string, CompiledPrompt>();
+      const compiledOf = (release: PromptRelease): CompiledPrompt => {
+        const key = compiledKey(release);
+        let compiled = compiledByKey.get(key);
+        if (compiled !== undefined) {
+          compiledByKey.delete(key);
+          compiledByKey.set(key, compiled);
+          return compiled;
+        }
+        compiled = compilePrompt(release, key);
+        if (compiledByKey.size >= opts.maxCompiled) compiledByKey.delete(compiledByKey.keys().next().value!);
+        compiledByKey.set(key, compiled);
+        return compiled;
+      };
+
+      /** The prompt `raw` names (`id`, `id@latest`, `id@N`) in the request's workspace, parsed; `param` is where the reference came from. */
+      const load = async (ctx: RequestContext, raw: string, param: string, via: Prepared['via']): Promise<Prepared> => {
+        if (source === undefined) throw new GatewayError('service_unavailable', 'Stored prompts need the control plane, which is not loaded.');
+        const parsed = parsePromptRef(raw);
+        if (parsed === null) {
+          throw new GatewayError('invalid_request', `"${raw.slice(0, 128)}" is not a prompt reference: use the prompt's id or slug, optionally followed by @latest or @<version number>.`, { param });
+        }
+        const found = await source.find(ctx, parsed.ref, parsed.selector);
+        if ('missing' in found) {
+          const ref = parsed.ref.slice(0, 128);
+          throw found.missing === 'prompt'
+            ? new GatewayError('not_found', `No prompt "${ref}" in this workspace.`, { param })
+            : new GatewayError('not_found', `Prompt "${ref}" has no version ${String(parsed.selector)} (its latest is ${found.latestVersion}).`, { param });
+        }
+        // Known from here, whatever happens next: the log names the prompt and the version of a refused request too.
+        ctx.logFields.prompt_id = found.id;
+        ctx.logFields.prompt_version = found.version;
+        return { release: found, compiled: compiledOf(found), via };
+      };
+
+      /** Where the version sends its requests; a saved config is the workspace's, through the control plane's cache. */
+      const selectionTargets = new WeakMap<PromptRelease, Target>();
+      const targetOf = async (ctx: RequestContext, release: PromptRelease): Promise<Target> => {
+        const { provider, virtual_key, config } = release.selection;
+        if (config === undefined) {
+          let target = selectionTargets.get(release);
+          if (target === undefined) {
+            target = Object.freeze(provider !== undefined ? { provider } : { virtual_key });
+            selectionTargets.set(release, target);
+          }
+          return target;
+        }
+        const saved = configs === undefined ? undefined : await configs.find(ctx, config);
+        if (saved === undefined) {
+          throw new GatewayError('not_found', `Prompt "${release.slug}" version ${release.version} sends its requests through the saved config "${config}", which this workspace no longer has.`, { param: 'config' });
+        }
+        return saved;
+      };
+
+      /** Renders the request's body into the chat body it stands for, once. */
+      const render = (ctx: RequestContext, prepared: Prepared): Record<string, unknown> => {
+        const body = ctx.body ?? {};
+        const variables = variablesOf(body, prepared.via === 'route');
+        return chatBody(renderPrompt(prepared.compiled, prepared.release.template, variables, maxChars), body);
+      };
+      const apply = (ctx: RequestContext, chat: Record<string, unknown>): void => {
+        ctx.body = chat;
+        ctx.bodyChanged = true;
+        ctx.model = typeof chat.model === 'string' ? chat.model : null;
+        ctx.stream = chat.stream === true;
+      };
+
+      // The prompt completions route names its target itself: the prompt's, whatever config or provider headers say.
+      api.hooks.resolveProvider.tapAsync({ name: PLUGIN_NAME, stage: STAGES.resolveProvider.ROUTE }, (ctx, done) => {
+        if (ctx.route !== completions) return done();
+        load(ctx, ctx.params!.promptId!, 'promptId', 'route')
+          .then((prepared) => {
+            ctx.state.set(PLUGIN_NAME, prepared);
+            return targetOf(ctx, prepared.release);
+          })
+          .then((target) => done(null, target), done);
+      });
+
+      // A config's prompt_id at the top level; one deeper would mean one body per target, which a request does not have.
+      const nested = new WeakMap<Target, boolean>();
+      const hasNested = (target: Target): boolean => {
+        let found = nested.get(target);
+        if (found === undefined) {
+          const walk = (t: Target): boolean => (t.targets ?? []).some((child) => child.prompt_id !== undefined || walk(child));
+          found = walk(target);
+          nested.set(target, found);
+        }
+        return found;
+      };
+      // A config that names no provider takes the prompt's target, with the config's settings over it (as a passthrough config over the headers' provider).
+      const merged = new WeakMap<Target, WeakMap<Target, Target>>();
+      const withPromptTarget = (config: Target, selection: Target): Target => {
+        let bySelection = merged.get(config);
+        if (bySelection === undefined) merged.set(config, (bySelection = new WeakMap()));
+        let target = bySelection.get(selection);
+        if (target === undefined) {
+          const { prompt_id: _promptId, ...settings } = config;
+          target = { ...selection, ...settings };
+          bySelection.set(selection, target);
+        }
+        return target;
+      };
+      const namesNoTarget = (t: Target) => t.provider === undefined && t.virtual_key === undefined && t.strategy === undefined;
+
+      const fromConfig = async (ctx: RequestContext, target: Target): Promise<void> => {
+        const prepared = await load(ctx, target.prompt_id as string, 'prompt_id', 'config');
+        ctx.state.set(PLUGIN_NAME, prepared);
+        apply(ctx, render(ctx, prepared));
+        if (namesNoTarget(target)) ctx.target = withPromptTarget(target, await targetOf(ctx, prepared.release));
+      };
+
+      api.hooks.beforeRequest.tapAsync({ name: PLUGIN_NAME, stage: STAGES.beforeRequest.PREPARE }, (ctx, done) => {
+        const prepared = ctx.state.get(PLUGIN_NAME) as Prepared | undefined;
+        if (prepared !== undefined) {
+          // The prompt completions route: loaded with its target; only the rendering is left.
+          try {
+            apply(ctx, render(ctx, prepared));
+          } catch (err) {
+            return done(err as Error);
+          }
+          return done();
+        }
+        const target = ctx.target;
+        // A request without prompt_id pays these few reads and nothing else.
+        if (target === null || (target.prompt_id === undefined && target.targets === undefined)) return done();
+        if (target.prompt_id === undefined && !hasNested(target)) return done();
+        if (hasNested(target)) {
+          return done(new GatewayError('invalid_request', 'prompt_id is read at the top level of a config only: one rendered body serves every target of a request.', { param: 'x-gateway-config' }));
+        }
+        if (ctx.route!.name !== CHAT) {
+          if (!namesNoTarget(target)) return done();
+          return done(new GatewayError('invalid_request', `A config with prompt_id and no provider serves ${base}/chat/completions only; it names no provider for ${ctx.method} ${ctx.path}.`, { param: 'x-gateway-config' }));
+        }
+        fromConfig(ctx, target).then(() => done(), done);
+      });
+
+      // The spec's envelope, on the prompt completions route only (the chat route keeps the chat shape); after the cache kept the plain answer.
+      api.hooks.afterResponse.tap({ name: PLUGIN_NAME, stage: STAGES.afterResponse.SHAPE }, (response, ctx) => {
+        const prepared = ctx.state.get(PLUGIN_NAME) as Prepared | undefined;
+        if (prepared?.via !== 'route' || !wantsEnvelope(response)) return response;
+        return envelope(response);
+      });
+
+      api.routes.add({
+        name: 'prompts.render',
+        method: 'POST',
+        path: `${base}/prompts/:promptId/render`,
+        kind: 'handler',
+        body: 'json',
+        async handler(ctx) {
+          requireScope(ctx, 'prompts.read');
+          const prepared = await load(ctx, ctx.params!.promptId!, 'promptId', 'route');
+          const { release } = prepared;
+          const partials: Record<string, number> = {};
+          for (const [name, partial] of release.partials) if (partial !== null) partials[name] = partial.version;
+          return jsonResponse(200, {
+            object: 'prompt.render',
+            prompt_id: release.id,
+            slug: release.slug,
+            version: release.version,
+            published_version: release.publishedVersion,
+            latest_version: release.latestVersion,
+            ...release.selection,
+            partials,
+            body: render(ctx, prepared),
+          });
+        },
+      });
+    },
+  };
+}
+
+export default prompts;
