@@ -1,4 +1,15 @@
-import { type AuthInfo, type ConfigParser, GatewayError, type LimitCounters, type LimitPolicySet, type RequestContext, type SqlClient, type Target } from '../../sdk/index.js';
+import {
+  type AuthInfo,
+  type ConfigParser,
+  GatewayError,
+  type GuardrailValidator,
+  type LimitCounters,
+  type LimitPolicySet,
+  type RequestContext,
+  type SqlClient,
+  type StoredGuardrail,
+  type Target,
+} from '../../sdk/index.js';
 import { TtlCache } from './cache.js';
 import { applySecretMappings, openCredentials, type SecretMapping } from './credentials.js';
 import { hashSecret } from './keys.js';
@@ -60,6 +71,8 @@ export interface ControlPlaneDeps {
   secretFields: ReadonlySet<string>;
   /** The `limits` plugin's counters, when it is loaded (for the policies' usage routes). */
   counters?: () => LimitCounters | undefined;
+  /** The `guardrails` plugin's entry check, when it is loaded (stored guardrails are validated with it). */
+  guardrailValidator?: () => GuardrailValidator | undefined;
 }
 
 /** The answer for a request in no workspace: nothing to enforce. */
@@ -85,6 +98,7 @@ export class ControlPlane {
   readonly #configs: TtlCache<Target | null>;
   readonly #settings: TtlCache<OrgSettings>;
   readonly #limits: TtlCache<LimitPolicySet>;
+  readonly #guardrails: TtlCache<StoredGuardrail | null>;
 
   constructor(deps: ControlPlaneDeps) {
     this.#deps = deps;
@@ -97,6 +111,7 @@ export class ControlPlane {
     this.#configs = cache();
     this.#settings = cache();
     this.#limits = cache();
+    this.#guardrails = cache();
   }
 
   /** The limits plugin's counters, or undefined when it is not loaded. */
@@ -106,6 +121,28 @@ export class ControlPlane {
 
   get box(): SecretBox {
     return this.#deps.box();
+  }
+
+  /** The guardrails plugin's entry check; a 503 when that plugin is not loaded. */
+  get guardrailValidator(): GuardrailValidator {
+    const validator = this.#deps.guardrailValidator?.();
+    if (validator === undefined) throw new GatewayError('service_unavailable', 'Stored guardrails need the guardrails plugin, which is not loaded.');
+    return validator;
+  }
+
+  /**
+   * A stored guardrail of a workspace (by id or slug) as the request path runs
+   * it, through the cache: synchronous when cached, and the same frozen object
+   * until it expires or an admin write clears it. Archived ones are returned
+   * too (a config naming one is refused, not silently let through).
+   */
+  guardrailFor(workspaceId: string, ref: string): StoredGuardrail | undefined | Promise<StoredGuardrail | undefined> {
+    const found = this.#guardrails.get(`${workspaceId}\n${ref}`, async () => {
+      const row = await this.repo.guardrail(workspaceId, ref);
+      if (row === undefined) return null;
+      return Object.freeze({ id: row.id, version: row.version, status: row.status, entry: Object.freeze(JSON.parse(row.body) as Record<string, unknown>) });
+    });
+    return found instanceof Promise ? found.then((g) => g ?? undefined) : (found ?? undefined);
   }
 
   /** The gateway's config parser (the config plugin's). */
@@ -126,6 +163,7 @@ export class ControlPlane {
     this.#configs.clear();
     this.#settings.clear();
     this.#limits.clear();
+    this.#guardrails.clear();
   }
 
   /**
