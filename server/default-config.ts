@@ -19,6 +19,7 @@ export const DEFAULT_CONFIG: ServerConfig = {
     { name: 'auth-static' },
     { name: 'sqlite' },
     { name: 'control-plane' },
+    { name: 'scim' },
     { name: 'config' },
     { name: 'provider-headers' },
     { name: 'provider-registry' },

@@ -26,6 +26,8 @@ export interface ServerEnv {
   encryptionKey: string | undefined;
   /** GATEWAY_BOOTSTRAP_KEY: the first admin key of an empty control plane (else one is generated and printed). */
   bootstrapKey: string | undefined;
+  /** GATEWAY_SCIM_TOKEN: a bearer token identity providers may provision users and groups with (`scim` plugin). */
+  scimToken: string | undefined;
   /** GATEWAY_REQUEST_LOG: which requests the `request-log` plugin writes a stdout line for (`all`, `failures`, `auto`). */
   requestLog: 'all' | 'failures' | 'auto' | undefined;
   /** The OTEL_* variables (undefined when none is set): the `otel` plugin's defaults, so a server started with its own env ignores the process's. */
@@ -55,6 +57,7 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): ServerEnv {
     metricsToken: env.GATEWAY_METRICS_TOKEN || undefined,
     encryptionKey: env.GATEWAY_ENCRYPTION_KEY || undefined,
     bootstrapKey: env.GATEWAY_BOOTSTRAP_KEY || undefined,
+    scimToken: env.GATEWAY_SCIM_TOKEN || undefined,
     requestLog: requestLogLines(env.GATEWAY_REQUEST_LOG),
     otel: otelVariables(env),
   };
