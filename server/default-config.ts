@@ -20,6 +20,7 @@ export const DEFAULT_CONFIG: ServerConfig = {
     { name: 'sqlite' },
     { name: 'control-plane' },
     { name: 'scim' },
+    { name: 'sso' },
     { name: 'config' },
     { name: 'provider-headers' },
     { name: 'provider-registry' },

@@ -28,6 +28,8 @@ export interface ServerEnv {
   bootstrapKey: string | undefined;
   /** GATEWAY_SCIM_TOKEN: a bearer token identity providers may provision users and groups with (`scim` plugin). */
   scimToken: string | undefined;
+  /** GATEWAY_OIDC_ISSUER, _CLIENT_ID, _CLIENT_SECRET, _REDIRECT_URI: single sign-on (`sso` plugin); undefined when no issuer is set. */
+  oidc: { issuer: string; clientId?: string; clientSecret?: string; redirectUri?: string } | undefined;
   /** GATEWAY_REQUEST_LOG: which requests the `request-log` plugin writes a stdout line for (`all`, `failures`, `auto`). */
   requestLog: 'all' | 'failures' | 'auto' | undefined;
   /** The OTEL_* variables (undefined when none is set): the `otel` plugin's defaults, so a server started with its own env ignores the process's. */
@@ -58,6 +60,14 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): ServerEnv {
     encryptionKey: env.GATEWAY_ENCRYPTION_KEY || undefined,
     bootstrapKey: env.GATEWAY_BOOTSTRAP_KEY || undefined,
     scimToken: env.GATEWAY_SCIM_TOKEN || undefined,
+    oidc: env.GATEWAY_OIDC_ISSUER
+      ? {
+          issuer: env.GATEWAY_OIDC_ISSUER,
+          ...(env.GATEWAY_OIDC_CLIENT_ID ? { clientId: env.GATEWAY_OIDC_CLIENT_ID } : {}),
+          ...(env.GATEWAY_OIDC_CLIENT_SECRET ? { clientSecret: env.GATEWAY_OIDC_CLIENT_SECRET } : {}),
+          ...(env.GATEWAY_OIDC_REDIRECT_URI ? { redirectUri: env.GATEWAY_OIDC_REDIRECT_URI } : {}),
+        }
+      : undefined,
     requestLog: requestLogLines(env.GATEWAY_REQUEST_LOG),
     otel: otelVariables(env),
   };

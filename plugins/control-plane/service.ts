@@ -75,6 +75,28 @@ export interface ControlPlaneDeps {
   guardrailValidator?: () => GuardrailValidator | undefined;
 }
 
+/** A signed-in person's session, as the request path checks it. */
+export interface SessionEntry {
+  id: string;
+  userId: string;
+  email: string;
+  name: string | null;
+  /** When the person signed in: `max_session_ttl` counts from here. */
+  createdAt: number;
+  /** The latest end the session was given when it started. */
+  expiresAt: number;
+  /** False once SCIM deactivated the person. */
+  active: boolean;
+}
+
+/** A workspace a user belongs to, with the role there. */
+export interface Membership {
+  workspaceId: string;
+  slug: string;
+  name: string;
+  role: string;
+}
+
 /** The answer for a request in no workspace: nothing to enforce. */
 const NO_LIMITS: LimitPolicySet = Object.freeze({ workspaceId: null, policies: Object.freeze([]) });
 
@@ -99,6 +121,8 @@ export class ControlPlane {
   readonly #settings: TtlCache<OrgSettings>;
   readonly #limits: TtlCache<LimitPolicySet>;
   readonly #guardrails: TtlCache<StoredGuardrail | null>;
+  readonly #sessions: TtlCache<SessionEntry | null>;
+  readonly #memberships: TtlCache<readonly Membership[]>;
 
   constructor(deps: ControlPlaneDeps) {
     this.#deps = deps;
@@ -112,6 +136,8 @@ export class ControlPlane {
     this.#settings = cache();
     this.#limits = cache();
     this.#guardrails = cache();
+    this.#sessions = cache();
+    this.#memberships = cache();
   }
 
   /** The limits plugin's counters, or undefined when it is not loaded. */
@@ -164,6 +190,39 @@ export class ControlPlane {
     this.#settings.clear();
     this.#limits.clear();
     this.#guardrails.clear();
+    this.#sessions.clear();
+    this.#memberships.clear();
+  }
+
+  /** The session whose secret has this digest, through the cache; null when there is none. */
+  session(digest: string): SessionEntry | null | Promise<SessionEntry | null> {
+    return this.#sessions.get(digest, async () => {
+      const row = await this.repo.db().get<Record<string, unknown>>(
+        'SELECT s.id, s.user_id, s.created_at, s.expires_at, u.email, u.name, su.active FROM cp_sessions s JOIN cp_users u ON u.id = s.user_id LEFT JOIN cp_scim_users su ON su.user_id = s.user_id WHERE s.token_hash = ?',
+        [digest],
+      );
+      if (row === undefined) return null;
+      return Object.freeze({
+        id: row.id as string,
+        userId: row.user_id as string,
+        email: row.email as string,
+        name: (row.name as string | null) ?? null,
+        createdAt: Number(row.created_at),
+        expiresAt: Number(row.expires_at),
+        active: row.active === null || row.active === undefined || Number(row.active) === 1,
+      });
+    });
+  }
+
+  /** A user's workspaces (active ones), oldest membership first, through the cache. */
+  memberships(userId: string): readonly Membership[] | Promise<readonly Membership[]> {
+    return this.#memberships.get(userId, async () => {
+      const rows = await this.repo.db().all<{ workspace_id: string; slug: string; name: string; role: string }>(
+        "SELECT m.workspace_id, w.slug, w.name, m.role FROM cp_members m JOIN cp_workspaces w ON w.id = m.workspace_id WHERE m.user_id = ? AND w.status = 'active' ORDER BY m.created_at, m.workspace_id",
+        [userId],
+      );
+      return Object.freeze(rows.map((r) => Object.freeze({ workspaceId: r.workspace_id, slug: r.slug, name: r.name, role: r.role })));
+    });
   }
 
   /**
