@@ -271,9 +271,9 @@ CREATE TABLE cp_sessions (
   issuer TEXT NOT NULL,
   subject TEXT NOT NULL,
   created_at BIGINT NOT NULL,
-  expires_at BIGINT NOT NULL,
-  last_used_at BIGINT
+  expires_at BIGINT NOT NULL
 );
-CREATE INDEX cp_sessions_user ON cp_sessions (user_id)`,
+CREATE INDEX cp_sessions_user ON cp_sessions (user_id);
+CREATE INDEX cp_sessions_expires ON cp_sessions (expires_at)`,
   },
 ];

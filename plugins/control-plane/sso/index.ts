@@ -283,6 +283,8 @@ export function sso(options: SsoOptions = {}): GatewayPlugin {
           const scimRow = await repo.db().get<{ active: number | string }>('SELECT active FROM cp_scim_users WHERE user_id = ?', [user.id]);
           if (scimRow !== undefined && Number(scimRow.active) !== 1) throw forbidden('This account is deactivated.');
 
+          // Sessions past their latest end are of no use to anyone: each sign-in sweeps them.
+          await repo.db().run('DELETE FROM cp_sessions WHERE expires_at <= ?', [current]);
           const ttl = await ttlSeconds();
           const secret = SESSION_PREFIX + randomBytes(32).toString('base64url');
           await repo.insert('cp_sessions', {
@@ -293,7 +295,6 @@ export function sso(options: SsoOptions = {}): GatewayPlugin {
             subject: String(claims.sub ?? '').slice(0, 512),
             created_at: current,
             expires_at: current + ttl * 1000,
-            last_used_at: null,
           });
           api.logger.info({ user_id: user.id }, 'single sign-on: a session started');
           const cookies = [setCookie(sessionCookie, secret, { path: '/', maxAge: ttl, secure }), setCookie(loginCookie, '', { path: `${base}/auth/sso`, maxAge: 0, secure })];
