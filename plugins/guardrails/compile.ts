@@ -92,6 +92,8 @@ export function compileHooks(target: Target, checks: Registry<unknown>, named: R
       const found = named.get(h.id);
       if (found !== undefined) return fromNamed({ id: h.id, ...found, ...overrides }, source, phase, where, checks);
       if (stored) return { ref: h.id, source, phase, where, overrides };
+      // A hook with no checks that names nothing known would pass everything: refused, like an unknown name.
+      throw bad(where, `no guardrail is named "${h.id}"`);
     }
     return fromHook(h, source, phase, where, checks);
   };
