@@ -150,12 +150,15 @@ export function sso(options: SsoOptions = {}): GatewayPlugin {
       };
 
       // A session cookie authenticates only a request that carries no key: a wrong key is never rescued by a cookie.
-      api.hooks.auth.tapPromise({ name: PLUGIN_NAME, stage: STAGES.auth.SESSIONS }, async (ctx: RequestContext) => {
-        if (ctx.header('x-gateway-api-key') !== undefined) return undefined;
-        const secret = readCookie(ctx.header('cookie'), sessionCookie);
-        if (secret === undefined || !secret.startsWith(SESSION_PREFIX) || secret.length > 128) return undefined;
-        return authenticateSession(ctx, secret);
-      });
+      // Without single sign-on configured, no session is accepted (turning it off ends every session).
+      if (configured) {
+        api.hooks.auth.tapPromise({ name: PLUGIN_NAME, stage: STAGES.auth.SESSIONS }, async (ctx: RequestContext) => {
+          if (ctx.header('x-gateway-api-key') !== undefined) return undefined;
+          const secret = readCookie(ctx.header('cookie'), sessionCookie);
+          if (secret === undefined || !secret.startsWith(SESSION_PREFIX) || secret.length > 128) return undefined;
+          return authenticateSession(ctx, secret);
+        });
+      }
 
       const authenticateSession = async (ctx: RequestContext, secret: string): Promise<AuthInfo> => {
         const session = await cp!.session(hashSecret(secret));
