@@ -19,6 +19,8 @@ export const STAGES = Object.freeze({
     MEMORY_KEYS: 0,
     /** Keys and tokens that need a lookup (stored keys, JWTs). */
     STORED_KEYS: 100,
+    /** A signed-in person's session cookie, when the request carries no key at all. */
+    SESSIONS: 200,
   }),
   resolveProvider: Object.freeze({
     /**

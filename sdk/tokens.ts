@@ -124,6 +124,35 @@ export interface LimitCounters {
 }
 export const LIMIT_COUNTERS = serviceToken<LimitCounters>('gateway.limits.counters');
 
+/** A guardrail stored in the control plane, as the `guardrails` plugin runs it. */
+export interface StoredGuardrail {
+  /** The stored id (`pg-…`); a config may name it by id or by slug. */
+  id: string;
+  /** The current version: the guardrails plugin compiles each (id, version) once. */
+  version: number;
+  status: 'active' | 'archived';
+  /** The guardrail entry: `deny`, `async`, `on_fail`, `on_success` and one property per check id (frozen). */
+  entry: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * Where the `guardrails` plugin finds a guardrail a config names by id when
+ * the server config does not define it (the control plane offers one: the
+ * stored guardrails of the request's workspace, through its TTL cache).
+ */
+export interface GuardrailSource {
+  /** The guardrail `ref` (id or slug) names for this request; undefined when there is none. Synchronous when cached. */
+  find(ctx: RequestContext, ref: string): StoredGuardrail | undefined | Promise<StoredGuardrail | undefined>;
+}
+export const GUARDRAIL_SOURCE = serviceToken<GuardrailSource>('gateway.guardrails.source');
+
+/** Checks a guardrail entry before it is stored (offered by the `guardrails` plugin, which knows the checks). */
+export interface GuardrailValidator {
+  /** The entry's issues (path inside the entry, rule broken); empty when it is a valid guardrail entry. */
+  check(entry: unknown): ConfigIssue[];
+}
+export const GUARDRAIL_VALIDATOR = serviceToken<GuardrailValidator>('gateway.guardrails.validator');
+
 /**
  * Where the `prompts` plugin finds stored prompts (the control plane offers
  * one: the prompts of the request's workspace, through its TTL cache).

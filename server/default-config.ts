@@ -19,6 +19,8 @@ export const DEFAULT_CONFIG: ServerConfig = {
     { name: 'auth-static' },
     { name: 'sqlite' },
     { name: 'control-plane' },
+    { name: 'scim' },
+    { name: 'sso' },
     { name: 'config' },
     { name: 'prompts' },
     { name: 'provider-headers' },

@@ -26,6 +26,10 @@ export interface ServerEnv {
   encryptionKey: string | undefined;
   /** GATEWAY_BOOTSTRAP_KEY: the first admin key of an empty control plane (else one is generated and printed). */
   bootstrapKey: string | undefined;
+  /** GATEWAY_SCIM_TOKEN: a bearer token identity providers may provision users and groups with (`scim` plugin). */
+  scimToken: string | undefined;
+  /** GATEWAY_OIDC_ISSUER, _CLIENT_ID, _CLIENT_SECRET, _REDIRECT_URI: single sign-on (`sso` plugin); undefined when no issuer is set. */
+  oidc: { issuer: string; clientId?: string; clientSecret?: string; redirectUri?: string } | undefined;
   /** GATEWAY_REQUEST_LOG: which requests the `request-log` plugin writes a stdout line for (`all`, `failures`, `auto`). */
   requestLog: 'all' | 'failures' | 'auto' | undefined;
   /** GATEWAY_FILES_S3_BUCKET (with _PREFIX, _REGION, _ENDPOINT): the `batches` plugin keeps files in this S3-compatible bucket instead of the data dir. */
@@ -57,6 +61,15 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): ServerEnv {
     metricsToken: env.GATEWAY_METRICS_TOKEN || undefined,
     encryptionKey: env.GATEWAY_ENCRYPTION_KEY || undefined,
     bootstrapKey: env.GATEWAY_BOOTSTRAP_KEY || undefined,
+    scimToken: env.GATEWAY_SCIM_TOKEN || undefined,
+    oidc: env.GATEWAY_OIDC_ISSUER
+      ? {
+          issuer: env.GATEWAY_OIDC_ISSUER,
+          ...(env.GATEWAY_OIDC_CLIENT_ID ? { clientId: env.GATEWAY_OIDC_CLIENT_ID } : {}),
+          ...(env.GATEWAY_OIDC_CLIENT_SECRET ? { clientSecret: env.GATEWAY_OIDC_CLIENT_SECRET } : {}),
+          ...(env.GATEWAY_OIDC_REDIRECT_URI ? { redirectUri: env.GATEWAY_OIDC_REDIRECT_URI } : {}),
+        }
+      : undefined,
     requestLog: requestLogLines(env.GATEWAY_REQUEST_LOG),
     otel: otelVariables(env),
     filesS3: env.GATEWAY_FILES_S3_BUCKET

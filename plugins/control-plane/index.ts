@@ -7,6 +7,9 @@ import {
   type ConfigSource,
   GatewayError,
   type GatewayPlugin,
+  GUARDRAIL_SOURCE,
+  GUARDRAIL_VALIDATOR,
+  type GuardrailValidator,
   hasScope,
   LIMIT_COUNTERS,
   LIMIT_POLICY_SOURCE,
@@ -30,6 +33,7 @@ import { createJwtVerifier, loadJwksFile, looksLikeJwt, type JwtPayload } from '
 import { CONTROL_PLANE_MIGRATIONS, CONTROL_PLANE_NAMESPACE } from './migrations.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
 import { configRoutes } from './routes/configs.js';
+import { guardrailRoutes } from './routes/guardrails.js';
 import { toRouteDefinitions } from './routes/http.js';
 import { integrationRoutes } from './routes/integrations.js';
 import { memberRoutes } from './routes/members.js';
@@ -108,6 +112,7 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
       let client: SqlClient | null = null;
       let box: SecretBox | null = null;
       let verify: ((token: string) => JwtPayload) | null = null;
+      let guardrailValidator: GuardrailValidator | undefined;
       let parser: ConfigParser | null = null;
       let counters: LimitCounters | undefined;
       let templates: PromptTemplates | undefined;
@@ -124,12 +129,14 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
         secretFields: api.targetFields.credentials(),
         counters: () => counters,
         templates: () => templates,
+        guardrailValidator: () => guardrailValidator,
       });
       api.provide(CONTROL_PLANE, cp);
 
       api.onReady(async () => {
         parser = api.tryResolve(CONFIG_PARSER) ?? null;
         counters = api.tryResolve(LIMIT_COUNTERS);
+        guardrailValidator = api.tryResolve(GUARDRAIL_VALIDATOR);
         templates = api.tryResolve(PROMPT_TEMPLATES);
         const store = api.stores.get(opts.store) as SqlStore | undefined;
         if (store === undefined || typeof store.client !== 'function') {
@@ -182,6 +189,14 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
       };
       api.provide(PROVIDER_SOURCE, providerSource);
       api.provide(CONFIG_SOURCE, configSource);
+      // Stored guardrails a config names by id or slug, in the request's workspace, for the guardrails plugin.
+      api.provide(GUARDRAIL_SOURCE, {
+        find(ctx, ref) {
+          const own = ctx.auth?.workspaceId;
+          if (own) return cp.guardrailFor(own, ref);
+          return cp.requestWorkspace(ctx).then((workspaceId) => (workspaceId === null ? undefined : cp.guardrailFor(workspaceId, ref)));
+        },
+      });
       // The rate limits and budgets of the request's workspace, for the limits plugin.
       api.provide(LIMIT_POLICY_SOURCE, { policies: (ctx) => cp.limitPolicies(ctx) });
       // Stored prompts of the request's workspace, for the prompts plugin.
@@ -196,6 +211,7 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
           ...integrationRoutes(api.providers),
           ...providerRoutes,
           ...configRoutes,
+          ...guardrailRoutes,
           ...modelRoutes,
           ...policyRoutes,
           ...promptRoutes,

@@ -214,4 +214,118 @@ CREATE TABLE cp_prompt_partial_versions (
   PRIMARY KEY (partial_id, version)
 )`,
   },
+  {
+    // Stored guardrails of a workspace: a name and a guardrail entry of the config object, versioned like saved
+    // configs (each change of the entry is a new version). Archived, never deleted: configs keep naming their ids.
+    version: 4,
+    name: 'guardrails',
+    up: `
+CREATE TABLE cp_guardrails (
+  id TEXT PRIMARY KEY,
+  workspace_id TEXT NOT NULL,
+  slug TEXT NOT NULL,
+  name TEXT NOT NULL,
+  status TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT NOT NULL,
+  archived_at BIGINT,
+  UNIQUE (workspace_id, slug)
+);
+CREATE TABLE cp_guardrail_versions (
+  guardrail_id TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  body TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  PRIMARY KEY (guardrail_id, version)
+)`,
+  },
+  {
+    // SCIM 2.0 provisioning: bearer tokens (SHA-256 digests only), the users and groups an identity provider
+    // pushes, group -> workspace mappings, which memberships SCIM manages (so it never touches one added through
+    // the admin API), and the user keys it disabled (so re-adding the person turns those back on).
+    version: 5,
+    name: 'scim',
+    up: `
+CREATE TABLE cp_scim_tokens (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  token_hash TEXT NOT NULL UNIQUE,
+  token_mask TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  last_used_at BIGINT
+);
+CREATE TABLE cp_scim_users (
+  user_id TEXT PRIMARY KEY,
+  user_name TEXT NOT NULL,
+  user_name_key TEXT NOT NULL UNIQUE,
+  external_id TEXT,
+  active INTEGER NOT NULL,
+  given_name TEXT,
+  family_name TEXT,
+  display_name TEXT,
+  emails TEXT,
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT NOT NULL
+);
+CREATE INDEX cp_scim_users_external ON cp_scim_users (external_id);
+CREATE TABLE cp_scim_groups (
+  id TEXT PRIMARY KEY,
+  display_name TEXT NOT NULL,
+  display_name_key TEXT NOT NULL,
+  external_id TEXT,
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT NOT NULL
+);
+CREATE INDEX cp_scim_groups_name ON cp_scim_groups (display_name_key);
+CREATE INDEX cp_scim_groups_external ON cp_scim_groups (external_id);
+CREATE TABLE cp_scim_group_members (
+  group_id TEXT NOT NULL,
+  user_id TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  PRIMARY KEY (group_id, user_id)
+);
+CREATE INDEX cp_scim_group_members_user ON cp_scim_group_members (user_id);
+CREATE TABLE cp_scim_workspace_mappings (
+  id TEXT PRIMARY KEY,
+  workspace_id TEXT NOT NULL,
+  role TEXT NOT NULL,
+  scim_group_id TEXT,
+  scim_group_name TEXT,
+  scim_group_name_key TEXT,
+  created_at BIGINT NOT NULL
+);
+CREATE INDEX cp_scim_workspace_mappings_workspace ON cp_scim_workspace_mappings (workspace_id);
+CREATE TABLE cp_scim_memberships (
+  workspace_id TEXT NOT NULL,
+  user_id TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  PRIMARY KEY (workspace_id, user_id)
+);
+CREATE TABLE cp_scim_suspended_keys (
+  key_id TEXT PRIMARY KEY,
+  user_id TEXT NOT NULL,
+  workspace_id TEXT,
+  created_at BIGINT NOT NULL
+);
+CREATE INDEX cp_scim_suspended_keys_user ON cp_scim_suspended_keys (user_id)`,
+  },
+  {
+    // Single sign-on sessions of people: the cookie's secret as a SHA-256 digest, the user, when the sign-in
+    // happened (max_session_ttl counts from it) and when the session ends at the latest.
+    version: 6,
+    name: 'sessions',
+    up: `
+CREATE TABLE cp_sessions (
+  id TEXT PRIMARY KEY,
+  token_hash TEXT NOT NULL UNIQUE,
+  user_id TEXT NOT NULL,
+  issuer TEXT NOT NULL,
+  subject TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  expires_at BIGINT NOT NULL
+);
+CREATE INDEX cp_sessions_user ON cp_sessions (user_id);
+CREATE INDEX cp_sessions_expires ON cp_sessions (expires_at)`,
+  },
 ];

@@ -153,6 +153,26 @@ export interface PartialVersionRow {
   created_at: number;
 }
 
+export interface GuardrailRow {
+  id: string;
+  workspace_id: string;
+  slug: string;
+  name: string;
+  status: 'active' | 'archived';
+  version: number;
+  created_at: number;
+  updated_at: number;
+  archived_at: number | null;
+}
+export interface GuardrailVersionRow {
+  guardrail_id: string;
+  version: number;
+  body: string;
+  created_at: number;
+}
+/** A guardrail with its current version's entry. */
+export type GuardrailWithBody = GuardrailRow & { body: string };
+
 export interface LimitPolicyRow {
   id: string;
   kind: 'rate' | 'usage';
@@ -500,6 +520,41 @@ export class ControlPlaneRepository {
 
   partialVersions(partialId: string, page: Page): Promise<Paged<PartialVersionRow>> {
     return this.#paged<PartialVersionRow>('FROM cp_prompt_partial_versions WHERE partial_id = ?', [partialId], 'version DESC', page);
+  }
+
+  // Stored guardrails
+
+  /** A guardrail with its current entry: by id in any workspace (`null`), or by id or slug in one. */
+  guardrail(workspaceId: string | null, idOrSlug: string): Promise<GuardrailWithBody | undefined> {
+    const head = 'SELECT g.*, v.body FROM cp_guardrails g JOIN cp_guardrail_versions v ON v.guardrail_id = g.id AND v.version = g.version';
+    return workspaceId === null
+      ? this.#get<GuardrailWithBody>(`${head} WHERE g.id = ?`, [idOrSlug])
+      : this.#get<GuardrailWithBody>(`${head} WHERE g.workspace_id = ? AND (g.id = ? OR g.slug = ?)`, [workspaceId, idOrSlug, idOrSlug]);
+  }
+
+  /** A workspace's guardrails with their current entries, optionally only these ids or one status. */
+  guardrails(filter: { workspaceId: string; ids?: readonly string[]; status?: string }, page: Page): Promise<Paged<GuardrailWithBody>> {
+    const where = ['g.workspace_id = ?'];
+    const params: unknown[] = [filter.workspaceId];
+    if (filter.ids !== undefined) {
+      where.push(`g.id IN (${filter.ids.map(() => '?').join(', ')})`);
+      params.push(...filter.ids);
+    }
+    if (filter.status !== undefined) {
+      where.push('g.status = ?');
+      params.push(filter.status);
+    }
+    return this.#paged<GuardrailWithBody>(
+      `FROM cp_guardrails g JOIN cp_guardrail_versions v ON v.guardrail_id = g.id AND v.version = g.version WHERE ${where.join(' AND ')}`,
+      params,
+      'g.created_at, g.id',
+      page,
+      'g.*, v.body',
+    );
+  }
+
+  guardrailVersions(guardrailId: string): Promise<GuardrailVersionRow[]> {
+    return this.#all<GuardrailVersionRow>('SELECT * FROM cp_guardrail_versions WHERE guardrail_id = ? ORDER BY version DESC', [guardrailId]);
   }
 
   async deleteConfig(id: string): Promise<void> {

@@ -2,6 +2,7 @@ import {
   type AuthInfo,
   type ConfigParser,
   GatewayError,
+  type GuardrailValidator,
   type LimitCounters,
   type LimitPolicySet,
   type PartialRelease,
@@ -10,6 +11,7 @@ import {
   type PromptTemplates,
   type RequestContext,
   type SqlClient,
+  type StoredGuardrail,
   type Target,
 } from '../../sdk/index.js';
 import { TtlCache } from './cache.js';
@@ -76,6 +78,30 @@ export interface ControlPlaneDeps {
   counters?: () => LimitCounters | undefined;
   /** The `prompts` plugin's template language, when it is loaded (stored prompts are checked with it when saved). */
   templates?: () => PromptTemplates | undefined;
+  /** The `guardrails` plugin's entry check, when it is loaded (stored guardrails are validated with it). */
+  guardrailValidator?: () => GuardrailValidator | undefined;
+}
+
+/** A signed-in person's session, as the request path checks it. */
+export interface SessionEntry {
+  id: string;
+  userId: string;
+  email: string;
+  name: string | null;
+  /** When the person signed in: `max_session_ttl` counts from here. */
+  createdAt: number;
+  /** The latest end the session was given when it started. */
+  expiresAt: number;
+  /** False once SCIM deactivated the person. */
+  active: boolean;
+}
+
+/** A workspace a user belongs to, with the role there. */
+export interface Membership {
+  workspaceId: string;
+  slug: string;
+  name: string;
+  role: string;
 }
 
 const NO_PROMPT: PromptLookup = Object.freeze({ missing: 'prompt' as const });
@@ -103,6 +129,9 @@ export class ControlPlane {
   readonly #configs: TtlCache<Target | null>;
   readonly #settings: TtlCache<OrgSettings>;
   readonly #limits: TtlCache<LimitPolicySet>;
+  readonly #guardrails: TtlCache<StoredGuardrail | null>;
+  readonly #sessions: TtlCache<SessionEntry | null>;
+  readonly #memberships: TtlCache<readonly Membership[]>;
   readonly #prompts: TtlCache<PromptLookup>;
   readonly #partials: TtlCache<PartialRelease | null>;
 
@@ -117,6 +146,9 @@ export class ControlPlane {
     this.#configs = cache();
     this.#settings = cache();
     this.#limits = cache();
+    this.#guardrails = cache();
+    this.#sessions = cache();
+    this.#memberships = cache();
     this.#prompts = cache();
     this.#partials = cache();
   }
@@ -135,6 +167,28 @@ export class ControlPlane {
 
   get box(): SecretBox {
     return this.#deps.box();
+  }
+
+  /** The guardrails plugin's entry check; a 503 when that plugin is not loaded. */
+  get guardrailValidator(): GuardrailValidator {
+    const validator = this.#deps.guardrailValidator?.();
+    if (validator === undefined) throw new GatewayError('service_unavailable', 'Stored guardrails need the guardrails plugin, which is not loaded.');
+    return validator;
+  }
+
+  /**
+   * A stored guardrail of a workspace (by id or slug) as the request path runs
+   * it, through the cache: synchronous when cached, and the same frozen object
+   * until it expires or an admin write clears it. Archived ones are returned
+   * too (a config naming one is refused, not silently let through).
+   */
+  guardrailFor(workspaceId: string, ref: string): StoredGuardrail | undefined | Promise<StoredGuardrail | undefined> {
+    const found = this.#guardrails.get(`${workspaceId}\n${ref}`, async () => {
+      const row = await this.repo.guardrail(workspaceId, ref);
+      if (row === undefined) return null;
+      return Object.freeze({ id: row.id, version: row.version, status: row.status, entry: Object.freeze(JSON.parse(row.body) as Record<string, unknown>) });
+    });
+    return found instanceof Promise ? found.then((g) => g ?? undefined) : (found ?? undefined);
   }
 
   /** The gateway's config parser (the config plugin's). */
@@ -157,6 +211,40 @@ export class ControlPlane {
     this.#limits.clear();
     this.#prompts.clear();
     this.#partials.clear();
+    this.#guardrails.clear();
+    this.#sessions.clear();
+    this.#memberships.clear();
+  }
+
+  /** The session whose secret has this digest, through the cache; null when there is none. */
+  session(digest: string): SessionEntry | null | Promise<SessionEntry | null> {
+    return this.#sessions.get(digest, async () => {
+      const row = await this.repo.db().get<Record<string, unknown>>(
+        'SELECT s.id, s.user_id, s.created_at, s.expires_at, u.email, u.name, su.active FROM cp_sessions s JOIN cp_users u ON u.id = s.user_id LEFT JOIN cp_scim_users su ON su.user_id = s.user_id WHERE s.token_hash = ?',
+        [digest],
+      );
+      if (row === undefined) return null;
+      return Object.freeze({
+        id: row.id as string,
+        userId: row.user_id as string,
+        email: row.email as string,
+        name: (row.name as string | null) ?? null,
+        createdAt: Number(row.created_at),
+        expiresAt: Number(row.expires_at),
+        active: row.active === null || row.active === undefined || Number(row.active) === 1,
+      });
+    });
+  }
+
+  /** A user's workspaces (active ones), oldest membership first, through the cache. */
+  memberships(userId: string): readonly Membership[] | Promise<readonly Membership[]> {
+    return this.#memberships.get(userId, async () => {
+      const rows = await this.repo.db().all<{ workspace_id: string; slug: string; name: string; role: string }>(
+        "SELECT m.workspace_id, w.slug, w.name, m.role FROM cp_members m JOIN cp_workspaces w ON w.id = m.workspace_id WHERE m.user_id = ? AND w.status = 'active' ORDER BY m.created_at, m.workspace_id",
+        [userId],
+      );
+      return Object.freeze(rows.map((r) => Object.freeze({ workspaceId: r.workspace_id, slug: r.slug, name: r.name, role: r.role })));
+    });
   }
 
   /**

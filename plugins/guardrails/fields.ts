@@ -25,6 +25,23 @@ const AfterHookSchema = f.strictObject({
   on_success: v.optional(Outcome),
 });
 
+function inlineEntry(outcome: typeof Outcome | typeof OutcomeWithDeny) {
+  return v.pipe(
+    plainObject('must be a guardrail id (string) or a guardrail object'),
+    v.objectWithRest(
+      { id: v.optional(f.string()), deny: v.optional(f.boolean()), async: v.optional(f.boolean()), on_fail: v.optional(outcome), on_success: v.optional(outcome) },
+      plainObject('must be an object of check parameters (check id → parameters)'),
+    ),
+  );
+}
+
+/**
+ * A guardrail entry on its own, as the control plane stores it: the settings
+ * of an output guardrail (the widest form: `on_fail.deny` allowed, `async`
+ * honoured where the guardrail is named as an output one) and its checks.
+ */
+export const GUARDRAIL_ENTRY_SCHEMA = inlineEntry(OutcomeWithDeny);
+
 /**
  * A guardrail entry is a guardrail id, or an inline guardrail whose extra
  * properties map a check id to that check's parameters. A union would hide the
@@ -33,13 +50,7 @@ const AfterHookSchema = f.strictObject({
  * checked against each check's own schema when a config is first run.
  */
 function guardrailEntry(outcome: typeof Outcome | typeof OutcomeWithDeny) {
-  const inline = v.pipe(
-    plainObject('must be a guardrail id (string) or a guardrail object'),
-    v.objectWithRest(
-      { id: v.optional(f.string()), deny: v.optional(f.boolean()), async: v.optional(f.boolean()), on_fail: v.optional(outcome), on_success: v.optional(outcome) },
-      plainObject('must be an object of check parameters (check id → parameters)'),
-    ),
-  );
+  const inline = inlineEntry(outcome);
   const id = f.string();
   return v.lazy((input) => (typeof input === 'string' ? id : inline));
 }

@@ -9,6 +9,10 @@ import {
   type Registry,
   type GatewayPlugin,
   type GatewayResponse,
+  GUARDRAIL_SOURCE,
+  GUARDRAIL_VALIDATOR,
+  type GuardrailSource,
+  issuePath,
   parseOptions,
   plainObject,
   readResponseBody,
@@ -17,8 +21,8 @@ import {
   responseText,
   type Target,
 } from '../../sdk/index.js';
-import { compileHooks, type CompiledHook, type CompiledHooks } from './compile.js';
-import { GUARDRAIL_FIELDS } from './fields.js';
+import { bad, compileHooks, entryIssue, fromNamed, withOverrides, type CompiledHook, type CompiledHooks, type HookRef, type ResolvedHooks } from './compile.js';
+import { GUARDRAIL_ENTRY_SCHEMA, GUARDRAIL_FIELDS } from './fields.js';
 import { runHook, type HookOutcome } from './run.js';
 import { guardStream, streamFormatOf } from './stream.js';
 
@@ -29,6 +33,9 @@ export { defineCheck, type CheckInput, type CheckResult, type GuardrailCheck } f
 export const DENIED_STATUS = 446;
 /** Status of an answer let through although a hook failed (no `deny`). 2xx, so SDKs read the body as usual. */
 export const PASSED_WITH_FAILURES_STATUS = 246;
+
+/** Stored guardrails compiled, by id, version and how they are named; the oldest goes past this many. */
+const MAX_COMPILED_STORED = 1000;
 
 const HOOK_FIELDS = Object.keys(GUARDRAIL_FIELDS);
 
@@ -45,6 +52,8 @@ const OptionsSchema = v.strictObject({
 export type GuardrailsOptions = v.InferInput<typeof OptionsSchema>;
 
 interface RunState {
+  /** The hooks this request runs (stored guardrails resolved once, at the input stage). */
+  hooks: ResolvedHooks;
   before: HookOutcome[];
   after: HookOutcome[];
   failed: boolean;
@@ -68,8 +77,19 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
     apply(api) {
       const compiled = new WeakMap<Target, CompiledHooks | null>();
       const checks = api.checks as Registry<GuardrailCheck>;
+      let source: GuardrailSource | undefined;
+      // The control plane checks a guardrail entry with this before storing it: the same rules as a config's inline entry.
+      api.provide(GUARDRAIL_VALIDATOR, {
+        check(entry) {
+          const parsed = v.safeParse(GUARDRAIL_ENTRY_SCHEMA, entry);
+          if (!parsed.success) return [{ path: issuePath(parsed.issues[0]), message: parsed.issues[0].message }];
+          const issue = entryIssue(parsed.output as Record<string, unknown>, api.checks);
+          return issue === null ? [] : [issue];
+        },
+      });
       // A check's own denial code must be declared (by its plugin) as a 446, the spec's status for a denial.
       api.onReady(() => {
+        source = api.tryResolve(GUARDRAIL_SOURCE);
         for (const id of checks.names()) {
           const code = checks.get(id)!.denyCode;
           if (code === undefined) continue;
@@ -83,10 +103,31 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
         if (target === null) return null;
         let c = compiled.get(target);
         if (c === undefined) {
-          c = HOOK_FIELDS.some((f) => Array.isArray(target[f]) && (target[f] as unknown[]).length > 0) ? compileHooks(target, api.checks, named) : null;
+          c = HOOK_FIELDS.some((f) => Array.isArray(target[f]) && (target[f] as unknown[]).length > 0) ? compileHooks(target, api.checks, named, source !== undefined) : null;
           compiled.set(target, c);
         }
         return c;
+      };
+      // Stored guardrails, compiled once per version (and per way a config names them).
+      const storedHooks = new Map<string, CompiledHook>();
+      const resolveRef = async (ctx: RequestContext, slot: HookRef): Promise<CompiledHook> => {
+        const found = await source!.find(ctx, slot.ref);
+        if (found === undefined) throw bad(slot.where, `no guardrail is named "${slot.ref.slice(0, 128)}" (neither in the server config nor in this workspace)`);
+        if (found.status !== 'active') throw bad(slot.where, `the guardrail "${slot.ref.slice(0, 128)}" is archived`);
+        const key = `${found.id}@${found.version}\n${slot.source}\n${slot.overrides === null ? '' : JSON.stringify(slot.overrides)}`;
+        let hook = storedHooks.get(key);
+        if (hook === undefined) {
+          hook = fromNamed(withOverrides(found.entry, found.id, slot), slot.source, slot.phase, `${slot.where} (guardrail ${found.id} version ${found.version})`, api.checks);
+          if (storedHooks.size >= MAX_COMPILED_STORED) storedHooks.delete(storedHooks.keys().next().value!);
+          storedHooks.set(key, hook);
+        }
+        return hook;
+      };
+      // The hooks of this request: the compiled lists themselves unless the config names stored guardrails.
+      const resolveHooks = async (ctx: RequestContext, hooks: CompiledHooks): Promise<ResolvedHooks> => {
+        if (hooks.refs === 0) return hooks as ResolvedHooks;
+        const each = (slots: CompiledHooks['input']) => Promise.all(slots.map((s) => ('ref' in s ? resolveRef(ctx, s) : s)));
+        return { input: await each(hooks.input), output: await each(hooks.output) };
       };
       const inputOf = (ctx: RequestContext, phase: 'input' | 'output', text: string, response: Record<string, unknown> | null): CheckInput => ({
         phase,
@@ -102,9 +143,10 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
 
       // After validation (a checked body), before any tap that could answer (a denied request is never answered from a cache).
       api.hooks.beforeRequest.tapPromise({ name: PLUGIN_NAME, stage: STAGES.beforeRequest.GUARD }, async (ctx) => {
-        const hooks = hooksOf(ctx);
-        if (hooks === null) return undefined;
-        const state: RunState = { before: [], after: [], failed: false };
+        const compiledHooks = hooksOf(ctx);
+        if (compiledHooks === null) return undefined;
+        const hooks = await resolveHooks(ctx, compiledHooks);
+        const state: RunState = { hooks, before: [], after: [], failed: false };
         ctx.state.set(PLUGIN_NAME, state);
         ctx.logFields.hook_results = results(state);
         // Proxied requests carry raw bytes (no parsed body): their hooks still run, on an empty text.
@@ -127,7 +169,7 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
       api.hooks.afterResponse.tapPromise({ name: PLUGIN_NAME, stage: STAGES.afterResponse.GUARD }, async (response, ctx) => {
         const state = ctx.state.get(PLUGIN_NAME) as RunState | undefined;
         if (state === undefined || response.status === DENIED_STATUS) return response;
-        const hooks = hooksOf(ctx)!;
+        const hooks = state.hooks;
         const sync = hooks.output.filter((h) => !h.async);
         const later = hooks.output.filter((h) => h.async);
         if (response.status < 200 || response.status >= 300) return response;

@@ -34,7 +34,12 @@ export interface AdminRoute {
 
 /** Parses the JSON body with a valibot schema; a failure is a 400 naming the field. */
 export function parseBody<S extends v.GenericSchema>(ctx: RequestContext, schema: S): v.InferOutput<S> {
-  const result = v.safeParse(schema, ctx.body ?? {});
+  return parseValue(schema, ctx.body ?? {});
+}
+
+/** Parses part of a body with a valibot schema; a failure is a 400 naming the field. */
+export function parseValue<S extends v.GenericSchema>(schema: S, value: unknown): v.InferOutput<S> {
+  const result = v.safeParse(schema, value);
   if (!result.success) throw invalidBody(result.issues);
   return result.output;
 }

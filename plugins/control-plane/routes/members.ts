@@ -8,7 +8,7 @@ import { PAGE_QUERY, conflict, iso, listResponse, notFound, ok, pageOf, parseBod
 import { visibleWorkspace } from './workspaces.js';
 
 export const ROLES = ['admin', 'manager', 'member'] as const;
-const Role = v.pipe(
+export const Role = v.pipe(
   v.string(),
   v.transform((s) => s.toLowerCase()),
   v.picklist(ROLES, 'must be "admin", "manager" or "member"'),
@@ -23,7 +23,7 @@ const ListQuery = v.strictObject({ ...PAGE_QUERY });
  * A caller may only give a role whose powers it holds itself: otherwise a key
  * with only `members.create` could add an admin (whose user key holds more).
  */
-function checkAssignable(ctx: RequestContext, role: string): void {
+export function checkAssignable(ctx: RequestContext, role: string): void {
   const granted = ctx.auth?.scopes;
   if (granted === undefined) return;
   const missing = ROLE_SCOPES[role]!.find((s) => !hasScope(granted, s));

@@ -26,7 +26,11 @@ export async function postgresClient(options: { url: string; schema?: string; ma
   if (options.schema !== undefined) {
     const schema = options.schema;
     if (!/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`postgres schema "${schema}" must be lower-case letters, digits and _`);
-    await pool.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+    // Instances starting together race here: IF NOT EXISTS checks the name before the insert, so the loser gets a
+    // unique violation (23505) on pg_namespace. The schema exists then, which is all this asks.
+    await pool.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`).catch((err: { code?: string }) => {
+      if (err.code !== '23505') throw err;
+    });
     pool.on('connect', (client) => {
       client.query(`SET search_path TO ${schema}`).catch(() => undefined);
     });

@@ -83,6 +83,12 @@ describe('input hooks', () => {
     expect(named.res.status).toBe(446);
     expect(JSON.parse(named.text).hook_results.before_request_hooks[0].id).toBe('no-secrets');
     expect((await chat({ input_guardrails: ['no-secrets'] }, 'fine')).res.status).toBe(200);
+    // A hook given only an id names a guardrail too.
+    const hook = await chat({ before_request_hooks: [{ id: 'no-secrets' }] }, 'a secret');
+    expect(hook.res.status).toBe(446);
+    const unknown = await chat({ before_request_hooks: [{ id: 'nothing-by-this-name' }] }, 'a secret');
+    expect(unknown.res.status).toBe(400);
+    expect(JSON.parse(unknown.text).error.message).toContain('before_request_hooks[0]: no guardrail is named "nothing-by-this-name"');
   });
 
   test('bad check parameters are a 400 at config validation naming the path, not a crash', async () => {

@@ -1,0 +1,194 @@
+import * as v from 'valibot';
+import { GatewayError, type RequestContext } from '../../../sdk/index.js';
+import { randomSlug } from '../keys.js';
+import type { GuardrailRow, GuardrailWithBody } from '../repository.js';
+import type { ControlPlane } from '../service.js';
+import { Name, PAGE_QUERY, Slug, conflict, iso, listResponse, notFound, ok, pageOf, parseQuery, parseValue, patchOf, workspaceFor, type AdminRoute } from './http.js';
+
+/*
+ * Stored guardrails: a name and a guardrail entry of the config object, kept
+ * in a workspace and named from configs by id (or slug). The body is flat,
+ * as the spec writes an entry: `{ "name", "deny", "default.pii": { … } }`.
+ * Their scopes are the configs' (see docs/admin-api.md: a guardrail is a part
+ * of a config stored for reuse).
+ */
+
+/** Body fields that describe the stored guardrail rather than its entry. */
+const CREATE_FIELDS = ['name', 'slug', 'workspace_id'] as const;
+const UPDATE_FIELDS = ['name', 'status'] as const;
+/** Fields answers carry: an entry may not use them as check ids. */
+const RESERVED = new Set(['id', 'object', 'slug', 'name', 'workspace_id', 'status', 'version', 'created_at', 'updated_at', 'archived_at']);
+/** At most this many ids in `?ids=`. */
+const MAX_IDS = 100;
+
+const CreateMeta = v.object({ name: Name, slug: v.optional(Slug), workspace_id: v.nullish(v.string()) });
+const UpdateMeta = v.object({ name: v.optional(Name), status: v.optional(v.picklist(['active', 'archived'], 'must be "active" or "archived"')) });
+const ListQuery = v.strictObject({
+  ...PAGE_QUERY,
+  workspace_id: v.optional(v.string()),
+  status: v.optional(v.picklist(['active', 'archived'], 'must be "active" or "archived"')),
+  ids: v.optional(
+    v.pipe(
+      v.string(),
+      v.transform((s) => [...new Set(s.split(',').map((x) => x.trim()))]),
+      v.check((ids) => ids.every((id) => id !== '' && id.length <= 64), 'must be a comma-separated list of guardrail ids'),
+      v.maxLength(MAX_IDS, `names at most ${MAX_IDS} ids`),
+    ),
+  ),
+});
+
+/** Splits a body into the stored guardrail's own fields and its entry (everything else). */
+function split(body: Record<string, unknown>, own: readonly string[]): { meta: Record<string, unknown>; entry: Record<string, unknown> } {
+  const meta: Record<string, unknown> = {};
+  const entry: Record<string, unknown> = {};
+  for (const [k, value] of Object.entries(body)) (own.includes(k) ? meta : entry)[k] = value;
+  return { meta, entry };
+}
+
+/** Validates the entry with the guardrails plugin's rules (every check's parameter schema); a bad one is a 400 naming the field. */
+function checkEntry(cp: ControlPlane, entry: Record<string, unknown>): string {
+  for (const key of Object.keys(entry)) {
+    if (key === 'id') throw new GatewayError('invalid_request', "Invalid request body: 'id' is given by the gateway; a guardrail's body is a name and a guardrail entry.", { param: 'id' });
+    if (RESERVED.has(key)) throw new GatewayError('invalid_request', `Invalid request body: '${key}' cannot be changed here.`, { param: key });
+  }
+  const issues = cp.guardrailValidator.check(entry);
+  if (issues.length > 0) {
+    const { path, message } = issues[0]!;
+    throw new GatewayError('invalid_request', `Invalid request body: ${path === '' ? '' : `'${path}' `}${message}`, { param: path === '' ? null : path });
+  }
+  return JSON.stringify(entry);
+}
+
+function present(row: GuardrailRow, body: string) {
+  return {
+    id: row.id,
+    object: 'guardrail',
+    slug: row.slug,
+    name: row.name,
+    workspace_id: row.workspace_id,
+    status: row.status,
+    version: row.version,
+    ...(JSON.parse(body) as Record<string, unknown>),
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+    archived_at: iso(row.archived_at),
+  };
+}
+
+/** A guardrail the caller may see: by id or slug in its workspace; organisation keys by id anywhere, or slug in the workspace they act in. */
+async function visibleGuardrail(ctx: RequestContext, cp: ControlPlane, ref: string): Promise<GuardrailWithBody> {
+  const own = ctx.auth?.workspaceId ?? null;
+  const row = (await cp.repo.guardrail(own, ref)) ?? (own === null ? await cp.repo.guardrail(await workspaceFor(ctx, cp, undefined), ref) : undefined);
+  if (row === undefined) throw notFound('guardrail', ref);
+  return row;
+}
+
+export const guardrailRoutes: AdminRoute[] = [
+  {
+    name: 'guardrails.create',
+    method: 'POST',
+    path: '/guardrails',
+    scope: 'configs.create',
+    async handler(ctx, cp) {
+      const { meta, entry } = split(ctx.body ?? {}, CREATE_FIELDS);
+      const m = parseValue(CreateMeta, meta);
+      const text = checkEntry(cp, entry);
+      const workspaceId = await workspaceFor(ctx, cp, m.workspace_id);
+      const slug = m.slug ?? randomSlug(10);
+      if ((await cp.repo.guardrail(workspaceId, slug)) !== undefined) throw conflict(`A guardrail with slug "${slug}" exists in this workspace.`, 'slug');
+      const now = cp.now();
+      const row: GuardrailRow = { id: `pg-${randomSlug(16)}`, workspace_id: workspaceId, slug, name: m.name, status: 'active', version: 1, created_at: now, updated_at: now, archived_at: null };
+      await cp.repo.db().transaction(async (tx) => {
+        await cp.repo.insert('cp_guardrails', { ...row }, tx);
+        await cp.repo.insert('cp_guardrail_versions', { guardrail_id: row.id, version: 1, body: text, created_at: now }, tx);
+      });
+      cp.invalidate();
+      return ok(present(row, text));
+    },
+  },
+  {
+    name: 'guardrails.list',
+    method: 'GET',
+    path: '/guardrails',
+    scope: 'configs.read',
+    async handler(ctx, cp) {
+      const q = parseQuery(ctx, ListQuery);
+      const workspaceId = await workspaceFor(ctx, cp, q.workspace_id);
+      const paged = await cp.repo.guardrails({ workspaceId, ids: q.ids, status: q.status }, pageOf(q));
+      return listResponse(paged, (row) => present(row, row.body));
+    },
+  },
+  {
+    name: 'guardrails.get',
+    method: 'GET',
+    path: '/guardrails/:id',
+    scope: 'configs.read',
+    async handler(ctx, cp) {
+      const row = await visibleGuardrail(ctx, cp, ctx.params!.id!);
+      return ok(present(row, row.body));
+    },
+  },
+  {
+    name: 'guardrails.versions',
+    method: 'GET',
+    path: '/guardrails/:id/versions',
+    scope: 'configs.read',
+    async handler(ctx, cp) {
+      const row = await visibleGuardrail(ctx, cp, ctx.params!.id!);
+      const versions = await cp.repo.guardrailVersions(row.id);
+      return ok({
+        object: 'list',
+        total_count: versions.length,
+        data: versions.map((ver) => ({ object: 'guardrail-version', guardrail_id: row.id, version: ver.version, ...(JSON.parse(ver.body) as Record<string, unknown>), created_at: iso(ver.created_at) })),
+      });
+    },
+  },
+  {
+    name: 'guardrails.update',
+    method: 'PUT',
+    path: '/guardrails/:id',
+    scope: 'configs.update',
+    async handler(ctx, cp) {
+      const row = await visibleGuardrail(ctx, cp, ctx.params!.id!);
+      const { meta, entry } = split(ctx.body ?? {}, UPDATE_FIELDS);
+      const m = parseValue(UpdateMeta, meta);
+      // Any entry field replaces the whole entry, as a new version: a partial merge would leave checks nobody asked for.
+      const text = Object.keys(entry).length === 0 ? null : checkEntry(cp, entry);
+      const now = cp.now();
+      const patch = patchOf(m, ['name'], now);
+      if (m.status !== undefined && m.status !== row.status) {
+        patch.status = m.status;
+        patch.archived_at = m.status === 'archived' ? now : null;
+      }
+      await cp.repo.db().transaction(async (tx) => {
+        if (text !== null) {
+          // The version number is read inside the transaction, so concurrent updates cannot share one.
+          const current = await tx.get<{ version: number | string }>('SELECT version FROM cp_guardrails WHERE id = ?', [row.id]);
+          const next = Number(current!.version) + 1;
+          await cp.repo.insert('cp_guardrail_versions', { guardrail_id: row.id, version: next, body: text, created_at: now }, tx);
+          patch.version = next;
+        }
+        await cp.repo.update('cp_guardrails', { id: row.id }, patch, tx);
+      });
+      cp.invalidate();
+      const updated = (await cp.repo.guardrail(null, row.id))!;
+      return ok(present(updated, updated.body));
+    },
+  },
+  {
+    name: 'guardrails.archive',
+    method: 'DELETE',
+    path: '/guardrails/:id',
+    scope: 'configs.delete',
+    async handler(ctx, cp) {
+      const row = await visibleGuardrail(ctx, cp, ctx.params!.id!);
+      if (row.status !== 'archived') {
+        const now = cp.now();
+        await cp.repo.update('cp_guardrails', { id: row.id }, { status: 'archived', archived_at: now, updated_at: now });
+        cp.invalidate();
+      }
+      const updated = (await cp.repo.guardrail(null, row.id))!;
+      return ok(present(updated, updated.body));
+    },
+  },
+];

@@ -1,0 +1,177 @@
+import { randomBytes } from 'node:crypto';
+import * as v from 'valibot';
+import { GatewayError, type Logger } from '../../../sdk/index.js';
+import { hashSecret, maskKey, newId } from '../keys.js';
+import { checkAssignable, Role } from '../routes/members.js';
+import { Name, PAGE_QUERY, conflict, iso, listResponse, notFound, ok, pageOf, parseBody, parseQuery, requireOrgLevel, workspaceFor, type AdminRoute } from '../routes/http.js';
+import type { ControlPlane } from '../service.js';
+import { newMapping, usersOfMapping, type MappingRow, type ScimTokenRow } from './store.js';
+import { scimWrite } from './write.js';
+
+/*
+ * The admin API of SCIM (under /v1, with gateway keys): the bearer tokens
+ * identity providers use, and the group → workspace mappings. Both decide who
+ * joins which workspace with which role, so both are organisation-level.
+ */
+
+/** Prefix of SCIM tokens, so secret scanners and people tell them from gateway keys. */
+export const SCIM_TOKEN_PREFIX = 'scim-';
+
+const GroupRef = v.pipe(v.string('must be a string'), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(256, 'must be at most 256 characters'));
+const MappingBody = v.pipe(
+  v.strictObject({ workspace_id: v.pipe(v.string('must be a workspace id or slug'), v.minLength(1, 'must not be empty')), role: Role, scim_group_id: v.optional(GroupRef), scim_group_name: v.optional(GroupRef) }),
+  v.forward(
+    v.check((b) => (b.scim_group_id === undefined) !== (b.scim_group_name === undefined), 'exactly one of scim_group_id and scim_group_name is required'),
+    ['scim_group_id'],
+  ),
+);
+const MappingQuery = v.strictObject({ ...PAGE_QUERY, workspace_id: v.optional(v.string()) });
+const TokenBody = v.strictObject({ name: Name });
+const TokenQuery = v.strictObject({ ...PAGE_QUERY });
+
+function presentMapping(row: MappingRow) {
+  return {
+    id: row.id,
+    object: 'scim-workspace-mapping',
+    workspace_id: row.workspace_id,
+    role: row.role,
+    scim_group_id: row.scim_group_id,
+    scim_group_name: row.scim_group_name,
+    created_at: iso(Number(row.created_at)),
+  };
+}
+
+function presentToken(row: ScimTokenRow, secret?: string) {
+  return {
+    id: row.id,
+    object: 'scim-token',
+    name: row.name,
+    masked_token: row.token_mask,
+    ...(secret === undefined ? {} : { token: secret }),
+    created_at: iso(Number(row.created_at)),
+    last_used_at: row.last_used_at === null ? null : iso(Number(row.last_used_at)),
+  };
+}
+
+async function mappingOr404(cp: ControlPlane, id: string): Promise<MappingRow> {
+  const row = id.length > 64 ? undefined : await cp.repo.db().get<MappingRow>('SELECT * FROM cp_scim_workspace_mappings WHERE id = ?', [id]);
+  if (row === undefined) throw notFound('SCIM workspace mapping', id);
+  return row;
+}
+
+/** The admin routes; `logger` records the user keys a mapping's new members get. */
+export function scimAdminRoutes(logger: Logger): AdminRoute[] {
+  return [
+    {
+      name: 'scim.workspaces.create',
+      method: 'POST',
+      path: '/scim/workspaces',
+      scope: 'organisation.update',
+      async handler(ctx, cp) {
+        requireOrgLevel(ctx, 'Mapping SCIM groups to workspaces');
+        const body = parseBody(ctx, MappingBody);
+        // The role's members get its scopes: a caller may only hand out what it holds (as when adding a member).
+        checkAssignable(ctx, body.role);
+        const ws = await cp.workspace(body.workspace_id);
+        if (ws === null) throw notFound('workspace', body.workspace_id, 'workspace_id');
+        if (ws.status !== 'active') throw new GatewayError('invalid_request', `Workspace "${ws.slug}" is archived.`, { param: 'workspace_id' });
+        const row = newMapping(ws.id, body.role, body.scim_group_id ?? null, body.scim_group_name ?? null, cp.now());
+        const same = await cp.repo.db().get(
+          'SELECT id FROM cp_scim_workspace_mappings WHERE workspace_id = ? AND (scim_group_id = ? OR scim_group_name_key = ?)',
+          [ws.id, row.scim_group_id ?? '', row.scim_group_name_key ?? ''],
+        );
+        if (same !== undefined) throw conflict('This group is mapped to this workspace already; delete that mapping to change its role.', row.scim_group_id === null ? 'scim_group_name' : 'scim_group_id');
+        // Members of the group join the workspace now.
+        await scimWrite(cp, logger, async (tx, touched) => {
+          await cp.repo.insert('cp_scim_workspace_mappings', { ...row }, tx);
+          for (const id of await usersOfMapping(tx, row)) touched.add(id);
+        });
+        return ok(presentMapping(row));
+      },
+    },
+    {
+      name: 'scim.workspaces.list',
+      method: 'GET',
+      path: '/scim/workspaces',
+      scope: 'organisation.read',
+      async handler(ctx, cp) {
+        requireOrgLevel(ctx, 'Reading SCIM workspace mappings');
+        const q = parseQuery(ctx, MappingQuery);
+        const page = pageOf(q);
+        const workspaceId = q.workspace_id === undefined ? null : await workspaceFor(ctx, cp, q.workspace_id);
+        const where = workspaceId === null ? '' : ' WHERE workspace_id = ?';
+        const params = workspaceId === null ? [] : [workspaceId];
+        const db = cp.repo.db();
+        const total = Number((await db.get<{ n: number | string }>(`SELECT COUNT(*) AS n FROM cp_scim_workspace_mappings${where}`, params))?.n ?? 0);
+        const data = await db.all<MappingRow>(`SELECT * FROM cp_scim_workspace_mappings${where} ORDER BY created_at, id LIMIT ? OFFSET ?`, [...params, page.size, page.current * page.size]);
+        return listResponse({ total, data }, presentMapping);
+      },
+    },
+    {
+      name: 'scim.workspaces.get',
+      method: 'GET',
+      path: '/scim/workspaces/:id',
+      scope: 'organisation.read',
+      async handler(ctx, cp) {
+        requireOrgLevel(ctx, 'Reading SCIM workspace mappings');
+        return ok(presentMapping(await mappingOr404(cp, ctx.params!.id!)));
+      },
+    },
+    {
+      name: 'scim.workspaces.delete',
+      method: 'DELETE',
+      path: '/scim/workspaces/:id',
+      scope: 'organisation.update',
+      async handler(ctx, cp) {
+        requireOrgLevel(ctx, 'Deleting a SCIM workspace mapping');
+        const row = await mappingOr404(cp, ctx.params!.id!);
+        // Members the mapping made lose the membership (unless another mapping still gives it).
+        await scimWrite(cp, logger, async (tx, touched) => {
+          await tx.run('DELETE FROM cp_scim_workspace_mappings WHERE id = ?', [row.id]);
+          for (const id of await usersOfMapping(tx, row)) touched.add(id);
+        });
+        return ok({ id: row.id, object: 'scim-workspace-mapping', deleted: true });
+      },
+    },
+    {
+      name: 'scim.tokens.create',
+      method: 'POST',
+      path: '/scim/tokens',
+      scope: 'organisation.update',
+      async handler(ctx, cp) {
+        requireOrgLevel(ctx, 'Creating a SCIM token');
+        const body = parseBody(ctx, TokenBody);
+        const secret = SCIM_TOKEN_PREFIX + randomBytes(32).toString('base64url');
+        const row: ScimTokenRow = { id: newId(), name: body.name, token_mask: maskKey(secret), created_at: cp.now(), last_used_at: null };
+        await cp.repo.insert('cp_scim_tokens', { ...row, token_hash: hashSecret(secret) });
+        return ok(presentToken(row, secret));
+      },
+    },
+    {
+      name: 'scim.tokens.list',
+      method: 'GET',
+      path: '/scim/tokens',
+      scope: 'organisation.read',
+      async handler(ctx, cp) {
+        requireOrgLevel(ctx, 'Reading SCIM tokens');
+        const page = pageOf(parseQuery(ctx, TokenQuery));
+        const db = cp.repo.db();
+        const total = Number((await db.get<{ n: number | string }>('SELECT COUNT(*) AS n FROM cp_scim_tokens', []))?.n ?? 0);
+        const data = await db.all<ScimTokenRow>('SELECT id, name, token_mask, created_at, last_used_at FROM cp_scim_tokens ORDER BY created_at, id LIMIT ? OFFSET ?', [page.size, page.current * page.size]);
+        return listResponse({ total, data }, (r) => presentToken(r));
+      },
+    },
+    {
+      name: 'scim.tokens.delete',
+      method: 'DELETE',
+      path: '/scim/tokens/:id',
+      scope: 'organisation.update',
+      async handler(ctx, cp) {
+        requireOrgLevel(ctx, 'Deleting a SCIM token');
+        const id = ctx.params!.id!;
+        if ((await cp.repo.db().run('DELETE FROM cp_scim_tokens WHERE id = ?', [id])).changes === 0) throw notFound('SCIM token', id);
+        return ok({ id, object: 'scim-token', deleted: true });
+      },
+    },
+  ];
+}
