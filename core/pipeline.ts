@@ -141,7 +141,8 @@ export class Pipeline {
     const e = ctx.clientGone && !(err instanceof GatewayError) ? new GatewayError('client_closed_request', 'The client closed the connection before the answer was ready.') : toGatewayError(err);
     ctx.error = e;
     if (e.code === 'internal_error') this.logger.error({ err, trace_id: ctx.traceId, path: ctx.path }, 'unexpected error');
-    return errorResponse(e);
+    const own = ctx.route?.errorResponse;
+    return own === undefined ? errorResponse(e) : own(e, ctx);
   }
 
   private async process(ctx: RequestContext, req: IncomingMessage): Promise<GatewayResponse> {

@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { RequestContext } from './context.js';
+import type { GatewayError } from './errors.js';
 
 /**
  * A resolved routing target: which provider to call and with what settings.
@@ -181,6 +182,12 @@ export interface RouteDefinition {
    */
   kind: 'provider' | 'handler';
   handler?: (ctx: RequestContext) => Promise<GatewayResponse> | GatewayResponse;
+  /**
+   * Answers this route's errors (auth, a body too large, whatever its handler throws) in the
+   * route's own protocol instead of the gateway's envelope: a JSON-RPC endpoint answers
+   * JSON-RPC errors. Given the error the pipeline would answer; keep its status.
+   */
+  errorResponse?: (err: GatewayError, ctx: RequestContext) => GatewayResponse;
   /** For `provider` routes: builds the upstream request when the provider has no adapter for this route (the generic proxy). */
   forward?: (ctx: RequestContext, target: Target, provider: Provider) => UpstreamRequest;
 }
