@@ -22,6 +22,10 @@ export interface LogFilters {
   route?: string;
   /** The rate limit or budget that refused the request. */
   limitPolicy?: string;
+  /** The JSON-RPC method of an MCP or A2A call. */
+  rpcMethod?: string;
+  /** The tool of an MCP tools/call. */
+  toolName?: string;
 }
 
 /** Position after the last entry of a page (the list is newest first). */
@@ -336,6 +340,8 @@ function whereOf(f: LogFilters): { sql: string[]; params: unknown[] } {
   if (f.cacheStatus !== undefined) eq('cache_status', f.cacheStatus);
   if (f.route !== undefined) eq('route', f.route);
   if (f.limitPolicy !== undefined) eq('limit_policy_id', f.limitPolicy);
+  if (f.rpcMethod !== undefined) eq('rpc_method', f.rpcMethod);
+  if (f.toolName !== undefined) eq('tool_name', f.toolName);
   for (const [key, value] of f.metadata ?? []) {
     sql.push('EXISTS (SELECT 1 FROM gateway_log_metadata m WHERE m.log_id = l.id AND m.meta_key = ? AND m.meta_value = ?)');
     params.push(key, value.slice(0, MAX_META_VALUE));

@@ -317,6 +317,8 @@ export function matches(e: LogEntry, f: LogFilters): boolean {
   if (f.config !== undefined && e.config_id !== f.config) return false;
   if (f.cacheStatus !== undefined && e.cache_status !== f.cacheStatus) return false;
   if (f.limitPolicy !== undefined && e.limit_policy_id !== f.limitPolicy) return false;
+  if (f.rpcMethod !== undefined && e.rpc_method !== f.rpcMethod) return false;
+  if (f.toolName !== undefined && e.tool_name !== f.toolName) return false;
   for (const [k, v] of f.metadata ?? []) {
     if (e.metadata === null || !(k in e.metadata)) return false;
     const value = e.metadata[k];
@@ -376,6 +378,8 @@ export function sampleEntry(overrides: Partial<LogEntry> = {}): LogEntry {
     error_code: null,
     error_message: null,
     limit_policy_id: null,
+    rpc_method: null,
+    tool_name: null,
     request_body: null,
     request_body_truncated: false,
     response_body: null,

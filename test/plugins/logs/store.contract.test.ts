@@ -58,6 +58,8 @@ function sampleRows(): LogEntry[] {
         cost_status: costStatus,
         cache_status: pick([null, 'DISABLED', 'MISS', 'HIT', 'SEMANTIC HIT', 'REFRESH']),
         limit_policy_id: status === 429 ? pick(['pol-1', 'pol-2']) : null,
+        rpc_method: i % 7 === 0 ? pick(['tools/call', 'tools/list', 'message/send']) : null,
+        tool_name: i % 14 === 0 ? pick(['search', 'fetch']) : null,
         metadata: r() < 0.5 ? { team: pick(['blue', 'red']), n: Math.floor(r() * 3), flag: r() < 0.5 } : null,
       }),
     );
@@ -79,7 +81,7 @@ function contract(name: string, open: () => Promise<SqlClient | null>) {
     test('migrations apply once; a batch of 600 entries is written in one transaction', async () => {
       client = await open();
       if (client === null) return;
-      expect(await migrate(client, LOGS_NAMESPACE, LOG_MIGRATIONS)).toEqual([1, 2, 3]);
+      expect(await migrate(client, LOGS_NAMESPACE, LOG_MIGRATIONS)).toEqual([1, 2, 3, 4]);
       expect(await migrate(client, LOGS_NAMESPACE, LOG_MIGRATIONS)).toEqual([]);
       // Only the indexes the routes' queries use are kept: each costs every insert.
       const indexes = await client.all<{ name: string }>(
@@ -114,6 +116,8 @@ function contract(name: string, open: () => Promise<SqlClient | null>) {
         latency_ms: 12.345,
         prompt_tokens: 5,
         workspace_id: 'ws-9',
+        rpc_method: 'tools/call',
+        tool_name: 'search',
       });
       await repo.insert([full]);
       const got = await repo.get(full.id, undefined);
@@ -140,6 +144,8 @@ function contract(name: string, open: () => Promise<SqlClient | null>) {
       { workspace: 'ws-1' },
       { cacheStatus: 'HIT' },
       { limitPolicy: 'pol-1' },
+      { rpcMethod: 'tools/call' },
+      { toolName: 'search', rpcMethod: 'tools/call' },
       { from: T0 + 50_000, to: T0 + 120_000 },
       { metadata: [['team', 'blue']] },
       { metadata: [['n', '2'], ['flag', 'true']] },
