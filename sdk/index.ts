@@ -50,6 +50,20 @@ export {
 } from './rerank/shape.js';
 
 export { postTokenForm, type Send } from './oauth.js';
+export {
+  gatewayErrorToJsonRpc,
+  JSONRPC,
+  JsonRpcError,
+  jsonRpcErrorBody,
+  jsonRpcErrorResponse,
+  jsonRpcRouteError,
+  readJsonRpc,
+  setJsonRpcId,
+  type JsonRpcErrorObject,
+  type JsonRpcId,
+  type JsonRpcKind,
+  type JsonRpcMessage,
+} from './jsonrpc.js';
 export { contentText, defineCheck, requestText, responseText, type CheckInput, type CheckResult, type GuardrailCheck } from './guardrails.js';
 export { migrate, numberPlaceholders, splitStatements, sqlStore, type Migration, type SqlClient, type SqlStore } from './sql.js';
 export { sqliteClient } from './sqlite.js';

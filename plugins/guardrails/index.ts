@@ -3,7 +3,10 @@ import * as v from 'valibot';
 import {
   type CheckInput,
   GatewayError,
+  GUARDRAIL_RUNNER,
   type GuardrailCheck,
+  type GuardrailLists,
+  type GuardrailRunner,
   STAGES,
   type ErrorCodeSpec,
   type Registry,
@@ -99,6 +102,36 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
         signal: ctx.signal,
         upstream: api.upstream,
       });
+
+      // Hooks on calls that are not provider requests (MCP tool calls): compiled once per lists object.
+      const compiledLists = new WeakMap<GuardrailLists, CompiledHooks>();
+      const runner: GuardrailRunner = {
+        check(lists) {
+          compileHooks(lists as Target, api.checks, named);
+        },
+        async run(ctx, lists, phase, subject) {
+          let hooks = compiledLists.get(lists);
+          if (hooks === undefined) {
+            hooks = compileHooks(lists as Target, api.checks, named);
+            compiledLists.set(lists, hooks);
+          }
+          const input: CheckInput = { phase, ...subject, model: ctx.model, metadata: ctx.metadata, signal: ctx.signal, upstream: api.upstream };
+          const results: HookOutcome[] = [];
+          let failed = false;
+          for (const hook of phase === 'input' ? hooks.input : hooks.output) {
+            const { outcome } = await runHook(hook, input);
+            results.push(outcome);
+            if (outcome.verdict) continue;
+            if (hook.deny) {
+              const error = denial(outcome, checks);
+              return { denied: true, failed, error: { code: error.code, message: error.message }, results };
+            }
+            failed = true;
+          }
+          return { denied: false, failed, error: null, results };
+        },
+      };
+      api.provide(GUARDRAIL_RUNNER, runner);
 
       // After validation (a checked body), before any tap that could answer (a denied request is never answered from a cache).
       api.hooks.beforeRequest.tapPromise({ name: PLUGIN_NAME, stage: STAGES.beforeRequest.GUARD }, async (ctx) => {
@@ -213,12 +246,16 @@ function results(state: RunState) {
   return { before_request_hooks: state.before, after_request_hooks: state.after };
 }
 
-function deniedBody(state: RunState, hook: HookOutcome, checks: Registry<GuardrailCheck>) {
+/** The error a denying hook answers with: its first failing check's own code, else `guardrail_denied`. */
+function denial(hook: HookOutcome, checks: Registry<GuardrailCheck>): GatewayError {
   const failing = hook.checks.find((c) => !c.verdict);
   const why = failing?.explanation ? `: ${failing.explanation}` : '.';
   const code = (failing === undefined ? undefined : checks.get(failing.id)?.denyCode) ?? 'guardrail_denied';
-  const error = new GatewayError(code, `Denied by hook "${hook.id}" (check ${failing?.id ?? 'unknown'})${why}`).toEnvelope().error;
-  return { error, hook_results: results(state) };
+  return new GatewayError(code, `Denied by hook "${hook.id}" (check ${failing?.id ?? 'unknown'})${why}`);
+}
+
+function deniedBody(state: RunState, hook: HookOutcome, checks: Registry<GuardrailCheck>) {
+  return { error: denial(hook, checks).toEnvelope().error, hook_results: results(state) };
 }
 
 function denied(state: RunState, hook: HookOutcome, checks: Registry<GuardrailCheck>): GatewayResponse {
