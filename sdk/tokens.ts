@@ -267,7 +267,7 @@ export interface AgentServerStore {
    * `refresh` fetches it whatever its age; `staleOk` keeps serving a cached card when fetching fails.
    * @throws GatewayError when the card cannot be fetched or is invalid (and no stale card may serve).
    */
-  card(server: AgentServerConfig, options?: { refresh?: boolean; staleOk?: boolean; signal?: AbortSignal }): Promise<AgentCardEntry>;
+  card(server: AgentServerConfig, options?: { refresh?: boolean; staleOk?: boolean }): Promise<AgentCardEntry>;
 }
 export const AGENT_SERVERS = serviceToken<AgentServerStore>('gateway.a2a.servers');
 

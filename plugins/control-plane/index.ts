@@ -1,16 +1,22 @@
 import { join } from 'node:path';
 import * as v from 'valibot';
 import {
+  AGENT_SERVERS,
   CONFIG_PARSER,
   CONFIG_SOURCE,
   type ConfigParser,
   type ConfigSource,
   GatewayError,
   type GatewayPlugin,
+  GUARDRAIL_RUNNER,
+  type GuardrailRunner,
   hasScope,
   LIMIT_COUNTERS,
   LIMIT_POLICY_SOURCE,
   type LimitCounters,
+  MCP_SERVERS,
+  MCP_SESSION_CLOSER,
+  type McpSessionCloser,
   migrate,
   parseOptions,
   PROVIDER_SOURCE,
@@ -25,10 +31,12 @@ import { bootstrap } from './bootstrap.js';
 import { authenticateJwt, DEFAULT_CLAIMS } from './jwt-auth.js';
 import { createJwtVerifier, loadJwksFile, looksLikeJwt, type JwtPayload } from './jwt.js';
 import { CONTROL_PLANE_MIGRATIONS, CONTROL_PLANE_NAMESPACE } from './migrations.js';
+import { agentServerRoutes } from './routes/agent-servers.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
 import { configRoutes } from './routes/configs.js';
 import { toRouteDefinitions } from './routes/http.js';
 import { integrationRoutes } from './routes/integrations.js';
+import { mcpServerRoutes } from './routes/mcp-servers.js';
 import { memberRoutes } from './routes/members.js';
 import { modelRoutes } from './routes/models.js';
 import { organisationRoutes } from './routes/organisation.js';
@@ -73,6 +81,8 @@ const OptionsSchema = v.strictObject({
   secretsDir: v.optional(v.string()),
   /** Serve the admin API (`/v1/workspaces`, `/v1/api-keys`, …). Default true. */
   routes: v.optional(v.boolean(), true),
+  /** How long a fetched agent card is served before it is fetched again, in ms. Default 300 000 (5 minutes). */
+  agentCardTtlMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0)), 300_000),
   /** JWT authentication: tokens sent as `x-gateway-api-key`. Off unless keys are configured. */
   jwt: v.optional(JwtOptions),
   /** Clock, for tests. */
@@ -99,8 +109,14 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
   const claims = { ...DEFAULT_CLAIMS, ...(opts.jwt?.claims ?? {}) };
   return {
     name: PLUGIN_NAME,
+    errorCodes: {
+      agent_card_unavailable: { status: 502, type: 'upstream_error' },
+      agent_card_invalid: { status: 502, type: 'upstream_error' },
+    },
     apply(api) {
       let client: SqlClient | null = null;
+      let guardrails: GuardrailRunner | undefined;
+      let mcpCloser: McpSessionCloser | undefined;
       let box: SecretBox | null = null;
       let verify: ((token: string) => JwtPayload) | null = null;
       let parser: ConfigParser | null = null;
@@ -117,12 +133,22 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
         },
         secretFields: api.targetFields.credentials(),
         counters: () => counters,
+        upstream: () => api.upstream,
+        guardrails: () => guardrails,
+        mcpCloser: () => mcpCloser,
+        agentCardTtlMs: opts.agentCardTtlMs,
+        logger: () => api.logger,
       });
       api.provide(CONTROL_PLANE, cp);
+      // MCP servers and agents (with their connections, sessions and cards), for the `mcp` and `a2a` plugins.
+      api.provide(MCP_SERVERS, cp.mcp);
+      api.provide(AGENT_SERVERS, cp.agents);
 
       api.onReady(async () => {
         parser = api.tryResolve(CONFIG_PARSER) ?? null;
         counters = api.tryResolve(LIMIT_COUNTERS);
+        guardrails = api.tryResolve(GUARDRAIL_RUNNER);
+        mcpCloser = api.tryResolve(MCP_SESSION_CLOSER);
         const store = api.stores.get(opts.store) as SqlStore | undefined;
         if (store === undefined || typeof store.client !== 'function') {
           throw new Error(`${PLUGIN_NAME}: needs an SQL store named "${opts.store}": list the sqlite or postgres plugin before it`);
@@ -188,6 +214,8 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
           ...configRoutes,
           ...modelRoutes,
           ...policyRoutes,
+          ...mcpServerRoutes,
+          ...agentServerRoutes,
         ];
         for (const route of toRouteDefinitions(api.options.basePath, routes, () => cp)) api.routes.add(route);
       }

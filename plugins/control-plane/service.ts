@@ -1,7 +1,22 @@
-import { type AuthInfo, type ConfigParser, GatewayError, type LimitCounters, type LimitPolicySet, type RequestContext, type SqlClient, type Target } from '../../sdk/index.js';
+import {
+  type AuthInfo,
+  type ConfigParser,
+  GatewayError,
+  type GuardrailRunner,
+  type LimitCounters,
+  type LimitPolicySet,
+  type Logger,
+  type McpSessionCloser,
+  type RequestContext,
+  type SqlClient,
+  type Target,
+  type UpstreamClient,
+} from '../../sdk/index.js';
+import { AgentStore } from './agents.js';
 import { TtlCache } from './cache.js';
 import { applySecretMappings, openCredentials, type SecretMapping } from './credentials.js';
 import { hashSecret } from './keys.js';
+import { McpStore } from './mcp.js';
 import { toPolicy } from './policies.js';
 import { ControlPlaneRepository, type ApiKeyRow, type WorkspaceRow } from './repository.js';
 import { capScopes, ROLE_SCOPES } from './scopes.js';
@@ -60,6 +75,15 @@ export interface ControlPlaneDeps {
   secretFields: ReadonlySet<string>;
   /** The `limits` plugin's counters, when it is loaded (for the policies' usage routes). */
   counters?: () => LimitCounters | undefined;
+  /** The pooled upstream client (agent cards; URL checks against the outbound host policy). */
+  upstream?: () => UpstreamClient;
+  /** The `guardrails` plugin's runner, when it is loaded (checks the guardrails of MCP servers). */
+  guardrails?: () => GuardrailRunner | undefined;
+  /** The `mcp` plugin's session closer, when it is loaded (ends sessions on revocations). */
+  mcpCloser?: () => McpSessionCloser | undefined;
+  /** How long an agent card is served before it is fetched again, in ms. Default 300 000. */
+  agentCardTtlMs?: number;
+  logger?: () => Logger | undefined;
 }
 
 /** The answer for a request in no workspace: nothing to enforce. */
@@ -85,6 +109,10 @@ export class ControlPlane {
   readonly #configs: TtlCache<Target | null>;
   readonly #settings: TtlCache<OrgSettings>;
   readonly #limits: TtlCache<LimitPolicySet>;
+  /** MCP servers, connections and sessions (the `mcp` plugin's store). */
+  readonly mcp: McpStore;
+  /** Agents and their cards (the `a2a` plugin's store). */
+  readonly agents: AgentStore;
 
   constructor(deps: ControlPlaneDeps) {
     this.#deps = deps;
@@ -97,6 +125,31 @@ export class ControlPlane {
     this.#configs = cache();
     this.#settings = cache();
     this.#limits = cache();
+    const workspace = (id: string) => this.workspace(id);
+    const logger = () => deps.logger?.();
+    this.mcp = new McpStore({ repo: this.repo, box: deps.box, now: deps.now, cacheTtlMs: deps.cacheTtlMs, workspace, closer: () => deps.mcpCloser?.(), logger });
+    this.agents = new AgentStore({
+      repo: this.repo,
+      box: deps.box,
+      now: deps.now,
+      cacheTtlMs: deps.cacheTtlMs,
+      cardTtlMs: deps.agentCardTtlMs ?? 300_000,
+      workspace,
+      upstream: () => this.upstream,
+      logger,
+    });
+  }
+
+  /** The pooled upstream client. */
+  get upstream(): UpstreamClient {
+    const upstream = this.#deps.upstream?.();
+    if (upstream === undefined) throw new Error('control plane: no upstream client');
+    return upstream;
+  }
+
+  /** The guardrails plugin's runner, or undefined when it is not loaded. */
+  get guardrails(): GuardrailRunner | undefined {
+    return this.#deps.guardrails?.();
   }
 
   /** The limits plugin's counters, or undefined when it is not loaded. */
@@ -126,6 +179,8 @@ export class ControlPlane {
     this.#configs.clear();
     this.#settings.clear();
     this.#limits.clear();
+    this.mcp.clear();
+    this.agents.clear();
   }
 
   /**
