@@ -19,8 +19,10 @@ export interface RelayOptions {
   onMessage(message: RelayedMessage, answer: boolean): RelayedMessage | null | Promise<RelayedMessage | null>;
   /** `performance.now()` by which the answer must have arrived; null: no deadline. */
   deadline: number | null;
-  /** The message to send instead of the answer when the deadline passes or the stream ends or breaks first (null: none). */
-  onFailure(kind: 'timeout' | 'ended'): RelayedMessage | null;
+  /** The message to send instead of the answer when the deadline passes, the stream ends or breaks first, or an event outgrows `maxEventBytes` (null: none). */
+  onFailure(kind: 'timeout' | 'ended' | 'oversized'): RelayedMessage | null;
+  /** Largest event held while it arrives (a line without its end counts), in characters: an upstream cannot grow the gateway's memory without bound. */
+  maxEventBytes: number;
 }
 
 const TIMEOUT = Symbol('timeout');
@@ -53,6 +55,7 @@ async function* relay(upstream: Readable, options: RelayOptions): AsyncGenerator
   let answered = false;
   let pendingLine = '';
   let current: SseEvent = blank();
+  let held = 0;
   let timer: NodeJS.Timeout | null = null;
 
   /** The text of the completed events in `text`, each through `onMessage`. */
@@ -65,10 +68,12 @@ async function* relay(upstream: Readable, options: RelayOptions): AsyncGenerator
     for (const line of lines) {
       if (line !== '') {
         field(current, line);
+        held += line.length;
         continue;
       }
       const event = current;
       current = blank();
+      held = 0;
       if (event.data.length === 0) {
         if (event.comment) out += ':\n\n'; // a keep-alive: keep the client's connection busy too
         continue;
@@ -93,7 +98,7 @@ async function* relay(upstream: Readable, options: RelayOptions): AsyncGenerator
     return next === null ? '' : serialize(event, JSON.stringify(next));
   };
 
-  const failure = (kind: 'timeout' | 'ended'): Buffer | null => {
+  const failure = (kind: 'timeout' | 'ended' | 'oversized'): Buffer | null => {
     if (answered) return null;
     answered = true;
     const message = options.onFailure(kind);
@@ -136,6 +141,11 @@ async function* relay(upstream: Readable, options: RelayOptions): AsyncGenerator
       }
       const out = await feed(decoder.write(next.value), false);
       if (out !== '') yield Buffer.from(out);
+      if (held + pendingLine.length > options.maxEventBytes) {
+        const err = failure('oversized');
+        if (err !== null) yield err;
+        return;
+      }
     }
   } finally {
     if (timer !== null) clearTimeout(timer);

@@ -173,6 +173,7 @@ export class McpGateway {
       onMessage: (m) => ('method' in m ? m : null),
       deadline: null,
       onFailure: () => null,
+      maxEventBytes: this.#o.maxAnswerBytes,
     });
     this.#track(sessionId, stream);
     return { status: 200, headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' }, body: stream, observers: null };
@@ -369,7 +370,12 @@ export class McpGateway {
         isAnswer: (m) => m.id === request.id && ('result' in m || 'error' in m),
         onMessage: (m, answer) => (answer ? onAnswer(m) : m),
         deadline,
+        maxEventBytes: this.#o.maxAnswerBytes,
         onFailure: (kind) => {
+          if (kind === 'oversized') {
+            ctx.error = new GatewayError('mcp_upstream_error', `The MCP server "${server.name}" sent an event larger than ${this.#o.maxAnswerBytes} bytes; the stream was closed.`);
+            return jsonRpcErrorBody(request.id, { code: JSONRPC.INTERNAL_ERROR, message: ctx.error.message });
+          }
           if (kind === 'timeout') {
             this.#cancelUpstream(ctx, server, connection, session, request.id, timeoutMs);
             ctx.error = timeoutError(timeoutMs);

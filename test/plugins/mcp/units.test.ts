@@ -32,6 +32,7 @@ describe('the MCP event relay', () => {
       },
       deadline: null,
       onFailure: () => null,
+      maxEventBytes: 1 << 20,
     });
     const text = collect(out);
     up.push('id: 7\r\nevent: message\r\nretry: 500\r\ndata: {"jsonrpc":"2.0","method":"notifications/progress",');
@@ -61,6 +62,7 @@ describe('the MCP event relay', () => {
       },
       deadline: null,
       onFailure: () => null,
+      maxEventBytes: 1 << 20,
     });
     const text = collect(out);
     up.push('data: {"jsonrpc":"2.0","method":"drop/me"}\n\ndata: {"jsonrpc":"2.0","id":2,"result":{"secret":1}}\n\n');
@@ -75,6 +77,7 @@ describe('the MCP event relay', () => {
       onMessage: (m) => m,
       deadline: performance.now() + 50,
       onFailure: (kind) => ({ jsonrpc: '2.0', id: 3, error: { code: -32001, message: kind } }),
+      maxEventBytes: 1 << 20,
     });
     up.push('data: {"jsonrpc":"2.0","method":"notifications/progress"}\n\n');
     const text = await collect(out);
@@ -85,24 +88,41 @@ describe('the MCP event relay', () => {
   test('a stream that ends or breaks off before its answer gets the failure message; one after the answer ends quietly', async () => {
     const ended = source();
     const failure = (kind: string) => ({ jsonrpc: '2.0', id: 4, error: { code: -32603, message: kind } });
-    const a = collect(relayEvents(ended.stream, { isAnswer: answerOf(4), onMessage: (m) => m, deadline: null, onFailure: failure }));
+    const opts = { isAnswer: answerOf(4), onMessage: (m: RelayedMessage) => m, deadline: null, onFailure: failure, maxEventBytes: 1 << 20 };
+    const a = collect(relayEvents(ended.stream, opts));
     ended.end();
     expect(await a).toBe('data: {"jsonrpc":"2.0","id":4,"error":{"code":-32603,"message":"ended"}}\n\n');
     const broken = source();
-    const b = collect(relayEvents(broken.stream, { isAnswer: answerOf(4), onMessage: (m) => m, deadline: null, onFailure: failure }));
+    const b = collect(relayEvents(broken.stream, opts));
     broken.stream.destroy(new Error('reset'));
     expect(await b).toContain('"message":"ended"');
     const answered = source();
-    const c = collect(relayEvents(answered.stream, { isAnswer: answerOf(4), onMessage: (m) => m, deadline: null, onFailure: failure }));
+    const c = collect(relayEvents(answered.stream, opts));
     answered.push('data: {"jsonrpc":"2.0","id":4,"result":{}}\n\n');
     await new Promise((r) => setTimeout(r, 20));
     answered.stream.destroy(new Error('reset'));
     expect(await c).toBe('data: {"jsonrpc":"2.0","id":4,"result":{}}\n\n');
   });
 
+  test('an event that outgrows the bound (a line that never ends) closes the stream with the failure message', async () => {
+    const up = source();
+    const out = relayEvents(up.stream, {
+      isAnswer: answerOf(6),
+      onMessage: (m) => m,
+      deadline: null,
+      onFailure: (kind) => ({ jsonrpc: '2.0', id: 6, error: { code: -32603, message: kind } }),
+      maxEventBytes: 100,
+    });
+    const text = collect(out);
+    up.push(`data: ${'x'.repeat(60)}`);
+    up.push('x'.repeat(60));
+    expect(await text).toBe('data: {"jsonrpc":"2.0","id":6,"error":{"code":-32603,"message":"oversized"}}\n\n');
+    expect(up.stream.destroyed).toBe(true);
+  });
+
   test('a client that leaves releases the upstream stream at once', async () => {
     const up = source();
-    const out = relayEvents(up.stream, { isAnswer: answerOf(5), onMessage: (m) => m, deadline: null, onFailure: () => null });
+    const out = relayEvents(up.stream, { isAnswer: answerOf(5), onMessage: (m) => m, deadline: null, onFailure: () => null, maxEventBytes: 1 << 20 });
     out.resume();
     out.destroy();
     await new Promise((r) => setImmediate(r));
