@@ -94,7 +94,7 @@ export class McpGateway {
   readonly #o: GatewayOptions;
   readonly #d: GatewayDeps;
   readonly #touched = new Map<string, number>();
-  /** Open GET streams on this instance, by session id: closed when their session ends. */
+  /** The upstream side of open GET streams on this instance, by session id: destroyed when their session ends. */
   readonly #streams = new Map<string, Set<Readable>>();
 
   constructor(options: GatewayOptions, deps: GatewayDeps) {
@@ -175,7 +175,9 @@ export class McpGateway {
       onFailure: () => null,
       maxEventBytes: this.#o.maxAnswerBytes,
     });
-    this.#track(sessionId, stream);
+    // Tracked by its upstream side: destroying that ends the relay cleanly (the client's response ends; a destroyed
+    // relay would leave it open).
+    this.#track(sessionId, upstream.body);
     return { status: 200, headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' }, body: stream, observers: null };
   }
 

@@ -113,6 +113,9 @@ export function mcp(options: McpOptions = {}): GatewayPlugin {
         timers.push(setInterval(sweep, opts.streamCheckIntervalMs), setInterval(idle, Math.min(opts.sessionIdleTimeoutMs, 3_600_000)));
         for (const t of timers) t.unref();
       });
+      // A session's GET stream lives as long as the client stays: end it when the gateway starts closing, so it does not
+      // hold the shutdown for its whole grace period (the client opens a new one, on another instance).
+      api.onDrain(() => gateway.closeAll());
       api.onClose(() => {
         for (const t of timers) clearInterval(t);
         gateway.closeAll();

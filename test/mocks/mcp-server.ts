@@ -155,7 +155,7 @@ export async function startMcpUpstream(options: { bearer?: string } = {}): Promi
 
 export interface OAuthMcpUpstream extends McpUpstream {
   /** Access and refresh tokens issued, and refresh grants seen. */
-  issued: { access: string[]; refresh: string[]; refreshGrants: number; registrations: number };
+  issued: { access: string[]; refresh: string[]; refreshGrants: number; registrations: number; clientSecrets: string[] };
   /** Makes every access token issued so far invalid (as if expired or revoked at the server). */
   revokeAccessTokens(): void;
 }
@@ -174,7 +174,7 @@ export async function startOAuthMcpUpstream(): Promise<OAuthMcpUpstream> {
   const codes = new Map<string, { clientId: string; challenge: string; redirectUri: string; resource?: string }>();
   const access = new Map<string, { clientId: string; expiresAt: number }>();
   const refresh = new Map<string, string>();
-  const issued = { access: [] as string[], refresh: [] as string[], refreshGrants: 0, registrations: 0 };
+  const issued = { access: [] as string[], refresh: [] as string[], refreshGrants: 0, registrations: 0, clientSecrets: [] as string[] };
   const tokens = (clientId: string): OAuthTokens => {
     const a = randomBytes(16).toString('hex');
     const r = randomBytes(16).toString('hex');
@@ -191,6 +191,7 @@ export async function startOAuthMcpUpstream(): Promise<OAuthMcpUpstream> {
         issued.registrations++;
         const full = client as OAuthClientInformationFull;
         clients.set(full.client_id, full);
+        if (full.client_secret !== undefined) issued.clientSecrets.push(full.client_secret);
         return full;
       },
     },

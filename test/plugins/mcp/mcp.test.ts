@@ -433,8 +433,21 @@ function suite(name: string, makeStore: () => Promise<(() => GatewayPlugin) | nu
       const revokeOther = await call('DELETE', `${path}?user_id=${ids.mike}`, keys.alice!);
       expect(revokeOther.status).toBe(403);
       expect(revokeOther.body.error.message).toMatch(/Only admins and workspace managers/);
+      // A stream of hers, open when she is revoked, ends.
+      // (A second session of hers: the SDK client holds the one stream its own session may have.)
+      const init = await rpc(ids.plain!, keys.alice!, { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
+      const second = init.headers.get('mcp-session-id')!;
+      await init.text();
+      const stream = await fetch(`${gw.url}/v1/mcp/${ids.plain}`, { headers: { 'x-gateway-api-key': keys.alice!, accept: 'text/event-stream', 'mcp-session-id': second } });
+      expect(stream.headers.get('content-type')).toMatch(/^text\/event-stream/);
+      const ended = (async () => {
+        const reader = stream.body!.getReader();
+        while (!(await reader.read()).done);
+        return true;
+      })();
       const deletedBefore = up.deleted.length;
       const revoked = await ok(call('DELETE', path, keys.alice!));
+      expect(await Promise.race([ended, new Promise((r) => setTimeout(() => r(false), 3000))])).toBe(true);
       expect(revoked).toMatchObject({ user_id: ids.alice, deleted: true });
       expect(revoked.sessions_ended).toBeGreaterThanOrEqual(1);
       // Her session ended: at the gateway at once, upstream in the background.
