@@ -97,7 +97,9 @@ export type ControlPlaneOptions = v.InferInput<typeof OptionsSchema>;
  * The control plane: stored API keys (and JWTs) for auth, workspaces and
  * members, integrations (sealed provider credentials), provider slugs,
  * saved configs, rate-limit and usage-limit policies (enforced by the
- * `limits` plugin), organisation settings and the admin API that manages them.
+ * `limits` plugin), MCP servers with each user's connection and sessions
+ * (served by the `mcp` plugin), agent servers and their cards (served by the
+ * `a2a` plugin), organisation settings and the admin API that manages them.
  * Needs an SQL store plugin (`sqlite` or `postgres`) listed before it.
  * See docs/admin-api.md.
  */

@@ -59,7 +59,9 @@ interface RunState {
  * resolution and before the strategy; output hooks run on the answer before
  * it is returned (or, with `async: true`, after it was sent). A failing hook
  * with `deny` stops the request (446); without, the answer goes through as 246
- * with `hook_results`. Checks come from the `api.checks` registry.
+ * with `hook_results`. Checks come from the `api.checks` registry. The same
+ * hooks run on calls that are not provider calls (MCP tool calls) through
+ * the `GUARDRAIL_RUNNER` service.
  */
 export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
   const opts = parseOptions(PLUGIN_NAME, OptionsSchema, options);
