@@ -121,6 +121,7 @@ export function createGateway(init: CreateGatewayOptions): Gateway {
   const interceptors: InterceptorEntry[] = [];
   const readyFns: Array<() => void | Promise<void>> = [];
   const closeFns: Array<() => void | Promise<void>> = [];
+  const drainFns: Array<() => void> = [];
   let booting = true;
   let pipelineRef: Pipeline | null = null;
   const duringBoot = (what: string) => {
@@ -166,6 +167,10 @@ export function createGateway(init: CreateGatewayOptions): Gateway {
       duringBoot('onClose');
       closeFns.push(fn);
     },
+    onDrain(fn) {
+      duringBoot('onDrain');
+      drainFns.push(fn);
+    },
   };
 
   for (const plugin of init.plugins) plugin.apply(api);
@@ -203,6 +208,13 @@ export function createGateway(init: CreateGatewayOptions): Gateway {
   let closing: Promise<void> | null = null;
   const close = (graceMs = 10_000): Promise<void> => {
     closing ??= (async () => {
+      for (const fn of drainFns) {
+        try {
+          fn();
+        } catch (err) {
+          logger.error({ err }, 'a plugin failed to drain');
+        }
+      }
       await Promise.race([pipeline.idle(), delay(graceMs)]);
       shutDown = true;
       if (pipeline.inFlight > 0) logger.warn({ in_flight: pipeline.inFlight }, 'closing with requests still in flight');

@@ -173,7 +173,7 @@ export class Pipeline {
     ctx.error = e;
     if (e.code === 'internal_error') this.logger.error({ err, trace_id: ctx.traceId, path: ctx.path }, 'unexpected error');
     const format = ctx.route?.errorFormat;
-    return format === undefined ? errorResponse(e) : format.response(e);
+    return format === undefined ? errorResponse(e) : format.response(e, ctx);
   }
 
   private async process(ctx: RequestContext, req: IncomingMessage): Promise<GatewayResponse> {

@@ -95,4 +95,10 @@ export interface PluginAPI extends Registries {
   onReady(fn: () => void | Promise<void>): void;
   /** Tear-down on close, run in reverse registration order after in-flight requests ended. */
   onClose(fn: () => void | Promise<void>): void;
+  /**
+   * Called once when the gateway starts closing, before it waits for in-flight
+   * requests: end what would otherwise hold the shutdown for its whole grace
+   * period (a long-lived stream a client reconnects, to another instance).
+   */
+  onDrain(fn: () => void): void;
 }

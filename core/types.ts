@@ -253,7 +253,8 @@ export interface RouteDefinition {
   frontDoor?: string;
   /**
    * How errors look to this route's clients when not the gateway envelope (the Anthropic
-   * Messages door): the pipeline and the response writer use it for errors the gateway raises.
+   * Messages door; a JSON-RPC endpoint answers JSON-RPC errors): the pipeline and the response
+   * writer use it for errors the gateway raises (auth, a body too large, what a handler throws).
    */
   errorFormat?: ErrorFormat;
 }
@@ -289,10 +290,10 @@ export interface RouteTranslation {
 
 /** A route's own error shape (see {@link RouteDefinition.errorFormat}). */
 export interface ErrorFormat {
-  /** The response for an error the gateway raised (status, headers and body in the route's shape). */
-  response(error: GatewayError): GatewayResponse;
-  /** The SSE text telling a streaming client about an error after its headers went out. */
-  event(error: GatewayError): string;
+  /** The response for an error the gateway raised (keep its status; headers and body in the route's shape). */
+  response(error: GatewayError, ctx: RequestContext): GatewayResponse;
+  /** The SSE text telling a streaming client about an error after its headers went out. Default: the envelope as a `data:` event. */
+  event?(error: GatewayError, ctx: RequestContext): string;
 }
 
 /** One address a host name resolves to. */

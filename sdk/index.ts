@@ -54,6 +54,21 @@ export {
 
 export { postTokenForm, type Send } from './oauth.js';
 export { nativeError, nativeFormat, readNative, resolveLeaf, selectedTarget, sendNative, type NativeCall, type NativeTarget, type ResourceKind } from './native.js';
+export {
+  gatewayErrorToJsonRpc,
+  JSONRPC,
+  JsonRpcError,
+  jsonRpcErrorBody,
+  jsonRpcErrorResponse,
+  JSON_RPC_ERRORS,
+  jsonRpcRouteError,
+  readJsonRpc,
+  setJsonRpcId,
+  type JsonRpcErrorObject,
+  type JsonRpcId,
+  type JsonRpcKind,
+  type JsonRpcMessage,
+} from './jsonrpc.js';
 export { contentText, defineCheck, requestText, responseText, type CheckInput, type CheckResult, type GuardrailCheck } from './guardrails.js';
 export { migrate, numberPlaceholders, splitStatements, sqlStore, type Migration, type SqlClient, type SqlStore } from './sql.js';
 export { sqliteClient } from './sqlite.js';

@@ -122,7 +122,197 @@ export interface LimitCounters {
   /** Every group with a counter in the policy's current window (rate limits) or period (budgets), most used first. */
   usage(policy: LimitPolicy): Promise<{ start: number; end: number | null; groups: LimitGroupUsage[] }>;
 }
+
 export const LIMIT_COUNTERS = serviceToken<LimitCounters>('gateway.limits.counters');
+
+/**
+ * How the gateway authenticates to an upstream MCP server or agent, with its
+ * secrets opened (the control plane keeps them sealed at rest). Never log it.
+ * `oauth`: each user authorizes the gateway (an OAuth 2.1 client) for their
+ * own account; the client is the one configured, else registered dynamically.
+ */
+export type UpstreamAuth =
+  | { type: 'none' }
+  | { type: 'header'; name: string; value: string }
+  | { type: 'oauth'; clientId: string | null; clientSecret: string | null; scopes: readonly string[] | null };
+
+/** An MCP server registered in a workspace, as the MCP gateway needs it. */
+export interface McpServerConfig {
+  id: string;
+  workspaceId: string;
+  name: string;
+  /** The upstream's Streamable HTTP endpoint. */
+  url: string;
+  auth: UpstreamAuth;
+  /** Tool names that may be listed and called; null: all. */
+  allowedTools: ReadonlySet<string> | null;
+  /** `input_guardrails` and `output_guardrails` run on tool calls (the same forms as in a config), or null. */
+  guardrails: GuardrailLists | null;
+  /** How long one forwarded request may wait for its answer; null: the plugin's default. */
+  requestTimeoutMs: number | null;
+}
+
+/** An OAuth token set as the gateway keeps it for a user (sealed at rest). `expires_at` in epoch ms. */
+export interface OAuthTokenSet {
+  access_token: string;
+  token_type?: string;
+  refresh_token?: string;
+  expires_at?: number;
+  scope?: string;
+}
+
+/** Who a connection belongs to: a user (user keys, JWTs), else the API key itself (service keys, static keys). */
+export interface McpCaller {
+  userId: string | null;
+  apiKeyId: string;
+}
+
+/** One user's standing link to one MCP server, with their OAuth tokens when the server uses OAuth. */
+export interface McpConnection {
+  id: string;
+  serverId: string;
+  workspaceId: string;
+  userId: string | null;
+  apiKeyId: string | null;
+  tokens: OAuthTokenSet | null;
+}
+
+/** A session the gateway opened for a client, bound to the key that opened it. */
+export interface McpSession {
+  connectionId: string;
+  serverId: string;
+  apiKeyId: string;
+  /** The upstream's own `mcp-session-id`, when it keeps sessions. */
+  upstreamSessionId: string | null;
+  lastUsedAt: number;
+}
+
+/**
+ * The stored MCP servers, connections and sessions (offered by the control
+ * plane), for the `mcp` plugin. Session ids are stored as digests; tokens,
+ * upstream session ids and server secrets are sealed.
+ */
+export interface McpServerStore {
+  /** The active server `id` the caller may use (its workspace's; any for organisation-level keys); undefined otherwise. */
+  server(ctx: RequestContext, id: string): Promise<McpServerConfig | undefined>;
+  /** The active server `id`, whoever asks (the OAuth redirect, which carries no key). */
+  serverById(id: string): Promise<McpServerConfig | undefined>;
+  /** The caller's connection to the server; created when `create` and there is none. */
+  connection(server: McpServerConfig, caller: McpCaller, create: boolean): Promise<McpConnection | undefined>;
+  /** Replaces a connection's OAuth tokens (null forgets them). False when the connection is gone (revoked meanwhile). */
+  saveTokens(connectionId: string, tokens: OAuthTokenSet | null): Promise<boolean>;
+  /** Keeps the OAuth client the gateway registered with the server's authorization server. */
+  saveOAuthClient(serverId: string, clientId: string, clientSecret: string | null): Promise<void>;
+  createSession(sessionId: string, connection: McpConnection, apiKeyId: string, upstreamSessionId: string | null): Promise<void>;
+  session(sessionId: string): Promise<McpSession | undefined>;
+  /** Records that a session was used (callers throttle it). */
+  touchSession(sessionId: string): Promise<void>;
+  deleteSession(sessionId: string): Promise<void>;
+  /** Which of these sessions still exist. */
+  liveSessions(sessionIds: readonly string[]): Promise<Set<string>>;
+  /** Deletes sessions unused since `before` (epoch ms); returns how many. */
+  deleteIdleSessions(before: number): Promise<number>;
+  /** Seals a value for the gateway's own later use (an OAuth `state`), bound to `purpose`. */
+  seal(plaintext: string, purpose: string): string;
+  /** Opens a sealed value; throws when it was not sealed here for `purpose`. */
+  open(sealed: string, purpose: string): string;
+}
+export const MCP_SERVERS = serviceToken<McpServerStore>('gateway.mcp.servers');
+
+/** An upstream session to end, as the control plane hands it over on a revocation. */
+export interface McpSessionToEnd {
+  sessionId: string;
+  upstreamSessionId: string | null;
+}
+
+/**
+ * What the `mcp` plugin offers the control plane: ending sessions when a
+ * connection is revoked or a server archived (a DELETE to the upstream for
+ * each session that has one, and closing this instance's open streams).
+ */
+export interface McpSessionCloser {
+  /** Best effort and in the background: the revocation does not wait for the upstream. */
+  closeSessions(server: McpServerConfig, connection: McpConnection, sessions: readonly McpSessionToEnd[]): void;
+}
+export const MCP_SESSION_CLOSER = serviceToken<McpSessionCloser>('gateway.mcp.session-closer');
+
+/** An A2A agent registered in a workspace. */
+export interface AgentServerConfig {
+  id: string;
+  workspaceId: string;
+  name: string;
+  /** Where the agent lives: its base URL (the card is at its well-known path) or its card's URL. */
+  url: string;
+  auth: UpstreamAuth;
+  requestTimeoutMs: number | null;
+}
+
+/** A validated agent card and what the gateway reads from it. */
+export interface AgentCardEntry {
+  /** The card as the agent serves it. */
+  card: Record<string, unknown>;
+  /** The agent's JSON-RPC endpoint (`url` of a v0.3 card, or its JSONRPC interface). */
+  endpoint: string;
+  /** `capabilities.streaming`. */
+  streaming: boolean;
+  fetchedAt: number;
+  /** `HIT`: cached and fresh; `MISS`: fetched (none cached); `REFRESH`: fetched again (stale, or asked); `STALE`: kept after a failed refresh. */
+  cache: 'HIT' | 'MISS' | 'REFRESH' | 'STALE';
+}
+
+/** The stored agent servers and their cached cards (offered by the control plane), for the `a2a` plugin. */
+export interface AgentServerStore {
+  /** The active agent `id` the caller may use; undefined otherwise. */
+  server(ctx: RequestContext, id: string): Promise<AgentServerConfig | undefined>;
+  /**
+   * The agent's card: cached while fresh, else fetched, validated and cached.
+   * `refresh` fetches it whatever its age; `staleOk` keeps serving a cached card when fetching fails.
+   * @throws GatewayError when the card cannot be fetched or is invalid (and no stale card may serve).
+   */
+  card(server: AgentServerConfig, options?: { refresh?: boolean; staleOk?: boolean }): Promise<AgentCardEntry>;
+}
+export const AGENT_SERVERS = serviceToken<AgentServerStore>('gateway.a2a.servers');
+
+/** Hook lists as a config holds them (any of the four). */
+export interface GuardrailLists {
+  before_request_hooks?: readonly unknown[];
+  input_guardrails?: readonly unknown[];
+  after_request_hooks?: readonly unknown[];
+  output_guardrails?: readonly unknown[];
+}
+
+/** The outcome of one phase of hooks run outside a provider call. */
+export interface GuardrailVerdict {
+  /** A hook with deny failed: refuse. */
+  denied: boolean;
+  /** A hook without deny failed: go on, and say so. */
+  failed: boolean;
+  /** The denial, as the guardrails plugin words it (`guardrail_denied` or the check's own code). */
+  error: { code: string; message: string } | null;
+  /** Each hook's result, in the `hook_results` shape. */
+  results: unknown[];
+}
+
+/** What a check sees of a call that is not a chat request (an MCP tool call). */
+export interface GuardrailSubject {
+  text: string;
+  request: Record<string, unknown>;
+  response: Record<string, unknown> | null;
+  /** A name for the call, in the checks' `route` (e.g. `mcp.tools.call`). */
+  route: string;
+}
+
+/**
+ * Runs hooks and guardrails on something other than a provider call (offered
+ * by the `guardrails` plugin): the MCP gateway checks tool calls with it.
+ */
+export interface GuardrailRunner {
+  /** Throws the 400 a config with these lists would get (`Invalid config: input_guardrails[0]…`). */
+  check(lists: GuardrailLists): void;
+  /** Runs one phase's hooks in order (output hooks all before the answer: `async` does not apply). */
+  run(ctx: RequestContext, lists: GuardrailLists, phase: 'input' | 'output', subject: GuardrailSubject): Promise<GuardrailVerdict>;
+}
+export const GUARDRAIL_RUNNER = serviceToken<GuardrailRunner>('gateway.guardrails.runner');
 
 /** A guardrail stored in the control plane, as the `guardrails` plugin runs it. */
 export interface StoredGuardrail {

@@ -84,6 +84,8 @@ export const CATALOG: Readonly<Record<string, Loader>> = Object.freeze({
       ...options,
     }),
   'fine-tuning': async (options) => (await import('../plugins/fine-tuning/index.js')).fineTuning(options),
+  mcp: async (options, env) => (await import('../plugins/mcp/index.js')).mcp({ ...(env.publicUrl === undefined ? {} : { publicUrl: env.publicUrl }), ...options }),
+  a2a: async (options, env) => (await import('../plugins/a2a/index.js')).a2a({ ...(env.publicUrl === undefined ? {} : { publicUrl: env.publicUrl }), ...options }),
   // The memory store's counters are kept in the data dir across restarts (a Redis store needs no file).
   limits: async (options, env) => {
     const { limits } = await import('../plugins/limits/index.js');

@@ -51,6 +51,9 @@ export const DEFAULT_CONFIG: ServerConfig = {
     { name: 'rerank' },
     { name: 'responses' },
     { name: 'messages' },
+    // MCP servers and agents registered in the control plane, served at /v1/mcp/{id} and /v1/a2a/{id}.
+    { name: 'mcp' },
+    { name: 'a2a' },
     { name: 'proxy' },
     { name: 'log-store' },
     { name: 'log-api' },

@@ -34,6 +34,8 @@ export interface ServerEnv {
   requestLog: 'all' | 'failures' | 'auto' | undefined;
   /** GATEWAY_FILES_S3_BUCKET (with _PREFIX, _REGION, _ENDPOINT): the `batches` plugin keeps files in this S3-compatible bucket instead of the data dir. */
   filesS3: { bucket: string; prefix?: string; region?: string; endpoint?: string } | undefined;
+  /** GATEWAY_PUBLIC_URL: the URL clients reach the gateway at (the MCP OAuth redirect URI, the agent cards the gateway serves). */
+  publicUrl: string | undefined;
   /** The OTEL_* variables (undefined when none is set): the `otel` plugin's defaults, so a server started with its own env ignores the process's. */
   otel: Record<string, string> | undefined;
 }
@@ -71,6 +73,7 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): ServerEnv {
         }
       : undefined,
     requestLog: requestLogLines(env.GATEWAY_REQUEST_LOG),
+    publicUrl: publicUrl(env.GATEWAY_PUBLIC_URL),
     otel: otelVariables(env),
     filesS3: env.GATEWAY_FILES_S3_BUCKET
       ? {
@@ -87,6 +90,21 @@ function requestLogLines(value: string | undefined): ServerEnv['requestLog'] {
   if (value === undefined || value === '') return undefined;
   if (value === 'all' || value === 'failures' || value === 'auto') return value;
   throw new Error(`GATEWAY_REQUEST_LOG must be all, failures or auto, got "${value}"`);
+}
+
+/** An http(s) URL without a path beyond `/`; anything else stops the start. */
+function publicUrl(value: string | undefined): string | undefined {
+  if (value === undefined || value === '') return undefined;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new Error(`GATEWAY_PUBLIC_URL must be an http(s) URL such as https://gateway.example.com, got "${value}"`);
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.username !== '' || url.password !== '' || url.search !== '' || url.hash !== '') {
+    throw new Error(`GATEWAY_PUBLIC_URL must be an http(s) URL without user info, query or fragment, got "${value}"`);
+  }
+  return value.replace(/\/+$/, '');
 }
 
 /** `1` or `0`; unset or empty is undefined. Anything else stops the start rather than guess. */

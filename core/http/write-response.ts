@@ -86,7 +86,7 @@ export function writeResponse(res: ServerResponse, ctx: RequestContext, response
         ended = true;
         notifyEnd(observers, err);
         headed = true;
-        const formatted = ctx.route?.errorFormat?.response(e);
+        const formatted = ctx.route?.errorFormat?.response(e, ctx);
         ctx.status = formatted?.status ?? e.status;
         const bytes = Buffer.from(typeof formatted?.body === 'string' ? formatted.body : JSON.stringify(e.toEnvelope()));
         res.writeHead(ctx.status, { ...ctx.responseHeaders, ...e.headers, 'content-type': 'application/json', 'content-length': String(bytes.length) });
@@ -97,7 +97,7 @@ export function writeResponse(res: ServerResponse, ctx: RequestContext, response
       if (sse) {
         // Headers are gone already: tell an SSE client in-band (in its route's format), then end cleanly so it does not hang.
         const format = ctx.route?.errorFormat;
-        res.end(format === undefined ? `data: ${JSON.stringify(e.toEnvelope())}\n\n` : format.event(e));
+        res.end(format?.event === undefined ? `data: ${JSON.stringify(e.toEnvelope())}\n\n` : format.event(e, ctx));
       } else {
         res.destroy();
       }

@@ -42,6 +42,13 @@ export class TtlCache<V> {
     return promise;
   }
 
+  /** Drops one entry (a write to what it holds); loads in flight for any key are served once, not kept. */
+  delete(key: string): void {
+    this.#generation++;
+    this.#entries.delete(key);
+    this.#loading.delete(key);
+  }
+
   clear(): void {
     this.#generation++;
     this.#entries.clear();

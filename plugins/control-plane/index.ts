@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import * as v from 'valibot';
 import {
+  AGENT_SERVERS,
   CONFIG_PARSER,
   CONFIG_SOURCE,
   type ConfigParser,
@@ -10,10 +11,15 @@ import {
   GUARDRAIL_SOURCE,
   GUARDRAIL_VALIDATOR,
   type GuardrailValidator,
+  GUARDRAIL_RUNNER,
+  type GuardrailRunner,
   hasScope,
   LIMIT_COUNTERS,
   LIMIT_POLICY_SOURCE,
   type LimitCounters,
+  MCP_SERVERS,
+  MCP_SESSION_CLOSER,
+  type McpSessionCloser,
   migrate,
   parseOptions,
   PROMPT_SOURCE,
@@ -31,11 +37,13 @@ import { bootstrap } from './bootstrap.js';
 import { authenticateJwt, DEFAULT_CLAIMS } from './jwt-auth.js';
 import { createJwtVerifier, loadJwksFile, looksLikeJwt, type JwtPayload } from './jwt.js';
 import { CONTROL_PLANE_MIGRATIONS, CONTROL_PLANE_NAMESPACE } from './migrations.js';
+import { agentServerRoutes } from './routes/agent-servers.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
 import { configRoutes } from './routes/configs.js';
 import { guardrailRoutes } from './routes/guardrails.js';
 import { toRouteDefinitions } from './routes/http.js';
 import { integrationRoutes } from './routes/integrations.js';
+import { mcpServerRoutes } from './routes/mcp-servers.js';
 import { memberRoutes } from './routes/members.js';
 import { modelRoutes } from './routes/models.js';
 import { organisationRoutes } from './routes/organisation.js';
@@ -81,6 +89,8 @@ const OptionsSchema = v.strictObject({
   secretsDir: v.optional(v.string()),
   /** Serve the admin API (`/v1/workspaces`, `/v1/api-keys`, …). Default true. */
   routes: v.optional(v.boolean(), true),
+  /** How long a fetched agent card is served before it is fetched again, in ms. Default 300 000 (5 minutes). */
+  agentCardTtlMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0)), 300_000),
   /** JWT authentication: tokens sent as `x-gateway-api-key`. Off unless keys are configured. */
   jwt: v.optional(JwtOptions),
   /** Clock, for tests. */
@@ -96,7 +106,9 @@ export type ControlPlaneOptions = v.InferInput<typeof OptionsSchema>;
  * members, integrations (sealed provider credentials), provider slugs,
  * saved configs, rate-limit and usage-limit policies (enforced by the
  * `limits` plugin), stored prompts and partials (rendered by the `prompts`
- * plugin), organisation settings and the admin API that manages them.
+ * plugin), MCP servers with each user's connection and sessions (served by the
+ * `mcp` plugin), agent servers and their cards (served by the `a2a` plugin),
+ * organisation settings and the admin API that manages them.
  * Needs an SQL store plugin (`sqlite` or `postgres`) listed before it.
  * See docs/admin-api.md.
  */
@@ -108,8 +120,14 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
   const claims = { ...DEFAULT_CLAIMS, ...(opts.jwt?.claims ?? {}) };
   return {
     name: PLUGIN_NAME,
+    errorCodes: {
+      agent_card_unavailable: { status: 502, type: 'upstream_error' },
+      agent_card_invalid: { status: 502, type: 'upstream_error' },
+    },
     apply(api) {
       let client: SqlClient | null = null;
+      let guardrails: GuardrailRunner | undefined;
+      let mcpCloser: McpSessionCloser | undefined;
       let box: SecretBox | null = null;
       let verify: ((token: string) => JwtPayload) | null = null;
       let guardrailValidator: GuardrailValidator | undefined;
@@ -130,14 +148,24 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
         counters: () => counters,
         templates: () => templates,
         guardrailValidator: () => guardrailValidator,
+        upstream: () => api.upstream,
+        guardrails: () => guardrails,
+        mcpCloser: () => mcpCloser,
+        agentCardTtlMs: opts.agentCardTtlMs,
+        logger: () => api.logger,
       });
       api.provide(CONTROL_PLANE, cp);
+      // MCP servers and agents (with their connections, sessions and cards), for the `mcp` and `a2a` plugins.
+      api.provide(MCP_SERVERS, cp.mcp);
+      api.provide(AGENT_SERVERS, cp.agents);
 
       api.onReady(async () => {
         parser = api.tryResolve(CONFIG_PARSER) ?? null;
         counters = api.tryResolve(LIMIT_COUNTERS);
         guardrailValidator = api.tryResolve(GUARDRAIL_VALIDATOR);
         templates = api.tryResolve(PROMPT_TEMPLATES);
+        guardrails = api.tryResolve(GUARDRAIL_RUNNER);
+        mcpCloser = api.tryResolve(MCP_SESSION_CLOSER);
         const store = api.stores.get(opts.store) as SqlStore | undefined;
         if (store === undefined || typeof store.client !== 'function') {
           throw new Error(`${PLUGIN_NAME}: needs an SQL store named "${opts.store}": list the sqlite or postgres plugin before it`);
@@ -215,6 +243,8 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
           ...modelRoutes,
           ...policyRoutes,
           ...promptRoutes,
+          ...mcpServerRoutes,
+          ...agentServerRoutes,
         ];
         for (const route of toRouteDefinitions(api.options.basePath, routes, () => cp)) api.routes.add(route);
       }

@@ -7,7 +7,8 @@ export const CONTROL_PLANE_NAMESPACE = 'control-plane';
  * Control-plane tables, one text for both dialects (portable types only; JSON
  * as TEXT, booleans 0/1, times as epoch ms). Secrets are never stored in the
  * clear: API keys as SHA-256 digests, provider credentials sealed with
- * AES-256-GCM (`secret`).
+ * AES-256-GCM (`secret`, `auth_secret`, connection `tokens`, `upstream_session`);
+ * MCP session ids as SHA-256 digests.
  */
 export const CONTROL_PLANE_MIGRATIONS: readonly Migration[] = [
   {
@@ -327,5 +328,86 @@ CREATE TABLE cp_sessions (
 );
 CREATE INDEX cp_sessions_user ON cp_sessions (user_id);
 CREATE INDEX cp_sessions_expires ON cp_sessions (expires_at)`,
+  },
+  {
+    // MCP servers of a workspace (archived, never deleted: the log keeps naming their ids in its paths), each
+    // user's connection to one (their OAuth tokens, sealed), and the sessions the MCP gateway opened on a
+    // connection (the session id as a SHA-256 digest, the upstream's own session id sealed).
+    version: 7,
+    name: 'mcp_servers',
+    up: `
+CREATE TABLE cp_mcp_servers (
+  id TEXT PRIMARY KEY,
+  organisation_id TEXT NOT NULL,
+  workspace_id TEXT NOT NULL,
+  name TEXT NOT NULL,
+  description TEXT,
+  url TEXT NOT NULL,
+  auth_type TEXT NOT NULL,
+  auth_header TEXT,
+  auth_secret TEXT,
+  auth_masked TEXT,
+  oauth TEXT,
+  allowed_tools TEXT,
+  guardrails TEXT,
+  request_timeout_ms INTEGER,
+  status TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT NOT NULL,
+  archived_at BIGINT
+);
+CREATE INDEX cp_mcp_servers_workspace ON cp_mcp_servers (workspace_id, status);
+CREATE TABLE cp_mcp_connections (
+  id TEXT PRIMARY KEY,
+  mcp_server_id TEXT NOT NULL,
+  workspace_id TEXT NOT NULL,
+  subject TEXT NOT NULL,
+  user_id TEXT,
+  api_key_id TEXT,
+  tokens TEXT,
+  token_expires_at BIGINT,
+  token_scope TEXT,
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT NOT NULL,
+  last_used_at BIGINT,
+  UNIQUE (mcp_server_id, subject)
+);
+CREATE TABLE cp_mcp_sessions (
+  id TEXT PRIMARY KEY,
+  connection_id TEXT NOT NULL,
+  mcp_server_id TEXT NOT NULL,
+  api_key_id TEXT NOT NULL,
+  upstream_session TEXT,
+  created_at BIGINT NOT NULL,
+  last_used_at BIGINT NOT NULL
+);
+CREATE INDEX cp_mcp_sessions_connection ON cp_mcp_sessions (connection_id);
+CREATE INDEX cp_mcp_sessions_used ON cp_mcp_sessions (last_used_at)`,
+  },
+  {
+    // A2A agents of a workspace, with the last agent card fetched from each (JSON) and when.
+    version: 8,
+    name: 'agent_servers',
+    up: `
+CREATE TABLE cp_agent_servers (
+  id TEXT PRIMARY KEY,
+  organisation_id TEXT NOT NULL,
+  workspace_id TEXT NOT NULL,
+  name TEXT NOT NULL,
+  description TEXT,
+  url TEXT NOT NULL,
+  auth_type TEXT NOT NULL,
+  auth_header TEXT,
+  auth_secret TEXT,
+  auth_masked TEXT,
+  request_timeout_ms INTEGER,
+  agent_card TEXT,
+  agent_card_fetched_at BIGINT,
+  status TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT NOT NULL,
+  archived_at BIGINT
+);
+CREATE INDEX cp_agent_servers_workspace ON cp_agent_servers (workspace_id, status)`,
   },
 ];

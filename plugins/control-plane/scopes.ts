@@ -4,7 +4,7 @@ import { hasScope } from '../../sdk/index.js';
  * The scope catalogue. A scope is `<resource>.<action>`; grants may use
  * wildcards (`*`, `configs.*`, `*.rotate`), matched by core's `hasScope`.
  */
-export const ADMIN_RESOURCES = ['organisation', 'workspaces', 'members', 'api_keys', 'integrations', 'providers', 'configs', 'policies', 'prompts'] as const;
+export const ADMIN_RESOURCES = ['organisation', 'workspaces', 'members', 'api_keys', 'integrations', 'providers', 'configs', 'policies', 'prompts', 'mcp_servers', 'agent_servers'] as const;
 export const ACTIONS = ['create', 'read', 'update', 'delete'] as const;
 
 /** Every scope a key may be given. */
@@ -40,9 +40,11 @@ const all = (...resources: string[]) => resources.map((r) => `${r}.*`);
 
 /**
  * What a workspace role may do in its workspace; also the default scopes of a key of that role.
- * `policies.*` and `prompts.*` are in no role: a role's scopes only grow at the cost of every existing
- * key that lacks the new ones no longer being able to give that role, so limits and stored prompts are
- * managed by organisation-level keys and by keys granted those scopes explicitly.
+ * `policies.*`, `prompts.*`, `mcp_servers.*` and `agent_servers.*` are in no role: a role's scopes only grow
+ * at the cost of every existing key that lacks the new ones no longer being able to give that role, so limits,
+ * stored prompts, MCP servers and agents are managed by organisation-level keys and by keys granted those scopes
+ * explicitly. (Using an MCP server takes `completions.write`, which every role holds; invoking an agent
+ * takes `agents.invoke`, which managers and admins hold.)
  */
 export const ROLE_SCOPES: Readonly<Record<string, readonly string[]>> = Object.freeze({
   member: Object.freeze(['completions.write', 'logs.read', ...read('workspaces', 'providers', 'configs')]),

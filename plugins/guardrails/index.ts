@@ -3,7 +3,10 @@ import * as v from 'valibot';
 import {
   type CheckInput,
   GatewayError,
+  GUARDRAIL_RUNNER,
   type GuardrailCheck,
+  type GuardrailLists,
+  type GuardrailRunner,
   STAGES,
   type ErrorCodeSpec,
   type Registry,
@@ -65,7 +68,9 @@ interface RunState {
  * resolution and before the strategy; output hooks run on the answer before
  * it is returned (or, with `async: true`, after it was sent). A failing hook
  * with `deny` stops the request (446); without, the answer goes through as 246
- * with `hook_results`. Checks come from the `api.checks` registry.
+ * with `hook_results`. Checks come from the `api.checks` registry. The same
+ * hooks run on calls that are not provider calls (MCP tool calls) through
+ * the `GUARDRAIL_RUNNER` service.
  */
 export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
   const opts = parseOptions(PLUGIN_NAME, OptionsSchema, options);
@@ -140,6 +145,38 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
         signal: ctx.signal,
         upstream: api.upstream,
       });
+
+      // Hooks on calls that are not provider requests (MCP tool calls): compiled once per lists object.
+      const compiledLists = new WeakMap<GuardrailLists, CompiledHooks>();
+      const runner: GuardrailRunner = {
+        check(lists) {
+          compileHooks(lists as Target, api.checks, named);
+        },
+        async run(ctx, lists, phase, subject) {
+          let hooks = compiledLists.get(lists);
+          if (hooks === undefined) {
+            hooks = compileHooks(lists as Target, api.checks, named);
+            compiledLists.set(lists, hooks);
+          }
+          // Stored guardrails named by id are looked up for this call's workspace, as for a provider request.
+          const resolved = await resolveHooks(ctx, hooks);
+          const input: CheckInput = { phase, ...subject, model: ctx.model, metadata: ctx.metadata, signal: ctx.signal, upstream: api.upstream };
+          const results: HookOutcome[] = [];
+          let failed = false;
+          for (const hook of phase === 'input' ? resolved.input : resolved.output) {
+            const { outcome } = await runHook(hook, input);
+            results.push(outcome);
+            if (outcome.verdict) continue;
+            if (hook.deny) {
+              const error = denial(outcome, checks);
+              return { denied: true, failed, error: { code: error.code, message: error.message }, results };
+            }
+            failed = true;
+          }
+          return { denied: false, failed, error: null, results };
+        },
+      };
+      api.provide(GUARDRAIL_RUNNER, runner);
 
       // After validation (a checked body), before any tap that could answer (a denied request is never answered from a cache).
       api.hooks.beforeRequest.tapPromise({ name: PLUGIN_NAME, stage: STAGES.beforeRequest.GUARD }, async (ctx) => {
@@ -253,12 +290,16 @@ function results(state: RunState) {
   return { before_request_hooks: state.before, after_request_hooks: state.after };
 }
 
-function deniedBody(state: RunState, hook: HookOutcome, checks: Registry<GuardrailCheck>) {
+/** The error a denying hook answers with: its first failing check's own code, else `guardrail_denied`. */
+function denial(hook: HookOutcome, checks: Registry<GuardrailCheck>): GatewayError {
   const failing = hook.checks.find((c) => !c.verdict);
   const why = failing?.explanation ? `: ${failing.explanation}` : '.';
   const code = (failing === undefined ? undefined : checks.get(failing.id)?.denyCode) ?? 'guardrail_denied';
-  const error = new GatewayError(code, `Denied by hook "${hook.id}" (check ${failing?.id ?? 'unknown'})${why}`).toEnvelope().error;
-  return { error, hook_results: results(state) };
+  return new GatewayError(code, `Denied by hook "${hook.id}" (check ${failing?.id ?? 'unknown'})${why}`);
+}
+
+function deniedBody(state: RunState, hook: HookOutcome, checks: Registry<GuardrailCheck>) {
+  return { error: denial(hook, checks).toEnvelope().error, hook_results: results(state) };
 }
 
 function denied(state: RunState, hook: HookOutcome, checks: Registry<GuardrailCheck>): GatewayResponse {

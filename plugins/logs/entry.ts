@@ -57,6 +57,10 @@ export interface LogEntry {
   error_message: string | null;
   /** The rate limit or budget that refused the request (`limits` plugin), else null. */
   limit_policy_id: string | null;
+  /** The JSON-RPC method of an MCP or A2A call (`tools/call`, `message/send`), else null. */
+  rpc_method: string | null;
+  /** The tool an MCP `tools/call` named, else null. */
+  tool_name: string | null;
   request_body: string | null;
   request_body_truncated: boolean;
   response_body: string | null;
@@ -75,7 +79,7 @@ export const COLUMNS = [
   'stream', 'internal', 'aborted', 'latency_ms', 'upstream_latency_ms', 'first_byte_ms', 'ttft_ms', 'prompt_tokens',
   'completion_tokens', 'total_tokens', 'cached_tokens', 'reasoning_tokens', 'tokens_estimated', 'cost', 'cost_status',
   'pricing_multiplier', 'cache_status', 'retry_count', 'attempt_count', 'fallback_count', 'attempts', 'metadata', 'hook_results',
-  'error_code', 'error_message', 'limit_policy_id', 'request_body', 'request_body_truncated', 'response_body', 'response_body_truncated',
+  'error_code', 'error_message', 'limit_policy_id', 'rpc_method', 'tool_name', 'request_body', 'request_body_truncated', 'response_body', 'response_body_truncated',
 ] as const satisfies readonly (keyof LogEntry)[];
 
 /** Columns holding JSON text. */
@@ -174,6 +178,8 @@ export function buildEntry(ctx: RequestContext, s: RequestSummary, options: Entr
     error_code: ctx.error?.code ?? null,
     error_message: ctx.error?.message ?? null,
     limit_policy_id: typeof ctx.logFields.limit_policy_id === 'string' ? ctx.logFields.limit_policy_id : null,
+    rpc_method: typeof ctx.logFields.rpc_method === 'string' ? ctx.logFields.rpc_method.slice(0, 256) : null,
+    tool_name: typeof ctx.logFields.tool_name === 'string' ? ctx.logFields.tool_name.slice(0, 256) : null,
     request_body: request.text,
     request_body_truncated: request.cut,
     response_body: response.text,

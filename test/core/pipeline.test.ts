@@ -165,6 +165,37 @@ describe('errors', () => {
     await gw.close();
   });
 
+  test("a route with its own errorFormat answers every error in its shape, the auth hook's 401 included, with the status kept", async () => {
+    const rpc: GatewayPlugin = {
+      name: 'rpc',
+      apply(api) {
+        api.hooks.auth.tap('rpc', (ctx) => (ctx.header('x-gateway-api-key') === 'good-key' ? { keyId: 'k', workspaceId: null, scopes: ['*'] } : undefined));
+        api.routes.add({
+          name: 'rpc',
+          method: 'POST',
+          path: '/v1/rpc',
+          kind: 'handler',
+          handler: () => {
+            throw new GatewayError('forbidden', 'Not you.');
+          },
+          errorFormat: { response: (err) => jsonResponse(err.status, { jsonrpc: '2.0', id: null, error: { code: -32000, message: err.message, data: { code: err.code } } }) },
+        });
+      },
+    };
+    const gw = await serveGateway({ plugins: [openai({ baseURL: mock.baseURL }), rpc] });
+    const call = (key: string) => fetch(`${gw.url}/v1/rpc`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-gateway-api-key': key }, body: '{}' });
+    const denied = await call('good-key');
+    expect(denied.status).toBe(403);
+    expect(await denied.json()).toEqual({ jsonrpc: '2.0', id: null, error: { code: -32000, message: 'Not you.', data: { code: 'forbidden' } } });
+    const unknown = await call('bad-key');
+    expect(unknown.status).toBe(401);
+    expect((await unknown.json()).error.data).toEqual({ code: 'unauthorized' });
+    // Other routes keep the envelope.
+    const other = await post(gw.url, { model: 'x', messages: [] }, { 'x-gateway-api-key': 'bad-key' });
+    expect((await other.json()).error.code).toBe('unauthorized');
+    await gw.close();
+  });
+
   test('a plugin whose onReady fails makes requests answer 503, and ready rejects', async () => {
     const broken: GatewayPlugin = { name: 'broken', apply: (api) => api.onReady(() => Promise.reject(new Error('no database'))) };
     const gw = await serveGateway({ plugins: [openai({ baseURL: mock.baseURL }), broken] });

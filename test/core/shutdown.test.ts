@@ -45,3 +45,40 @@ test('a request that arrives once close() has drained the gateway is refused wit
   expect(closedSeen).toEqual(['closing', 'closed']);
   await gw.close();
 });
+
+test('onDrain runs as soon as close() starts, so a plugin ends its long-lived streams instead of holding the shutdown for the whole grace period', async () => {
+  const { Readable } = await import('node:stream');
+  const open = new Set<InstanceType<typeof Readable>>();
+  const order: string[] = [];
+  const streams: GatewayPlugin = {
+    name: 'streams',
+    apply(api) {
+      api.routes.add({
+        name: 'forever',
+        method: 'GET',
+        path: '/v1/forever',
+        kind: 'handler',
+        handler: () => {
+          const body = new Readable({ read() {} });
+          body.push(': hello\n\n');
+          open.add(body);
+          return { status: 200, headers: { 'content-type': 'text/event-stream' }, body, observers: null };
+        },
+      });
+      api.onDrain(() => {
+        order.push('drain');
+        for (const s of open) s.push(null);
+      });
+      api.onClose(() => void order.push('close'));
+    },
+  };
+  const gw = await serveGateway({ plugins: [openai({ baseURL: mock.baseURL }), streams] });
+  const res = await fetch(`${gw.url}/v1/forever`);
+  const reader = res.body!.getReader();
+  await reader.read();
+  const started = Date.now();
+  await gw.gateway.close(5000);
+  expect(Date.now() - started).toBeLessThan(2000);
+  expect(order).toEqual(['drain', 'close']);
+  await gw.close();
+});

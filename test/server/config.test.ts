@@ -121,6 +121,9 @@ describe('environment contract', () => {
     expect(readEnv({ GATEWAY_ALLOW_PRIVATE_HOSTS: '1' }).allowPrivateHosts).toBe(true);
     expect(() => readEnv({ GATEWAY_ALLOW_PRIVATE_HOSTS: 'true' })).toThrow(/GATEWAY_ALLOW_PRIVATE_HOSTS must be 1 or 0/);
     expect(() => readEnv({ GATEWAY_ALLOW_HOSTS: 'ok.lan,10.0.0.0/40' })).toThrow(/GATEWAY_ALLOW_HOSTS: "10.0.0.0\/40" is not an address range/);
+    expect(readEnv({ GATEWAY_PUBLIC_URL: 'https://gateway.example.com/' }).publicUrl).toBe('https://gateway.example.com');
+    expect(() => readEnv({ GATEWAY_PUBLIC_URL: 'gateway.example.com' })).toThrow(/GATEWAY_PUBLIC_URL must be an http\(s\) URL/);
+    expect(() => readEnv({ GATEWAY_PUBLIC_URL: 'https://user:pw@gateway.example.com' })).toThrow(/without user info/);
   });
 
   test('with no key configured, the control plane generates a first admin key, prints it once to stderr and accepts it', async () => {

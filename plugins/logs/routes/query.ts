@@ -2,7 +2,7 @@ import { GatewayError, type RequestContext } from '../../../sdk/index.js';
 import { GROUP_COLUMNS, GROUP_KEYS, type Cursor, type GroupBy, type GroupColumn, type LogFilters } from '../store/repository.js';
 
 /** Query parameters that filter both the list and the groups. */
-const FILTER_PARAMS = new Set(['from', 'to', 'status', 'provider', 'model', 'trace_id', 'api_key', 'config', 'cache_status', 'route', 'limit_policy_id', 'front_door', 'prompt_id', 'prompt_version', 'workspace_id', 'metadata_key', 'metadata_value']);
+const FILTER_PARAMS = new Set(['from', 'to', 'status', 'provider', 'model', 'trace_id', 'api_key', 'config', 'cache_status', 'route', 'limit_policy_id', 'front_door', 'prompt_id', 'prompt_version', 'rpc_method', 'tool_name', 'workspace_id', 'metadata_key', 'metadata_value']);
 const LIST_PARAMS = new Set([...FILTER_PARAMS, 'limit', 'cursor']);
 const GROUP_PARAMS = new Set([...FILTER_PARAMS, 'columns', 'limit', 'offset']);
 
@@ -77,6 +77,8 @@ function filtersOf(ctx: RequestContext, params: URLSearchParams): LogFilters {
     if (!/^[1-9]\d{0,9}$/.test(promptVersion)) throw bad('prompt_version', `Invalid prompt_version "${promptVersion.slice(0, 16)}": expected a version number.`);
     f.promptVersion = Number(promptVersion);
   }
+  f.rpcMethod = text('rpc_method');
+  f.toolName = text('tool_name');
   const own = callerWorkspace(ctx);
   const asked = text('workspace_id');
   if (own !== undefined) {

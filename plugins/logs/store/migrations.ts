@@ -117,4 +117,12 @@ DROP INDEX gateway_log_metadata_log
     name: 'gateway_logs prompt_version',
     up: 'ALTER TABLE gateway_logs ADD COLUMN prompt_version INTEGER',
   },
+  {
+    // MCP and A2A calls through the gateway (plugins `mcp`, `a2a`): the JSON-RPC method, and the tool of a tools/call.
+    version: 6,
+    name: 'gateway_logs rpc_method and tool_name',
+    up: `
+ALTER TABLE gateway_logs ADD COLUMN rpc_method TEXT;
+ALTER TABLE gateway_logs ADD COLUMN tool_name TEXT`,
+  },
 ];

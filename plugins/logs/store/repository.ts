@@ -26,6 +26,10 @@ export interface LogFilters {
   /** The stored prompt, and its version. */
   prompt?: string;
   promptVersion?: number;
+  /** The JSON-RPC method of an MCP or A2A call. */
+  rpcMethod?: string;
+  /** The tool of an MCP tools/call. */
+  toolName?: string;
 }
 
 /** Position after the last entry of a page (the list is newest first). */
@@ -345,6 +349,8 @@ function whereOf(f: LogFilters): { sql: string[]; params: unknown[] } {
   if (f.frontDoor !== undefined) eq('front_door', f.frontDoor);
   if (f.prompt !== undefined) eq('prompt_id', f.prompt);
   if (f.promptVersion !== undefined) eq('prompt_version', f.promptVersion);
+  if (f.rpcMethod !== undefined) eq('rpc_method', f.rpcMethod);
+  if (f.toolName !== undefined) eq('tool_name', f.toolName);
   for (const [key, value] of f.metadata ?? []) {
     sql.push('EXISTS (SELECT 1 FROM gateway_log_metadata m WHERE m.log_id = l.id AND m.meta_key = ? AND m.meta_value = ?)');
     params.push(key, value.slice(0, MAX_META_VALUE));

@@ -322,6 +322,8 @@ export function matches(e: LogEntry, f: LogFilters): boolean {
   if (f.frontDoor !== undefined && e.front_door !== f.frontDoor) return false;
   if (f.prompt !== undefined && e.prompt_id !== f.prompt) return false;
   if (f.promptVersion !== undefined && e.prompt_version !== f.promptVersion) return false;
+  if (f.rpcMethod !== undefined && e.rpc_method !== f.rpcMethod) return false;
+  if (f.toolName !== undefined && e.tool_name !== f.toolName) return false;
   for (const [k, v] of f.metadata ?? []) {
     if (e.metadata === null || !(k in e.metadata)) return false;
     const value = e.metadata[k];
@@ -383,6 +385,8 @@ export function sampleEntry(overrides: Partial<LogEntry> = {}): LogEntry {
     error_code: null,
     error_message: null,
     limit_policy_id: null,
+    rpc_method: null,
+    tool_name: null,
     request_body: null,
     request_body_truncated: false,
     response_body: null,

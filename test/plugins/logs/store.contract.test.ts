@@ -58,6 +58,8 @@ function sampleRows(): LogEntry[] {
         cost_status: costStatus,
         cache_status: pick([null, 'DISABLED', 'MISS', 'HIT', 'SEMANTIC HIT', 'REFRESH']),
         limit_policy_id: status === 429 ? pick(['pol-1', 'pol-2']) : null,
+        rpc_method: i % 7 === 0 ? pick(['tools/call', 'tools/list', 'message/send']) : null,
+        tool_name: i % 14 === 0 ? pick(['search', 'fetch']) : null,
         metadata: r() < 0.5 ? { team: pick(['blue', 'red']), n: Math.floor(r() * 3), flag: r() < 0.5 } : null,
       }),
     );
@@ -118,6 +120,8 @@ function contract(name: string, open: () => Promise<SqlClient | null>) {
         workspace_id: 'ws-9',
         prompt_id: 'pp-one',
         prompt_version: 7,
+        rpc_method: 'tools/call',
+        tool_name: 'search',
       });
       await repo.insert([full]);
       const got = await repo.get(full.id, undefined);
@@ -146,6 +150,8 @@ function contract(name: string, open: () => Promise<SqlClient | null>) {
       { limitPolicy: 'pol-1' },
       { prompt: 'prompt-1' },
       { prompt: 'prompt-1', promptVersion: 2 },
+      { rpcMethod: 'tools/call' },
+      { toolName: 'search', rpcMethod: 'tools/call' },
       { from: T0 + 50_000, to: T0 + 120_000 },
       { metadata: [['team', 'blue']] },
       { metadata: [['n', '2'], ['flag', 'true']] },

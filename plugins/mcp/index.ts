@@ -1,0 +1,172 @@
+import * as v from 'valibot';
+import {
+  GatewayError,
+  type GatewayPlugin,
+  GUARDRAIL_RUNNER,
+  type GuardrailRunner,
+  jsonResponse,
+  JSON_RPC_ERRORS,
+  MCP_SERVERS,
+  MCP_SESSION_CLOSER,
+  type McpServerStore,
+  parseOptions,
+} from '../../sdk/index.js';
+import { McpGateway } from './gateway.js';
+import { OAuthFlow } from './oauth.js';
+
+export const PLUGIN_NAME = 'mcp';
+
+const int = (min: number, max: number) => v.pipe(v.number(), v.integer(), v.minValue(min, `must be at least ${min}`), v.maxValue(max, `must be at most ${max}`));
+
+const OptionsSchema = v.strictObject({
+  /** How long one forwarded request may wait for its answer, in ms; a server's `request_timeout_ms` wins. Default 60 000. */
+  requestTimeoutMs: v.optional(int(1000, 3_600_000), 60_000),
+  /** A session unused this long ends (the client initializes again), in ms. Default 24 hours. */
+  sessionIdleTimeoutMs: v.optional(int(60_000, 30 * 86_400_000), 86_400_000),
+  /** Largest JSON answer read whole, in bytes (event-stream answers are relayed, not read whole). Default 32 MiB. */
+  maxAnswerBytes: v.optional(int(1024, 1024 * 1024 * 1024), 32 * 1024 * 1024),
+  /**
+   * The URL clients reach the gateway at (`https://gateway.example.com`), for the OAuth redirect URI
+   * `<publicUrl>/v1/mcp/oauth/callback`. Default: the request's `host` (and `x-forwarded-proto`); set it
+   * behind a proxy, and keep it stable (a registered client keeps the redirect URI it registered).
+   */
+  publicUrl: v.optional(v.pipe(v.string(), v.url('must be a URL'), v.regex(/^https?:\/\//, 'must be an http(s) URL'))),
+  /** How long an authorization URL stays valid, in ms. Default 10 minutes. */
+  authorizationTtlMs: v.optional(int(60_000, 86_400_000), 600_000),
+  /** `client_name` when the gateway registers itself with an authorization server. */
+  clientName: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(200)), 'AI gateway'),
+  /** How often this instance checks that its open streams' sessions still exist (revoked elsewhere), in ms. Default 30 000. */
+  streamCheckIntervalMs: v.optional(int(1000, 3_600_000), 30_000),
+  /** Clock, for tests. */
+  now: v.optional(v.custom<() => number>((f) => typeof f === 'function', 'must be a function')),
+});
+
+export type McpOptions = v.InferInput<typeof OptionsSchema>;
+
+/** This plugin's error codes: recorded in the log (`error_code`); on the wire, JSON-RPC errors carry them in `data.code`. */
+export const MCP_ERRORS = Object.freeze({
+  mcp_invalid_message: { status: 400, type: 'invalid_request_error' },
+  mcp_session_required: { status: 400, type: 'invalid_request_error' },
+  mcp_session_not_found: { status: 404, type: 'invalid_request_error' },
+  mcp_tool_not_allowed: { status: 403, type: 'permission_error' },
+  mcp_authorization_required: { status: 401, type: 'authentication_error' },
+  mcp_authorization_failed: { status: 502, type: 'upstream_error' },
+  mcp_guardrails_unavailable: { status: 503, type: 'server_error' },
+  mcp_tool_error: { status: 502, type: 'upstream_error' },
+  mcp_upstream_error: { status: 502, type: 'upstream_error' },
+  mcp_upstream_timeout: { status: 504, type: 'timeout_error' },
+});
+
+/**
+ * The MCP gateway: every MCP server registered in the control plane is
+ * served at `/v1/mcp/{id}` over MCP's Streamable HTTP transport (POST a
+ * message, GET the server's stream, DELETE the session), to callers with a
+ * gateway API key holding `completions.write`. Tools outside a server's
+ * `allowed_tools` are neither listed nor callable; its input and output
+ * guardrails run on tool calls; every call is logged with its method and
+ * tool. OAuth servers get a per-user authorization flow (`POST
+ * /v1/mcp/{id}/authorize`, the redirect at `/v1/mcp/oauth/callback`).
+ * Needs the control plane (its `MCP_SERVERS` store). See docs/mcp.md.
+ */
+export function mcp(options: McpOptions = {}): GatewayPlugin {
+  const opts = parseOptions(PLUGIN_NAME, OptionsSchema, options);
+  const now = opts.now ?? Date.now;
+  return {
+    name: PLUGIN_NAME,
+    errorCodes: MCP_ERRORS,
+    apply(api) {
+      let store: McpServerStore | null = null;
+      let guardrails: GuardrailRunner | undefined;
+      const storeOf = () => {
+        if (store === null) throw new GatewayError('service_unavailable', 'MCP servers need the control plane, which is not loaded.');
+        return store;
+      };
+      const oauth = new OAuthFlow({ store: storeOf, upstream: api.upstream, now, stateTtlMs: opts.authorizationTtlMs, clientName: opts.clientName, logger: api.logger });
+      const gateway = new McpGateway(
+        {
+          requestTimeoutMs: opts.requestTimeoutMs,
+          sessionIdleTimeoutMs: opts.sessionIdleTimeoutMs,
+          maxAnswerBytes: opts.maxAnswerBytes,
+          publicUrl: opts.publicUrl ?? null,
+          basePath: api.options.basePath,
+          maxJsonDepth: api.options.maxJsonDepth,
+          now,
+        },
+        { store: storeOf, upstream: api.upstream, oauth, guardrails: () => guardrails, logger: api.logger },
+      );
+      api.provide(MCP_SESSION_CLOSER, { closeSessions: (server, connection, sessions) => gateway.closeSessions(server, connection, sessions) });
+
+      const timers: NodeJS.Timeout[] = [];
+      api.onReady(() => {
+        store = api.tryResolve(MCP_SERVERS) ?? null;
+        guardrails = api.tryResolve(GUARDRAIL_RUNNER);
+        if (store === null) {
+          api.logger.warn('mcp: no MCP server store (load the control plane before it); every /v1/mcp request will answer 503');
+          return;
+        }
+        const sweep = () => {
+          gateway.sweepStreams().catch((err: unknown) => api.logger.warn({ err }, 'mcp: checking open streams failed'));
+        };
+        const idle = () => {
+          gateway.sweepSessions().catch((err: unknown) => api.logger.warn({ err }, 'mcp: deleting idle sessions failed'));
+        };
+        timers.push(setInterval(sweep, opts.streamCheckIntervalMs), setInterval(idle, Math.min(opts.sessionIdleTimeoutMs, 3_600_000)));
+        for (const t of timers) t.unref();
+      });
+      // A session's GET stream lives as long as the client stays: end it when the gateway starts closing, so it does not
+      // hold the shutdown for its whole grace period (the client opens a new one, on another instance).
+      api.onDrain(() => gateway.closeAll());
+      api.onClose(() => {
+        for (const t of timers) clearInterval(t);
+        gateway.closeAll();
+      });
+
+      const base = `${api.options.basePath}/mcp`;
+      const jsonRpc = { kind: 'handler' as const, errorFormat: JSON_RPC_ERRORS };
+      api.routes.add({ name: 'mcp.post', method: 'POST', path: `${base}/:id`, body: 'raw', ...jsonRpc, handler: (ctx) => gateway.post(ctx) });
+      api.routes.add({ name: 'mcp.stream', method: 'GET', path: `${base}/:id`, body: 'none', ...jsonRpc, handler: (ctx) => gateway.get(ctx) });
+      api.routes.add({ name: 'mcp.end', method: 'DELETE', path: `${base}/:id`, body: 'none', ...jsonRpc, handler: (ctx) => gateway.delete(ctx) });
+
+      // OAuth, for servers that use it: a user asks for the URL (or gets it in an MCP error), opens it, and the
+      // authorization server redirects their browser to the callback, which carries no gateway key.
+      api.routes.add({
+        name: 'mcp.authorize',
+        method: 'POST',
+        path: `${base}/:id/authorize`,
+        kind: 'handler',
+        body: 'none',
+        sensitive: true,
+        async handler(ctx) {
+          const server = await gateway.server(ctx);
+          if (server.auth.type !== 'oauth') throw new GatewayError('invalid_request', `The MCP server "${server.name}" does not use OAuth: there is nothing to authorize.`, { param: 'id' });
+          const caller = gateway.caller(ctx);
+          await storeOf().connection(server, caller, true);
+          const redirectUri = gateway.redirectUri(ctx);
+          const { url, expiresAt } = await oauth.authorizationUrl(server, caller, redirectUri);
+          return jsonResponse(200, { object: 'mcp-authorization', mcp_server_id: server.id, authorization_url: url, redirect_uri: redirectUri, expires_at: new Date(expiresAt).toISOString() });
+        },
+      });
+      api.routes.add({
+        name: 'mcp.oauth.callback',
+        method: 'GET',
+        path: `${base}/oauth/callback`,
+        kind: 'handler',
+        auth: false,
+        body: 'none',
+        sensitive: true,
+        async handler(ctx) {
+          const { server, connection } = await oauth.complete(new URLSearchParams(ctx.query));
+          return jsonResponse(200, {
+            object: 'mcp-authorization',
+            status: 'authorized',
+            mcp_server_id: server.id,
+            connection_id: connection.id,
+            message: `The gateway may now use the MCP server "${server.name}" for your account. You can close this window and connect again from your MCP client.`,
+          });
+        },
+      });
+    },
+  };
+}
+
+export default mcp;
