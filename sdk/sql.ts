@@ -24,7 +24,7 @@ export interface Migration {
 
 /**
  * Applies the migrations of one namespace (e.g. `control-plane`, `logs`) that
- * are not applied yet, in version order, each in its own transaction.
+ * are not applied yet, in version order, in one transaction.
  * Idempotent, and safe to run from several instances at once on PostgreSQL
  * (an advisory lock serialises them).
  */
@@ -33,12 +33,15 @@ export async function migrate(client: SqlClient, namespace: string, migrations: 
   for (let i = 1; i < sorted.length; i++) {
     if (sorted[i]!.version === sorted[i - 1]!.version) throw new Error(`migrations of ${namespace}: version ${sorted[i]!.version} appears twice`);
   }
-  await client.run(
-    'CREATE TABLE IF NOT EXISTS schema_migrations (namespace TEXT NOT NULL, version INTEGER NOT NULL, name TEXT NOT NULL, applied_at BIGINT NOT NULL, PRIMARY KEY (namespace, version))',
-  );
   const applied: number[] = [];
   await client.transaction(async (tx) => {
-    if (tx.dialect === 'postgres') await tx.get('SELECT pg_advisory_xact_lock(hashtext(?))', [`migrate:${namespace}`]);
+    // One lock for every namespace, taken before the bookkeeping table is made: instances starting
+    // together on a new schema otherwise race on CREATE TABLE IF NOT EXISTS, whose loser fails with
+    // a unique violation on pg_type (seen with three processes at once).
+    if (tx.dialect === 'postgres') await tx.get('SELECT pg_advisory_xact_lock(hashtext(?))', ['gateway:migrate']);
+    await tx.run(
+      'CREATE TABLE IF NOT EXISTS schema_migrations (namespace TEXT NOT NULL, version INTEGER NOT NULL, name TEXT NOT NULL, applied_at BIGINT NOT NULL, PRIMARY KEY (namespace, version))',
+    );
     const done = new Set((await tx.all<{ version: number }>('SELECT version FROM schema_migrations WHERE namespace = ?', [namespace])).map((r) => Number(r.version)));
     for (const m of sorted) {
       if (done.has(m.version)) continue;

@@ -1,4 +1,4 @@
-import * as client from 'openid-client';
+import type * as Client from 'openid-client';
 import type { UpstreamClient } from '../../../sdk/index.js';
 import { readText } from '../../../sdk/index.js';
 
@@ -25,11 +25,18 @@ export interface OidcSettings {
   timeoutMs: number;
 }
 
+/**
+ * openid-client, loaded on the first sign-in: a gateway without single sign-on
+ * (the default config, with no issuer set) never holds it (about 6 MB of RSS).
+ */
+let loaded: Promise<typeof Client> | null = null;
+const library = (): Promise<typeof Client> => (loaded ??= import('openid-client'));
+
 /** The largest answer read from the identity provider (metadata, JWKS, tokens are a few KiB). */
 const MAX_ANSWER_BYTES = 1024 * 1024;
 
 /** A Fetch API function that sends through the gateway's pooled client (and so through its host policy). */
-export function policyFetch(upstream: UpstreamClient): client.CustomFetch {
+export function policyFetch(upstream: UpstreamClient): Client.CustomFetch {
   return async (url, options) => {
     const body = options.body;
     const payload = body === undefined || body === null ? null : typeof body === 'string' ? body : body instanceof URLSearchParams ? body.toString() : Buffer.from(await new Response(body as BodyInit).arrayBuffer());
@@ -48,15 +55,15 @@ export function policyFetch(upstream: UpstreamClient): client.CustomFetch {
 
 /** The relying party: discovery once (retried after a failure), then logins. */
 export class OidcClient {
-  #config: Promise<client.Configuration> | null = null;
+  #config: Promise<Client.Configuration> | null = null;
 
   constructor(
     private readonly settings: OidcSettings,
-    private readonly fetch: client.CustomFetch,
+    private readonly fetch: Client.CustomFetch,
   ) {}
 
   /** The issuer's configuration, discovered on first use (so an unreachable provider never stops the gateway from starting). */
-  configuration(): Promise<client.Configuration> {
+  configuration(): Promise<Client.Configuration> {
     this.#config ??= this.#discover().catch((err: unknown) => {
       this.#config = null;
       throw err;
@@ -64,7 +71,8 @@ export class OidcClient {
     return this.#config;
   }
 
-  async #discover(): Promise<client.Configuration> {
+  async #discover(): Promise<Client.Configuration> {
+    const client = await library();
     const s = this.settings;
     const auth = s.clientSecret === undefined ? client.None() : client.ClientSecretBasic(s.clientSecret);
     const config = await client.discovery(new URL(s.issuer), s.clientId, s.clientSecret === undefined ? { token_endpoint_auth_method: 'none' } : undefined, auth, {
@@ -79,6 +87,7 @@ export class OidcClient {
   /** Where to send the browser, and what the callback must check. */
   async start(): Promise<{ url: string; state: string; nonce: string; verifier: string }> {
     const config = await this.configuration();
+    const client = await library();
     const verifier = client.randomPKCECodeVerifier();
     const state = client.randomState();
     const nonce = client.randomNonce();
@@ -101,6 +110,7 @@ export class OidcClient {
    */
   async finish(query: string, expected: { state: string; nonce: string; verifier: string }): Promise<Record<string, unknown>> {
     const config = await this.configuration();
+    const client = await library();
     const current = new URL(this.settings.redirectUri);
     current.search = query;
     const tokens = await client.authorizationCodeGrant(config, current, {
@@ -121,6 +131,7 @@ export class OidcClient {
   async endSessionUrl(): Promise<string | null> {
     const config = await this.configuration().catch(() => null);
     if (config === null || config.serverMetadata().end_session_endpoint === undefined) return null;
+    const client = await library();
     return client.buildEndSessionUrl(config, { client_id: this.settings.clientId }).href;
   }
 }
