@@ -50,7 +50,7 @@ export interface Registries {
   readonly stores: Registry<unknown>;
 }
 
-/** Everything a plugin may touch. Nothing here is valid to call after boot except `logger`, `upstream` and `resolve`. */
+/** Everything a plugin may touch. Nothing here is valid to call after boot except `logger`, `upstream`, `resolve` and the read-only `routes.list()`. */
 export interface PluginAPI extends Registries {
   readonly hooks: GatewayHooks;
   readonly routes: RouteTable;

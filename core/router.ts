@@ -10,6 +10,17 @@ export interface RouteMatch {
   params: Record<string, string> | null;
 }
 
+/** A route as {@link RouteTable.list} gives it. */
+export interface RouteEntry {
+  readonly route: RouteDefinition;
+  /**
+   * Set on the fallback route only (the generic proxy): the prefix and the
+   * methods it serves, for it answers any unmatched path under the prefix
+   * (its own `method` and `path` are nominal).
+   */
+  readonly fallback: { readonly prefix: string; readonly methods: readonly string[] } | null;
+}
+
 /**
  * Routes by method and path. Static paths are one map lookup; `:param`
  * routes are split into segments once at boot. A fallback route (the generic
@@ -20,6 +31,8 @@ export class RouteTable {
   readonly #params: ParamRoute[] = [];
   readonly #paths = new Set<string>();
   readonly #byName = new Map<string, RouteDefinition>();
+  /** Every added route in registration order, for {@link list}; never read on the request path. */
+  readonly #all: RouteDefinition[] = [];
   #fallback: { prefix: string; methods: Set<string>; route: RouteDefinition } | null = null;
   #frozen = false;
 
@@ -33,7 +46,20 @@ export class RouteTable {
       this.#static.set(key, route);
     }
     this.#paths.add(route.path);
+    this.#all.push(route);
     if (!this.#byName.has(route.name)) this.#byName.set(route.name, route);
+  }
+
+  /**
+   * Every route, in the order they were added, then the fallback route (if
+   * one is set), flagged. For tools that describe the API (the OpenAPI
+   * document); valid at any time, complete once boot has finished.
+   */
+  list(): readonly RouteEntry[] {
+    const entries: RouteEntry[] = this.#all.map((route) => ({ route, fallback: null }));
+    const fb = this.#fallback;
+    if (fb !== null) entries.push({ route: fb.route, fallback: { prefix: fb.prefix, methods: [...fb.methods] } });
+    return entries;
   }
 
   /** The route registered under a name (the first, if several share it). */

@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
+import type { GenericSchema } from 'valibot';
 import type { RequestContext } from './context.js';
 import type { GatewayError } from './errors.js';
 
@@ -257,6 +258,62 @@ export interface RouteDefinition {
    * writer use it for errors the gateway raises (auth, a body too large, what a handler throws).
    */
   errorFormat?: ErrorFormat;
+  /**
+   * What the API reference (the `openapi` plugin's OpenAPI document) says about this route.
+   * Optional: a route without one is still listed, under its name. Read once, never per request.
+   */
+  doc?: RouteDoc;
+}
+
+/**
+ * A route's entry in the API reference. Give `body` and `query` the very
+ * schema objects the route validates with, so the reference and the
+ * validation cannot drift apart; schemas are converted to JSON Schema once,
+ * when the document is first built (a kind JSON Schema cannot express, such
+ * as a transform or a custom check, is documented as loosely as it must be).
+ */
+export interface RouteDoc {
+  /** One line: what the route does, e.g. `Create an API key`. */
+  summary: string;
+  /** More detail, in CommonMark. */
+  description?: string;
+  /** The groups it is listed under, e.g. `['API keys']`. */
+  tags?: readonly string[];
+  /**
+   * The scope an API key needs (`api_keys.create`), shown in the description
+   * and as `x-gateway-scope`. Absent: any valid key (or none, when public).
+   */
+  scope?: string;
+  /** Anyone may call it, without a credential (`/health`). Routes with `auth: false` and no `bearer` are documented as public too. */
+  public?: boolean;
+  /**
+   * The route takes a bearer token it checks itself instead of a gateway key;
+   * this names it, e.g. `a SCIM token`.
+   */
+  bearer?: string;
+  /**
+   * The request selects a provider as inference requests do (`x-gateway-provider` with the provider
+   * key, `x-gateway-config`): files, batches, fine-tuning jobs. Default: true for `kind: 'provider'` routes.
+   */
+  selectsProvider?: boolean;
+  /** Descriptions of the path's `:name` segments, by name. */
+  params?: Readonly<Record<string, string>>;
+  /** The schema of the query string: an object schema, one parameter per entry. */
+  query?: GenericSchema;
+  /** The schema of the request body. */
+  body?: GenericSchema;
+  /** The body's media type. Default `application/json`. */
+  bodyType?: string;
+  /** The schema of a successful answer. Absent: not described. */
+  response?: GenericSchema;
+  /** The media types a successful answer may have. Default `['application/json']`. */
+  responseTypes?: readonly string[];
+  /**
+   * The schema of error bodies, for a route that answers errors in its own
+   * shape (`errorFormat`). Default: the gateway's envelope
+   * `{"error":{"message","type","param","code"}}`.
+   */
+  error?: GenericSchema;
 }
 
 /**

@@ -27,7 +27,8 @@ export { SSEParser, type SSEEvent } from './sse.js';
 export { ChatChunkWriter, completionId, openAIUsage, type FinishReason, type OpenAIUsage } from './openai/chunks.js';
 export { base64Floats } from './openai/embeddings.js';
 export { openAIFormatResponse } from './openai/response.js';
-export { addShapedRoutes, OPENAI_ROUTES, type OpenAIRouteName } from './openai/routes.js';
+export { addShapedRoutes, INFERENCE_TAG, OPENAI_ROUTES, type OpenAIRouteName } from './openai/routes.js';
+export { ChatCompletionBodySchema, CompletionBodySchema, EmbeddingBodySchema } from './openai/schema.js';
 export { errorAnswer, jsonAnswer, readJson, readText, streamAnswer, toGatewayUsage, wantsUsage, type ErrorFields, type StreamTranslator } from './openai/translate.js';
 export { extractUsage, jsonUsageObserver, sseUsageObserver, toUsage } from './openai/usage.js';
 export * as anthropic from './anthropic/index.js';
@@ -59,7 +60,9 @@ export {
   JSONRPC,
   JsonRpcError,
   jsonRpcErrorBody,
+  JsonRpcErrorBodySchema,
   jsonRpcErrorResponse,
+  JsonRpcMessageSchema,
   JSON_RPC_ERRORS,
   jsonRpcRouteError,
   readJsonRpc,
@@ -109,7 +112,9 @@ export {
 export {
   CONDITION_KEYS,
   DAY_MS,
+  ENDPOINT_TYPE_MATCHES,
   ENDPOINT_TYPES,
+  endpointTypesMatched,
   firstReset,
   formatUsd,
   GROUP_BY_KEYS,
@@ -153,4 +158,13 @@ export {
   requestedProvider,
   type CapturedResponse,
 } from './observe/capture.js';
-export { CHARS_PER_TOKEN, estimatePromptTokens, requestSummary, type RequestCostStatus, type RequestSummary, type SummaryOptions } from './observe/summary.js';
+export {
+  addImplicitPromptTokens,
+  CHARS_PER_TOKEN,
+  estimatePromptTokens,
+  estimateRequestPromptTokens,
+  requestSummary,
+  type RequestCostStatus,
+  type RequestSummary,
+  type SummaryOptions,
+} from './observe/summary.js';

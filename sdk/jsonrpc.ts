@@ -1,3 +1,4 @@
+import * as v from 'valibot';
 import { exceedsJsonDepth, GatewayError, jsonResponse, type ErrorFormat, type GatewayResponse, type RequestContext } from '../core/index.js';
 
 /**
@@ -33,6 +34,29 @@ export interface JsonRpcMessage {
 
 /** What a message is: a request (method and id), a notification (method, no id) or a response (result or error, and an id). */
 export type JsonRpcKind = 'request' | 'notification' | 'response';
+
+const JsonRpcIdSchema = v.nullable(v.union([v.string(), v.number()]));
+
+/**
+ * One JSON-RPC 2.0 message, for API references (`RouteDoc.body`). Requests
+ * are read with {@link readJsonRpc}, which checks the same shape and names
+ * what is wrong in JSON-RPC's own error codes.
+ */
+export const JsonRpcMessageSchema = v.looseObject({
+  jsonrpc: v.literal('2.0'),
+  id: v.optional(JsonRpcIdSchema),
+  method: v.optional(v.pipe(v.string(), v.minLength(1))),
+  params: v.optional(v.unknown()),
+  result: v.optional(v.unknown()),
+  error: v.optional(v.unknown()),
+});
+
+/** A JSON-RPC error answer, for API references (`RouteDoc.error` of a route answering errors with {@link JSON_RPC_ERRORS}). */
+export const JsonRpcErrorBodySchema = v.object({
+  jsonrpc: v.literal('2.0'),
+  id: JsonRpcIdSchema,
+  error: v.object({ code: v.number(), message: v.string(), data: v.optional(v.unknown()) }),
+});
 
 /** A JSON-RPC error object. */
 export interface JsonRpcErrorObject {

@@ -14,11 +14,14 @@ import {
   type JsonRpcId,
   jsonResponse,
   JSON_RPC_ERRORS,
+  JsonRpcErrorBodySchema,
+  JsonRpcMessageSchema,
   parseOptions,
   readJsonRpc,
   readText,
   type RequestContext,
   requireScope,
+  type RouteDoc,
   setJsonRpcId,
   type UpstreamResponse,
 } from '../../sdk/index.js';
@@ -113,6 +116,17 @@ export function a2a(options: A2AOptions = {}): GatewayPlugin {
         return jsonResponse(200, jsonRpcErrorBody(id, data === undefined ? { code: rpcCode, message } : { code: rpcCode, message, data }));
       };
 
+      const AGENT = { id: 'The agent server id (from `POST /v1/agent-servers`).' };
+      const postDoc: RouteDoc = {
+        summary: 'Call an A2A agent',
+        description: `The A2A gateway: one JSON-RPC call (${[...A2A_METHODS.keys()].join(', ')}) forwarded to a registered agent and logged. A streaming method answers server-sent events; an agent's own errors come back in-band with HTTP 200.`,
+        tags: ['A2A'],
+        scope: 'agents.invoke',
+        params: AGENT,
+        body: JsonRpcMessageSchema,
+        responseTypes: ['application/json', 'text/event-stream'],
+        error: JsonRpcErrorBodySchema,
+      };
       api.routes.add({
         name: 'a2a.post',
         method: 'POST',
@@ -120,6 +134,7 @@ export function a2a(options: A2AOptions = {}): GatewayPlugin {
         kind: 'handler',
         body: 'raw',
         errorFormat: JSON_RPC_ERRORS,
+        doc: postDoc,
         async handler(ctx) {
           const { store: agents, server } = await agentOf(ctx);
           let message;
@@ -215,6 +230,13 @@ export function a2a(options: A2AOptions = {}): GatewayPlugin {
         path: `${base}/:id/.well-known/agent-card.json`,
         kind: 'handler',
         body: 'none',
+        doc: {
+          summary: "Get an agent's card as the gateway serves it",
+          description: "The agent's description and skills as it published them, its endpoint replaced by the gateway's and its security by the gateway key.",
+          tags: ['A2A'],
+          scope: 'agents.invoke',
+          params: AGENT,
+        },
         async handler(ctx) {
           const { store: agents, server } = await agentOf(ctx);
           const entry = await agents.card(server, { staleOk: true });

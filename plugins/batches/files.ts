@@ -113,7 +113,16 @@ export async function uploadFile(deps: Deps, ctx: RequestContext): Promise<Gatew
   return jsonResponse(200, presentFile(row));
 }
 
-const ListFilesQuery = v.strictObject({
+/**
+ * The upload form, for the API reference: the body is read as it streams in (`receiveUpload`), which
+ * checks the same two fields (`purpose` before `file`) and, for JSONL purposes, each line.
+ */
+export const UploadForm = v.strictObject({
+  purpose: v.pipe(v.string(), v.description(`What the file is for: ${[...LOCAL_PURPOSES].join(', ')} (a provider that keeps files itself takes ${[...NATIVE_PURPOSES].join(', ')}). Send it before \`file\`.`)),
+  file: v.pipe(v.string(), v.metadata({ contentMediaType: 'application/octet-stream', description: 'The file: JSONL for batches and fine-tuning.' })),
+});
+
+export const ListFilesQuery = v.strictObject({
   purpose: v.optional(v.string()),
   limit: v.optional(limitParam(10_000)),
   order: v.optional(v.picklist(['asc', 'desc'], 'must be asc or desc')),

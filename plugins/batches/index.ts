@@ -9,14 +9,16 @@ import {
   parseOptions,
   type RequestContext,
   type RouteDefinition,
+  type RouteDoc,
   type SecretBox,
   type SqlClient,
   type SqlStore,
 } from '../../sdk/index.js';
-import { deleteFileRoute, type Deps, fileContentRoute, getFileRoute, listFilesRoute, uploadFile } from './files.js';
+import { deleteFileRoute, type Deps, fileContentRoute, getFileRoute, ListFilesQuery, listFilesRoute, UploadForm, uploadFile } from './files.js';
 import { BATCHES_MIGRATIONS, BATCHES_NAMESPACE } from './migrations.js';
 import { OptionsSchema, type BatchesOptions } from './options.js';
-import { cancelBatchRoute, createBatch, getBatchRoute, listBatchesRoute } from './routes.js';
+import { cancelBatchRoute, createBatch, getBatchRoute, ListBatchesQuery, listBatchesRoute } from './routes.js';
+import { CreateBatchSchema } from './shapes.js';
 import { BatchRunner } from './runner.js';
 import { localFileStore } from './stores/local.js';
 import { s3FileStore } from './stores/s3.js';
@@ -102,24 +104,42 @@ export function batches(options: BatchesOptions = {}): GatewayPlugin {
       });
 
       const base = api.options.basePath;
-      const route = (name: string, method: RouteDefinition['method'], path: string, body: RouteDefinition['body'], handler: (deps: Deps, ctx: RequestContext) => Promise<GatewayResponse>): RouteDefinition => ({
+      const route = (
+        name: string,
+        method: RouteDefinition['method'],
+        path: string,
+        body: RouteDefinition['body'],
+        doc: RouteDoc,
+        handler: (deps: Deps, ctx: RequestContext) => Promise<GatewayResponse>,
+      ): RouteDefinition => ({
         name,
         method,
         path: base + path,
         kind: 'handler',
         body,
+        doc: { scope: 'completions.write', selectsProvider: true, ...doc },
         handler: (ctx) => handler(deps, ctx),
       });
+      const NATIVE = "The selected provider's own when it keeps them (OpenAI, Azure OpenAI, Mistral), else the gateway's, in the caller's workspace.";
+      const FILE = { file_id: 'The file id.' };
+      const BATCH = { batch_id: 'The batch id.' };
+      const files = ['Files'];
+      const batches = ['Batches'];
       for (const r of [
-        route('files.create', 'POST', '/files', 'stream', uploadFile),
-        route('files.list', 'GET', '/files', 'none', listFilesRoute),
-        route('files.retrieve', 'GET', '/files/:file_id', 'none', getFileRoute),
-        route('files.content', 'GET', '/files/:file_id/content', 'none', fileContentRoute),
-        route('files.delete', 'DELETE', '/files/:file_id', 'none', deleteFileRoute),
-        route('batches.create', 'POST', '/batches', 'json', createBatch),
-        route('batches.list', 'GET', '/batches', 'none', listBatchesRoute),
-        route('batches.retrieve', 'GET', '/batches/:batch_id', 'none', getBatchRoute),
-        route('batches.cancel', 'POST', '/batches/:batch_id/cancel', 'none', cancelBatchRoute),
+        route('files.create', 'POST', '/files', 'stream', { summary: 'Upload a file', description: `${NATIVE} Streamed as it arrives; JSONL checked line by line.`, tags: files, body: UploadForm, bodyType: 'multipart/form-data' }, uploadFile),
+        route('files.list', 'GET', '/files', 'none', { summary: 'List files', description: NATIVE, tags: files, query: ListFilesQuery }, listFilesRoute),
+        route('files.retrieve', 'GET', '/files/:file_id', 'none', { summary: 'Get a file', tags: files, params: FILE }, getFileRoute),
+        route('files.content', 'GET', '/files/:file_id/content', 'none', { summary: "Get a file's content", tags: files, params: FILE, responseTypes: ['application/octet-stream'] }, fileContentRoute),
+        route('files.delete', 'DELETE', '/files/:file_id', 'none', { summary: 'Delete a file', tags: files, params: FILE }, deleteFileRoute),
+        route('batches.create', 'POST', '/batches', 'json', {
+          summary: 'Create a batch',
+          description: "OpenAI's and Azure OpenAI's own batches when the selected provider runs them; for every other provider the gateway runs each line through the whole request lifecycle, from a queue that survives restarts.",
+          tags: batches,
+          body: CreateBatchSchema,
+        }, createBatch),
+        route('batches.list', 'GET', '/batches', 'none', { summary: 'List batches', tags: batches, query: ListBatchesQuery }, listBatchesRoute),
+        route('batches.retrieve', 'GET', '/batches/:batch_id', 'none', { summary: 'Get a batch', tags: batches, params: BATCH }, getBatchRoute),
+        route('batches.cancel', 'POST', '/batches/:batch_id/cancel', 'none', { summary: 'Cancel a batch', description: 'Lines not started never start; those in flight finish; then the batch is `cancelled`.', tags: batches, params: BATCH }, cancelBatchRoute),
       ]) {
         api.routes.add(r);
       }

@@ -103,12 +103,12 @@ export async function getBatchRoute(deps: Deps, ctx: RequestContext): Promise<Ga
   return jsonResponse(200, presentBatch(await visibleBatch(deps, ctx, id)));
 }
 
-const ListQuery = v.strictObject({ after: v.optional(v.string()), limit: v.optional(limitParam(100)) });
+export const ListBatchesQuery = v.strictObject({ after: v.optional(v.string()), limit: v.optional(limitParam(100)) });
 
 /** `GET /v1/batches`: the provider's when it runs batches, else the caller's workspace's gateway-run ones, newest first. */
 export async function listBatchesRoute(deps: Deps, ctx: RequestContext): Promise<GatewayResponse> {
   requireWork(ctx);
-  const q = parseQuery(ctx, ListQuery);
+  const q = parseQuery(ctx, ListBatchesQuery);
   const native = await nativeFor(deps, ctx, 'batches');
   if (native !== null) {
     const answer = await readNative(await sendNative(deps.api, ctx, native, { method: 'GET', path: `/batches${ctx.query === '' ? '' : `?${ctx.query}`}` }));

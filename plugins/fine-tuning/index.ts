@@ -13,6 +13,7 @@ import {
   requireScope,
   resolveLeaf,
   type RouteDefinition,
+  type RouteDoc,
   selectedTarget,
   sendNative,
 } from '../../sdk/index.js';
@@ -88,11 +89,17 @@ export function fineTuning(options: FineTuningOptions = {}): GatewayPlugin {
       });
       const id = (ctx: RequestContext) => ctx.params!.job_id!;
 
-      const routes: Array<[string, RouteDefinition['method'], string, (ctx: RequestContext) => Promise<GatewayResponse>]> = [
+      const JOB = { job_id: 'The job id, as the provider gave it.' };
+      const routes: Array<[string, RouteDefinition['method'], string, Omit<RouteDoc, 'tags' | 'scope'>, (ctx: RequestContext) => Promise<GatewayResponse>]> = [
         [
           'fine_tuning.create',
           'POST',
           '/fine_tuning/jobs',
+          {
+            summary: 'Create a fine-tuning job',
+            description: "On the selected provider (OpenAI, Azure OpenAI or Mistral), in OpenAI's request and answer shapes whatever the provider's own.",
+            body: CreateJobSchema,
+          },
           async (ctx) => {
             const parsed = v.safeParse(CreateJobSchema, ctx.body ?? {});
             if (!parsed.success) throw invalidBody(parsed.issues);
@@ -104,6 +111,7 @@ export function fineTuning(options: FineTuningOptions = {}): GatewayPlugin {
           'fine_tuning.list',
           'GET',
           '/fine_tuning/jobs',
+          { summary: 'List fine-tuning jobs', description: "The selected provider's jobs.", query: PageQuery },
           async (ctx) => {
             const q = parseQuery(ctx);
             const { dialect, send } = await connect(ctx);
@@ -114,6 +122,7 @@ export function fineTuning(options: FineTuningOptions = {}): GatewayPlugin {
           'fine_tuning.retrieve',
           'GET',
           '/fine_tuning/jobs/:job_id',
+          { summary: 'Get a fine-tuning job', params: JOB },
           async (ctx) => {
             const { dialect, send } = await connect(ctx);
             return answer(await dialect.retrieve(send, id(ctx)));
@@ -123,6 +132,7 @@ export function fineTuning(options: FineTuningOptions = {}): GatewayPlugin {
           'fine_tuning.cancel',
           'POST',
           '/fine_tuning/jobs/:job_id/cancel',
+          { summary: 'Cancel a fine-tuning job', params: JOB },
           async (ctx) => {
             const { dialect, send } = await connect(ctx);
             return answer(await dialect.cancel(send, id(ctx)));
@@ -132,6 +142,7 @@ export function fineTuning(options: FineTuningOptions = {}): GatewayPlugin {
           'fine_tuning.checkpoints',
           'GET',
           '/fine_tuning/jobs/:job_id/checkpoints',
+          { summary: "List a fine-tuning job's checkpoints", params: JOB, query: PageQuery },
           async (ctx) => {
             const q = parseQuery(ctx);
             const { dialect, send } = await connect(ctx);
@@ -142,6 +153,7 @@ export function fineTuning(options: FineTuningOptions = {}): GatewayPlugin {
           'fine_tuning.events',
           'GET',
           '/fine_tuning/jobs/:job_id/events',
+          { summary: "List a fine-tuning job's events", params: JOB, query: PageQuery },
           async (ctx) => {
             const q = parseQuery(ctx);
             const { dialect, send } = await connect(ctx);
@@ -149,8 +161,16 @@ export function fineTuning(options: FineTuningOptions = {}): GatewayPlugin {
           },
         ],
       ];
-      for (const [name, method, path, handler] of routes) {
-        api.routes.add({ name, method, path: api.options.basePath + path, kind: 'handler', body: method === 'POST' && name === 'fine_tuning.create' ? 'json' : 'none', handler });
+      for (const [name, method, path, doc, handler] of routes) {
+        api.routes.add({
+          name,
+          method,
+          path: api.options.basePath + path,
+          kind: 'handler',
+          body: method === 'POST' && name === 'fine_tuning.create' ? 'json' : 'none',
+          doc: { tags: ['Fine-tuning'], scope: 'completions.write', selectsProvider: true, ...doc },
+          handler,
+        });
       }
     },
   };

@@ -6,10 +6,13 @@ import {
   type GuardrailRunner,
   jsonResponse,
   JSON_RPC_ERRORS,
+  JsonRpcErrorBodySchema,
+  JsonRpcMessageSchema,
   MCP_SERVERS,
   MCP_SESSION_CLOSER,
   type McpServerStore,
   parseOptions,
+  type RouteDoc,
 } from '../../sdk/index.js';
 import { McpGateway } from './gateway.js';
 import { OAuthFlow } from './oauth.js';
@@ -123,9 +126,47 @@ export function mcp(options: McpOptions = {}): GatewayPlugin {
 
       const base = `${api.options.basePath}/mcp`;
       const jsonRpc = { kind: 'handler' as const, errorFormat: JSON_RPC_ERRORS };
-      api.routes.add({ name: 'mcp.post', method: 'POST', path: `${base}/:id`, body: 'raw', ...jsonRpc, handler: (ctx) => gateway.post(ctx) });
-      api.routes.add({ name: 'mcp.stream', method: 'GET', path: `${base}/:id`, body: 'none', ...jsonRpc, handler: (ctx) => gateway.get(ctx) });
-      api.routes.add({ name: 'mcp.end', method: 'DELETE', path: `${base}/:id`, body: 'none', ...jsonRpc, handler: (ctx) => gateway.delete(ctx) });
+      const SERVER = { id: 'The MCP server id (from `POST /v1/mcp-servers`).' };
+      const doc = (summary: string, more: Partial<RouteDoc>): RouteDoc => ({
+        summary,
+        tags: ['MCP'],
+        scope: 'completions.write',
+        params: SERVER,
+        error: JsonRpcErrorBodySchema,
+        ...more,
+      });
+      const session = 'The session is named by the `mcp-session-id` header the answer to `initialize` carried.';
+      api.routes.add({
+        name: 'mcp.post',
+        method: 'POST',
+        path: `${base}/:id`,
+        body: 'raw',
+        ...jsonRpc,
+        doc: doc('Send an MCP message', {
+          description: `The MCP gateway (Streamable HTTP): one JSON-RPC message to a registered server; only its allowed tools, guardrails on tool calls, every call logged. The answer is JSON or an event stream. ${session}`,
+          body: JsonRpcMessageSchema,
+          responseTypes: ['application/json', 'text/event-stream'],
+        }),
+        handler: (ctx) => gateway.post(ctx),
+      });
+      api.routes.add({
+        name: 'mcp.stream',
+        method: 'GET',
+        path: `${base}/:id`,
+        body: 'none',
+        ...jsonRpc,
+        doc: doc("Open an MCP session's event stream", { description: `Messages the server sends on its own. ${session}`, responseTypes: ['text/event-stream'] }),
+        handler: (ctx) => gateway.get(ctx),
+      });
+      api.routes.add({
+        name: 'mcp.end',
+        method: 'DELETE',
+        path: `${base}/:id`,
+        body: 'none',
+        ...jsonRpc,
+        doc: doc('End an MCP session', { description: session }),
+        handler: (ctx) => gateway.delete(ctx),
+      });
 
       // OAuth, for servers that use it: a user asks for the URL (or gets it in an MCP error), opens it, and the
       // authorization server redirects their browser to the callback, which carries no gateway key.
@@ -136,6 +177,13 @@ export function mcp(options: McpOptions = {}): GatewayPlugin {
         kind: 'handler',
         body: 'none',
         sensitive: true,
+        doc: {
+          summary: 'Start OAuth for an MCP server',
+          description: 'For a server that uses OAuth 2.1 per user: the authorization URL the caller opens in a browser; the server then redirects back to the callback.',
+          tags: ['MCP'],
+          scope: 'completions.write',
+          params: SERVER,
+        },
         async handler(ctx) {
           const server = await gateway.server(ctx);
           if (server.auth.type !== 'oauth') throw new GatewayError('invalid_request', `The MCP server "${server.name}" does not use OAuth: there is nothing to authorize.`, { param: 'id' });
@@ -154,6 +202,12 @@ export function mcp(options: McpOptions = {}): GatewayPlugin {
         auth: false,
         body: 'none',
         sensitive: true,
+        doc: {
+          summary: 'OAuth callback for MCP servers',
+          description: "Where an authorization server redirects the user's browser (`code` and `state` in the query); the state, sealed by the gateway, names the caller, so no key is needed.",
+          tags: ['MCP'],
+          public: true,
+        },
         async handler(ctx) {
           const { server, connection } = await oauth.complete(new URLSearchParams(ctx.query));
           return jsonResponse(200, {

@@ -17,7 +17,7 @@ import {
   translateStream,
 } from '../../sdk/index.js';
 import { MESSAGES_ERROR_FORMAT, toAnthropicError } from './errors.js';
-import { CountTokensBodySchema, MessagesBodySchema, MessagesOptionsSchema, type MessagesOptions } from './schema.js';
+import { AnthropicErrorSchema, CountTokensBodySchema, MessagesBodySchema, MessagesOptionsSchema, type MessagesOptions } from './schema.js';
 
 export const PLUGIN_NAME = 'messages';
 /** Route names of `POST /v1/messages` and `POST /v1/messages/count_tokens`. */
@@ -97,7 +97,27 @@ export function messagesDoor(options: MessagesOptions = {}): GatewayPlugin {
     apply(api) {
       const base = `${api.options.basePath}/messages`;
       const routes: RouteDefinition[] = [
-        { name: MESSAGES_ROUTE, method: 'POST', path: base, kind: 'provider', body: 'json', frontDoor: 'messages', via, errorFormat: MESSAGES_ERROR_FORMAT },
+        {
+          name: MESSAGES_ROUTE,
+          method: 'POST',
+          path: base,
+          kind: 'provider',
+          body: 'json',
+          frontDoor: 'messages',
+          via,
+          errorFormat: MESSAGES_ERROR_FORMAT,
+          doc: {
+            summary: 'Create a message',
+            description:
+              "Anthropic's Messages API for every provider: native for Anthropic and Claude on Bedrock and Vertex AI, translated to chat completions for the others. " +
+              "`stream: true` answers Anthropic's server-sent events. Errors come in Anthropic's envelope.",
+            tags: ['Messages'],
+            scope: 'completions.write',
+            body: MessagesBodySchema,
+            responseTypes: ['application/json', 'text/event-stream'],
+            error: AnthropicErrorSchema,
+          },
+        },
         {
           name: COUNT_TOKENS_ROUTE,
           method: 'POST',
@@ -106,6 +126,14 @@ export function messagesDoor(options: MessagesOptions = {}): GatewayPlugin {
           body: 'json',
           frontDoor: 'messages',
           errorFormat: MESSAGES_ERROR_FORMAT,
+          doc: {
+            summary: 'Count the input tokens of a message',
+            description: "The provider's count where it has a counting API, else the gateway's estimate (said by `x-gateway-tokens-estimated: true`).",
+            tags: ['Messages'],
+            scope: 'completions.write',
+            body: CountTokensBodySchema,
+            error: AnthropicErrorSchema,
+          },
           // No token-counting API at the provider: the gateway's estimate, said to be one.
           local: (ctx, target) => jsonResponse(200, { input_tokens: estimateInputTokens(effectiveBody(ctx, target) ?? {}) }, { 'x-gateway-tokens-estimated': 'true' }),
         },

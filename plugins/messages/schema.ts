@@ -37,6 +37,9 @@ export const MessagesBodySchema = v.looseObject({
 /** `POST /v1/messages/count_tokens` body: no `max_tokens`. */
 export const CountTokensBodySchema = v.looseObject(common);
 
+/** An error answer in Anthropic's envelope (`anthropic.anthropicErrorBody`), for the API reference. */
+export const AnthropicErrorSchema = v.object({ type: v.literal('error'), error: v.object({ type: v.string(), message: v.string() }) });
+
 export const MessagesOptionsSchema = v.strictObject({
   /**
    * Providers whose chat adapters read `cache_control` on content parts (prompt caching), for the translated path:

@@ -14,6 +14,7 @@ import {
   pricingOf,
   type PricingTable,
   type RequestContext,
+  type RouteDoc,
   requestSummary,
   requireScope,
 } from '../../sdk/index.js';
@@ -233,8 +234,15 @@ export function metrics(options: MetricsOptions = {}): GatewayPlugin {
         const text = await registry.metrics();
         return { status: 200, headers: { 'content-type': registry.contentType, 'cache-control': 'no-store' }, body: text, observers: null };
       };
+      const doc: RouteDoc = {
+        summary: 'Prometheus metrics',
+        description: 'Requests, latency and TTFT histograms, tokens, cost, cache, retries, fallbacks, breaker and log-store state, in the Prometheus text format.',
+        tags: ['Metrics'],
+        responseTypes: ['text/plain'],
+        ...(tokenDigest === null ? { scope: opts.scope } : { bearer: 'the metrics token (`GATEWAY_METRICS_TOKEN`)' }),
+      };
       for (const path of opts.paths) {
-        api.routes.add({ name: 'metrics', method: 'GET', path, kind: 'handler', body: 'none', auth: tokenDigest === null, handler });
+        api.routes.add({ name: 'metrics', method: 'GET', path, kind: 'handler', body: 'none', auth: tokenDigest === null, doc, handler });
       }
     },
   };

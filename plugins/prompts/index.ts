@@ -17,6 +17,7 @@ import {
   type PromptSource,
   type RequestContext,
   type RouteDefinition,
+  type RouteDoc,
   type Target,
   type TargetField,
 } from '../../sdk/index.js';
@@ -48,6 +49,39 @@ const OptionsSchema = v.strictObject({
 });
 
 export type PromptsOptions = v.InferInput<typeof OptionsSchema>;
+
+/**
+ * The body of the prompt routes, for the API reference: `variables` and `messages` are checked by
+ * hand where they are read (`variablesOf`, `chatBody`), every other field is a chat field laid over the
+ * rendered template and checked with it (the `validation` plugin sees the rendered body).
+ */
+const PromptRequestSchema = v.looseObject({
+  variables: v.pipe(v.record(v.string(), v.unknown()), v.description("The template's variables, by name.")),
+  messages: v.optional(v.pipe(v.array(v.looseObject({ role: v.string() })), v.description("Messages added after the template's, never rendered."))),
+});
+
+const PROMPT_PARAMS = { promptId: 'The prompt\'s id or slug, optionally followed by `@latest` or `@<version>` (default: the published version).' };
+
+const COMPLETIONS_DOC: RouteDoc = {
+  summary: 'Run a stored prompt',
+  description:
+    'Renders the prompt with `variables` and sends it where it says (its provider, slug or saved config), with the body\'s other chat fields over the saved ones. ' +
+    'The answer is `{status, headers, body}` around the provider\'s, or the chat stream with `stream: true`.',
+  tags: ['Prompts'],
+  scope: 'completions.write',
+  params: PROMPT_PARAMS,
+  body: PromptRequestSchema,
+  responseTypes: ['application/json', 'text/event-stream'],
+};
+
+const RENDER_DOC: RouteDoc = {
+  summary: 'Render a stored prompt',
+  description: 'The chat body a completion of the prompt would send, with the versions it used; nothing is sent.',
+  tags: ['Prompts'],
+  scope: 'prompts.read',
+  params: PROMPT_PARAMS,
+  body: PromptRequestSchema,
+};
 
 /** What a request that uses a stored prompt carries, in `ctx.state`. */
 interface Prepared {
@@ -84,7 +118,7 @@ export function prompts(options: PromptsOptions = {}): GatewayPlugin {
       const maxChars = opts.maxRenderedChars ?? api.options.maxBodyBytes;
       // The chat route first, so that the route named `chat.completions` (internal requests look it up by name) stays the chat route.
       addShapedRoutes(api, [CHAT]);
-      const completions: RouteDefinition = { name: CHAT, method: 'POST', path: `${base}/prompts/:promptId/completions`, kind: 'provider', body: 'json' };
+      const completions: RouteDefinition = { name: CHAT, method: 'POST', path: `${base}/prompts/:promptId/completions`, kind: 'provider', body: 'json', doc: COMPLETIONS_DOC };
       api.routes.add(completions);
       api.provide(PROMPT_TEMPLATES, { check: checkTemplate });
 
@@ -245,6 +279,7 @@ export function prompts(options: PromptsOptions = {}): GatewayPlugin {
         path: `${base}/prompts/:promptId/render`,
         kind: 'handler',
         body: 'json',
+        doc: RENDER_DOC,
         async handler(ctx) {
           requireScope(ctx, 'prompts.read');
           const prepared = await load(ctx, ctx.params!.promptId!, 'promptId', 'route');

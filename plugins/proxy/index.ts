@@ -21,6 +21,15 @@ export function proxy(): GatewayPlugin {
         path: prefix + '/*',
         kind: 'provider',
         body: 'raw',
+        doc: {
+          summary: 'Forward to the selected provider',
+          description:
+            'For what the gateway has no route of its own (`/v1/models` of a provider, images, audio, moderations, …). ' +
+            "The gateway's headers (`x-gateway-*`) and the client's credentials are not forwarded; the provider's key is.",
+          tags: ['Proxy'],
+          scope: 'completions.write',
+          responseTypes: ['application/json', 'text/event-stream', 'application/octet-stream'],
+        },
         forward: (ctx, target, provider) => forward(ctx, target, provider, prefix.length),
       });
     },

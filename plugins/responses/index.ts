@@ -1,9 +1,11 @@
 import * as v from 'valibot';
 import {
+  addImplicitPromptTokens,
   bundledContextWindowData,
   ContextWindows,
   effectiveBody,
   type ErrorCodeSpec,
+  estimatePromptTokens,
   GatewayError,
   type GatewayPlugin,
   type GatewayResponse,
@@ -148,7 +150,25 @@ export function responsesDoor(options: ResponsesOptions = {}): GatewayPlugin {
     errorCodes: RESPONSES_ERRORS,
     apply(api) {
       const path = `${api.options.basePath}/responses`;
-      api.routes.add({ name: RESPONSES_ROUTE, method: 'POST', path, kind: 'provider', body: 'json', frontDoor: 'responses', via });
+      api.routes.add({
+        name: RESPONSES_ROUTE,
+        method: 'POST',
+        path,
+        kind: 'provider',
+        body: 'json',
+        frontDoor: 'responses',
+        via,
+        doc: {
+          summary: 'Create a response',
+          description:
+            "OpenAI's Responses API for every provider: native for OpenAI and Azure OpenAI, translated to chat completions for the others. " +
+            'Answers are stored per workspace (unless `store: false`), so `previous_response_id` works everywhere. `stream: true` answers server-sent events.',
+          tags: ['Responses'],
+          scope: 'completions.write',
+          body: ResponsesBodySchema,
+          responseTypes: ['application/json', 'text/event-stream'],
+        },
+      });
       storedResponseRoutes(api, path, () => repository, (ctx, id) => pending.get(key(workspaceOf(ctx), id)));
 
       /** The checks and the stored conversation of one Responses request. */
@@ -158,7 +178,11 @@ export function responsesDoor(options: ResponsesOptions = {}): GatewayPlugin {
         if (typeof previous === 'string' && repository !== null) {
           await pending.get(key(st.workspaceId, previous));
           const turns = await repository.conversation(st.workspaceId, previous);
-          if (turns.length > 0) st.turns = turns;
+          if (turns.length > 0) {
+            st.turns = turns;
+            // The rebuilt conversation is prompt the body does not show: limits reserve for it (docs/limits.md).
+            addImplicitPromptTokens(ctx, estimatePromptTokens({ input: historyItems(turns, null) }));
+          }
         }
         ctx.state.set(PLUGIN_NAME, st);
       };

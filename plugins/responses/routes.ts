@@ -1,4 +1,4 @@
-import { GatewayError, jsonResponse, type PluginAPI, type RequestContext, requireScope, responses, type GatewayResponse } from '../../sdk/index.js';
+import { GatewayError, jsonResponse, type PluginAPI, type RequestContext, requireScope, responses, type GatewayResponse, type RouteDoc, v } from '../../sdk/index.js';
 import { INCLUDE_VALUES } from './schema.js';
 import type { ResponseRepository } from './store.js';
 
@@ -6,6 +6,35 @@ type Json = Record<string, unknown>;
 
 const INCLUDES: ReadonlySet<string> = new Set(INCLUDE_VALUES);
 const bad = (param: string, message: string) => new GatewayError('invalid_request', message, { param });
+
+/*
+ * The query parameters of each route, for the API reference and as the names `query` accepts: the
+ * values are read by hand below (a name may repeat, or come as `name[]`, as the SDKs send arrays).
+ */
+const text = (description: string) => v.optional(v.pipe(v.string(), v.description(description)));
+const Include = text(`Extra output to include, repeated or comma-separated: ${INCLUDE_VALUES.join(', ')}.`);
+const RetrieveQuery = v.strictObject({
+  include: Include,
+  stream: text('`true` replays the stored response as server-sent events.'),
+  starting_after: text('With `stream=true`: the sequence number after which events are replayed.'),
+  include_obfuscation: text('Accepted for compatibility; the replay has no obfuscation.'),
+});
+const DeleteQuery = v.strictObject({});
+const InputItemsQuery = v.strictObject({
+  limit: text('Items per page, 1 to 100 (default 20).'),
+  order: text('`asc` or `desc` (default).'),
+  after: text('An item id: list the items after it.'),
+  before: text('An item id: list the items before it.'),
+  include: Include,
+});
+const names = (schema: { entries: Record<string, unknown> }): readonly string[] => Object.keys(schema.entries);
+const RETRIEVE_PARAMS = names(RetrieveQuery);
+const DELETE_PARAMS = names(DeleteQuery);
+const INPUT_ITEMS_PARAMS = names(InputItemsQuery);
+
+const STORED = 'A response the gateway does not hold is asked of the provider the request selects, if any; else it is a 404.';
+const ID = { response_id: 'The response id (`resp_…`).' };
+const doc = (summary: string, more: Partial<RouteDoc>): RouteDoc => ({ summary, tags: ['Responses'], scope: 'completions.write', params: ID, selectsProvider: true, ...more });
 
 /** Query parameters: repeated names (and `name[]`, as the SDKs send arrays) collected; unknown names are a 400. */
 function query(ctx: RequestContext, known: readonly string[]): Map<string, string[]> {
@@ -75,8 +104,9 @@ export function storedResponseRoutes(
     method: 'GET',
     path: `${path}/:response_id`,
     kind: 'handler',
+    doc: doc('Get a stored response', { query: RetrieveQuery, description: `From the caller's workspace. ${STORED}`, responseTypes: ['application/json', 'text/event-stream'] }),
     async handler(ctx): Promise<GatewayResponse | null> {
-      const q = query(ctx, ['include', 'stream', 'starting_after', 'include_obfuscation']);
+      const q = query(ctx, RETRIEVE_PARAMS);
       includes(q);
       const stored = await find(ctx);
       if (stored === null) return notHeld(ctx, ctx.params!.response_id!);
@@ -98,8 +128,9 @@ export function storedResponseRoutes(
     method: 'DELETE',
     path: `${path}/:response_id`,
     kind: 'handler',
+    doc: doc('Delete a stored response', { query: DeleteQuery, description: STORED }),
     async handler(ctx) {
-      query(ctx, []);
+      query(ctx, DELETE_PARAMS);
       requireScope(ctx, 'completions.write');
       const repo = repository();
       const id = ctx.params!.response_id!;
@@ -115,8 +146,9 @@ export function storedResponseRoutes(
     method: 'GET',
     path: `${path}/:response_id/input_items`,
     kind: 'handler',
+    doc: doc("List a stored response's input items", { query: InputItemsQuery, description: STORED }),
     async handler(ctx) {
-      const q = query(ctx, ['limit', 'order', 'after', 'before', 'include']);
+      const q = query(ctx, INPUT_ITEMS_PARAMS);
       const withImages = includes(q).has('message.input_image.image_url');
       const limitText = one(q, 'limit') ?? '20';
       const limit = Number(limitText);

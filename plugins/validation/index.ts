@@ -1,6 +1,5 @@
 import * as v from 'valibot';
-import { invalidBody, STAGES, type GatewayPlugin } from '../../sdk/index.js';
-import { ChatCompletionBodySchema, CompletionBodySchema, EmbeddingBodySchema } from './schema.js';
+import { ChatCompletionBodySchema, CompletionBodySchema, EmbeddingBodySchema, invalidBody, STAGES, type GatewayPlugin } from '../../sdk/index.js';
 
 export const PLUGIN_NAME = 'validation';
 

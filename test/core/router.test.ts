@@ -23,6 +23,25 @@ test('static, param and fallback routes', () => {
   expect(() => t.add(chat)).toThrow(/twice/);
 });
 
+test('list: every route in registration order, then the fallback, flagged', () => {
+  const t = new RouteTable();
+  const health = route('health', 'GET', '/health');
+  const rotate = route('rotate', 'POST', '/v1/api-keys/:id/rotate');
+  const chat = route('chat', 'POST', '/v1/chat/completions');
+  const proxy = route('proxy', 'POST', '/v1/*');
+  t.add(health);
+  t.add(rotate);
+  t.setFallback('/v1/', ['GET', 'POST'], proxy);
+  t.add(chat);
+  expect(t.list()).toEqual([
+    { route: health, fallback: null },
+    { route: rotate, fallback: null },
+    { route: chat, fallback: null },
+    { route: proxy, fallback: { prefix: '/v1/', methods: ['GET', 'POST'] } },
+  ]);
+  expect(new RouteTable().list()).toEqual([]);
+});
+
 test('a known path with another method and no fallback is 405', () => {
   const t = new RouteTable();
   t.add(route('health', 'GET', '/health'));

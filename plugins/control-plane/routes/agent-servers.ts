@@ -4,7 +4,9 @@ import { newId } from '../keys.js';
 import type { AgentServerRow } from '../repository.js';
 import type { ControlPlane } from '../service.js';
 import { AgentAuthSchema, checkUpstreamUrl, presentAuth, sealAuth, TimeoutField, UrlField } from '../upstream-auth.js';
-import { Description, isOrgLevel, iso, listResponse, Name, notFound, ok, PAGE_QUERY, pageOf, parseBody, parseQuery, patchOf, workspaceFor, type AdminRoute } from './http.js';
+import { Description, isOrgLevel, iso, listResponse, Name, notFound, ok, PAGE_QUERY, pageOf, parseBody, parseQuery, patchOf, workspaceFor, BY_ID, docsFor, type AdminRoute } from './http.js';
+
+const doc = docsFor('Agent servers');
 
 const Status = v.picklist(['active', 'archived'], 'must be "active" or "archived"');
 
@@ -70,6 +72,7 @@ export const agentServerRoutes: AdminRoute[] = [
     method: 'POST',
     path: '/agent-servers',
     scope: 'agent_servers.create',
+    doc: doc('Register an A2A agent', { body: CreateBody, description: 'Its agent card is fetched and validated; it is served at `/v1/a2a/{id}`.' }),
     async handler(ctx, cp) {
       const body = parseBody(ctx, CreateBody);
       checkUpstreamUrl(cp.upstream, body.url, 'url');
@@ -103,6 +106,7 @@ export const agentServerRoutes: AdminRoute[] = [
     method: 'GET',
     path: '/agent-servers',
     scope: 'agent_servers.read',
+    doc: doc('List agents', { query: ListQuery }),
     async handler(ctx, cp) {
       const q = parseQuery(ctx, ListQuery);
       const workspaceId = isOrgLevel(ctx) && q.workspace_id === undefined ? null : await workspaceFor(ctx, cp, q.workspace_id);
@@ -114,6 +118,7 @@ export const agentServerRoutes: AdminRoute[] = [
     method: 'GET',
     path: '/agent-servers/:id',
     scope: 'agent_servers.read',
+    doc: doc('Get an agent', { params: BY_ID }),
     async handler(ctx, cp) {
       return ok(presentAgent(ctx, await visibleAgent(ctx, cp, ctx.params!.id!)));
     },
@@ -123,6 +128,7 @@ export const agentServerRoutes: AdminRoute[] = [
     method: 'PUT',
     path: '/agent-servers/:id',
     scope: 'agent_servers.update',
+    doc: doc('Update an agent', { params: BY_ID, body: UpdateBody }),
     async handler(ctx, cp) {
       const row = await visibleAgent(ctx, cp, ctx.params!.id!);
       const body = parseBody(ctx, UpdateBody);
@@ -143,6 +149,7 @@ export const agentServerRoutes: AdminRoute[] = [
     method: 'DELETE',
     path: '/agent-servers/:id',
     scope: 'agent_servers.delete',
+    doc: doc('Delete an agent', { params: BY_ID }),
     async handler(ctx, cp) {
       const row = await visibleAgent(ctx, cp, ctx.params!.id!);
       if (row.status === 'active') {
@@ -158,6 +165,7 @@ export const agentServerRoutes: AdminRoute[] = [
     method: 'GET',
     path: '/agent-servers/:id/agent-card',
     scope: 'agent_servers.read',
+    doc: doc('Get an agent\'s card', { params: BY_ID, query: CardQuery, description: 'As the agent published it, from the cache (`refresh=true`: fetched again).' }),
     async handler(ctx, cp) {
       const q = parseQuery(ctx, CardQuery);
       const server = await cp.agents.server(ctx, ctx.params!.id!);

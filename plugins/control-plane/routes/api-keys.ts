@@ -19,9 +19,12 @@ import {
   parseQuery,
   requireOrgLevel,
   workspaceFor,
+  BY_ID, docsFor,
   type AdminRoute,
 } from './http.js';
 import { MIN_TRANSITION_MS } from '../keys.js';
+
+const doc = docsFor('API keys');
 
 const CreateBody = v.strictObject({
   type: v.picklist(KEY_TYPES, `must be one of ${KEY_TYPES.join(', ')}`),
@@ -67,6 +70,7 @@ export const apiKeyRoutes: AdminRoute[] = [
     method: 'POST',
     path: '/api-keys',
     scope: 'api_keys.create',
+    doc: doc('Create an API key', { body: CreateBody, description: 'The secret is in the answer, once. Default scopes follow the type and role, trimmed to what the calling key holds; scopes given must all be held by it.' }),
     async handler(ctx, cp) {
       const body = parseBody(ctx, CreateBody);
       let workspaceId: string | null = null;
@@ -111,6 +115,7 @@ export const apiKeyRoutes: AdminRoute[] = [
     method: 'GET',
     path: '/api-keys',
     scope: 'api_keys.read',
+    doc: doc('List API keys', { query: ListQuery }),
     async handler(ctx, cp) {
       const q = parseQuery(ctx, ListQuery);
       const own = ctx.auth?.workspaceId ?? null;
@@ -124,6 +129,7 @@ export const apiKeyRoutes: AdminRoute[] = [
     method: 'GET',
     path: '/api-keys/:id',
     scope: 'api_keys.read',
+    doc: doc('Get an API key', { params: BY_ID }),
     async handler(ctx, cp) {
       return ok(presentKey(await visibleKey(ctx, cp, ctx.params!.id!), cp.now()));
     },
@@ -133,6 +139,7 @@ export const apiKeyRoutes: AdminRoute[] = [
     method: 'PUT',
     path: '/api-keys/:id',
     scope: 'api_keys.update',
+    doc: doc('Update an API key', { params: BY_ID, body: UpdateBody }),
     async handler(ctx, cp) {
       const row = await visibleKey(ctx, cp, ctx.params!.id!);
       const body = parseBody(ctx, UpdateBody);
@@ -158,6 +165,7 @@ export const apiKeyRoutes: AdminRoute[] = [
     method: 'DELETE',
     path: '/api-keys/:id',
     scope: 'api_keys.delete',
+    doc: doc('Delete an API key', { params: BY_ID }),
     async handler(ctx, cp) {
       const row = await visibleKey(ctx, cp, ctx.params!.id!);
       await cp.repo.deleteApiKey(row.id);
@@ -170,6 +178,7 @@ export const apiKeyRoutes: AdminRoute[] = [
     method: 'POST',
     path: '/api-keys/:id/rotate',
     scope: 'api_keys.rotate',
+    doc: doc('Rotate an API key', { params: BY_ID, body: RotateBody, description: 'A new secret, in the answer once; the old one keeps working for `key_transition_period_ms` (default: the organisation\'s). The body may be empty.' }),
     body: 'optional',
     async handler(ctx, cp) {
       const row = await visibleKey(ctx, cp, ctx.params!.id!);

@@ -17,8 +17,11 @@ import {
   parseBody,
   parseQuery,
   workspaceFor,
+  BY_REF, docsFor,
   type AdminRoute,
 } from './http.js';
+
+const doc = docsFor('Configs');
 
 const CreateBody = v.strictObject({ name: Name, slug: v.optional(Slug), config: plainObject('must be a config object'), workspace_id: v.nullish(v.string()) });
 const UpdateBody = v.strictObject({
@@ -68,6 +71,7 @@ export const configRoutes: AdminRoute[] = [
     method: 'POST',
     path: '/configs',
     scope: 'configs.create',
+    doc: doc('Save a config', { body: CreateBody, description: '`config` is a config object, checked as an inline `x-gateway-config` is; requests name it by id.' }),
     async handler(ctx, cp) {
       const body = parseBody(ctx, CreateBody);
       const text = checkConfig(cp, body.config);
@@ -90,6 +94,7 @@ export const configRoutes: AdminRoute[] = [
     method: 'GET',
     path: '/configs',
     scope: 'configs.read',
+    doc: doc('List saved configs', { query: ListQuery }),
     async handler(ctx, cp) {
       const q = parseQuery(ctx, ListQuery);
       const workspaceId = await workspaceFor(ctx, cp, q.workspace_id);
@@ -101,6 +106,7 @@ export const configRoutes: AdminRoute[] = [
     method: 'GET',
     path: '/configs/:id',
     scope: 'configs.read',
+    doc: doc('Get a saved config', { params: BY_REF }),
     async handler(ctx, cp) {
       const row = await visibleConfig(ctx, cp, ctx.params!.id!);
       return ok(presentConfig(row, await cp.repo.configVersion(row.id, row.version)));
@@ -111,6 +117,7 @@ export const configRoutes: AdminRoute[] = [
     method: 'GET',
     path: '/configs/:id/versions',
     scope: 'configs.read',
+    doc: doc('List a config\'s versions', { params: BY_REF }),
     async handler(ctx, cp) {
       const row = await visibleConfig(ctx, cp, ctx.params!.id!);
       const versions = await cp.repo.configVersions(row.id);
@@ -126,25 +133,27 @@ export const configRoutes: AdminRoute[] = [
     method: 'PUT',
     path: '/configs/:id',
     scope: 'configs.update',
+    doc: doc('Update a saved config', { params: BY_REF, body: UpdateBody, description: 'A new `config` makes a new version.' }),
     async handler(ctx, cp) {
       const row = await visibleConfig(ctx, cp, ctx.params!.id!);
       const body = parseBody(ctx, UpdateBody);
       const text = body.config === undefined ? null : checkConfig(cp, body.config);
       const now = cp.now();
       const patch = patchOf(body, ['name', 'status'], now);
-      await cp.repo.db().transaction(async (tx) => {
+      // Read back inside the transaction: the answer is the version this update made, not a later one a concurrent update committed.
+      const [updated, version] = await cp.repo.db().transaction(async (tx) => {
         if (text !== null) {
-          // Each update of the body is a new version; the version number is read inside the transaction so concurrent updates cannot share one.
-          const current = await tx.get<{ version: number | string }>('SELECT version FROM cp_configs WHERE id = ?', [row.id]);
-          const next = Number(current!.version) + 1;
+          // Each update of the body is a new version; the counter is raised before it is read (the row locked), so
+          // concurrent updates cannot share a number.
+          const next = await cp.repo.nextVersion('cp_configs', row.id, now, tx);
           await cp.repo.insert('cp_config_versions', { config_id: row.id, version: next, body: text, created_at: now }, tx);
-          patch.version = next;
         }
         await cp.repo.update('cp_configs', { id: row.id }, patch, tx);
+        const current = (await cp.repo.config(null, row.id, tx))!;
+        return [current, await cp.repo.configVersion(current.id, current.version, tx)] as const;
       });
       cp.invalidate();
-      const updated = (await cp.repo.config(null, row.id))!;
-      return ok(presentConfig(updated, await cp.repo.configVersion(updated.id, updated.version)));
+      return ok(presentConfig(updated, version));
     },
   },
   {
@@ -152,6 +161,7 @@ export const configRoutes: AdminRoute[] = [
     method: 'DELETE',
     path: '/configs/:id',
     scope: 'configs.delete',
+    doc: doc('Delete a saved config', { params: BY_REF }),
     async handler(ctx, cp) {
       const row = await visibleConfig(ctx, cp, ctx.params!.id!);
       await cp.repo.deleteConfig(row.id);

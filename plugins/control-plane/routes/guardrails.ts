@@ -3,7 +3,9 @@ import { GatewayError, type RequestContext } from '../../../sdk/index.js';
 import { randomSlug } from '../keys.js';
 import type { GuardrailRow, GuardrailWithBody } from '../repository.js';
 import type { ControlPlane } from '../service.js';
-import { Name, PAGE_QUERY, Slug, conflict, iso, listResponse, notFound, ok, pageOf, parseQuery, parseValue, patchOf, workspaceFor, type AdminRoute } from './http.js';
+import { Name, PAGE_QUERY, Slug, conflict, iso, listResponse, notFound, ok, pageOf, parseQuery, parseValue, patchOf, workspaceFor, BY_REF, docsFor, type AdminRoute } from './http.js';
+
+const doc = docsFor('Guardrails');
 
 /*
  * Stored guardrails: a name and a guardrail entry of the config object, kept
@@ -30,6 +32,7 @@ const ListQuery = v.strictObject({
   ids: v.optional(
     v.pipe(
       v.string(),
+      v.description(`Only these guardrails: up to ${MAX_IDS} ids, comma-separated.`),
       v.transform((s) => [...new Set(s.split(',').map((x) => x.trim()))]),
       v.check((ids) => ids.every((id) => id !== '' && id.length <= 64), 'must be a comma-separated list of guardrail ids'),
       v.maxLength(MAX_IDS, `names at most ${MAX_IDS} ids`),
@@ -89,6 +92,7 @@ export const guardrailRoutes: AdminRoute[] = [
     method: 'POST',
     path: '/guardrails',
     scope: 'configs.create',
+    doc: doc('Store a guardrail', { body: CreateMeta, description: 'Besides `name`, `slug` and `workspace_id`, the body is a guardrail entry as in a config\'s `input_guardrails` (`deny`, `async`, and checks with their parameters), checked with every check\'s schema. Configs name it by id or slug.' }),
     async handler(ctx, cp) {
       const { meta, entry } = split(ctx.body ?? {}, CREATE_FIELDS);
       const m = parseValue(CreateMeta, meta);
@@ -111,6 +115,7 @@ export const guardrailRoutes: AdminRoute[] = [
     method: 'GET',
     path: '/guardrails',
     scope: 'configs.read',
+    doc: doc('List stored guardrails', { query: ListQuery }),
     async handler(ctx, cp) {
       const q = parseQuery(ctx, ListQuery);
       const workspaceId = await workspaceFor(ctx, cp, q.workspace_id);
@@ -123,6 +128,7 @@ export const guardrailRoutes: AdminRoute[] = [
     method: 'GET',
     path: '/guardrails/:id',
     scope: 'configs.read',
+    doc: doc('Get a stored guardrail', { params: BY_REF }),
     async handler(ctx, cp) {
       const row = await visibleGuardrail(ctx, cp, ctx.params!.id!);
       return ok(present(row, row.body));
@@ -133,6 +139,7 @@ export const guardrailRoutes: AdminRoute[] = [
     method: 'GET',
     path: '/guardrails/:id/versions',
     scope: 'configs.read',
+    doc: doc('List a guardrail\'s versions', { params: BY_REF }),
     async handler(ctx, cp) {
       const row = await visibleGuardrail(ctx, cp, ctx.params!.id!);
       const versions = await cp.repo.guardrailVersions(row.id);
@@ -148,6 +155,7 @@ export const guardrailRoutes: AdminRoute[] = [
     method: 'PUT',
     path: '/guardrails/:id',
     scope: 'configs.update',
+    doc: doc('Update a stored guardrail', { params: BY_REF, body: UpdateMeta, description: 'Besides `name` and `status`, the fields of a new guardrail entry, which makes a new version.' }),
     async handler(ctx, cp) {
       const row = await visibleGuardrail(ctx, cp, ctx.params!.id!);
       const { meta, entry } = split(ctx.body ?? {}, UPDATE_FIELDS);
@@ -160,18 +168,17 @@ export const guardrailRoutes: AdminRoute[] = [
         patch.status = m.status;
         patch.archived_at = m.status === 'archived' ? now : null;
       }
-      await cp.repo.db().transaction(async (tx) => {
+      // Read back inside the transaction: the answer is the version this update made, not a later one a concurrent update committed.
+      const updated = await cp.repo.db().transaction(async (tx) => {
         if (text !== null) {
-          // The version number is read inside the transaction, so concurrent updates cannot share one.
-          const current = await tx.get<{ version: number | string }>('SELECT version FROM cp_guardrails WHERE id = ?', [row.id]);
-          const next = Number(current!.version) + 1;
+          // The counter is raised before it is read (the row locked), so concurrent updates cannot share a number.
+          const next = await cp.repo.nextVersion('cp_guardrails', row.id, now, tx);
           await cp.repo.insert('cp_guardrail_versions', { guardrail_id: row.id, version: next, body: text, created_at: now }, tx);
-          patch.version = next;
         }
         await cp.repo.update('cp_guardrails', { id: row.id }, patch, tx);
+        return (await cp.repo.guardrail(null, row.id, tx))!;
       });
       cp.invalidate();
-      const updated = (await cp.repo.guardrail(null, row.id))!;
       return ok(present(updated, updated.body));
     },
   },
@@ -180,6 +187,7 @@ export const guardrailRoutes: AdminRoute[] = [
     method: 'DELETE',
     path: '/guardrails/:id',
     scope: 'configs.delete',
+    doc: doc('Archive a stored guardrail', { params: BY_REF }),
     async handler(ctx, cp) {
       const row = await visibleGuardrail(ctx, cp, ctx.params!.id!);
       if (row.status !== 'archived') {

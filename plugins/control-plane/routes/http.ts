@@ -9,6 +9,7 @@ import {
   type RequestContext,
   requireScope,
   type RouteDefinition,
+  type RouteDoc,
 } from '../../../sdk/index.js';
 import type { Page, Paged } from '../repository.js';
 import type { ControlPlane } from '../service.js';
@@ -29,7 +30,25 @@ export interface AdminRoute {
   deferToFallback?: (ctx: RequestContext) => boolean;
   /** `optional`: the body may be empty (read it with `optionalBody`). Default: GET/DELETE none, others a JSON object. */
   body?: 'optional';
+  /**
+   * What the API reference says of it. Give `body` and `query` the very schemas the handler parses
+   * with (`parseBody`, `parseQuery`), so the reference and the checks cannot drift apart.
+   */
+  doc: AdminDoc;
   handler(ctx: RequestContext, cp: ControlPlane): Promise<GatewayResponse>;
+}
+
+/** A control-plane route's reference entry: its scope is the route's own (`AdminRoute.scope`), its credential a gateway key. */
+export type AdminDoc = Omit<RouteDoc, 'scope' | 'public' | 'bearer'>;
+
+/** The `:id` of a resource named by id only. */
+export const BY_ID: Readonly<Record<string, string>> = Object.freeze({ id: 'Its id.' });
+/** The `:id` of a resource named by id, or by slug within the workspace the key acts in. */
+export const BY_REF: Readonly<Record<string, string>> = Object.freeze({ id: 'Its id, or its slug in the workspace the key acts in.' });
+
+/** Reference entries for one resource's routes: each under `tag`, with its summary and the schemas it parses with. */
+export function docsFor(tag: string): (summary: string, more?: Omit<AdminDoc, 'summary' | 'tags'>) => AdminDoc {
+  return (summary, more = {}) => ({ summary, tags: [tag], ...more });
 }
 
 /** Parses the JSON body with a valibot schema; a failure is a 400 naming the field. */
@@ -44,13 +63,13 @@ export function parseValue<S extends v.GenericSchema>(schema: S, value: unknown)
   return result.output;
 }
 
-const intParam = (min: number, max: number) =>
-  v.pipe(v.string(), v.regex(/^\d{1,9}$/, 'must be a non-negative integer'), v.transform(Number), v.minValue(min), v.maxValue(max));
+const intParam = (min: number, max: number, description: string) =>
+  v.pipe(v.string(), v.description(description), v.regex(/^\d{1,9}$/, 'must be a non-negative integer'), v.transform(Number), v.minValue(min), v.maxValue(max));
 
 /** Query schema fragment shared by every list. */
 export const PAGE_QUERY = {
-  current_page: v.optional(intParam(0, 1_000_000)),
-  page_size: v.optional(intParam(0, MAX_PAGE_SIZE)),
+  current_page: v.optional(intParam(0, 1_000_000, 'The page to return, from 0.')),
+  page_size: v.optional(intParam(0, MAX_PAGE_SIZE, `Items per page, at most ${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE}).`)),
 };
 
 /** Parses the query string with a strict valibot object (unknown parameters are a 400, so typos do not go unnoticed). */
@@ -174,6 +193,7 @@ export function toRouteDefinitions(base: string, routes: readonly AdminRoute[], 
     sensitive: true,
     deferToFallback: r.deferToFallback,
     body: r.body === 'optional' ? ('raw' as const) : r.method === 'GET' || r.method === 'DELETE' ? ('none' as const) : ('json' as const),
+    doc: r.scope === null ? r.doc : { ...r.doc, scope: r.scope },
     handler: (ctx: RequestContext) => {
       if (r.scope !== null) requireScope(ctx, r.scope);
       return r.handler(ctx, cp());

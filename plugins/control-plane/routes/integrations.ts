@@ -32,8 +32,11 @@ import {
   parseBody,
   parseQuery,
   workspaceFor,
+  BY_ID, docsFor,
   type AdminRoute,
 } from './http.js';
+
+const doc = docsFor('Integrations');
 
 const SecretMappingSchema = v.strictObject({
   target_field: v.pipe(v.string(), v.regex(/^(key|configurations\.[a-z][a-z0-9_]*)$/, 'must be "key" or "configurations.<field>"')),
@@ -168,6 +171,7 @@ export function integrationRoutes(providers: Registry<Provider>): AdminRoute[] {
       method: 'POST',
       path: '/integrations',
       scope: 'integrations.create',
+      doc: doc('Create an integration', { body: CreateBody, description: 'Provider credentials, sealed at rest and never shown again (answers mask them). `create_default_provider` also creates a provider slug for it.' }),
       async handler(ctx, cp) {
         const body = parseBody(ctx, CreateBody);
         checkProvider(providers, body.ai_provider_id);
@@ -212,6 +216,7 @@ export function integrationRoutes(providers: Registry<Provider>): AdminRoute[] {
       method: 'GET',
       path: '/integrations',
       scope: 'integrations.read',
+      doc: doc('List integrations', { query: ListQuery }),
       async handler(ctx, cp) {
         const q = parseQuery(ctx, ListQuery);
         const own = ctx.auth?.workspaceId ?? null;
@@ -224,6 +229,7 @@ export function integrationRoutes(providers: Registry<Provider>): AdminRoute[] {
       method: 'GET',
       path: '/integrations/:id',
       scope: 'integrations.read',
+      doc: doc('Get an integration', { params: BY_ID }),
       async handler(ctx, cp) {
         return ok(presentIntegration(await visibleIntegration(ctx, cp, ctx.params!.id!, false)));
       },
@@ -233,6 +239,7 @@ export function integrationRoutes(providers: Registry<Provider>): AdminRoute[] {
       method: 'PUT',
       path: '/integrations/:id',
       scope: 'integrations.update',
+      doc: doc('Update an integration', { params: BY_ID, body: UpdateBody }),
       async handler(ctx, cp) {
         const row = await visibleIntegration(ctx, cp, ctx.params!.id!, true);
         const body = parseBody(ctx, UpdateBody);
@@ -256,6 +263,7 @@ export function integrationRoutes(providers: Registry<Provider>): AdminRoute[] {
       method: 'DELETE',
       path: '/integrations/:id',
       scope: 'integrations.delete',
+      doc: doc('Delete an integration', { params: BY_ID }),
       async handler(ctx, cp) {
         const row = await visibleIntegration(ctx, cp, ctx.params!.id!, true);
         const users = await cp.repo.providersUsingIntegration(row.id);
@@ -270,6 +278,7 @@ export function integrationRoutes(providers: Registry<Provider>): AdminRoute[] {
       method: 'GET',
       path: '/integrations/:id/integration-models',
       scope: 'integrations.read',
+      doc: doc('List an integration\'s models', { params: BY_ID }),
       async handler(ctx, cp) {
         const row = await visibleIntegration(ctx, cp, ctx.params!.id!, false);
         const models = await cp.repo.integrationModels(row.id);
@@ -281,6 +290,7 @@ export function integrationRoutes(providers: Registry<Provider>): AdminRoute[] {
       method: 'PUT',
       path: '/integrations/:id/integration-models',
       scope: 'integrations.update',
+      doc: doc('Set an integration\'s models', { params: BY_ID, body: ModelsBody, description: 'Replaces the list: the models `GET /models` offers for providers of this integration.' }),
       async handler(ctx, cp) {
         const row = await visibleIntegration(ctx, cp, ctx.params!.id!, true);
         const body = parseBody(ctx, ModelsBody);

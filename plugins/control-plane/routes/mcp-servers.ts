@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { GatewayError, type RequestContext } from '../../../sdk/index.js';
+import { GatewayError, hasScope, type RequestContext } from '../../../sdk/index.js';
 import { newId } from '../keys.js';
 import { subjectOf } from '../mcp.js';
 import type { McpConnectionRow, McpServerRow } from '../repository.js';
@@ -21,8 +21,11 @@ import {
   parseQuery,
   patchOf,
   workspaceFor,
+  BY_ID, docsFor,
   type AdminRoute,
 } from './http.js';
+
+const doc = docsFor('MCP servers');
 
 const STATUSES = ['active', 'archived'] as const;
 const Status = v.picklist(STATUSES, 'must be "active" or "archived"');
@@ -152,14 +155,41 @@ function ownSubject(ctx: RequestContext): string | null {
   return ctx.auth === null ? null : subjectOf({ userId: ctx.auth.userId ?? null, apiKeyId: ctx.auth.keyId });
 }
 
-/** The subject a connection query names (`user_id` or `api_key_id`), or the caller's own; another user's only for admins and managers. */
-function namedSubject(ctx: RequestContext, q: { user_id?: string; api_key_id?: string }, what: string): string | null {
+/**
+ * The scopes of the connection routes (docs/mcp.md#connections). The route takes the scope connections are made
+ * and used with, `completions.write` (every role holds it), or, for keys that administer MCP servers without
+ * calling them, `mcp_servers.read` to list and `mcp_servers.update` to revoke. Whose connections a caller may act
+ * on is the spec's role rule on top: admins, workspace managers and organisation-level keys act on any user's,
+ * everyone else on their own only.
+ */
+const OWN_CONNECTION_SCOPE = 'completions.write';
+const OTHERS_CONNECTION_SCOPE = { list: 'mcp_servers.read', revoke: 'mcp_servers.update' } as const;
+type ConnectionAct = keyof typeof OTHERS_CONNECTION_SCOPE;
+
+function holds(ctx: RequestContext, scope: string): boolean {
+  return ctx.auth === null || hasScope(ctx.auth.scopes, scope);
+}
+
+/** Before anything is looked up: a caller holding neither connection scope may do nothing here (403 naming both). */
+function requireAnyConnectionScope(ctx: RequestContext, act: ConnectionAct): void {
+  const others = OTHERS_CONNECTION_SCOPE[act];
+  if (holds(ctx, OWN_CONNECTION_SCOPE) || holds(ctx, others)) return;
+  throw forbidden(`This API key lacks the "${OWN_CONNECTION_SCOPE}" scope (its own connections) or the "${others}" scope (every user's) needed for ${ctx.method} ${ctx.path}.`);
+}
+
+/** Whether the caller may act on the connection of `subject` (its own, or another's by the role rule); the scope was checked first. */
+function checkConnectionAccess(ctx: RequestContext, subject: string, act: ConnectionAct): void {
+  if (ctx.auth === null || subject === ownSubject(ctx)) return;
+  if (!actsOnAnyone(ctx)) throw forbidden(`Only admins and workspace managers may ${act} another user's connection; this key may act on its own only.`);
+}
+
+/** The subject a connection query names (`user_id` or `api_key_id`), or the caller's own, once the caller may act on it. */
+function namedSubject(ctx: RequestContext, q: { user_id?: string; api_key_id?: string }, act: ConnectionAct): string | null {
   if (q.user_id !== undefined && q.api_key_id !== undefined) throw new GatewayError('invalid_request', 'Give user_id or api_key_id, not both.', { param: 'api_key_id' });
   const named = q.user_id !== undefined ? `user:${q.user_id}` : q.api_key_id !== undefined ? `key:${q.api_key_id}` : null;
-  const own = ownSubject(ctx);
-  if (named === null || named === own) return own;
-  if (!actsOnAnyone(ctx)) throw forbidden(`Only admins and workspace managers may ${what} another user's connection; this key may act on its own only.`);
-  return named;
+  const subject = named ?? ownSubject(ctx);
+  if (subject !== null) checkConnectionAccess(ctx, subject, act);
+  return subject;
 }
 
 export const mcpServerRoutes: AdminRoute[] = [
@@ -168,6 +198,7 @@ export const mcpServerRoutes: AdminRoute[] = [
     method: 'POST',
     path: '/mcp-servers',
     scope: 'mcp_servers.create',
+    doc: doc('Register an MCP server', { body: CreateBody, description: 'Its URL, how the gateway authenticates to it (none, a static header, OAuth 2.1 per user), the tools it may call and the guardrails on tool calls. Served at `/v1/mcp/{id}`.' }),
     async handler(ctx, cp) {
       const body = parseBody(ctx, CreateBody);
       checkUpstreamUrl(cp.upstream, body.url, 'url');
@@ -202,6 +233,7 @@ export const mcpServerRoutes: AdminRoute[] = [
     method: 'GET',
     path: '/mcp-servers',
     scope: 'mcp_servers.read',
+    doc: doc('List MCP servers', { query: ListQuery }),
     async handler(ctx, cp) {
       const q = parseQuery(ctx, ListQuery);
       // Organisation-level keys see every workspace's unless they name one.
@@ -214,6 +246,7 @@ export const mcpServerRoutes: AdminRoute[] = [
     method: 'GET',
     path: '/mcp-servers/:id',
     scope: 'mcp_servers.read',
+    doc: doc('Get an MCP server', { params: BY_ID }),
     async handler(ctx, cp) {
       return ok(presentServer(ctx, await visibleServer(ctx, cp, ctx.params!.id!)));
     },
@@ -223,6 +256,7 @@ export const mcpServerRoutes: AdminRoute[] = [
     method: 'PUT',
     path: '/mcp-servers/:id',
     scope: 'mcp_servers.update',
+    doc: doc('Update an MCP server', { params: BY_ID, body: UpdateBody }),
     async handler(ctx, cp) {
       const row = await visibleServer(ctx, cp, ctx.params!.id!);
       const body = parseBody(ctx, UpdateBody);
@@ -253,6 +287,7 @@ export const mcpServerRoutes: AdminRoute[] = [
     method: 'DELETE',
     path: '/mcp-servers/:id',
     scope: 'mcp_servers.delete',
+    doc: doc('Delete an MCP server', { params: BY_ID }),
     async handler(ctx, cp) {
       const row = await visibleServer(ctx, cp, ctx.params!.id!);
       if (row.status === 'active') {
@@ -268,13 +303,17 @@ export const mcpServerRoutes: AdminRoute[] = [
     name: 'mcp_servers.connections.list',
     method: 'GET',
     path: '/mcp-servers/:id/connections',
-    // Every user may see their own connections; the role decides whether they see others'.
+    // completions.write or mcp_servers.read (checked below, naming both); whose connections: the role rule.
     scope: null,
+    doc: doc('List the connections to an MCP server', { params: BY_ID, query: ConnectionListQuery, description: 'Each user\'s (or key\'s) OAuth connection; tokens are never shown. Scope: `completions.write` (or `mcp_servers.read`). Admins, workspace managers and organisation-level keys see every user\'s; others their own.' }),
     async handler(ctx, cp) {
-      const server = await visibleServer(ctx, cp, ctx.params!.id!);
+      requireAnyConnectionScope(ctx, 'list');
       const q = parseQuery(ctx, ConnectionListQuery);
       const asked = q.user_id !== undefined || q.api_key_id !== undefined;
-      const subject = asked ? namedSubject(ctx, q, 'list') : actsOnAnyone(ctx) ? null : ownSubject(ctx);
+      // Without a filter: every user's for those who may see them, else the caller's own.
+      const everyone = !asked && actsOnAnyone(ctx);
+      const subject = everyone ? null : namedSubject(ctx, q, 'list');
+      const server = await visibleServer(ctx, cp, ctx.params!.id!);
       return listResponse(await cp.repo.mcpConnections(server.id, subject, pageOf(q)), (row) => presentConnection(server, row));
     },
   },
@@ -282,20 +321,24 @@ export const mcpServerRoutes: AdminRoute[] = [
     name: 'mcp_servers.connections.delete',
     method: 'DELETE',
     path: '/mcp-servers/:id/connections',
+    // completions.write or mcp_servers.update (checked below, naming both); whose connection: the role rule.
     scope: null,
+    doc: doc('Revoke connections to an MCP server', { params: BY_ID, query: ConnectionDeleteQuery, description: 'The one the query names (`user_id`, `api_key_id` or `connection_id`), else the caller\'s own; its open sessions end and its tokens are forgotten. Scope: `completions.write` (or `mcp_servers.update`). Admins, workspace managers and organisation-level keys revoke any user\'s; others their own.' }),
     async handler(ctx, cp) {
-      const server = await visibleServer(ctx, cp, ctx.params!.id!);
+      requireAnyConnectionScope(ctx, 'revoke');
       const q = parseQuery(ctx, ConnectionDeleteQuery);
+      if (q.connection_id !== undefined && (q.user_id !== undefined || q.api_key_id !== undefined)) {
+        throw new GatewayError('invalid_request', 'Give connection_id, user_id or api_key_id, only one.', { param: 'connection_id' });
+      }
+      // Whose connection is checked before the server is looked up; for one named by id, once it is read.
+      const subject = q.connection_id === undefined ? namedSubject(ctx, q, 'revoke') : null;
+      const server = await visibleServer(ctx, cp, ctx.params!.id!);
       let connection: McpConnectionRow | undefined;
       if (q.connection_id !== undefined) {
-        if (q.user_id !== undefined || q.api_key_id !== undefined) throw new GatewayError('invalid_request', 'Give connection_id, user_id or api_key_id, only one.', { param: 'connection_id' });
         connection = await cp.repo.mcpConnectionById(q.connection_id);
         if (connection === undefined || connection.mcp_server_id !== server.id) throw notFound('connection', q.connection_id, 'connection_id');
-        if (connection.subject !== ownSubject(ctx) && !actsOnAnyone(ctx)) {
-          throw forbidden("Only admins and workspace managers may revoke another user's connection; this key may act on its own only.");
-        }
+        checkConnectionAccess(ctx, connection.subject, 'revoke');
       } else {
-        const subject = namedSubject(ctx, q, 'revoke');
         connection = subject === null ? undefined : await cp.repo.mcpConnection(server.id, subject);
         if (connection === undefined) {
           const who = q.user_id !== undefined ? `user "${q.user_id.slice(0, 64)}"` : q.api_key_id !== undefined ? `API key "${q.api_key_id.slice(0, 64)}"` : 'this caller';

@@ -4,12 +4,17 @@ import { insertKey, presentKey, settleRotationPolicy } from '../api-keys.js';
 import { newId } from '../keys.js';
 import type { MemberRow } from '../repository.js';
 import { defaultScopes, ROLE_SCOPES } from '../scopes.js';
-import { PAGE_QUERY, conflict, iso, listResponse, notFound, ok, pageOf, parseBody, parseQuery, type AdminRoute } from './http.js';
+import { PAGE_QUERY, conflict, iso, listResponse, notFound, ok, pageOf, parseBody, parseQuery, docsFor, type AdminRoute } from './http.js';
 import { visibleWorkspace } from './workspaces.js';
+
+const doc = docsFor('Members');
+const WORKSPACE = { id: 'The workspace id or slug.' };
+const MEMBER = { ...WORKSPACE, userId: "The member's user id." };
 
 export const ROLES = ['admin', 'manager', 'member'] as const;
 export const Role = v.pipe(
   v.string(),
+  v.description('`admin`, `manager` or `member`, in any case.'),
   v.transform((s) => s.toLowerCase()),
   v.picklist(ROLES, 'must be "admin", "manager" or "member"'),
 );
@@ -51,6 +56,7 @@ export const memberRoutes: AdminRoute[] = [
     method: 'POST',
     path: '/workspaces/:id/members',
     scope: 'members.create',
+    doc: doc('Add a member to a workspace', { params: WORKSPACE, body: AddBody, description: 'The user is created when the email is new. With the organisation setting `user_api_key_auto_create`, the answer carries the member\'s new user key, shown once. A key may only give a role whose scopes it holds.' }),
     async handler(ctx, cp) {
       const ws = await visibleWorkspace(ctx, cp, ctx.params!.id!);
       const body = parseBody(ctx, AddBody);
@@ -87,6 +93,7 @@ export const memberRoutes: AdminRoute[] = [
     method: 'GET',
     path: '/workspaces/:id/members',
     scope: 'members.read',
+    doc: doc('List the members of a workspace', { params: WORKSPACE, query: ListQuery }),
     async handler(ctx, cp) {
       const ws = await visibleWorkspace(ctx, cp, ctx.params!.id!);
       const q = parseQuery(ctx, ListQuery);
@@ -98,6 +105,7 @@ export const memberRoutes: AdminRoute[] = [
     method: 'GET',
     path: '/workspaces/:id/members/:userId',
     scope: 'members.read',
+    doc: doc('Get a member', { params: MEMBER }),
     async handler(ctx, cp) {
       const ws = await visibleWorkspace(ctx, cp, ctx.params!.id!);
       const member = await cp.repo.member(ws.id, ctx.params!.userId!);
@@ -110,6 +118,7 @@ export const memberRoutes: AdminRoute[] = [
     method: 'PUT',
     path: '/workspaces/:id/members/:userId',
     scope: 'members.update',
+    doc: doc('Change a member\'s role', { params: MEMBER, body: UpdateBody }),
     async handler(ctx, cp) {
       const ws = await visibleWorkspace(ctx, cp, ctx.params!.id!);
       const body = parseBody(ctx, UpdateBody);
@@ -125,6 +134,7 @@ export const memberRoutes: AdminRoute[] = [
     method: 'DELETE',
     path: '/workspaces/:id/members/:userId',
     scope: 'members.delete',
+    doc: doc('Remove a member', { params: MEMBER }),
     async handler(ctx, cp) {
       const ws = await visibleWorkspace(ctx, cp, ctx.params!.id!);
       if (!(await cp.repo.removeMember(ws.id, ctx.params!.userId!))) throw notFound('member', ctx.params!.userId!, 'userId');

@@ -1,6 +1,8 @@
 import * as v from 'valibot';
 import { bundledPricingData, jsonResponse } from '../../../sdk/index.js';
-import { PAGE_QUERY, pageOf, parseQuery, workspaceFor, type AdminRoute } from './http.js';
+import { PAGE_QUERY, pageOf, parseQuery, workspaceFor, docsFor, type AdminRoute } from './http.js';
+
+const doc = docsFor('Models');
 
 const ListQuery = v.strictObject({
   ...PAGE_QUERY,
@@ -45,6 +47,7 @@ export const modelRoutes: AdminRoute[] = [
     method: 'GET',
     path: '/models',
     scope: null,
+    doc: doc('List the models a workspace can call', { query: ListQuery, selectsProvider: true, description: 'One per provider slug and model, as `@slug/model`: an integration\'s enabled models, else those the price list knows for its provider. With a provider selected (`x-gateway-provider`, `x-gateway-virtual-key` or `x-gateway-config`), the provider\'s own list, through the generic proxy.' }),
     // With a provider selected, `GET /models` is the provider's own list, through the generic proxy.
     deferToFallback: (ctx) => ctx.header('x-gateway-provider') !== undefined || ctx.header('x-gateway-virtual-key') !== undefined || ctx.header('x-gateway-config') !== undefined,
     async handler(ctx, cp) {

@@ -1,6 +1,8 @@
 import * as v from 'valibot';
 import type { OrgSettings } from '../service.js';
-import { ok, parseBody, requireOrgLevel, type AdminRoute } from './http.js';
+import { ok, parseBody, requireOrgLevel, docsFor, type AdminRoute } from './http.js';
+
+const doc = docsFor('Organisation');
 
 export const MIN_SESSION_TTL_S = 900;
 
@@ -26,6 +28,7 @@ export const organisationRoutes: AdminRoute[] = [
     method: 'GET',
     path: '/organisation/settings',
     scope: 'organisation.read',
+    doc: doc('Get the organisation settings', { description: 'Needs an organisation-level key.' }),
     async handler(ctx, cp) {
       requireOrgLevel(ctx, 'Reading organisation settings');
       return ok(present(await cp.settings()));
@@ -36,6 +39,7 @@ export const organisationRoutes: AdminRoute[] = [
     method: 'PUT',
     path: '/organisation/settings',
     scope: 'organisation.update',
+    doc: doc('Update the organisation settings', { body: SettingsBody, description: 'Needs an organisation-level key. Fields left out keep their value.' }),
     async handler(ctx, cp) {
       requireOrgLevel(ctx, 'Changing organisation settings');
       const body = parseBody(ctx, SettingsBody);

@@ -19,7 +19,9 @@ import {
 import { presentPolicy, toPolicy } from '../policies.js';
 import type { LimitPolicyRow, Paged } from '../repository.js';
 import type { ControlPlane } from '../service.js';
-import { forbidden, isOrgLevel, Name, notFound, ok, PAGE_QUERY, pageOf, parseBody, parseQuery, workspaceFor, type AdminRoute } from './http.js';
+import { BY_ID, docsFor, forbidden, isOrgLevel, Name, notFound, ok, PAGE_QUERY, pageOf, parseBody, parseQuery, workspaceFor, type AdminRoute } from './http.js';
+
+const doc = docsFor('Policies');
 
 type Kind = LimitPolicyRow['kind'];
 
@@ -80,6 +82,7 @@ const UsageUpdate = v.strictObject({
   fail_open: v.optional(v.boolean()),
 });
 
+const PageQuery = v.strictObject({ ...PAGE_QUERY });
 const StatusQuery = v.strictObject({ status: v.optional(picklist(POLICY_STATUSES)) });
 const RateListQuery = v.strictObject({ ...PAGE_QUERY, workspace_id: v.optional(v.string()), status: v.optional(picklist(POLICY_STATUSES)), type: v.optional(picklist(RATE_LIMIT_TYPES)), unit: v.optional(picklist(RATE_LIMIT_UNITS)) });
 const UsageListQuery = v.strictObject({
@@ -148,7 +151,7 @@ async function listWorkspace(ctx: RequestContext, cp: ControlPlane, named: strin
 
 async function usageOf(ctx: RequestContext, cp: ControlPlane, kind: Kind): Promise<ReturnType<typeof ok>> {
   const row = await visiblePolicy(ctx, cp, kind, ctx.params!.id!);
-  const q = parseQuery(ctx, v.strictObject({ ...PAGE_QUERY }));
+  const q = parseQuery(ctx, PageQuery);
   const counters = cp.counters;
   if (counters === undefined) throw new GatewayError('service_unavailable', 'The limits plugin is not loaded: policies are stored but not enforced, and there are no counters to read.');
   const policy: LimitPolicy = toPolicy(row);
@@ -183,6 +186,7 @@ function commonRoutes(kind: Kind, path: string): AdminRoute[] {
       method: 'GET',
       path: `${path}/:id`,
       scope: 'policies.read',
+      doc: doc(`Get a ${label(kind)}`, { params: BY_ID, query: StatusQuery }),
       async handler(ctx, cp) {
         const { status } = parseQuery(ctx, StatusQuery);
         const row = await visiblePolicy(ctx, cp, kind, ctx.params!.id!);
@@ -195,6 +199,7 @@ function commonRoutes(kind: Kind, path: string): AdminRoute[] {
       method: 'DELETE',
       path: `${path}/:id`,
       scope: 'policies.delete',
+      doc: doc(`Archive a ${label(kind)}`, { params: BY_ID, description: 'An archived policy no longer limits requests.' }),
       async handler(ctx, cp) {
         const row = await visiblePolicy(ctx, cp, kind, ctx.params!.id!);
         requireWritable(ctx, row);
@@ -211,6 +216,7 @@ function commonRoutes(kind: Kind, path: string): AdminRoute[] {
       method: 'GET',
       path: `${path}/:id/usage`,
       scope: 'policies.read',
+      doc: doc(`Get a ${label(kind)}'s consumption`, { params: BY_ID, query: PageQuery, description: 'What each group (`group_by` value) has used, holds reserved and has left in the current period.' }),
       handler: (ctx, cp) => usageOf(ctx, cp, kind),
     },
   ];
@@ -225,6 +231,7 @@ export const policyRoutes: AdminRoute[] = [
     method: 'POST',
     path: RATE,
     scope: 'policies.create',
+    doc: doc('Create a rate-limit policy', { body: RateCreate, description: 'Requests or tokens per minute, hour, day or week for each group of `group_by`, among the requests `conditions` select.' }),
     async handler(ctx, cp) {
       const body = parseBody(ctx, RateCreate);
       const workspaceId = await workspaceFor(ctx, cp, body.workspace_id);
@@ -264,6 +271,7 @@ export const policyRoutes: AdminRoute[] = [
     method: 'GET',
     path: RATE,
     scope: 'policies.read',
+    doc: doc('List rate-limit policies', { query: RateListQuery }),
     async handler(ctx, cp) {
       const q = parseQuery(ctx, RateListQuery);
       const workspaceId = await listWorkspace(ctx, cp, q.workspace_id);
@@ -275,6 +283,7 @@ export const policyRoutes: AdminRoute[] = [
     method: 'PUT',
     path: `${RATE}/:id`,
     scope: 'policies.update',
+    doc: doc('Update a rate-limit policy', { params: BY_ID, body: RateUpdate }),
     async handler(ctx, cp) {
       const row = await visiblePolicy(ctx, cp, 'rate', ctx.params!.id!);
       requireWritable(ctx, row);
@@ -303,6 +312,7 @@ export const policyRoutes: AdminRoute[] = [
     method: 'POST',
     path: USAGE,
     scope: 'policies.create',
+    doc: doc('Create a usage-limit policy', { body: UsageCreate, description: 'A budget: tokens or dollars per group of `group_by`, over a week, a month or N days, with an alert threshold.' }),
     async handler(ctx, cp) {
       const body = parseBody(ctx, UsageCreate);
       if (body.periodic_reset != null && body.periodic_reset_days != null) throw bad('cannot be given with periodic_reset: the two are mutually exclusive', 'periodic_reset_days');
@@ -346,6 +356,7 @@ export const policyRoutes: AdminRoute[] = [
     method: 'GET',
     path: USAGE,
     scope: 'policies.read',
+    doc: doc('List usage-limit policies', { query: UsageListQuery }),
     async handler(ctx, cp) {
       const q = parseQuery(ctx, UsageListQuery);
       const workspaceId = await listWorkspace(ctx, cp, q.workspace_id);
@@ -357,6 +368,7 @@ export const policyRoutes: AdminRoute[] = [
     method: 'PUT',
     path: `${USAGE}/:id`,
     scope: 'policies.update',
+    doc: doc('Update a usage-limit policy', { params: BY_ID, body: UsageUpdate }),
     async handler(ctx, cp) {
       const row = await visiblePolicy(ctx, cp, 'usage', ctx.params!.id!);
       requireWritable(ctx, row);

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { GatewayError, MAX_PROMPT_VERSION, parsePromptRef, plainObject, templateTexts, type PromptSelection, type PromptSelector, type RequestContext, type SqlClient } from '../../../sdk/index.js';
+import { GatewayError, MAX_PROMPT_VERSION, parsePromptRef, plainObject, templateTexts, type PromptSelection, type PromptSelector, type RequestContext } from '../../../sdk/index.js';
 import { randomSlug } from '../keys.js';
 import { MAX_INCLUDED_PARTIALS, selectionOf, type StoredPromptVersion } from '../prompts.js';
 import type { PartialRow, PartialVersionRow, PromptRow, PromptVersionRow } from '../repository.js';
@@ -18,8 +18,12 @@ import {
   parseQuery,
   Slug,
   workspaceFor,
+  BY_REF, docsFor,
   type AdminRoute,
 } from './http.js';
+
+const doc = docsFor('Prompts');
+const VERSIONED_REF = { id: 'Its id or slug, optionally followed by `@latest` or `@<version>`.' };
 
 /** Largest template, as JSON. */
 export const MAX_TEMPLATE_CHARS = 256 * 1024;
@@ -263,23 +267,12 @@ async function checkVersion(cp: ControlPlane, workspaceId: string, version: Stor
   return includes;
 }
 
-/**
- * Takes the next version number of a prompt or partial inside `tx`. The row is updated before it is
- * read: a concurrent writer waits for the row's lock and then counts from the committed number, so
- * two versions never get one number (a read first would let both read the same one on PostgreSQL).
- */
-async function nextVersion(tx: SqlClient, table: 'cp_prompts' | 'cp_prompt_partials', id: string, now: number): Promise<number> {
-  await tx.run(`UPDATE ${table} SET latest_version = latest_version + 1, updated_at = ? WHERE id = ?`, [now, id]);
-  const current = await tx.get<{ latest_version: number | string }>(`SELECT latest_version FROM ${table} WHERE id = ?`, [id]);
-  return Number(current!.latest_version);
-}
-
 /** Inserts a new version of a prompt and returns it. */
 async function addPromptVersion(cp: ControlPlane, row: PromptRow, version: StoredPromptVersion, includes: string[], name: string | undefined): Promise<PromptVersionRow> {
   const now = cp.now();
   let added: PromptVersionRow | null = null;
   await cp.repo.db().transaction(async (tx) => {
-    added = { prompt_id: row.id, version: await nextVersion(tx, 'cp_prompts', row.id, now), body: JSON.stringify(version), partials: JSON.stringify(includes), created_at: now };
+    added = { prompt_id: row.id, version: await cp.repo.nextVersion('cp_prompts', row.id, now, tx), body: JSON.stringify(version), partials: JSON.stringify(includes), created_at: now };
     await cp.repo.insert('cp_prompt_versions', { ...added }, tx);
     if (name !== undefined) await cp.repo.update('cp_prompts', { id: row.id }, { name }, tx);
   });
@@ -299,6 +292,7 @@ const partialRoutes: AdminRoute[] = [
     method: 'POST',
     path: '/prompts/partials',
     scope: 'prompts.create',
+    doc: doc('Create a prompt partial', { body: PartialCreateBody }),
     async handler(ctx, cp) {
       const body = parseBody(ctx, PartialCreateBody);
       const workspaceId = await workspaceFor(ctx, cp, body.workspace_id);
@@ -321,6 +315,7 @@ const partialRoutes: AdminRoute[] = [
     method: 'GET',
     path: '/prompts/partials',
     scope: 'prompts.read',
+    doc: doc('List prompt partials', { query: ListQuery }),
     async handler(ctx, cp) {
       const q = parseQuery(ctx, ListQuery);
       const workspaceId = await workspaceFor(ctx, cp, q.workspace_id);
@@ -332,6 +327,7 @@ const partialRoutes: AdminRoute[] = [
     method: 'GET',
     path: '/prompts/partials/:id',
     scope: 'prompts.read',
+    doc: doc('Get a prompt partial', { params: BY_REF }),
     async handler(ctx, cp) {
       const { ref, selector } = refOf(ctx);
       const row = await visiblePartial(ctx, cp, ref);
@@ -346,6 +342,7 @@ const partialRoutes: AdminRoute[] = [
     method: 'GET',
     path: '/prompts/partials/:id/versions',
     scope: 'prompts.read',
+    doc: doc('List a partial\'s versions', { params: BY_REF, query: PageQuery }),
     async handler(ctx, cp) {
       const row = await visiblePartial(ctx, cp, ctx.params!.id!);
       const page = await cp.repo.partialVersions(row.id, pageOf(parseQuery(ctx, PageQuery)));
@@ -363,6 +360,7 @@ const partialRoutes: AdminRoute[] = [
     method: 'PUT',
     path: '/prompts/partials/:id',
     scope: 'prompts.update',
+    doc: doc('Update a prompt partial', { params: BY_REF, body: PartialUpdateBody, description: 'New content makes a new version (`patch: true`: without publishing it).' }),
     async handler(ctx, cp) {
       const row = await visiblePartial(ctx, cp, ctx.params!.id!);
       writable(row, 'Prompt partial');
@@ -376,7 +374,7 @@ const partialRoutes: AdminRoute[] = [
       const now = cp.now();
       let added: PartialVersionRow | null = null;
       await cp.repo.db().transaction(async (tx) => {
-        added = { partial_id: row.id, version: await nextVersion(tx, 'cp_prompt_partials', row.id, now), content, description: description ?? null, partials: JSON.stringify(includes), created_at: now };
+        added = { partial_id: row.id, version: await cp.repo.nextVersion('cp_prompt_partials', row.id, now, tx), content, description: description ?? null, partials: JSON.stringify(includes), created_at: now };
         await cp.repo.insert('cp_prompt_partial_versions', { ...added }, tx);
       });
       cp.invalidate();
@@ -388,6 +386,7 @@ const partialRoutes: AdminRoute[] = [
     method: 'POST',
     path: '/prompts/partials/:id/publish',
     scope: 'prompts.publish',
+    doc: doc('Publish a version of a partial', { params: BY_REF, body: PublishBody }),
     async handler(ctx, cp) {
       const row = await visiblePartial(ctx, cp, ctx.params!.id!);
       writable(row, 'Prompt partial');
@@ -406,6 +405,7 @@ const partialRoutes: AdminRoute[] = [
     method: 'DELETE',
     path: '/prompts/partials/:id',
     scope: 'prompts.delete',
+    doc: doc('Archive a prompt partial', { params: BY_REF }),
     async handler(ctx, cp) {
       const row = await visiblePartial(ctx, cp, ctx.params!.id!);
       if (row.status === 'active') await archive(cp, 'cp_prompt_partials', row.id);
@@ -421,6 +421,7 @@ const promptRoutesOnly: AdminRoute[] = [
     method: 'POST',
     path: '/prompts',
     scope: 'prompts.create',
+    doc: doc('Create a stored prompt', { body: CreateBody, description: 'A template (chat messages with Mustache variables and partials), the model and provider it is sent to, and its parameters: version 1, published.' }),
     async handler(ctx, cp) {
       const body = asSent(ctx, parseBody(ctx, CreateBody));
       if (body.slug === PARTIALS_SEGMENT) throw new GatewayError('invalid_request', `Invalid request body: 'slug' "${PARTIALS_SEGMENT}" is reserved (it is the path of the partials routes).`, { param: 'slug' });
@@ -445,6 +446,7 @@ const promptRoutesOnly: AdminRoute[] = [
     method: 'GET',
     path: '/prompts',
     scope: 'prompts.read',
+    doc: doc('List stored prompts', { query: ListQuery }),
     async handler(ctx, cp) {
       const q = parseQuery(ctx, ListQuery);
       const workspaceId = await workspaceFor(ctx, cp, q.workspace_id);
@@ -456,6 +458,7 @@ const promptRoutesOnly: AdminRoute[] = [
     method: 'GET',
     path: '/prompts/:id',
     scope: 'prompts.read',
+    doc: doc('Get a stored prompt', { params: VERSIONED_REF, description: 'The published version, or the one `@latest` or `@N` selects.' }),
     async handler(ctx, cp) {
       const { ref, selector } = refOf(ctx);
       const row = await visiblePrompt(ctx, cp, ref);
@@ -470,6 +473,7 @@ const promptRoutesOnly: AdminRoute[] = [
     method: 'GET',
     path: '/prompts/:id/versions',
     scope: 'prompts.read',
+    doc: doc('List a prompt\'s versions', { params: BY_REF, query: PageQuery }),
     async handler(ctx, cp) {
       const row = await visiblePrompt(ctx, cp, ctx.params!.id!);
       const page = await cp.repo.promptVersions(row.id, pageOf(parseQuery(ctx, PageQuery)));
@@ -481,6 +485,7 @@ const promptRoutesOnly: AdminRoute[] = [
     method: 'PUT',
     path: '/prompts/:id',
     scope: 'prompts.update',
+    doc: doc('Update a stored prompt', { params: BY_REF, body: UpdateBody, description: 'Changed version fields make a new version (`patch: true`: without publishing it).' }),
     async handler(ctx, cp) {
       const row = await visiblePrompt(ctx, cp, ctx.params!.id!);
       writable(row, 'Prompt');
@@ -501,6 +506,7 @@ const promptRoutesOnly: AdminRoute[] = [
     method: 'POST',
     path: '/prompts/:id/publish',
     scope: 'prompts.publish',
+    doc: doc('Publish a version of a prompt', { params: BY_REF, body: PublishBody }),
     async handler(ctx, cp) {
       const row = await visiblePrompt(ctx, cp, ctx.params!.id!);
       writable(row, 'Prompt');
@@ -517,6 +523,7 @@ const promptRoutesOnly: AdminRoute[] = [
     method: 'DELETE',
     path: '/prompts/:id',
     scope: 'prompts.delete',
+    doc: doc('Archive a stored prompt', { params: BY_REF }),
     async handler(ctx, cp) {
       const row = await visiblePrompt(ctx, cp, ctx.params!.id!);
       if (row.status === 'active') await archive(cp, 'cp_prompts', row.id);

@@ -17,8 +17,11 @@ import {
   parseBody,
   parseQuery,
   workspaceFor,
+  BY_REF, docsFor,
   type AdminRoute,
 } from './http.js';
+
+const doc = docsFor('Providers');
 
 const Note = v.nullish(v.pipe(v.string(), v.maxLength(2000, 'must be at most 2000 characters')));
 const ProviderName = v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(200));
@@ -79,6 +82,7 @@ export const providerRoutes: AdminRoute[] = [
     method: 'POST',
     path: '/providers',
     scope: 'providers.create',
+    doc: doc('Create a provider slug', { body: CreateBody, description: 'A name (`@slug`) configs and requests use for an integration\'s credentials.' }),
     async handler(ctx, cp) {
       const body = parseBody(ctx, CreateBody);
       const workspaceId = await workspaceFor(ctx, cp, body.workspace_id);
@@ -93,6 +97,7 @@ export const providerRoutes: AdminRoute[] = [
     method: 'GET',
     path: '/providers',
     scope: 'providers.read',
+    doc: doc('List provider slugs', { query: ListQuery }),
     async handler(ctx, cp) {
       const q = parseQuery(ctx, ListQuery);
       const workspaceId = await workspaceFor(ctx, cp, q.workspace_id);
@@ -104,6 +109,7 @@ export const providerRoutes: AdminRoute[] = [
     method: 'GET',
     path: '/providers/:id',
     scope: 'providers.read',
+    doc: doc('Get a provider slug', { params: BY_REF }),
     async handler(ctx, cp) {
       return ok(presentProvider(await visibleProvider(ctx, cp, ctx.params!.id!)));
     },
@@ -113,6 +119,7 @@ export const providerRoutes: AdminRoute[] = [
     method: 'PUT',
     path: '/providers/:id',
     scope: 'providers.update',
+    doc: doc('Update a provider slug', { params: BY_REF, body: UpdateBody }),
     async handler(ctx, cp) {
       const row = await visibleProvider(ctx, cp, ctx.params!.id!);
       const body = parseBody(ctx, UpdateBody);
@@ -128,6 +135,7 @@ export const providerRoutes: AdminRoute[] = [
     method: 'DELETE',
     path: '/providers/:id',
     scope: 'providers.delete',
+    doc: doc('Delete a provider slug', { params: BY_REF }),
     async handler(ctx, cp) {
       const row = await visibleProvider(ctx, cp, ctx.params!.id!);
       await cp.repo.deleteProvider(row.id);

@@ -22,8 +22,12 @@ import {
   parseBody,
   parseQuery,
   requireOrgLevel,
+  docsFor,
   type AdminRoute,
 } from './http.js';
+
+const doc = docsFor('Workspaces');
+const WORKSPACE = { id: 'The workspace id or slug.' };
 
 const Status = v.picklist(['active', 'archived'], 'must be "active" or "archived"');
 
@@ -34,6 +38,7 @@ const ListQuery = v.strictObject({
   status: v.optional(
     v.pipe(
       v.string(),
+      v.description('`active` (default), `archived`, or both, comma-separated.'),
       v.transform((s) => [...new Set(s.split(',').map((x) => x.trim()))]),
       v.array(Status, 'must be a comma-separated list of "active" and "archived"'),
     ),
@@ -70,6 +75,7 @@ export const workspaceRoutes: AdminRoute[] = [
     method: 'POST',
     path: '/workspaces',
     scope: 'workspaces.create',
+    doc: doc('Create a workspace', { body: CreateBody, description: 'Needs an organisation-level key.' }),
     async handler(ctx, cp) {
       requireOrgLevel(ctx, 'Creating a workspace');
       const body = parseBody(ctx, CreateBody);
@@ -99,6 +105,7 @@ export const workspaceRoutes: AdminRoute[] = [
     method: 'GET',
     path: '/workspaces',
     scope: 'workspaces.read',
+    doc: doc('List workspaces', { query: ListQuery, description: 'Active ones unless `status` says otherwise; archived ones for organisation owners and admins only. A workspace key sees its own.' }),
     async handler(ctx, cp) {
       const q = parseQuery(ctx, ListQuery);
       const statuses = q.status ?? ['active'];
@@ -113,6 +120,7 @@ export const workspaceRoutes: AdminRoute[] = [
     method: 'GET',
     path: '/workspaces/:id',
     scope: 'workspaces.read',
+    doc: doc('Get a workspace', { params: WORKSPACE }),
     async handler(ctx, cp) {
       return ok(presentWorkspace(await visibleWorkspace(ctx, cp, ctx.params!.id!)));
     },
@@ -122,6 +130,7 @@ export const workspaceRoutes: AdminRoute[] = [
     method: 'PUT',
     path: '/workspaces/:id',
     scope: 'workspaces.update',
+    doc: doc('Update a workspace', { params: WORKSPACE, body: UpdateBody, description: 'Archiving or restoring (`status`) needs an organisation-level key.' }),
     async handler(ctx, cp) {
       const row = await visibleWorkspace(ctx, cp, ctx.params!.id!);
       const body = parseBody(ctx, UpdateBody);
@@ -143,6 +152,7 @@ export const workspaceRoutes: AdminRoute[] = [
     method: 'DELETE',
     path: '/workspaces/:id',
     scope: 'workspaces.delete',
+    doc: doc('Archive a workspace', { params: WORKSPACE, description: 'Needs an organisation-level key; the default workspace cannot be archived.' }),
     async handler(ctx, cp) {
       requireOrgLevel(ctx, 'Archiving a workspace');
       const row = await visibleWorkspace(ctx, cp, ctx.params!.id!);

@@ -3,10 +3,12 @@ import * as v from 'valibot';
 import { GatewayError, type Logger } from '../../../sdk/index.js';
 import { hashSecret, maskKey, newId } from '../keys.js';
 import { checkAssignable, Role } from '../routes/members.js';
-import { Name, PAGE_QUERY, conflict, iso, listResponse, notFound, ok, pageOf, parseBody, parseQuery, requireOrgLevel, workspaceFor, type AdminRoute } from '../routes/http.js';
+import { Name, PAGE_QUERY, conflict, iso, listResponse, notFound, ok, pageOf, parseBody, parseQuery, requireOrgLevel, workspaceFor, BY_ID, docsFor, type AdminRoute } from '../routes/http.js';
 import type { ControlPlane } from '../service.js';
 import { newMapping, usersOfMapping, type MappingRow, type ScimTokenRow } from './store.js';
 import { scimWrite } from './write.js';
+
+const doc = docsFor('SCIM');
 
 /*
  * The admin API of SCIM (under /v1, with gateway keys): the bearer tokens
@@ -67,6 +69,7 @@ export function scimAdminRoutes(logger: Logger): AdminRoute[] {
       method: 'POST',
       path: '/scim/workspaces',
       scope: 'organisation.update',
+      doc: doc('Map an identity-provider group to a workspace', { body: MappingBody, description: 'Users in the group become members of the workspace with the mapped role.' }),
       async handler(ctx, cp) {
         requireOrgLevel(ctx, 'Mapping SCIM groups to workspaces');
         const body = parseBody(ctx, MappingBody);
@@ -94,6 +97,7 @@ export function scimAdminRoutes(logger: Logger): AdminRoute[] {
       method: 'GET',
       path: '/scim/workspaces',
       scope: 'organisation.read',
+      doc: doc('List group to workspace mappings', { query: MappingQuery }),
       async handler(ctx, cp) {
         requireOrgLevel(ctx, 'Reading SCIM workspace mappings');
         const q = parseQuery(ctx, MappingQuery);
@@ -112,6 +116,7 @@ export function scimAdminRoutes(logger: Logger): AdminRoute[] {
       method: 'GET',
       path: '/scim/workspaces/:id',
       scope: 'organisation.read',
+      doc: doc('Get a group to workspace mapping', { params: BY_ID }),
       async handler(ctx, cp) {
         requireOrgLevel(ctx, 'Reading SCIM workspace mappings');
         return ok(presentMapping(await mappingOr404(cp, ctx.params!.id!)));
@@ -122,6 +127,7 @@ export function scimAdminRoutes(logger: Logger): AdminRoute[] {
       method: 'DELETE',
       path: '/scim/workspaces/:id',
       scope: 'organisation.update',
+      doc: doc('Delete a group to workspace mapping', { params: BY_ID }),
       async handler(ctx, cp) {
         requireOrgLevel(ctx, 'Deleting a SCIM workspace mapping');
         const row = await mappingOr404(cp, ctx.params!.id!);
@@ -138,6 +144,7 @@ export function scimAdminRoutes(logger: Logger): AdminRoute[] {
       method: 'POST',
       path: '/scim/tokens',
       scope: 'organisation.update',
+      doc: doc('Create a SCIM token', { body: TokenBody, description: 'A bearer token an identity provider provisions users and groups with at `/scim/v2`; shown once.' }),
       async handler(ctx, cp) {
         requireOrgLevel(ctx, 'Creating a SCIM token');
         const body = parseBody(ctx, TokenBody);
@@ -152,6 +159,7 @@ export function scimAdminRoutes(logger: Logger): AdminRoute[] {
       method: 'GET',
       path: '/scim/tokens',
       scope: 'organisation.read',
+      doc: doc('List SCIM tokens', { query: TokenQuery }),
       async handler(ctx, cp) {
         requireOrgLevel(ctx, 'Reading SCIM tokens');
         const page = pageOf(parseQuery(ctx, TokenQuery));
@@ -166,6 +174,7 @@ export function scimAdminRoutes(logger: Logger): AdminRoute[] {
       method: 'DELETE',
       path: '/scim/tokens/:id',
       scope: 'organisation.update',
+      doc: doc('Delete a SCIM token', { params: BY_ID }),
       async handler(ctx, cp) {
         requireOrgLevel(ctx, 'Deleting a SCIM token');
         const id = ctx.params!.id!;

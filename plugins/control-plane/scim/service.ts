@@ -1,9 +1,9 @@
-import { GatewayError, type GatewayResponse, type Logger, parseJsonObject, type RequestContext, type RouteDefinition, type SqlClient } from '../../../sdk/index.js';
+import { GatewayError, type GatewayResponse, type Logger, parseJsonObject, type RequestContext, type RouteDefinition, type RouteDoc, type SqlClient, v } from '../../../sdk/index.js';
 import { hashSecret, newId } from '../keys.js';
 import type { ControlPlane } from '../service.js';
 import { parseFilter } from './filter.js';
 import { bool, emailList, memberIds, operations, patchGroup, patchUser, str, type GroupModel, type UserModel } from './patch.js';
-import { errorResponse, GROUP_SCHEMA, listResponse, pageOf, resourceTypes, schemas, ScimError, scimResponse, serviceProviderConfig, USER_SCHEMA } from './protocol.js';
+import { ERROR_SCHEMA, errorResponse, GROUP_SCHEMA, listResponse, MAX_RESULTS, pageOf, resourceTypes, schemas, ScimError, scimResponse, serviceProviderConfig, USER_SCHEMA } from './protocol.js';
 import {
   groupMembers,
   knownUsers,
@@ -85,6 +85,51 @@ function userModel(row: ScimUserRow): UserModel {
     displayName: row.display_name,
     emails: row.emails === null ? [] : (JSON.parse(row.emails) as ScimEmail[]),
     active: row.active === 1,
+  };
+}
+
+/** What the API reference says of each SCIM route, by name. */
+const SUMMARIES: Readonly<Record<string, string>> = Object.freeze({
+  service_provider_config: 'What this SCIM service supports',
+  resource_types: 'List the resource types',
+  resource_type: 'Get a resource type',
+  schemas: 'List the schemas',
+  schema: 'Get a schema',
+  'users.list': 'List users',
+  'users.create': 'Provision a user',
+  'users.get': 'Get a user',
+  'users.replace': 'Replace a user',
+  'users.patch': 'Change a user',
+  'users.delete': 'Deprovision a user',
+  'groups.list': 'List groups',
+  'groups.create': 'Create a group',
+  'groups.get': 'Get a group',
+  'groups.replace': 'Replace a group',
+  'groups.patch': 'Change a group (members)',
+  'groups.delete': 'Delete a group',
+});
+
+/** The query of a list, read by hand (RFC 7644 clamps out-of-range values instead of refusing them); for the API reference. */
+const ListQuery = v.strictObject({
+  filter: v.optional(v.pipe(v.string(), v.description('A SCIM filter, e.g. `userName eq "ada@example.com"`.'))),
+  startIndex: v.optional(v.pipe(v.string(), v.description('The first result, from 1.'))),
+  count: v.optional(v.pipe(v.string(), v.description(`Results per page, at most ${MAX_RESULTS}.`))),
+  excludedAttributes: v.optional(v.pipe(v.string(), v.description('`members` leaves groups\' members out.'))),
+});
+
+/** A SCIM error (RFC 7644 §3.12), as every SCIM route answers errors; for the API reference. */
+const ErrorSchema = v.object({ schemas: v.tuple([v.literal(ERROR_SCHEMA)]), status: v.string(), scimType: v.optional(v.string()), detail: v.string() });
+
+function scimDoc(name: string, method: RouteDefinition['method']): RouteDoc {
+  return {
+    summary: SUMMARIES[name] ?? name,
+    description: 'SCIM 2.0 (RFC 7643/7644) for identity providers such as Okta and Microsoft Entra; users in groups mapped to workspaces become their members.',
+    tags: ['SCIM 2.0'],
+    bearer: 'a SCIM token (from `POST /v1/scim/tokens`, or `GATEWAY_SCIM_TOKEN`)',
+    ...(name.endsWith('.list') ? { query: ListQuery } : {}),
+    ...(method === 'GET' || method === 'DELETE' ? {} : { bodyType: 'application/scim+json' }),
+    responseTypes: ['application/scim+json'],
+    error: ErrorSchema,
   };
 }
 
@@ -210,6 +255,7 @@ export function scimRoutes(o: ScimServiceOptions): RouteDefinition[] {
     method,
     path: `${o.prefix}${path}`,
     kind: 'handler',
+    doc: scimDoc(name, method),
     // A SCIM token, not a gateway key: checked here. Bodies (userName, emails; Okta sends a password) are never stored by log sinks.
     auth: false,
     sensitive: true,

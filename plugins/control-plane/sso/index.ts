@@ -19,6 +19,8 @@ import { readCookie, setCookie } from './cookies.js';
 import { failureCode, OidcClient, policyFetch } from './oidc.js';
 
 export const PLUGIN_NAME = 'sso';
+/** The API reference's group of the sign-in routes. */
+const SSO_TAG = 'Single sign-on';
 
 /** Prefix of session secrets (in the cookie), so secret scanners and people recognise them. */
 const SESSION_PREFIX = 'gws-';
@@ -204,10 +206,35 @@ export function sso(options: SsoOptions = {}): GatewayPlugin {
       const notConfigured = () =>
         new GatewayError('not_found', 'Single sign-on is not configured on this gateway (set GATEWAY_OIDC_ISSUER, GATEWAY_OIDC_CLIENT_ID and GATEWAY_OIDC_REDIRECT_URI).', { param: null });
 
+      // Public: a sign-in page (the dashboard) asks whether to offer single sign-on before anyone is signed in.
+      api.routes.add({
+        name: 'auth.sso.config',
+        method: 'GET',
+        path: `${base}/auth/sso/config`,
+        kind: 'handler',
+        auth: false,
+        body: 'none',
+        doc: {
+          summary: 'Whether single sign-on is offered',
+          tags: [SSO_TAG],
+          public: true,
+          response: v.strictObject({ object: v.literal('sso_config'), enabled: v.boolean(), login_url: v.nullable(v.string()) }),
+        },
+        handler: () => jsonResponse(200, { object: 'sso_config', enabled: oidc !== null, login_url: oidc === null ? null : `${base}/auth/sso/login` }),
+      });
+
       api.routes.add({
         name: 'auth.sso.login',
         method: 'GET',
         path: `${base}/auth/sso/login`,
+        doc: {
+          summary: 'Sign in with single sign-on',
+          description: 'Redirects the browser (302) to the identity provider (OpenID Connect). `return_to`, a path on this gateway, is where the callback lands.',
+          tags: [SSO_TAG],
+          public: true,
+          query: v.object({ return_to: v.optional(v.pipe(v.string(), v.description('A path on this gateway to land on after signing in.'))) }),
+          responseTypes: [],
+        },
         kind: 'handler',
         auth: false,
         body: 'none',
@@ -240,6 +267,12 @@ export function sso(options: SsoOptions = {}): GatewayPlugin {
         name: 'auth.sso.callback',
         method: 'GET',
         path: `${base}/auth/sso/callback`,
+        doc: {
+          summary: 'Finish single sign-on',
+          description: "Where the identity provider sends the browser back: sets the session cookie, then redirects to `return_to`, or answers the session with its CSRF token (send it as `x-gateway-csrf` on the session's writes).",
+          tags: [SSO_TAG],
+          public: true,
+        },
         kind: 'handler',
         auth: false,
         // The answer holds the session's CSRF token; its query, a one-time code.
@@ -318,6 +351,11 @@ export function sso(options: SsoOptions = {}): GatewayPlugin {
         name: 'auth.logout',
         method: 'POST',
         path: `${base}/auth/logout`,
+        doc: {
+          summary: 'Sign out',
+          description: "Ends the session of the sign-in cookie (API keys are deleted or disabled instead); the answer names the identity provider's end-session URL.",
+          tags: [SSO_TAG],
+        },
         kind: 'handler',
         body: 'raw',
         async handler(ctx): Promise<GatewayResponse> {
@@ -335,6 +373,11 @@ export function sso(options: SsoOptions = {}): GatewayPlugin {
         name: 'auth.whoami',
         method: 'GET',
         path: `${base}/auth/whoami`,
+        doc: {
+          summary: 'Who is calling',
+          description: 'The key or the signed-in session behind the request: its role, scopes and workspaces (a session also its CSRF token and expiry).',
+          tags: [SSO_TAG],
+        },
         kind: 'handler',
         sensitive: true,
         body: 'none',

@@ -1,5 +1,11 @@
 import * as v from 'valibot';
-import { plainObject } from '../../sdk/index.js';
+import { plainObject } from '../../core/index.js';
+
+/*
+ * The bodies of the OpenAI-shaped routes, as the spec lists their fields and
+ * limits. The `validation` plugin checks requests with them, and the shaped
+ * routes carry them in their `doc`, so the API reference shows what is checked.
+ */
 
 /** A number in [min, max], or null/absent. */
 const range = (min: number, max: number) => v.nullish(v.pipe(v.number(), v.minValue(min), v.maxValue(max)));
