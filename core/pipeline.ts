@@ -195,8 +195,14 @@ export class Pipeline {
     ctx.route = route;
 
     if (route.auth !== false && used.auth) {
+      // Every source is tried in stage order (a tap passes on a request carrying no credential of its kind, so a session
+      // cookie is reached when there is no key); the one refusal, when none accepted it, is here.
       const auth = await this.hooks.auth.promise(ctx);
-      if (auth === undefined) throw new GatewayError('unauthorized', 'Missing or unknown gateway API key (x-gateway-api-key).', { param: 'x-gateway-api-key' });
+      if (auth === undefined) {
+        const key = ctx.header('x-gateway-api-key');
+        const message = key === undefined || key === '' ? 'Missing gateway API key: send it in the x-gateway-api-key header.' : 'Missing or unknown gateway API key (x-gateway-api-key).';
+        throw new GatewayError('unauthorized', message, { param: 'x-gateway-api-key' });
+      }
       ctx.auth = auth;
     }
 

@@ -54,6 +54,17 @@ export function writeResponse(res: ServerResponse, ctx: RequestContext, response
     res.writeHead(response.status, headers);
   };
   if (sse) head();
+  // writeHead only stores the headers: node sends them with the first write. For an SSE body with no data yet (an MCP
+  // server's GET stream, quiet until the server has something to say; a model still thinking) they are flushed on
+  // their own at the end of this turn of the event loop, so the client sees its response start. A body whose data is
+  // already there (a chat stream's first chunk usually comes with the upstream's headers) sends them with that data,
+  // in one write, as before.
+  let started = false;
+  if (sse) {
+    setImmediate(() => {
+      if (!started && !res.destroyed && !res.writableEnded) res.flushHeaders();
+    });
+  }
   return new Promise((resolve) => {
     let ended = false;
     const finish = (error: Error | null) => {
@@ -63,6 +74,7 @@ export function writeResponse(res: ServerResponse, ctx: RequestContext, response
       notifyEnd(observers, error);
     };
     body.on('data', (chunk: Buffer) => {
+      started = true;
       head();
       if (ctx.firstByteMs === null) ctx.firstByteMs = performance.now() - ctx.startedAt;
       if (observers !== null) for (const o of observers) o.onChunk(chunk);

@@ -1,5 +1,5 @@
 import { hash } from 'node:crypto';
-import { GatewayError, parseOptions, STAGES, type AuthInfo, type GatewayPlugin } from '../../sdk/index.js';
+import { parseOptions, STAGES, type AuthInfo, type GatewayPlugin } from '../../sdk/index.js';
 import { StaticAuthOptionsSchema, type StaticAuthOptions } from './schema.js';
 
 export const PLUGIN_NAME = 'auth-static';
@@ -9,7 +9,9 @@ export type { StaticAuthOptions };
 /**
  * Static gateway keys, sent as `x-gateway-api-key`. Keys are held only as
  * SHA-256 digests; the log sees a short digest prefix as the key id.
- * Stored keys (control plane) tap the same hook later (`STAGES.auth.STORED_KEYS`).
+ * Stored keys (control plane) tap the same hook later (`STAGES.auth.STORED_KEYS`),
+ * and single sign-on sessions after them (`STAGES.auth.SESSIONS`): a request
+ * without a key passes on to them.
  */
 export function staticAuth(options: StaticAuthOptions): GatewayPlugin {
   const opts = parseOptions(PLUGIN_NAME, StaticAuthOptionsSchema, options);
@@ -23,9 +25,9 @@ export function staticAuth(options: StaticAuthOptions): GatewayPlugin {
     apply(api) {
       api.hooks.auth.tap({ name: PLUGIN_NAME, stage: STAGES.auth.MEMORY_KEYS }, (ctx) => {
         const key = ctx.header('x-gateway-api-key');
-        if (key === undefined || key === '') {
-          throw new GatewayError('unauthorized', 'Missing gateway API key: send it in the x-gateway-api-key header.', { param: 'x-gateway-api-key' });
-        }
+        // No key: not a refusal. A later source may accept the request (a single sign-on session cookie); when none
+        // does, the pipeline answers the one 401 ("Missing gateway API key").
+        if (key === undefined || key === '') return undefined;
         return known.get(sha256(key));
       });
     },

@@ -286,6 +286,9 @@ export interface Paged<T> {
 
 type Row = Record<string, unknown>;
 
+/** The resources kept in versions, and the column of each that counts them (see `nextVersion`). */
+const VERSION_COUNTERS = Object.freeze({ cp_configs: 'version', cp_guardrails: 'version', cp_prompts: 'latest_version', cp_prompt_partials: 'latest_version' });
+
 /** Numeric columns come back as strings from pg for BIGINT; normalise once here. */
 const NUMERIC = new Set([
   'created_at', 'updated_at', 'archived_at', 'previous_expires_at', 'last_rotated_at', 'expires_at', 'version', 'enabled', 'pricing_multiplier',
@@ -334,6 +337,19 @@ export class ControlPlaneRepository {
       [...cols.map((c) => patch[c]), ...keys.map((k) => where[k])],
     );
     return changes;
+  }
+
+  /**
+   * Takes the next version number of a versioned resource inside the transaction `tx`. The row's
+   * counter is raised before it is read: a concurrent writer blocks on the row's lock and then counts
+   * from the committed number, so two versions never get one number. (A plain SELECT first would let
+   * both read the same number on PostgreSQL, where the second INSERT then fails on the primary key.)
+   */
+  async nextVersion(table: keyof typeof VERSION_COUNTERS, id: string, now: number, tx: SqlClient): Promise<number> {
+    const column = VERSION_COUNTERS[table];
+    await tx.run(`UPDATE ${table} SET ${column} = ${column} + 1, updated_at = ? WHERE id = ?`, [now, id]);
+    const current = await tx.get<Record<string, number | string>>(`SELECT ${column} AS version FROM ${table} WHERE id = ?`, [id]);
+    return Number(current!.version);
   }
 
   // Organisation
@@ -496,18 +512,18 @@ export class ControlPlaneRepository {
 
   // Configs
 
-  config(workspaceId: string | null, idOrSlug: string): Promise<ConfigRow | undefined> {
+  config(workspaceId: string | null, idOrSlug: string, client = this.db()): Promise<ConfigRow | undefined> {
     return workspaceId === null
-      ? this.#get<ConfigRow>('SELECT * FROM cp_configs WHERE id = ?', [idOrSlug])
-      : this.#get<ConfigRow>('SELECT * FROM cp_configs WHERE workspace_id = ? AND (id = ? OR slug = ?)', [workspaceId, idOrSlug, idOrSlug]);
+      ? this.#get<ConfigRow>('SELECT * FROM cp_configs WHERE id = ?', [idOrSlug], client)
+      : this.#get<ConfigRow>('SELECT * FROM cp_configs WHERE workspace_id = ? AND (id = ? OR slug = ?)', [workspaceId, idOrSlug, idOrSlug], client);
   }
 
   configs(workspaceId: string, page: Page): Promise<Paged<ConfigRow>> {
     return this.#paged<ConfigRow>('FROM cp_configs WHERE workspace_id = ?', [workspaceId], 'created_at, id', page);
   }
 
-  configVersion(configId: string, version: number): Promise<ConfigVersionRow | undefined> {
-    return this.#get<ConfigVersionRow>('SELECT * FROM cp_config_versions WHERE config_id = ? AND version = ?', [configId, version]);
+  configVersion(configId: string, version: number, client = this.db()): Promise<ConfigVersionRow | undefined> {
+    return this.#get<ConfigVersionRow>('SELECT * FROM cp_config_versions WHERE config_id = ? AND version = ?', [configId, version], client);
   }
 
   configVersions(configId: string): Promise<ConfigVersionRow[]> {
@@ -601,11 +617,11 @@ export class ControlPlaneRepository {
   // Stored guardrails
 
   /** A guardrail with its current entry: by id in any workspace (`null`), or by id or slug in one. */
-  guardrail(workspaceId: string | null, idOrSlug: string): Promise<GuardrailWithBody | undefined> {
+  guardrail(workspaceId: string | null, idOrSlug: string, client = this.db()): Promise<GuardrailWithBody | undefined> {
     const head = 'SELECT g.*, v.body FROM cp_guardrails g JOIN cp_guardrail_versions v ON v.guardrail_id = g.id AND v.version = g.version';
     return workspaceId === null
-      ? this.#get<GuardrailWithBody>(`${head} WHERE g.id = ?`, [idOrSlug])
-      : this.#get<GuardrailWithBody>(`${head} WHERE g.workspace_id = ? AND (g.id = ? OR g.slug = ?)`, [workspaceId, idOrSlug, idOrSlug]);
+      ? this.#get<GuardrailWithBody>(`${head} WHERE g.id = ?`, [idOrSlug], client)
+      : this.#get<GuardrailWithBody>(`${head} WHERE g.workspace_id = ? AND (g.id = ? OR g.slug = ?)`, [workspaceId, idOrSlug, idOrSlug], client);
   }
 
   /** A workspace's guardrails with their current entries, optionally only these ids or one status. */

@@ -43,8 +43,9 @@ const all = (...resources: string[]) => resources.map((r) => `${r}.*`);
  * `policies.*`, `prompts.*`, `mcp_servers.*` and `agent_servers.*` are in no role: a role's scopes only grow
  * at the cost of every existing key that lacks the new ones no longer being able to give that role, so limits,
  * stored prompts, MCP servers and agents are managed by organisation-level keys and by keys granted those scopes
- * explicitly. (Using an MCP server takes `completions.write`, which every role holds; invoking an agent
- * takes `agents.invoke`, which managers and admins hold.)
+ * explicitly. (Using an MCP server takes `completions.write`, which every role holds, and so do the connection
+ * routes, where the spec's role rule decides whose connections a caller may act on; invoking an agent takes
+ * `agents.invoke`, which managers and admins hold.)
  */
 export const ROLE_SCOPES: Readonly<Record<string, readonly string[]>> = Object.freeze({
   member: Object.freeze(['completions.write', 'logs.read', ...read('workspaces', 'providers', 'configs')]),

@@ -38,3 +38,42 @@ test('a stream is pumped with backpressure: a client that stops reading stops th
   // The client left: the source was destroyed rather than drained.
   expect(source.destroyed).toBe(true);
 });
+
+test('an SSE body sends its headers at once when it has no data yet, and with its first chunk (one write) when it has', async () => {
+  const flushes: string[] = [];
+  let quiet: Readable | null = null;
+  const server = createServer((req, res) => {
+    const flush = res.flushHeaders.bind(res);
+    res.flushHeaders = () => {
+      flushes.push(req.url!);
+      flush();
+    };
+    const ctx = new RequestContext('GET', req.url!, req.headers, new AbortController().signal, createLogger({ level: 'silent' }));
+    const body = new Readable({ read() {} });
+    if (req.url === '/ready') {
+      // A chat stream whose first chunk came with the upstream's headers.
+      body.push('data: {"n":1}\n\n');
+      body.push(null);
+    } else quiet = body;
+    void writeResponse(res, ctx, { status: 200, headers: { 'content-type': 'text/event-stream' }, body, observers: null });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  try {
+    // Nothing to send for now: the client still gets its status and headers (it would wait for the first event otherwise).
+    const res = await fetch(`${url}/quiet`, { signal: AbortSignal.timeout(2000) });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('text/event-stream');
+    expect(flushes).toEqual(['/quiet']);
+    quiet!.push('data: {"n":2}\n\n');
+    quiet!.push(null);
+    expect(await res.text()).toBe('data: {"n":2}\n\n');
+    // Data at hand: no separate flush, the headers go out with it.
+    const ready = await fetch(`${url}/ready`);
+    expect(await ready.text()).toBe('data: {"n":1}\n\n');
+    expect(flushes).toEqual(['/quiet']);
+  } finally {
+    server.closeAllConnections();
+    server.close();
+  }
+});

@@ -249,6 +249,27 @@ function suite(name: string, makeStore: () => Promise<(() => GatewayPlugin) | nu
       expect((await expectOk(call('PUT', `/guardrails/${ids.noSecrets}`, keys.A!, { status: 'active' }))).archived_at).toBeNull();
       expect((await chat(keys.A!, cfg, 'hello')).status).toBe(200);
     });
+
+    it('concurrent updates of a guardrail, and of a saved config, each get their own version: 8 PUTs at once, all 200, versions 1 to 9 without gaps', async () => {
+      const entry = (i: number) => ({ deny: true, 'default.contains': { words: [`word-${i}`], operator: 'none' } });
+      const grd = (await expectOk(call('POST', '/guardrails', keys.A!, { name: 'Busy guardrail', ...entry(0) }))).id;
+      const replies = await Promise.all(Array.from({ length: 8 }, (_, i) => call('PUT', `/guardrails/${grd}`, keys.A!, entry(i + 1))));
+      expect(replies.map((r) => r.status), JSON.stringify(replies.find((r) => r.status !== 200)?.body)).toEqual(Array(8).fill(200));
+      expect(replies.map((r) => r.body.version).sort((a, b) => a - b)).toEqual([2, 3, 4, 5, 6, 7, 8, 9]);
+      const versions = await expectOk(call('GET', `/guardrails/${grd}/versions`, keys.A!));
+      expect(versions.data.map((x: Json) => x.version)).toEqual([9, 8, 7, 6, 5, 4, 3, 2, 1]);
+      // Each version keeps the entry of the update that took its number.
+      for (const r of replies) expect(versions.data.find((x: Json) => x.version === r.body.version)['default.contains'].words).toEqual(r.body['default.contains'].words);
+      expect((await expectOk(call('GET', `/guardrails/${grd}`, keys.A!))).version).toBe(9);
+
+      const cfg = (await expectOk(call('POST', '/configs', keys.A!, { name: 'Busy config', config: { provider: 'openai', input_guardrails: ['busy-0'] } }))).id;
+      const updates = await Promise.all(Array.from({ length: 8 }, (_, i) => call('PUT', `/configs/${cfg}`, keys.A!, { config: { provider: 'openai', input_guardrails: [`busy-${i}`] } })));
+      expect(updates.map((r) => r.status), JSON.stringify(updates.find((r) => r.status !== 200)?.body)).toEqual(Array(8).fill(200));
+      expect(updates.map((r) => r.body.version).sort((a, b) => a - b)).toEqual([2, 3, 4, 5, 6, 7, 8, 9]);
+      const configVersions = await expectOk(call('GET', `/configs/${cfg}/versions`, keys.A!));
+      expect(configVersions.data.map((x: Json) => x.version).sort((a: number, b: number) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+      expect((await expectOk(call('GET', `/configs/${cfg}`, keys.A!))).version).toBe(9);
+    });
   });
 }
 

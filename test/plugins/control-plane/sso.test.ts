@@ -13,7 +13,8 @@ import { sso } from '../../../plugins/control-plane/sso/index.js';
 import { retry } from '../../../plugins/retry/index.js';
 import { postgresStore } from '../../../plugins/stores/postgres/index.js';
 import { sqliteStore } from '../../../plugins/stores/sqlite/index.js';
-import { memoryLogger } from '../../helpers/gateway.js';
+import { DEFAULT_CONFIG } from '../../../server/default-config.js';
+import { BOOTSTRAP_KEY, GATEWAY_KEY, memoryLogger, startTestServer } from '../../helpers/gateway.js';
 import { rewriteClaims, startOidcProvider, type TestOidcProvider } from '../../helpers/oidc-provider.js';
 import { LOOPBACK_HOSTS } from '../../helpers/outbound.js';
 import { DATABASE_URL, dropSchema, requireService, uniqueSchema } from '../../helpers/services.js';
@@ -390,6 +391,7 @@ describe('single sign-on without a provider, or with one the outbound host polic
       const login = await fetch(`${off.url}/v1/auth/sso/login`, { redirect: 'manual' });
       expect(login.status).toBe(404);
       expect((await login.json()).error.message).toMatch(/Single sign-on is not configured/);
+      expect(await (await fetch(`${off.url}/v1/auth/sso/config`)).json()).toEqual({ object: 'sso_config', enabled: false, login_url: null });
       expect((await fetch(`${off.url}/v1/auth/whoami`, { headers: { 'x-gateway-api-key': ADMIN } })).status).toBe(200);
     } finally {
       await off.close();
@@ -397,6 +399,8 @@ describe('single sign-on without a provider, or with one the outbound host polic
     const idp = await startOidcProvider('http://127.0.0.1:1/v1/auth/sso/callback');
     const refused = await start(sso({ issuer: idp.issuer, clientId: idp.clientId, redirectUri: 'http://127.0.0.1:1/v1/auth/sso/callback', allowHttpIssuer: true }), []);
     try {
+      // Configured: a sign-in page is told to offer it, without a key and without touching the provider.
+      expect(await (await fetch(`${refused.url}/v1/auth/sso/config`)).json()).toEqual({ object: 'sso_config', enabled: true, login_url: '/v1/auth/sso/login' });
       const login = await fetch(`${refused.url}/v1/auth/sso/login`, { redirect: 'manual' });
       expect(login.status).toBe(400);
       expect(await login.json()).toMatchObject({ error: { code: 'host_not_allowed' } });
@@ -407,5 +411,70 @@ describe('single sign-on without a provider, or with one the outbound host polic
     }
     expect(() => sso({ issuer: 'http://idp.example.com', clientId: 'x', redirectUri: 'https://gw.example.com/v1/auth/sso/callback' })).toThrow(/issuer must be an https:\/\/ URL/);
     expect(() => sso({ issuer: 'https://idp.example.com' })).toThrow(/clientId and redirectUri are required/);
+  });
+});
+
+describe('single sign-on with the bundled default config', () => {
+  test('a session authenticates next to auth-static (a request without a key reaches the session stage): login, callback, whoami, the admin API; no credentials and a wrong key are still 401s', async () => {
+    // The gateway's public address (its registered redirect URI) is not the test server's ephemeral one, as behind a
+    // proxy: the browser below is sent to it and goes to the test server instead.
+    const publicUrl = 'http://gateway.test';
+    const idp = await startOidcProvider(`${publicUrl}/v1/auth/sso/callback`);
+    idp.accounts.set('carol', { email: 'carol@corp.example', email_verified: true, name: 'Carol' });
+    idp.loginAs = 'carol';
+    const plugins = DEFAULT_CONFIG.plugins.map((p) => (p.name === 'sso' ? { name: 'sso', options: { allowHttpIssuer: true } } : p));
+    expect(plugins.map((p) => p.name)).toEqual(expect.arrayContaining(['auth-static', 'control-plane', 'sso']));
+    const gw = await startTestServer({
+      config: { ...DEFAULT_CONFIG, plugins },
+      env: { GATEWAY_OIDC_ISSUER: idp.issuer, GATEWAY_OIDC_CLIENT_ID: idp.clientId, GATEWAY_OIDC_CLIENT_SECRET: idp.clientSecret, GATEWAY_OIDC_REDIRECT_URI: `${publicUrl}/v1/auth/sso/callback` },
+    });
+    try {
+      const browser = new Browser();
+      const login = await browser.request(`${gw.url}/v1/auth/sso/login?return_to=/dashboard`);
+      expect(login.status, JSON.stringify(login.body)).toBe(302);
+      let next = login.location!;
+      for (let hops = 0; !next.startsWith(publicUrl); hops++) {
+        expect(hops).toBeLessThan(10);
+        const r = await browser.request(new URL(next, idp.issuer).href);
+        expect([302, 303], JSON.stringify(r.body)).toContain(r.status);
+        next = new URL(r.location!, idp.issuer).href;
+      }
+      const callback = await browser.request(next.replace(publicUrl, gw.url));
+      expect(callback.status, JSON.stringify(callback.body)).toBe(302);
+      expect(callback.location).toBe('/dashboard');
+      expect(browser.cookie(gw.url, 'gw_session')).toMatch(/^gws-/);
+
+      const who = await browser.request(`${gw.url}/v1/auth/whoami`);
+      expect(who.status, JSON.stringify(who.body)).toBe(200);
+      expect(who.body).toMatchObject({ object: 'whoami', type: 'session', user: { email: 'carol@corp.example' }, workspaces: [] });
+      const admin = (method: string, path: string, body: unknown) =>
+        fetch(`${gw.url}/v1${path}`, { method, headers: { 'x-gateway-api-key': BOOTSTRAP_KEY, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      expect((await admin('POST', '/workspaces/default/members', { email: 'carol@corp.example', role: 'admin' })).status).toBe(200);
+
+      // The admin API with the session: a read, and a change with the CSRF header.
+      const csrf = (await browser.request(`${gw.url}/v1/auth/whoami`)).body.csrf_token as string;
+      const configs = await browser.request(`${gw.url}/v1/configs`);
+      expect(configs.status, JSON.stringify(configs.body)).toBe(200);
+      const created = await browser.request(`${gw.url}/v1/configs`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-gateway-csrf': csrf },
+        body: JSON.stringify({ name: 'from a session', config: { retry: { attempts: 2 } } }),
+      });
+      expect(created.status, JSON.stringify(created.body)).toBe(200);
+      expect((await browser.request(`${gw.url}/v1/configs`)).body.data.map((c: Json) => c.name)).toContain('from a session');
+
+      // No credentials at all: the same 401 as before sessions were reachable.
+      const none = await fetch(`${gw.url}/v1/configs`);
+      expect(none.status).toBe(401);
+      expect((await none.json()).error).toMatchObject({ code: 'unauthorized', param: 'x-gateway-api-key', message: 'Missing gateway API key: send it in the x-gateway-api-key header.' });
+      // A key wins over the cookie: a wrong one is a 401 although the session is valid; a static key works as ever.
+      const wrong = await browser.request(`${gw.url}/v1/configs`, { headers: { 'x-gateway-api-key': 'not-a-known-key-000000' } });
+      expect(wrong.status).toBe(401);
+      expect(wrong.body.error.message).toBe('Missing or unknown gateway API key (x-gateway-api-key).');
+      expect((await fetch(`${gw.url}/v1/configs`, { headers: { 'x-gateway-api-key': GATEWAY_KEY } })).status).toBe(200);
+    } finally {
+      await gw.close();
+      await idp.close();
+    }
   });
 });

@@ -402,6 +402,28 @@ function suite(name: string, makeStore: () => Promise<(() => GatewayPlugin) | nu
       expect((await batch.json()).error.code).toBe(-32600);
     });
 
+    it("a session's GET stream answers its headers at once, before the server sends anything on it", async () => {
+      const init = await rpc(ids.plain!, keys.A!, { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
+      const sid = init.headers.get('mcp-session-id')!;
+      await init.text();
+      // The SDK server writes nothing on this stream until it has a message of its own (none here, for many seconds):
+      // the headers must come on their own, not with a first event. No answer within 2 s fails the fetch (AbortError).
+      const stream = await fetch(`${gw.url}/v1/mcp/${ids.plain}`, {
+        headers: { 'x-gateway-api-key': keys.A!, accept: 'text/event-stream', 'mcp-session-id': sid, 'mcp-protocol-version': '2025-06-18' },
+        signal: AbortSignal.timeout(2000),
+      });
+      expect(stream.status).toBe(200);
+      expect(stream.headers.get('content-type')).toMatch(/^text\/event-stream/);
+      // Nothing has been sent on it yet: the headers did not wait for an event.
+      const reader = stream.body!.getReader();
+      const first = await Promise.race([reader.read().then((r) => (r.done ? 'ended' : 'data')), new Promise((r) => setTimeout(() => r('quiet'), 300))]);
+      expect(first).toBe('quiet');
+      await reader.cancel().catch(() => undefined);
+      const end = await fetch(`${gw.url}/v1/mcp/${ids.plain}`, { method: 'DELETE', headers: { 'x-gateway-api-key': keys.A!, 'mcp-session-id': sid } });
+      expect(end.status).toBe(200);
+      await end.text();
+    });
+
     it('a static auth header is sent to the upstream; the gateway key never is', async () => {
       const { client } = await connect(keys.A!, ids.static!);
       expect(textOf(await client.callTool({ name: 'echo', arguments: { text: 'with a header' } }))).toBe('echo: with a header');
@@ -412,21 +434,45 @@ function suite(name: string, makeStore: () => Promise<(() => GatewayPlugin) | nu
       }
     });
 
-    it("connections: made on a user's first session, listed and revoked with the role rules; revoking ends the user's sessions", async () => {
+    it("connections: made on a user's first session, listed and revoked with the role rules and their scopes; revoking ends the user's sessions", async () => {
       const alice = await connect(keys.alice!, ids.plain!);
       const mike = await connect(keys.mike!, ids.plain!);
       const path = `/mcp-servers/${ids.plain}/connections`;
+      // Her own: a member's key, with completions.write and no mcp_servers scope.
       const own = await ok(call('GET', path, keys.alice!));
       expect(own.data).toHaveLength(1);
       expect(own.data[0]).toMatchObject({ object: 'mcp-server-connection', mcp_server_id: ids.plain, user_id: ids.alice, api_key_id: null, authorized: null });
       expect(own.data[0].active_sessions).toBeGreaterThanOrEqual(1);
-      const all = await ok(call('GET', path, keys.mike!));
+      // Every user's: a manager-level key holding mcp_servers.read (A: a workspace-service key, which acts as a manager).
+      const all = await ok(call('GET', path, keys.A!));
       const users = all.data.map((c: Json) => c.user_id);
       expect(users).toEqual(expect.arrayContaining([ids.alice, ids.mike]));
       // The service key's own connection is listed by key, not user.
       expect(all.data.some((c: Json) => c.api_key_id === keyIds.A)).toBe(true);
-      expect((await ok(call('GET', `${path}?user_id=${ids.mike}`, keys.mike!))).data).toHaveLength(1);
+      expect((await ok(call('GET', path, keys.Aread!))).total_count).toBe(all.total_count);
       expect((await ok(call('GET', path, ADMIN))).total_count).toBe(all.total_count);
+      expect((await ok(call('GET', `${path}?user_id=${ids.alice}`, keys.Aread!))).data).toHaveLength(1);
+      // A workspace manager acting as themself (a user key of the manager role, with completions.write and no mcp_servers
+      // scope): the spec's role rule lets them see every user's connection, and name another user's.
+      expect((await ok(call('GET', path, keys.mike!))).data.map((c: Json) => c.user_id)).toEqual(expect.arrayContaining([ids.alice, ids.mike]));
+      expect((await ok(call('GET', `${path}?user_id=${ids.mike}`, keys.mike!))).data).toHaveLength(1);
+      expect((await ok(call('GET', `${path}?user_id=${ids.alice}`, keys.mike!))).data.map((c: Json) => c.user_id)).toEqual([ids.alice]);
+      // A key with neither scope (logs.read only, though it acts as a manager) may do nothing here: a 403 naming them, before any lookup.
+      for (const [method, target, scope] of [
+        ['GET', path, 'mcp_servers.read'],
+        ['GET', `${path}?user_id=${ids.alice}`, 'mcp_servers.read'],
+        ['DELETE', path, 'mcp_servers.update'],
+        ['DELETE', `${path}?user_id=${ids.alice}`, 'mcp_servers.update'],
+        ['DELETE', `${path}?connection_id=${own.data[0].id}`, 'mcp_servers.update'],
+        ['GET', `/mcp-servers/no-such-server/connections`, 'mcp_servers.read'],
+      ] as const) {
+        const r = await call(method, target, keys.Anone!);
+        expect(r.status, `${method} ${target}`).toBe(403);
+        expect(r.body.error).toMatchObject({ code: 'forbidden', param: 'x-gateway-api-key' });
+        expect(r.body.error.message).toContain('"completions.write"');
+        expect(r.body.error.message).toContain(`"${scope}"`);
+      }
+      expect((await ok(call('GET', path, keys.A!))).data.map((c: Json) => c.user_id)).toEqual(expect.arrayContaining([ids.alice, ids.mike]));
       // A member acts on their own connection only.
       const peek = await call('GET', `${path}?user_id=${ids.mike}`, keys.alice!);
       expect(peek.status).toBe(403);
@@ -455,14 +501,25 @@ function suite(name: string, makeStore: () => Promise<(() => GatewayPlugin) | nu
       for (let i = 0; i < 100 && up.deleted.length === deletedBefore; i++) await new Promise((r) => setTimeout(r, 20));
       expect(up.deleted.length).toBeGreaterThan(deletedBefore);
       expect((await ok(call('GET', path, keys.alice!))).data).toHaveLength(0);
-      // Mike's session is untouched; as a manager he revokes hers once she is back.
+      // Mike's session is untouched.
       expect(textOf(await mike.client.callTool({ name: 'echo', arguments: { text: 'mike' } }))).toBe('echo: mike');
-      expect((await call('DELETE', `${path}?user_id=${ids.alice}`, keys.mike!)).status).toBe(404);
+      expect((await call('DELETE', `${path}?user_id=${ids.alice}`, keys.A!)).status).toBe(404);
       await connect(keys.alice!, ids.plain!);
-      expect((await ok(call('DELETE', `${path}?user_id=${ids.alice}`, keys.mike!))).deleted).toBe(true);
-      // A workspace-service key acts as a manager: it revokes another key's connection by key id.
-      const byKey = await ok(call('DELETE', `${path}?api_key_id=${keyIds.A}`, keys.A!));
-      expect(byKey).toMatchObject({ api_key_id: keyIds.A, deleted: true });
+      // (A key with neither completions.write nor mcp_servers.update was refused above, naming both.)
+      const hers = (await ok(call('GET', `${path}?user_id=${ids.alice}`, keys.A!))).data[0];
+      // A workspace manager acting as themself revokes another user's connection (the spec's role rule).
+      expect((await ok(call('DELETE', `${path}?connection_id=${hers.id}`, keys.mike!))).deleted).toBe(true);
+      expect((await ok(call('GET', `${path}?user_id=${ids.alice}`, keys.A!))).data).toHaveLength(0);
+      // A workspace-service key acts as a manager: it revokes another key's connection by key id (Aread's, not its own).
+      const readerSession = await connect(keys.Aread!, ids.plain!);
+      expect((await ok(call('GET', `${path}?api_key_id=${keyIds.Aread}`, keys.A!))).data).toHaveLength(1);
+      const byKey = await ok(call('DELETE', `${path}?api_key_id=${keyIds.Aread}`, keys.A!));
+      expect(byKey).toMatchObject({ api_key_id: keyIds.Aread, user_id: null, deleted: true });
+      expect(byKey.sessions_ended).toBeGreaterThanOrEqual(1);
+      expect((await ok(call('GET', `${path}?api_key_id=${keyIds.Aread}`, keys.A!))).data).toHaveLength(0);
+      await expect(readerSession.client.callTool({ name: 'echo', arguments: { text: 'still here?' } })).rejects.toThrow();
+      // The revoking key's own connection is untouched.
+      expect((await ok(call('GET', `${path}?api_key_id=${keyIds.A}`, keys.A!))).data).toHaveLength(1);
       const twice = await call('DELETE', `${path}?user_id=${ids.alice}&api_key_id=x`, keys.mike!);
       expect([twice.status, twice.body.error.param]).toEqual([400, 'api_key_id']);
     });
