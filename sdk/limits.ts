@@ -14,15 +14,38 @@ export const USAGE_LIMIT_TYPES = ['cost', 'tokens'] as const;
 export const PERIODIC_RESETS = ['weekly', 'monthly'] as const;
 export const POLICY_STATUSES = ['active', 'archived'] as const;
 
-/** `endpoint_type` of a request: its route, named for people. Other routes (a third party's) use their route name. */
+/**
+ * `endpoint_type` of a request: its route, named for people (what `group_by` reports, and a
+ * condition names). Other routes (a third party's) use their route name.
+ */
 export const ENDPOINT_TYPES: Readonly<Record<string, string>> = Object.freeze({
   'chat.completions': 'chat',
   completions: 'completions',
   embeddings: 'embeddings',
   rerank: 'rerank',
   proxy: 'proxy',
+  responses: 'responses',
+  messages: 'messages',
+  'messages.count_tokens': 'count_tokens',
 });
 const ENDPOINT_VALUES = Object.values(ENDPOINT_TYPES);
+
+/**
+ * The endpoint types a condition value holds for. `chat` is every door a chat
+ * completion comes through: chat completions, the Responses API and the
+ * Messages API (each a chat call to the provider, native or translated, with
+ * the same tokens and cost), so a policy written "limit chat" cannot be
+ * bypassed by switching doors; `responses` and `messages` name one door each.
+ * Every other value holds for itself only.
+ */
+export const ENDPOINT_TYPE_MATCHES: Readonly<Record<string, readonly string[]>> = Object.freeze({
+  chat: Object.freeze(['chat', 'responses', 'messages']),
+});
+
+/** The endpoint types (as `group_by` reports them) a condition `endpoint_type: value` holds for. */
+export function endpointTypesMatched(value: string): readonly string[] {
+  return ENDPOINT_TYPE_MATCHES[value] ?? [value];
+}
 
 /** Keys a condition may test; `metadata.<key>` too. */
 export const CONDITION_KEYS = ['workspace_id', 'api_key', 'endpoint_type', 'provider', 'model', 'user'] as const;

@@ -1,4 +1,4 @@
-import { costOf, estimatePromptTokens, type ModelPrice, type PricingTable, type RequestContext, type Target, type Usage } from '../../sdk/index.js';
+import { costOf, estimateRequestPromptTokens, type ModelPrice, type PricingTable, type RequestContext, type Target, type Usage } from '../../sdk/index.js';
 
 /** Nano-USD per USD: cost budgets count integers of 1e-9 USD, so sums over millions of requests stay exact. */
 export const NANO = 1e9;
@@ -9,6 +9,8 @@ function positiveInt(value: unknown): number | null {
 
 /** Routes whose answers have no completion tokens. */
 const INPUT_ONLY = new Set(['embeddings', 'rerank']);
+/** Routes that spend no tokens at all: counting a Messages request's tokens generates nothing and is not billed. */
+const NO_TOKENS = new Set(['messages.count_tokens']);
 
 export interface TokenEstimate {
   prompt: number;
@@ -17,14 +19,17 @@ export interface TokenEstimate {
 
 /**
  * What a request may consume, reserved before the call: its prompt (the SDK's
- * estimate: characters / 4 of the message texts, prompt or input) plus its
- * output bound, `max_completion_tokens`, else `max_tokens`, else
+ * estimate: characters / 4 of the message texts, prompt or input, Responses
+ * `instructions`, Messages `system`, and the stored conversation a
+ * `previous_response_id` brings in, as the door recorded it) plus its output
+ * bound, `max_completion_tokens`, else `max_tokens`, else
  * `max_output_tokens`, else `defaultCompletion`, times `n`. Embeddings and
- * rerank have no completion.
+ * rerank have no completion; `count_tokens` reserves nothing.
  */
 export function estimateTokens(ctx: RequestContext, defaultCompletion: number): TokenEstimate {
+  if (ctx.route !== null && NO_TOKENS.has(ctx.route.name)) return { prompt: 0, completion: 0 };
   const body = ctx.body;
-  const prompt = estimatePromptTokens(body);
+  const prompt = estimateRequestPromptTokens(ctx);
   if (ctx.route !== null && INPUT_ONLY.has(ctx.route.name)) return { prompt, completion: 0 };
   const bound = positiveInt(body?.max_completion_tokens) ?? positiveInt(body?.max_tokens) ?? positiveInt(body?.max_output_tokens) ?? defaultCompletion;
   return { prompt, completion: bound * (positiveInt(body?.n) ?? 1) };

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { ENDPOINT_TYPES, type LimitPolicy, type LimitPolicySet, type RequestContext, type Target } from '../../sdk/index.js';
+import { ENDPOINT_TYPES, endpointTypesMatched, type LimitPolicy, type LimitPolicySet, type RequestContext, type Target } from '../../sdk/index.js';
 
 /** What a request is matched and grouped on; read from the context once per key and policy. */
 type Getter = (ctx: RequestContext, workspaceId: string | null) => string | null;
@@ -38,7 +38,8 @@ function getter(key: string): Getter {
     case 'model':
       return (ctx) => ctx.model;
     case 'user':
-      return (ctx) => text(ctx.body?.user);
+      // The Messages API names its end user in metadata.user_id, not `user`: read it there on that door.
+      return (ctx) => text(ctx.body?.user) ?? (ctx.route?.frontDoor === 'messages' ? text((ctx.body?.metadata as Record<string, unknown> | undefined)?.user_id) : null);
     default: {
       // metadata.<key>: the value the request's x-gateway-metadata gives it.
       const name = key.slice('metadata.'.length);
@@ -78,7 +79,9 @@ export function compilePolicy(policy: LimitPolicy): CompiledPolicy {
   for (const c of policy.conditions) {
     let values = byKey.get(c.key);
     if (values === undefined) byKey.set(c.key, (values = new Set()));
-    values.add(c.value);
+    // `endpoint_type: chat` holds for every chat door (chat completions, Responses, Messages): see ENDPOINT_TYPE_MATCHES.
+    if (c.key === 'endpoint_type') for (const t of endpointTypesMatched(c.value)) values.add(t);
+    else values.add(c.value);
   }
   const tests: Array<(ctx: RequestContext, workspaceId: string | null) => boolean> = [];
   for (const [key, values] of byKey) {

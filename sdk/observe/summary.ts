@@ -103,7 +103,7 @@ function summarize(ctx: RequestContext, { pricing, wantText }: SummaryOptions): 
           // No usage chunk: count. Beyond the scan limit the kept part's ratio is extrapolated.
           const scale = captured.kept > 0 ? captured.total / captured.kept : 1;
           const completion = Math.ceil((assembled.outputChars * scale) / CHARS_PER_TOKEN);
-          const prompt = estimatePromptTokens(ctx.body);
+          const prompt = estimateRequestPromptTokens(ctx);
           usage = { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
           tokensEstimated = true;
         }
@@ -223,8 +223,10 @@ export function toUsage(value: unknown): Usage | null {
 
 /**
  * Prompt tokens estimated from the request body: characters of the message
- * texts (chat), the prompt (completions) or the input (embeddings), divided
- * by 4, rounded up. Images, audio and tool definitions are not counted.
+ * texts (chat, Messages), the prompt (completions), the input (embeddings,
+ * Responses: its items' texts and tool outputs), the `instructions`
+ * (Responses) and the `system` prompt (Messages), divided by 4, rounded up.
+ * Images, audio and tool definitions are not counted.
  */
 export function estimatePromptTokens(body: Record<string, unknown> | null): number {
   if (body === null) return 0;
@@ -236,6 +238,8 @@ export function estimatePromptTokens(body: Record<string, unknown> | null): numb
       const part = v as Record<string, unknown>;
       if (typeof part.text === 'string') chars += part.text.length;
       else if (typeof part.content === 'string' || Array.isArray(part.content)) add(part.content);
+      // A Responses `function_call_output` item: the tool's output, as a chat `tool` message's content counts.
+      else if (typeof part.output === 'string' || Array.isArray(part.output)) add(part.output);
     }
   };
   if (Array.isArray(body.messages)) {
@@ -243,5 +247,26 @@ export function estimatePromptTokens(body: Record<string, unknown> | null): numb
   }
   add(body.prompt);
   add(body.input);
+  add(body.instructions);
+  add(body.system);
   return Math.ceil(chars / CHARS_PER_TOKEN);
+}
+
+const IMPLICIT_PROMPT_STATE = 'observe:implicit-prompt-tokens';
+
+/**
+ * Records prompt tokens a request sends that its body does not show: the
+ * conversation a front door rebuilds from its store (`previous_response_id`).
+ * Estimates made before the call (the `limits` plugin's reservations) and
+ * after it (a stream without usage) add them; call it before
+ * `STAGES.beforeRequest.LIMIT` (at `VALIDATE`, with the body's checks).
+ */
+export function addImplicitPromptTokens(ctx: RequestContext, tokens: number): void {
+  if (!Number.isFinite(tokens) || tokens <= 0) return;
+  ctx.state.set(IMPLICIT_PROMPT_STATE, ((ctx.state.get(IMPLICIT_PROMPT_STATE) as number | undefined) ?? 0) + Math.ceil(tokens));
+}
+
+/** A request's prompt tokens, estimated: its body's (`estimatePromptTokens`) plus what `addImplicitPromptTokens` recorded. */
+export function estimateRequestPromptTokens(ctx: RequestContext): number {
+  return estimatePromptTokens(ctx.body) + ((ctx.state.get(IMPLICIT_PROMPT_STATE) as number | undefined) ?? 0);
 }

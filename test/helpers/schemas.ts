@@ -8,8 +8,13 @@ import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
  * - OpenAI's chat shapes, from the official OpenAPI document, read from `shared/schemas/openai.json`
  *   beside the clone (never copied here): absent locally, the tests that need it skip loudly;
  *   under CI=true they fail;
- * - the Responses API's and Anthropic's Messages shapes, written from their documentation, kept
- *   as test data in `test/schemas/`.
+ * - the Responses API's and Anthropic's Messages shapes, HAND-WRITTEN from their documentation
+ *   (OpenAI's API reference; Anthropic's API reference and shared/providers/anthropic.md), kept as
+ *   test data in `test/schemas/`. Neither is an official schema: shared/schemas/ holds no
+ *   Responses or Messages schema (its openai.json, extracted from the official OpenAPI document,
+ *   has the chat, completion, embeddings and error shapes only), and Anthropic publishes no
+ *   machine-readable one. Each file's `$comment` says where it came from and how it differs
+ *   (responses.json is stricter than the official definition on a few always-sent fields).
  */
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');

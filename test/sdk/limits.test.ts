@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import * as v from 'valibot';
-import { firstReset, formatUsd, LimitConditionsSchema, LimitGroupBySchema, rateWindow, usagePeriod, type UsageLimitPolicy } from '../../sdk/index.js';
+import { ENDPOINT_TYPES, endpointTypesMatched, firstReset, formatUsd, LimitConditionsSchema, LimitGroupBySchema, rateWindow, usagePeriod, type UsageLimitPolicy } from '../../sdk/index.js';
 
 const at = (iso: string) => Date.parse(iso);
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
@@ -84,6 +84,21 @@ describe('budget periods (UTC)', () => {
   });
 });
 
+describe('endpoint types', () => {
+  test('a condition may name every value group_by reports for a bundled route, the front doors included', () => {
+    for (const value of Object.values(ENDPOINT_TYPES)) expect(v.safeParse(LimitConditionsSchema, [{ key: 'endpoint_type', value }]).success).toBe(true);
+    expect(ENDPOINT_TYPES).toMatchObject({ 'chat.completions': 'chat', responses: 'responses', messages: 'messages', 'messages.count_tokens': 'count_tokens' });
+  });
+
+  test('chat holds for the three chat doors; every other value for itself only', () => {
+    expect(endpointTypesMatched('chat')).toEqual(['chat', 'responses', 'messages']);
+    expect(endpointTypesMatched('responses')).toEqual(['responses']);
+    expect(endpointTypesMatched('messages')).toEqual(['messages']);
+    expect(endpointTypesMatched('count_tokens')).toEqual(['count_tokens']);
+    expect(endpointTypesMatched('embeddings')).toEqual(['embeddings']);
+  });
+});
+
 describe('condition and group_by schemas', () => {
   const conditions = (value: unknown) => v.safeParse(LimitConditionsSchema, value);
   const groups = (value: unknown) => v.safeParse(LimitGroupBySchema, value);
@@ -93,7 +108,7 @@ describe('condition and group_by schemas', () => {
     const unknown = conditions([{ key: 'colour', value: 'red' }]);
     expect(unknown.success).toBe(false);
     expect(unknown.issues?.[0].message).toMatch(/must be one of workspace_id, api_key, endpoint_type, provider, model, user or metadata/);
-    expect(conditions([{ key: 'endpoint_type', value: 'chats' }]).issues?.[0].message).toMatch(/chat, completions, embeddings, rerank, proxy/);
+    expect(conditions([{ key: 'endpoint_type', value: 'chats' }]).issues?.[0].message).toMatch(/chat, completions, embeddings, rerank, proxy, responses, messages, count_tokens/);
     expect(conditions([{ key: 'metadata.', value: 'x' }]).success).toBe(false);
     expect(conditions([{ key: 'model', value: '' }]).success).toBe(false);
   });

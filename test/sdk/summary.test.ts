@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest';
-import { bundledPricing, createLogger, GatewayError, RequestContext, requestSummary } from '../../sdk/index.js';
+import { addImplicitPromptTokens, bundledPricing, createLogger, estimatePromptTokens, estimateRequestPromptTokens, GatewayError, RequestContext, requestSummary } from '../../sdk/index.js';
 
 describe('requestSummary', () => {
   test('a summary made without the answer\'s text does not serve a caller that wants it; one made with it serves everyone', () => {
@@ -16,5 +16,27 @@ describe('requestSummary', () => {
     expect(full.responseText).toBe(JSON.stringify(ctx.error.toEnvelope()));
     expect(requestSummary(ctx, { pricing, wantText: false })).toBe(full);
     expect(requestSummary(ctx, { pricing, wantText: true })).toBe(full);
+  });
+});
+
+describe('prompt estimates', () => {
+  test('the front doors\' prompt fields count: Responses instructions and tool outputs, Messages system', () => {
+    // 8 characters of instructions + 4 of input.
+    expect(estimatePromptTokens({ instructions: 'Be terse', input: 'abcd' })).toBe(3);
+    // Items: a message's parts, a tool output (as a chat tool message's content counts).
+    expect(estimatePromptTokens({ input: [{ role: 'user', content: [{ type: 'input_text', text: 'abcd' }] }, { type: 'function_call_output', call_id: 'c', output: 'efghijkl' }] })).toBe(3);
+    // Messages: a system string or text blocks, and the messages' blocks (tool results included).
+    expect(estimatePromptTokens({ system: 'abcdefgh', messages: [{ role: 'user', content: 'abcd' }] })).toBe(3);
+    expect(estimatePromptTokens({ system: [{ type: 'text', text: 'abcdefgh' }], messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 't', content: 'abcd' }] }] })).toBe(3);
+  });
+
+  test('prompt a door adds beyond the body (a rebuilt conversation) is part of the request\'s estimate', () => {
+    const ctx = new RequestContext('POST', '/v1/responses', {}, null, createLogger({ level: 'silent' }));
+    ctx.body = { model: 'm', input: 'abcd' };
+    expect(estimateRequestPromptTokens(ctx)).toBe(1);
+    addImplicitPromptTokens(ctx, 40);
+    addImplicitPromptTokens(ctx, 2.5);
+    addImplicitPromptTokens(ctx, -3);
+    expect(estimateRequestPromptTokens(ctx)).toBe(44);
   });
 });

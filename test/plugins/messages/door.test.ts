@@ -10,9 +10,11 @@ import { logStore } from '../../../plugins/logs/index.js';
 import { logApi } from '../../../plugins/logs/routes/index.js';
 import { messagesDoor } from '../../../plugins/messages/index.js';
 import { bedrock } from '../../../plugins/providers/bedrock/index.js';
+import { vertexAI } from '../../../plugins/providers/vertex-ai/index.js';
 import { trace } from '../../../plugins/trace/index.js';
 import { schemaErrors } from '../../helpers/schemas.js';
 import { AWS_KEY_ID, AWS_SECRET, startBedrockContractMock } from '../../mocks/contract/bedrock.js';
+import { startVertexContractMock } from '../../mocks/contract/vertex.js';
 import { sseEvents } from '../providers/doors.js';
 import { doorGateway } from '../responses/helpers.js';
 
@@ -20,15 +22,21 @@ import { doorGateway } from '../responses/helpers.js';
 let t: Awaited<ReturnType<typeof doorGateway>>;
 let bedrockMock: Awaited<ReturnType<typeof startBedrockContractMock>>;
 let bedrockTarget: Target;
+let vertexMock: Awaited<ReturnType<typeof startVertexContractMock>>;
+let vertexTarget: Target;
+const VERTEX_TOKEN = 'ya29.door-test-token';
 
 beforeAll(async () => {
   bedrockMock = await startBedrockContractMock();
   bedrockTarget = { provider: 'bedrock', aws_access_key_id: AWS_KEY_ID, aws_secret_access_key: AWS_SECRET, aws_region: 'us-east-1', custom_host: bedrockMock.baseURL };
-  t = await doorGateway({}, [trace(), bedrock(), messagesDoor(), guardrailChecks(), guardrails(), cache(), cacheSimple(), logStore({ capture: 'full', writer: 'inline', flushIntervalMs: 5 }), logApi()]);
+  vertexMock = await startVertexContractMock({ apiKey: VERTEX_TOKEN, project: 'proj-door', region: 'us-east5' });
+  vertexTarget = { provider: 'vertex-ai', api_key: VERTEX_TOKEN, vertex_project_id: 'proj-door', vertex_region: 'us-east5', custom_host: vertexMock.baseURL };
+  t = await doorGateway({}, [trace(), bedrock(), vertexAI(), messagesDoor(), guardrailChecks(), guardrails(), cache(), cacheSimple(), logStore({ capture: 'full', writer: 'inline', flushIntervalMs: 5 }), logApi()]);
 });
 afterAll(async () => {
   await t.close();
   await bedrockMock.close();
+  await vertexMock.close();
 });
 
 const anthropicClient = (target: unknown) => new Anthropic({ apiKey: 'unused', baseURL: t.gw.url, maxRetries: 0, defaultHeaders: { 'x-gateway-config': JSON.stringify(target), 'x-gateway-api-key': 'ws-a' } });
@@ -108,6 +116,43 @@ describe('cache_control and prompt caching', () => {
     expect(seen.path).toBe('/model/anthropic.claude-3-haiku-20240307-v1%3A0/invoke');
     expect(seen.body.anthropic_version).toBe('bedrock-2023-05-31');
     expect(seen.body.system).toEqual([cached]);
+  });
+
+  describe('Vertex AI, Claude (rawPredict in Anthropic\'s format)', () => {
+    const CLAUDE = 'claude-sonnet-4-5@20250929';
+    const rawPredict = (verb: 'rawPredict' | 'streamRawPredict') => `/v1/projects/proj-door/locations/us-east5/publishers/anthropic/models/${CLAUDE}:${verb}`;
+
+    test('/v1/messages, native: the markers and the client\'s beta go up as sent, JSON and streamed', async () => {
+      const client = new Anthropic({ apiKey: 'unused', baseURL: t.gw.url, maxRetries: 0, defaultHeaders: { 'x-gateway-config': JSON.stringify(vertexTarget), 'anthropic-beta': 'extended-cache-ttl-2025-04-11' } });
+      const message = await client.messages.create({ model: CLAUDE, max_tokens: 64, system: [cached], messages: [{ role: 'user', content: [cached, { type: 'text', text: 'Hi' }] }] });
+      expect(message.usage).toMatchObject({ cache_read_input_tokens: 3 });
+      let seen = vertexMock.requests.at(-1)!;
+      expect(seen.path).toBe(rawPredict('rawPredict'));
+      expect(seen.body.anthropic_version).toBe('vertex-2023-10-16');
+      expect(seen.body.system).toEqual([cached]);
+      expect(seen.body.messages[0].content).toEqual([cached, { type: 'text', text: 'Hi' }]);
+      expect(seen.headers['anthropic-beta']).toBe('extended-cache-ttl-2025-04-11');
+
+      const final = await client.messages.stream({ model: CLAUDE, max_tokens: 64, system: [cached], messages: [{ role: 'user', content: [cached, { type: 'text', text: 'Hi' }] }] }).finalMessage();
+      expect(final.content).toEqual([expect.objectContaining({ type: 'text', text: 'Hello!' })]);
+      seen = vertexMock.requests.at(-1)!;
+      expect(seen.path).toBe(rawPredict('streamRawPredict'));
+      expect(seen.body.system).toEqual([cached]);
+      expect(seen.body.messages[0].content[0]).toEqual(cached);
+    });
+
+    test('/v1/chat/completions: cache_control on content parts reaches rawPredict, and the cache reads come back as cached tokens', async () => {
+      const client = new OpenAI({ apiKey: 'unused', baseURL: `${t.gw.url}/v1`, maxRetries: 0, defaultHeaders: { 'x-gateway-config': JSON.stringify(vertexTarget), 'x-gateway-api-key': 'ws-a' } });
+      const part = { type: 'text', text: 'A long shared preamble.', cache_control: { type: 'ephemeral' } } as unknown as OpenAI.ChatCompletionContentPartText;
+      const answer = await client.chat.completions.create({ model: CLAUDE, messages: [{ role: 'system', content: [part] }, { role: 'user', content: [part, { type: 'text', text: 'Hi' }] }] });
+      expect(answer.choices[0]!.message.content).toBe('Hello!');
+      expect(answer.usage?.prompt_tokens_details?.cached_tokens).toBe(3);
+      const seen = vertexMock.requests.at(-1)!;
+      expect(seen.path).toBe(rawPredict('rawPredict'));
+      expect(seen.body.model).toBeUndefined();
+      expect(seen.body.system).toEqual([cached]);
+      expect(seen.body.messages[0].content[0]).toEqual(cached);
+    });
   });
 
   test('chat completions to an Anthropic-family target: cache_control on content parts is passed on', async () => {

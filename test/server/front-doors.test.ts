@@ -1,0 +1,196 @@
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { GATEWAY_KEY, startTestServer } from '../helpers/gateway.js';
+import { schemaErrors } from '../helpers/schemas.js';
+import { startAnthropicContractMock } from '../mocks/contract/anthropic.js';
+import { startOpenAIContractMock } from '../mocks/contract/openai.js';
+import type { ContractMock } from '../plugins/providers/contract.js';
+import { sseEvents } from '../plugins/providers/doors.js';
+
+/**
+ * The Responses and Messages front doors through the bundled server with its default config
+ * (server/default-config.ts), against loopback mocks that speak OpenAI's and Anthropic's wire
+ * formats: each door native and translated, JSON and streamed, the stored responses' routes,
+ * and the log's `front_door` (docs/formats.md).
+ */
+let gw: Awaited<ReturnType<typeof startTestServer>>;
+let openaiMock: ContractMock;
+let anthropicMock: ContractMock;
+
+beforeAll(async () => {
+  openaiMock = await startOpenAIContractMock();
+  anthropicMock = await startAnthropicContractMock();
+  gw = await startTestServer();
+});
+afterAll(async () => {
+  await gw?.close();
+  await openaiMock?.close();
+  await anthropicMock?.close();
+});
+
+const openaiConfig = () => JSON.stringify({ provider: 'openai', api_key: 'sk-e2e-openai', custom_host: openaiMock.baseURL });
+const anthropicConfig = () => JSON.stringify({ provider: 'anthropic', api_key: 'sk-e2e-anthropic', custom_host: anthropicMock.baseURL });
+const openaiClient = (config: string) => new OpenAI({ apiKey: 'unused', baseURL: `${gw.url}/v1`, maxRetries: 0, defaultHeaders: { 'x-gateway-api-key': GATEWAY_KEY, 'x-gateway-config': config } });
+const anthropicClient = (config: string) => new Anthropic({ apiKey: 'unused', baseURL: gw.url, maxRetries: 0, defaultHeaders: { 'x-gateway-api-key': GATEWAY_KEY, 'x-gateway-config': config } });
+const trace = (id: string) => ({ headers: { 'x-gateway-trace-id': id } });
+
+/** A raw request to the server (`path` under /v1), with the gateway key. */
+const call = (method: string, path: string, init: { body?: unknown; headers?: Record<string, string> } = {}) =>
+  fetch(`${gw.url}/v1${path}`, {
+    method,
+    headers: { 'content-type': 'application/json', 'x-gateway-api-key': GATEWAY_KEY, ...init.headers },
+    body: init.body === undefined ? undefined : JSON.stringify(init.body),
+  });
+
+/** The trace ids the log store holds for a door (its writes run on a worker thread: polled). */
+async function loggedTraces(door: string, expected: readonly string[]): Promise<Map<string, Record<string, any>>> {
+  let last = new Map<string, Record<string, any>>();
+  for (let i = 0; i < 200; i++) {
+    const list = await (await call('GET', `/logs?front_door=${door}&limit=100`)).json();
+    last = new Map((list.data as Array<Record<string, any>>).map((e) => [e.trace_id, e]));
+    if (expected.every((id) => last.has(id))) return last;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  const all = await (await call('GET', '/logs?limit=100')).json();
+  const seen = (all.data as Array<Record<string, any>>).map((e) => `${e.trace_id}:${e.front_door}:${e.status}`).join(' ');
+  throw new Error(`the log has no entries ${expected.filter((id) => !last.has(id)).join(', ')} for front_door=${door}; it holds ${seen}`);
+}
+
+describe('the Responses door in the bundled server', () => {
+  test('translated to Anthropic with the official SDK: create and stream, in the Responses shape', async () => {
+    const client = openaiClient(anthropicConfig());
+    const created = await client.responses.create({ model: 'claude-sonnet-4-5', instructions: 'Be terse.', input: 'Hi' }, trace('fd-resp-anthropic'));
+    expect(created.object).toBe('response');
+    expect(created.output_text).toBe('Hello!');
+    expect(created.usage).toMatchObject({ input_tokens: 9, output_tokens: 2, input_tokens_details: { cached_tokens: 3 } });
+    expect(schemaErrors('responses.json#/$defs/Response', JSON.parse(JSON.stringify({ ...created, output_text: undefined })))).toEqual([]);
+    const seen = anthropicMock.requests.at(-1)!;
+    expect(seen.path).toBe('/v1/messages');
+    expect(seen.body).toMatchObject({ model: 'claude-sonnet-4-5', system: [{ type: 'text', text: 'Be terse.' }], messages: [{ role: 'user', content: 'Hi' }] });
+    expect(seen.headers['x-api-key']).toBe('sk-e2e-anthropic');
+
+    const stream = client.responses.stream({ model: 'claude-sonnet-4-5', input: 'Hi' }, trace('fd-resp-anthropic-stream'));
+    const types: string[] = [];
+    stream.on('event', (e) => types.push(e.type));
+    const final = await stream.finalResponse();
+    expect(final.status).toBe('completed');
+    expect(final.output.flatMap((o) => (o.type === 'message' ? o.content : [])).map((c) => (c.type === 'output_text' ? c.text : '')).join('')).toBe('Hello!');
+    expect(types[0]).toBe('response.created');
+    expect(types).toContain('response.output_text.delta');
+    expect(types.at(-1)).toBe('response.completed');
+    expect(anthropicMock.requests.at(-1)!.body.stream).toBe(true);
+  });
+
+  test('native at OpenAI: the body goes to /v1/responses as sent, JSON and streamed', async () => {
+    const created = await openaiClient(openaiConfig()).responses.create({ model: 'gpt-4o-mini', input: 'Hi' }, trace('fd-resp-openai'));
+    expect(created.id).toMatch(/^resp_mock/);
+    expect(created.output_text).toBe('Hello!');
+    const seen = openaiMock.requests.at(-1)!;
+    expect(seen.path).toBe('/v1/responses');
+    expect(seen.body).toEqual({ model: 'gpt-4o-mini', input: 'Hi' });
+    expect(seen.headers.authorization).toBe('Bearer sk-e2e-openai');
+
+    const res = await call('POST', '/responses', { body: { model: 'gpt-4o-mini', input: 'Hi', stream: true }, headers: { 'x-gateway-config': openaiConfig(), 'x-gateway-trace-id': 'fd-resp-openai-stream' } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const events = sseEvents(await res.text());
+    for (const e of events) expect(schemaErrors('responses.json#/$defs/ResponseStreamEvent', e.data)).toEqual([]);
+    expect(events.at(-1)!.data.type).toBe('response.completed');
+    expect(openaiMock.requests.at(-1)!.body.stream).toBe(true);
+  });
+
+  test('stored responses: GET, input_items and DELETE, for a translated answer and a native one', async () => {
+    const translated = await openaiClient(anthropicConfig()).responses.create({ model: 'claude-sonnet-4-5', input: [{ role: 'user', content: 'Remember: blue.' }], metadata: { case: 'e2e' } });
+    const native = await openaiClient(openaiConfig()).responses.create({ model: 'gpt-4o-mini', input: 'Native turn' });
+    for (const created of [translated, native]) {
+      // No provider selected: only the gateway's own copy can answer.
+      const got = await call('GET', `/responses/${created.id}`);
+      expect(got.status).toBe(200);
+      const stored = await got.json();
+      expect(stored.id).toBe(created.id);
+      expect(stored.output).toEqual(created.output);
+      expect(schemaErrors('responses.json#/$defs/Response', stored)).toEqual([]);
+
+      const items = await (await call('GET', `/responses/${created.id}/input_items`)).json();
+      expect(schemaErrors('responses.json#/$defs/InputItemList', items)).toEqual([]);
+      expect(items.data).toHaveLength(1);
+      expect(JSON.stringify(items.data[0].content)).toContain(created === translated ? 'Remember: blue.' : 'Native turn');
+    }
+    expect((await (await call('GET', `/responses/${translated.id}`)).json()).metadata).toEqual({ case: 'e2e' });
+    // The official SDK reads the same routes.
+    const listed = await openaiClient(anthropicConfig()).responses.inputItems.list(translated.id);
+    expect(listed.data).toHaveLength(1);
+
+    const deleted = await call('DELETE', `/responses/${translated.id}`);
+    const body = await deleted.json();
+    expect(body).toEqual({ id: translated.id, object: 'response', deleted: true });
+    expect(schemaErrors('responses.json#/$defs/ResponseDeleted', body)).toEqual([]);
+    expect((await call('GET', `/responses/${translated.id}`)).status).toBe(404);
+    expect((await call('GET', `/responses/${translated.id}/input_items`)).status).toBe(404);
+  });
+});
+
+describe('the Messages door in the bundled server', () => {
+  test('translated to OpenAI with the official SDK: messages.create and messages.stream', async () => {
+    const client = anthropicClient(openaiConfig());
+    const message = await client.messages.create({ model: 'gpt-4o-mini', max_tokens: 64, system: 'Be terse.', messages: [{ role: 'user', content: 'Hi' }] }, trace('fd-msg-openai'));
+    expect(message).toMatchObject({ type: 'message', role: 'assistant', content: [{ type: 'text', text: 'Hello!' }], stop_reason: 'end_turn' });
+    expect(message.usage).toMatchObject({ input_tokens: 6, cache_read_input_tokens: 3, output_tokens: 2 });
+    expect(schemaErrors('messages.json#/$defs/Message', message)).toEqual([]);
+    const seen = openaiMock.requests.at(-1)!;
+    expect(seen.path).toBe('/v1/chat/completions');
+    expect(seen.body).toEqual({ model: 'gpt-4o-mini', max_tokens: 64, messages: [{ role: 'system', content: 'Be terse.' }, { role: 'user', content: 'Hi' }] });
+
+    const stream = client.messages.stream({ model: 'gpt-4o-mini', max_tokens: 64, messages: [{ role: 'user', content: 'Hi' }] }, trace('fd-msg-openai-stream'));
+    const types: string[] = [];
+    stream.on('streamEvent', (e) => types.push(e.type));
+    const final = await stream.finalMessage();
+    expect(final.content).toEqual([expect.objectContaining({ type: 'text', text: 'Hello!' })]);
+    expect(types[0]).toBe('message_start');
+    expect(types.at(-1)).toBe('message_stop');
+    expect(openaiMock.requests.at(-1)!.body).toMatchObject({ stream: true, stream_options: { include_usage: true } });
+  });
+
+  test('native at Anthropic: the body goes to /v1/messages as sent, JSON and streamed', async () => {
+    const body = { model: 'claude-sonnet-4-5', max_tokens: 64, messages: [{ role: 'user', content: 'Hi' }] };
+    const res = await call('POST', '/messages', { body, headers: { 'x-gateway-config': anthropicConfig(), 'anthropic-version': '2023-06-01', 'x-gateway-trace-id': 'fd-msg-anthropic' } });
+    expect(res.status).toBe(200);
+    const message = await res.json();
+    expect(schemaErrors('messages.json#/$defs/Message', message)).toEqual([]);
+    expect(message.content).toEqual([expect.objectContaining({ type: 'text', text: 'Hello!' })]);
+    const seen = anthropicMock.requests.at(-1)!;
+    expect(seen.path).toBe('/v1/messages');
+    expect(seen.body).toEqual(body);
+    expect(seen.headers['x-api-key']).toBe('sk-e2e-anthropic');
+
+    const streamed = await call('POST', '/messages', { body: { ...body, stream: true }, headers: { 'x-gateway-config': anthropicConfig(), 'x-gateway-trace-id': 'fd-msg-anthropic-stream' } });
+    expect(streamed.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const events = sseEvents(await streamed.text());
+    for (const e of events) expect(schemaErrors('messages.json#/$defs/StreamEvent', e.data)).toEqual([]);
+    expect(events.map((e) => e.event)).toEqual(expect.arrayContaining(['message_start', 'content_block_delta', 'message_delta', 'message_stop']));
+    expect(anthropicMock.requests.at(-1)!.body.stream).toBe(true);
+  });
+});
+
+describe('the log', () => {
+  // The requests of the tests above, by their trace ids (tests in a file run in order).
+  test('records the door of every request, and which attempts were translated', async () => {
+    const responses = await loggedTraces('responses', ['fd-resp-anthropic', 'fd-resp-anthropic-stream', 'fd-resp-openai', 'fd-resp-openai-stream']);
+    const messages = await loggedTraces('messages', ['fd-msg-openai', 'fd-msg-openai-stream', 'fd-msg-anthropic', 'fd-msg-anthropic-stream']);
+    const row = (entries: Map<string, Record<string, any>>, id: string) => {
+      const e = entries.get(id)!;
+      return [e.front_door, e.route, e.provider, e.status, e.stream, e.attempts?.[0]?.via ?? null, e.prompt_tokens, e.completion_tokens];
+    };
+    expect(row(responses, 'fd-resp-anthropic')).toEqual(['responses', 'responses', 'anthropic', 200, false, 'chat.completions', 9, 2]);
+    expect(row(responses, 'fd-resp-anthropic-stream')).toEqual(['responses', 'responses', 'anthropic', 200, true, 'chat.completions', 9, 2]);
+    expect(row(responses, 'fd-resp-openai')).toEqual(['responses', 'responses', 'openai', 200, false, null, 9, 2]);
+    expect(row(responses, 'fd-resp-openai-stream')).toEqual(['responses', 'responses', 'openai', 200, true, null, 9, 2]);
+    expect(row(messages, 'fd-msg-openai')).toEqual(['messages', 'messages', 'openai', 200, false, 'chat.completions', 9, 2]);
+    expect(row(messages, 'fd-msg-openai-stream')).toEqual(['messages', 'messages', 'openai', 200, true, 'chat.completions', 9, 2]);
+    expect(row(messages, 'fd-msg-anthropic')).toEqual(['messages', 'messages', 'anthropic', 200, false, null, 9, 2]);
+    expect(row(messages, 'fd-msg-anthropic-stream')).toEqual(['messages', 'messages', 'anthropic', 200, true, null, 9, 2]);
+    // A door's entries are only its own.
+    for (const id of messages.keys()) expect(responses.has(id)).toBe(false);
+  });
+});
