@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { Attempt, RequestContext, RequestSummary } from '../../sdk/index.js';
+import { headerChars } from './headers.js';
 
 /** How request and response bodies are kept: whole (up to the scan limit), cut at `captureBytes`, or not at all. */
 export type CaptureMode = 'full' | 'truncated' | 'off';
@@ -61,6 +63,11 @@ export interface LogEntry {
   rpc_method: string | null;
   /** The tool an MCP `tools/call` named, else null. */
   tool_name: string | null;
+  /**
+   * The request's headers, names in lower case, credentials redacted (headers.ts); null for entries
+   * written before migration 7. Set by `finishEntry` from `received_headers`.
+   */
+  request_headers: Record<string, string> | null;
   request_body: string | null;
   request_body_truncated: boolean;
   response_body: string | null;
@@ -70,6 +77,17 @@ export interface LogEntry {
    * assembles where the entry is written; false once it has (or for any other answer).
    */
   response_stream: boolean;
+  /**
+   * Not a column: the request's headers as received (the request's own object, not a copy), which
+   * `finishEntry` filters and redacts into `request_headers` where the entry is written; null once it has.
+   */
+  received_headers: IncomingHttpHeaders | null;
+  /**
+   * Not a column: whether the gateway took an inline `x-gateway-config` as this request's config (it
+   * resolved a target, and did not refuse the header). Only such a config is stored (credential fields
+   * redacted): one refused or never read may carry a credential in any field.
+   */
+  config_accepted: boolean;
 }
 
 /** Column order of an insert; every LogEntry field. */
@@ -79,11 +97,11 @@ export const COLUMNS = [
   'stream', 'internal', 'aborted', 'latency_ms', 'upstream_latency_ms', 'first_byte_ms', 'ttft_ms', 'prompt_tokens',
   'completion_tokens', 'total_tokens', 'cached_tokens', 'reasoning_tokens', 'tokens_estimated', 'cost', 'cost_status',
   'pricing_multiplier', 'cache_status', 'retry_count', 'attempt_count', 'fallback_count', 'attempts', 'metadata', 'hook_results',
-  'error_code', 'error_message', 'limit_policy_id', 'rpc_method', 'tool_name', 'request_body', 'request_body_truncated', 'response_body', 'response_body_truncated',
+  'error_code', 'error_message', 'limit_policy_id', 'rpc_method', 'tool_name', 'request_headers', 'request_body', 'request_body_truncated', 'response_body', 'response_body_truncated',
 ] as const satisfies readonly (keyof LogEntry)[];
 
 /** Columns holding JSON text. */
-export const JSON_COLUMNS = new Set<string>(['attempts', 'metadata', 'hook_results']);
+export const JSON_COLUMNS = new Set<string>(['attempts', 'metadata', 'hook_results', 'request_headers']);
 /** Columns holding 0/1. */
 export const BOOLEAN_COLUMNS = new Set<string>(['stream', 'internal', 'aborted', 'tokens_estimated', 'request_body_truncated', 'response_body_truncated']);
 
@@ -116,9 +134,9 @@ const round3 = (ms: number | null): number | null => (ms === null ? null : Math.
 /**
  * The entry of a finished request, as the log tap makes it on the event loop: cheap work only.
  * Bodies are the first `limit + REDACT_SLACK` characters, not yet redacted or cut (a stream's
- * answer is its SSE text, not yet assembled), and hook results are as the hooks left them:
- * `finishEntry` (finish.ts) does that work where the entry is written, on the writer thread
- * when there is one. Headers are never stored.
+ * answer is its SSE text, not yet assembled), hook results are as the hooks left them, and the
+ * headers are the request's own object (a reference: no copy, no JSON work here). `finishEntry`
+ * (finish.ts) does that work where the entry is written, on the writer thread when there is one.
  */
 export function buildEntry(ctx: RequestContext, s: RequestSummary, options: EntryOptions): LogEntry {
   const created = Math.round(s.startedAt);
@@ -180,11 +198,16 @@ export function buildEntry(ctx: RequestContext, s: RequestSummary, options: Entr
     limit_policy_id: typeof ctx.logFields.limit_policy_id === 'string' ? ctx.logFields.limit_policy_id : null,
     rpc_method: typeof ctx.logFields.rpc_method === 'string' ? ctx.logFields.rpc_method.slice(0, 256) : null,
     tool_name: typeof ctx.logFields.tool_name === 'string' ? ctx.logFields.tool_name.slice(0, 256) : null,
+    request_headers: null,
     request_body: request.text,
     request_body_truncated: request.cut,
     response_body: response.text,
     response_body_truncated: response.cut,
     response_stream: stream,
+    received_headers: ctx.headers,
+    // A target was resolved, so an inline config the route reads passed the config schema. (A route that names its own
+    // target, such as the prompt completions route, never reads the header: its config is stored redacted by field names.)
+    config_accepted: ctx.target !== null && ctx.error?.param !== 'x-gateway-config',
   };
 }
 
@@ -238,7 +261,8 @@ function headOf(text: string | null, alreadyCut: boolean, options: EntryOptions)
   return text.length > max ? { text: text.slice(0, max), cut: true } : { text, cut: alreadyCut };
 }
 
-/** Approximate bytes an entry holds in memory, for the queue's byte bound. */
+/** Approximate bytes an entry holds in memory, for the queue's byte bound (the headers it holds included). */
 export function entrySize(e: LogEntry): number {
-  return 1024 + (e.request_body?.length ?? 0) * 2 + (e.response_body?.length ?? 0) * 2 + (e.error_message?.length ?? 0) * 2;
+  const headers = e.received_headers === null ? 0 : headerChars(e.received_headers);
+  return 1024 + (e.request_body?.length ?? 0) * 2 + (e.response_body?.length ?? 0) * 2 + (e.error_message?.length ?? 0) * 2 + headers * 2;
 }

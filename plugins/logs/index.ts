@@ -13,6 +13,7 @@ import {
   requestSummary,
   type ServiceToken,
   type SqlStore,
+  withoutUserInfo,
 } from '../../sdk/index.js';
 import { buildEntry, entrySize, headLength, type CaptureMode, type LogEntry } from './entry.js';
 import { finishEntry, type FinishOptions } from './finish.js';
@@ -107,6 +108,11 @@ export function logStore(options: LogStoreOptions = {}): GatewayPlugin {
       let retentionRunning: Promise<number> | null = null;
       let failedAt = -Infinity;
 
+      // Credential fields of a stored inline config, besides those the log's name rule catches: every declared one, and its aliases.
+      const credentials = api.targetFields.credentials();
+      const aliases = [...api.targetFields.aliases()].filter(([, name]) => credentials.has(name)).map(([alias]) => alias);
+      const finish: FinishOptions = { ...finishOptions, credentialFields: [...credentials, ...aliases] };
+
       // The writer is chosen now, from the store as its plugin (listed before this one) declared it.
       const declared = api.stores.get(opts.store) as SqlStore | undefined;
       const file = declared?.dialect === 'sqlite' ? declared.file : undefined;
@@ -115,13 +121,13 @@ export function logStore(options: LogStoreOptions = {}): GatewayPlugin {
         throw new Error(`${PLUGIN_NAME}: writer "thread" needs an SQLite file store; "${opts.store}" is ${what}`);
       }
       const bounds = { maxEntries: opts.queueMaxEntries, maxBytes: opts.queueMaxBytes, batchSize: opts.batchSize, maxWriteAttempts: opts.maxWriteAttempts, warnIntervalMs: opts.warnIntervalMs, logger: api.logger };
-      const thread = opts.writer !== 'inline' && file !== undefined ? new ThreadSink({ ...bounds, file, finish: finishOptions, flushIntervalMs: opts.flushIntervalMs, retryDelayMs: opts.flushIntervalMs }) : null;
+      const thread = opts.writer !== 'inline' && file !== undefined ? new ThreadSink({ ...bounds, file, finish, flushIntervalMs: opts.flushIntervalMs, retryDelayMs: opts.flushIntervalMs }) : null;
       const queue: LogSink =
         thread ??
         new BatchQueue<LogEntry>({
           ...bounds,
           flushIntervalMs: opts.flushIntervalMs,
-          write: (batch) => repository!.insert(batch.map((e) => finishEntry(e, finishOptions))),
+          write: (batch) => repository!.insert(batch.map((e) => finishEntry(e, finish, withoutUserInfo))),
         });
 
       const applyRetention = async (): Promise<number> => {

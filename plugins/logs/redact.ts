@@ -1,8 +1,8 @@
 /**
- * Credential scrubbing for stored bodies. Headers are never stored; bodies
- * are scrubbed twice: JSON fields whose name says "credential" lose their
- * value, and anything shaped like a provider key or a bearer token is
- * replaced wherever it appears (string values, non-JSON text).
+ * Credential scrubbing for stored bodies, hook results and header values
+ * (headers.ts). Bodies are scrubbed twice: JSON fields whose name says
+ * "credential" lose their value, and anything shaped like a provider key or a
+ * bearer token is replaced wherever it appears (string values, non-JSON text).
  */
 
 export const REDACTED = '[REDACTED]';
@@ -53,14 +53,18 @@ export function scrubText(text: string): string {
   return SECRET_VALUE.test(text) ? text.replace(SECRET_VALUE, REDACTED) : text;
 }
 
-/** A deep copy of a JSON value with credential fields and key-shaped strings redacted. */
-export function redactJson(value: unknown, depth = 0): unknown {
+/**
+ * A deep copy of a JSON value with credential fields and key-shaped strings redacted. `fields` adds
+ * names to the credential ones (a config's declared credential target fields and their aliases,
+ * such as `virtual_key`, which the name rule alone does not catch).
+ */
+export function redactJson(value: unknown, fields: ReadonlySet<string> | null = null, depth = 0): unknown {
   if (typeof value === 'string') return scrubText(value);
   if (value === null || typeof value !== 'object' || depth > 64) return value;
-  if (Array.isArray(value)) return value.map((v) => redactJson(v, depth + 1));
+  if (Array.isArray(value)) return value.map((v) => redactJson(v, fields, depth + 1));
   const out: Record<string, unknown> = {};
   for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
-    out[key] = isSecretField(key) && v !== null && v !== '' ? REDACTED : redactJson(v, depth + 1);
+    out[key] = (isSecretField(key) || fields?.has(key) === true) && v !== null && v !== '' ? REDACTED : redactJson(v, fields, depth + 1);
   }
   return out;
 }

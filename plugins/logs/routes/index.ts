@@ -1,7 +1,8 @@
 import * as v from 'valibot';
 import { GatewayError, type GatewayPlugin, jsonResponse, parseOptions, type RequestContext, requireScope } from '../../../sdk/index.js';
 import { LOG_STORE_SERVICE, type LogStoreService } from '../index.js';
-import { callerWorkspace, encodeCursor, groupQuery, listQuery } from './query.js';
+import { GROUP_KEYS } from '../store/repository.js';
+import { callerWorkspace, encodeCursor, groupQuery, listQuery, LogGroupsQuery, LogListQuery, timeseriesQuery, TimeseriesQuerySchema } from './query.js';
 
 export const PLUGIN_NAME = 'log-api';
 
@@ -15,7 +16,9 @@ export type LogApiOptions = v.InferInput<typeof OptionsSchema>;
 /**
  * The log and analytics routes, under the base path (`/v1`):
  * `GET /logs` (filters, cursor pagination), `GET /logs/{id}`, and
- * `GET /logs/groups/{groupBy}` = `GET /analytics/groups/{groupBy}`.
+ * `GET /logs/groups/{groupBy}` = `GET /analytics/groups/{groupBy}`, and
+ * `GET /analytics/timeseries` (requests, errors, cost, tokens, latency percentiles and cache hit
+ * rate per time bucket, with totals over the range).
  * Every query is confined to the caller's workspace when its key has one.
  * Needs the `log-store` plugin. See docs/logs.md.
  */
@@ -40,6 +43,7 @@ export function logApi(options: LogApiOptions = {}): GatewayPlugin {
         method: 'GET',
         path: `${base}/logs`,
         kind: 'handler',
+        doc: { summary: 'List stored request logs', description: 'Newest first, without bodies and headers (GET /v1/logs/{id} has them); cursor pages.', tags: ['Logs'], scope, query: LogListQuery },
         handler: async (ctx) => {
           requireScope(ctx, scope);
           const q = listQuery(ctx);
@@ -53,6 +57,7 @@ export function logApi(options: LogApiOptions = {}): GatewayPlugin {
         method: 'GET',
         path: `${base}/logs/:id`,
         kind: 'handler',
+        doc: { summary: 'Get one stored request log', description: 'The whole entry: bodies as captured, request headers without secrets, attempts, hook results.', tags: ['Logs'], scope, params: { id: 'The log entry id (`log_…`).' } },
         handler: async (ctx) => {
           requireScope(ctx, scope);
           const id = ctx.params!.id!;
@@ -68,8 +73,44 @@ export function logApi(options: LogApiOptions = {}): GatewayPlugin {
         const result = await repository().groups(q.groupBy, q.columns, q.filters, q.limit, q.offset);
         return jsonResponse(200, { object: 'list', group_by: q.groupBy, columns: ['requests', ...q.columns], data: result.data, has_more: result.hasMore });
       };
-      api.routes.add({ name: 'logs.groups', method: 'GET', path: `${base}/logs/groups/:groupBy`, kind: 'handler', handler: groups });
-      api.routes.add({ name: 'analytics.groups', method: 'GET', path: `${base}/analytics/groups/:groupBy`, kind: 'handler', handler: groups });
+      const groupsDoc = (tag: string) => ({
+        summary: 'Requests grouped, with chosen columns',
+        description: 'Most requests first. `GET /v1/logs/groups/{groupBy}` and `GET /v1/analytics/groups/{groupBy}` are the same route.',
+        tags: [tag],
+        scope,
+        params: { groupBy: `One of ${Object.keys(GROUP_KEYS).join(', ')}.` },
+        query: LogGroupsQuery,
+      });
+      api.routes.add({ name: 'logs.groups', method: 'GET', path: `${base}/logs/groups/:groupBy`, kind: 'handler', handler: groups, doc: groupsDoc('Logs') });
+      api.routes.add({ name: 'analytics.groups', method: 'GET', path: `${base}/analytics/groups/:groupBy`, kind: 'handler', handler: groups, doc: groupsDoc('Analytics') });
+
+      api.routes.add({
+        name: 'analytics.timeseries',
+        method: 'GET',
+        path: `${base}/analytics/timeseries`,
+        kind: 'handler',
+        doc: {
+          summary: 'Requests, errors, cost, tokens, latency and cache hits over time',
+          description: 'The range in equal buckets, every bucket present, with totals over the range (docs/logs.md).',
+          tags: ['Analytics'],
+          scope,
+          query: TimeseriesQuerySchema,
+        },
+        handler: async (ctx) => {
+          requireScope(ctx, scope);
+          const q = timeseriesQuery(ctx);
+          const result = await repository().timeseries(q.filters, q.bucketMs);
+          return jsonResponse(200, {
+            object: 'analytics.timeseries',
+            from: new Date(q.filters.from).toISOString(),
+            to: new Date(q.filters.to).toISOString(),
+            interval: q.interval,
+            bucket_ms: q.bucketMs,
+            totals: result.totals,
+            data: result.buckets,
+          });
+        },
+      });
     },
   };
 }

@@ -1,10 +1,47 @@
+import * as v from 'valibot';
 import { GatewayError, type RequestContext } from '../../../sdk/index.js';
 import { GROUP_COLUMNS, GROUP_KEYS, type Cursor, type GroupBy, type GroupColumn, type LogFilters } from '../store/repository.js';
 
-/** Query parameters that filter both the list and the groups. */
-const FILTER_PARAMS = new Set(['from', 'to', 'status', 'provider', 'model', 'trace_id', 'api_key', 'config', 'cache_status', 'route', 'limit_policy_id', 'front_door', 'prompt_id', 'prompt_version', 'rpc_method', 'tool_name', 'workspace_id', 'metadata_key', 'metadata_value']);
-const LIST_PARAMS = new Set([...FILTER_PARAMS, 'limit', 'cursor']);
-const GROUP_PARAMS = new Set([...FILTER_PARAMS, 'columns', 'limit', 'offset']);
+const param = (description: string) => v.optional(v.pipe(v.string(), v.description(description)));
+
+/**
+ * The query parameters, as the OpenAPI document shows them. The routes parse the query by hand (repeated
+ * names, `metadata.<key>`, cursors), but take the names they accept from these schemas, so the two agree.
+ */
+const FILTER_ENTRIES = {
+  from: param('Earliest created_at, inclusive: ISO 8601 or epoch milliseconds.'),
+  to: param('Latest created_at, exclusive: ISO 8601 or epoch milliseconds.'),
+  status: param('HTTP statuses, comma-separated (`500,502`).'),
+  provider: param('The provider that answered, or the one requested (`openai`, `@slug`).'),
+  model: param('The model answered, or the one requested.'),
+  trace_id: param('The trace id.'),
+  api_key: param('The API key id.'),
+  config: param('The saved config id.'),
+  cache_status: param('`HIT`, `SEMANTIC HIT`, `MISS`, `REFRESH`, `DISABLED`.'),
+  route: param('The route name (`chat.completions`).'),
+  limit_policy_id: param('The rate limit or budget that refused the request.'),
+  front_door: param('The API format the client spoke: `chat`, `responses`, `messages`.'),
+  prompt_id: param('The stored prompt.'),
+  prompt_version: param('The stored prompt\'s version (with prompt_id).'),
+  rpc_method: param('The JSON-RPC method of an MCP or A2A call.'),
+  tool_name: param('The tool of an MCP tools/call.'),
+  workspace_id: param('The workspace (a workspace key is confined to its own). Also `metadata.<key>=<value>` filters on a metadata value.'),
+  metadata_key: param('A metadata key, with metadata_value.'),
+  metadata_value: param('The value of metadata_key.'),
+};
+export const LogListQuery = v.strictObject({ ...FILTER_ENTRIES, limit: param('Entries per page, 1 to 500 (default 50).'), cursor: param('The next_cursor of the previous page.') });
+export const LogGroupsQuery = v.strictObject({
+  ...FILTER_ENTRIES,
+  columns: param(`Columns to compute, comma-separated: ${GROUP_COLUMNS.join(', ')}.`),
+  limit: param('Groups per page, 1 to 1000 (default 100).'),
+  offset: param('Groups to skip.'),
+});
+export const TimeseriesQuerySchema = v.strictObject({ ...FILTER_ENTRIES, interval: param('Bucket width: minute, 5m, 15m, hour, 6h, day (default: the narrowest within 240 buckets).') });
+
+const names = (schema: { entries: Record<string, unknown> }) => new Set(Object.keys(schema.entries));
+const LIST_PARAMS = names(LogListQuery);
+const GROUP_PARAMS = names(LogGroupsQuery);
+const TIMESERIES_PARAMS = names(TimeseriesQuerySchema);
 
 const bad = (param: string, message: string) => new GatewayError('invalid_request', message, { param });
 
@@ -163,4 +200,39 @@ export function groupQuery(ctx: RequestContext): GroupQuery {
     limit: integer(params, 'limit', 1, MAX_GROUPS, DEFAULT_GROUPS),
     offset: integer(params, 'offset', 0, 1_000_000, 0),
   };
+}
+
+/** Bucket widths of the time series, by the name `interval` takes. */
+export const INTERVALS = { minute: 60_000, '5m': 300_000, '15m': 900_000, hour: 3_600_000, '6h': 21_600_000, day: 86_400_000 } as const;
+export type Interval = keyof typeof INTERVALS;
+/** Buckets the automatic interval aims to stay under, and the most an explicit one may ask for. */
+const AUTO_BUCKETS = 240;
+export const MAX_BUCKETS = 2000;
+const DAY_MS = 86_400_000;
+
+export interface TimeseriesQuery {
+  filters: LogFilters & { from: number; to: number };
+  interval: Interval;
+  bucketMs: number;
+}
+
+/**
+ * The query of the time series: the list's filters, with `from` defaulting to a day before `to` and
+ * `to` to now; `interval` one of {@link INTERVALS}, else the narrowest that keeps the range within
+ * 240 buckets. A default range starts on a bucket boundary, so charts line up with the clock.
+ */
+export function timeseriesQuery(ctx: RequestContext, now = Date.now()): TimeseriesQuery {
+  const params = new URLSearchParams(ctx.query);
+  checkKnown(params, TIMESERIES_PARAMS);
+  const filters = filtersOf(ctx, params);
+  const to = filters.to ?? now;
+  let from = filters.from ?? to - DAY_MS;
+  if (from >= to) throw bad('from', 'from must be earlier than to.');
+  const asked = single(params, 'interval');
+  if (asked !== undefined && !Object.hasOwn(INTERVALS, asked)) throw bad('interval', `Unknown interval "${asked.slice(0, 32)}". One of: ${Object.keys(INTERVALS).join(', ')}.`);
+  const interval = (asked as Interval | undefined) ?? (Object.keys(INTERVALS) as Interval[]).find((i) => (to - from) / INTERVALS[i] <= AUTO_BUCKETS) ?? 'day';
+  const bucketMs = INTERVALS[interval];
+  if (filters.from === undefined) from -= from % bucketMs;
+  if (Math.ceil((to - from) / bucketMs) > MAX_BUCKETS) throw bad('interval', `The range holds more than ${MAX_BUCKETS} buckets of ${interval}: choose a wider interval or a shorter range.`);
+  return { filters: { ...filters, from, to }, interval, bucketMs };
 }

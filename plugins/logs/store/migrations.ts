@@ -125,4 +125,11 @@ DROP INDEX gateway_log_metadata_log
 ALTER TABLE gateway_logs ADD COLUMN rpc_method TEXT;
 ALTER TABLE gateway_logs ADD COLUMN tool_name TEXT`,
   },
+  {
+    // The request's headers as JSON, secrets redacted (finish.ts, headers.ts), for the detail view of one
+    // request; null for entries written before.
+    version: 7,
+    name: 'gateway_logs request_headers',
+    up: 'ALTER TABLE gateway_logs ADD COLUMN request_headers TEXT',
+  },
 ];

@@ -65,11 +65,29 @@ export const GROUP_COLUMNS = [
 
 export type GroupColumn = (typeof GROUP_COLUMNS)[number];
 
+/** One bucket of {@link LogRepository.timeseries}: its start and what happened in it. */
+export interface TimeBucket {
+  /** Start of the bucket, ISO 8601. */
+  time: string;
+  requests: number;
+  /** Requests that did not succeed (status outside 200-399, or an error code). */
+  errors: number;
+  cost: number;
+  total_tokens: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  /** Nearest-rank percentiles of `latency_ms`; null without requests. */
+  p50_latency: number | null;
+  p95_latency: number | null;
+  /** Hits over lookups (requests the cache was asked about); null without lookups. */
+  cache_hit_rate: number | null;
+}
+
 /** One group: its key under the groupBy name, `requests`, and the columns asked for. */
 export type GroupRow = Record<string, string | number | null>;
 
-/** Columns of a list item: everything but the bodies and hook results (those are in GET /logs/{id}). */
-const LIST_COLUMNS = COLUMNS.filter((c) => c !== 'request_body' && c !== 'response_body' && c !== 'hook_results');
+/** Columns of a list item: everything but the bodies, hook results and request headers (those are in GET /logs/{id}). */
+const LIST_COLUMNS = COLUMNS.filter((c) => c !== 'request_body' && c !== 'response_body' && c !== 'hook_results' && c !== 'request_headers');
 
 /**
  * Rows per INSERT statement. PostgreSQL: 100 (51 columns, about 5,100 parameters, well under its limit),
@@ -184,7 +202,7 @@ export class LogRepository {
       [...where.params, limit + 1, offset],
     );
     const page = rows.slice(0, limit);
-    const percentiles = want.has('p95_latency') || want.has('p99_latency') ? await this.#percentiles(key, where) : null;
+    const percentiles = want.has('p95_latency') || want.has('p99_latency') ? await this.#percentiles(key, where, [95, 99] as const) : null;
     const data = page.map((r) => {
       const requests = Number(r.requests);
       const out: GroupRow = { [groupBy]: groupBy === 'status_code' ? n(r.group_key) : (r.group_key as string | null), requests };
@@ -226,25 +244,72 @@ export class LogRepository {
     return { data, hasMore: rows.length > limit };
   }
 
-  async #percentiles(key: string, where: { sql: string[]; params: unknown[] }): Promise<Map<string, Record<95 | 99, number>>> {
+  /**
+   * Nearest-rank latency percentiles per value of `key` (see {@link groups}): one window query whose
+   * rows are only the ranks asked for.
+   */
+  async #percentiles<P extends number>(key: string, where: { sql: string[]; params: unknown[] }, percents: readonly P[]): Promise<Map<string, Record<P, number>>> {
     const conditions = [...where.sql, 'latency_ms IS NOT NULL'];
+    const rank = (p: number, total: number) => Math.floor((p * total + 99) / 100);
     const rows = await this.client.all<{ group_key: unknown; latency_ms: unknown; rn: unknown; total: unknown }>(
       `SELECT group_key, latency_ms, rn, total FROM (` +
         `SELECT ${key} AS group_key, latency_ms, ROW_NUMBER() OVER (PARTITION BY ${key} ORDER BY latency_ms, id) AS rn, COUNT(*) OVER (PARTITION BY ${key}) AS total` +
-        ` FROM gateway_logs l${clause(conditions)}) ranked WHERE rn = (95 * total + 99) / 100 OR rn = (99 * total + 99) / 100`,
+        ` FROM gateway_logs l${clause(conditions)}) ranked WHERE ${percents.map((p) => `rn = (${p} * total + 99) / 100`).join(' OR ')}`,
       where.params,
     );
-    const out = new Map<string, Record<95 | 99, number>>();
+    const out = new Map<string, Record<P, number>>();
     for (const r of rows) {
       const k = mapKey(r.group_key);
       const total = Number(r.total);
-      const rank = Number(r.rn);
-      const entry = out.get(k) ?? ({} as Record<95 | 99, number>);
-      if (rank === Math.floor((95 * total + 99) / 100)) entry[95] = Number(r.latency_ms);
-      if (rank === Math.floor((99 * total + 99) / 100)) entry[99] = Number(r.latency_ms);
+      const rn = Number(r.rn);
+      const entry = out.get(k) ?? ({} as Record<P, number>);
+      for (const p of percents) if (rn === rank(p, total)) entry[p] = Number(r.latency_ms);
       out.set(k, entry);
     }
     return out;
+  }
+
+  /**
+   * Requests over time from `from` (inclusive) to `to` (exclusive), in buckets of `bucketMs`, every
+   * bucket present (empty ones as zeros, so a chart has no gaps), plus the same figures over the
+   * whole range. Bucket i holds entries with `from + i × bucketMs <= created_at < from + (i+1) × bucketMs`.
+   */
+  async timeseries(filters: LogFilters & { from: number; to: number }, bucketMs: number): Promise<{ buckets: TimeBucket[]; totals: TimeBucket }> {
+    if (!Number.isSafeInteger(filters.from) || !Number.isSafeInteger(bucketMs) || bucketMs <= 0) throw new Error('timeseries: from and bucketMs must be integers');
+    // Integers checked above, so inlining them is safe; it spares repeating their parameters per use of the key.
+    const key = `((created_at - ${filters.from}) / ${bucketMs})`;
+    const where = whereOf(filters);
+    const select =
+      `COUNT(*) AS requests, SUM(CASE WHEN ${SUCCESS} THEN 1 ELSE 0 END) AS successes, SUM(cost) AS cost, ` +
+      'SUM(total_tokens) AS total_tokens, SUM(prompt_tokens) AS prompt_tokens, SUM(completion_tokens) AS completion_tokens, ' +
+      `SUM(CASE WHEN ${HIT} THEN 1 ELSE 0 END) AS cache_hits, SUM(CASE WHEN ${LOOKUP} THEN 1 ELSE 0 END) AS cache_lookups`;
+    const [rows, total, ranks, totalRanks] = await Promise.all([
+      this.client.all<Record<string, unknown>>(`SELECT ${key} AS group_key, ${select} FROM gateway_logs l${clause(where.sql)} GROUP BY ${key}`, where.params),
+      this.client.get<Record<string, unknown>>(`SELECT ${select} FROM gateway_logs l${clause(where.sql)}`, where.params),
+      this.#percentiles(key, where, [50, 95] as const),
+      this.#percentiles('(created_at * 0)', where, [50, 95] as const),
+    ]);
+    const count = Math.ceil((filters.to - filters.from) / bucketMs);
+    const byBucket = new Map(rows.map((r) => [Number(r.group_key), r]));
+    const bucket = (r: Record<string, unknown> | undefined, p: Record<50 | 95, number> | undefined, time: number): TimeBucket => {
+      const requests = r === undefined ? 0 : Number(r.requests);
+      const lookups = r === undefined ? 0 : Number(r.cache_lookups);
+      return {
+        time: new Date(time).toISOString(),
+        requests,
+        errors: r === undefined ? 0 : requests - Number(r.successes),
+        cost: r === undefined ? 0 : (n(r.cost) ?? 0),
+        total_tokens: r === undefined ? 0 : (n(r.total_tokens) ?? 0),
+        prompt_tokens: r === undefined ? 0 : (n(r.prompt_tokens) ?? 0),
+        completion_tokens: r === undefined ? 0 : (n(r.completion_tokens) ?? 0),
+        p50_latency: p?.[50] ?? null,
+        p95_latency: p?.[95] ?? null,
+        cache_hit_rate: lookups === 0 ? null : Number(r!.cache_hits) / lookups,
+      };
+    };
+    const buckets: TimeBucket[] = [];
+    for (let i = 0; i < count; i++) buckets.push(bucket(byBucket.get(i), ranks.get(String(i)), filters.from + i * bucketMs));
+    return { buckets, totals: bucket(total, totalRanks.get('0'), filters.from) };
   }
 
   /**

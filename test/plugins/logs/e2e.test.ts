@@ -399,6 +399,52 @@ describe('analytics over HTTP', () => {
   });
 });
 
+describe('analytics time series over HTTP', () => {
+  test('the totals and the buckets agree with the listed entries; the range and interval are as asked', async () => {
+    const filter = 'route=chat.completions';
+    const listed = ((await (await get(`/v1/logs?${filter}&limit=500`)).json()) as { data: Record<string, any>[] }).data;
+    const times = listed.map((d) => Date.parse(d.created_at));
+    const from = Math.min(...times) - 1;
+    const to = Math.max(...times) + 1;
+    const res = await get(`/v1/analytics/timeseries?${filter}&from=${from}&to=${to}&interval=minute`);
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { object: string; from: string; to: string; interval: string; bucket_ms: number; totals: Record<string, any>; data: Record<string, any>[] };
+    expect(body).toMatchObject({ object: 'analytics.timeseries', from: new Date(from).toISOString(), to: new Date(to).toISOString(), interval: 'minute', bucket_ms: 60_000 });
+    expect(body.data).toHaveLength(Math.ceil((to - from) / 60_000));
+    expect(body.totals.requests).toBe(listed.length);
+    expect(body.data.reduce((a, b) => a + b.requests, 0)).toBe(listed.length);
+    const failed = listed.filter((d) => !(d.status >= 200 && d.status < 400 && d.error_code === null)).length;
+    expect(failed).toBeGreaterThan(0);
+    expect(body.totals.errors).toBe(failed);
+    expect(body.totals.total_tokens).toBe(listed.reduce((a, d) => a + (d.total_tokens ?? 0), 0));
+    expect(body.totals.cost).toBeCloseTo(listed.reduce((a, d) => a + (d.cost ?? 0), 0), 12);
+    const latencies = listed.map((d) => d.latency_ms).filter((l) => l !== null).sort((a, b) => a - b);
+    expect(body.totals.p50_latency).toBe(latencies[Math.ceil(latencies.length / 2) - 1]);
+    expect(body.totals.p95_latency).toBe(latencies[Math.ceil((95 * latencies.length) / 100) - 1]);
+  });
+
+  test('by default the last day in automatic buckets aligned to the clock; bad intervals and ranges are 400s naming the parameter', async () => {
+    const body = (await (await get('/v1/analytics/timeseries')).json()) as { from: string; to: string; interval: string; bucket_ms: number; data: unknown[] };
+    expect(body.interval).toBe('15m'); // the narrowest that keeps a day within 240 buckets
+    expect(Date.parse(body.from) % body.bucket_ms).toBe(0);
+    expect(Date.parse(body.to) - Date.parse(body.from)).toBeGreaterThanOrEqual(86_400_000);
+    expect(body.data).toHaveLength(Math.ceil((Date.parse(body.to) - Date.parse(body.from)) / body.bucket_ms));
+    const hour = (await (await get(`/v1/analytics/timeseries?from=${Date.now() - 3_600_000}`)).json()) as { interval: string };
+    expect(hour.interval).toBe('minute');
+    for (const [query, param] of [
+      ['interval=fortnight', 'interval'],
+      ['from=2025-01-02&to=2025-01-01', 'from'],
+      ['from=2020-01-01&interval=minute', 'interval'],
+      ['colour=red', 'colour'],
+    ] as const) {
+      const res = await get(`/v1/analytics/timeseries?${query}`);
+      expect(res.status, query).toBe(400);
+      expect(((await res.json()) as any).error.param, query).toBe(param);
+    }
+    expect((await get('/v1/analytics/timeseries', 'no-scope-key-01')).status).toBe(403);
+  });
+});
+
 describe('traceparent', () => {
   test('an incoming traceparent keeps its trace id upstream, under the gateway span, and becomes the trace id', async () => {
     const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';

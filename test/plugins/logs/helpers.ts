@@ -387,11 +387,14 @@ export function sampleEntry(overrides: Partial<LogEntry> = {}): LogEntry {
     limit_policy_id: null,
     rpc_method: null,
     tool_name: null,
+    request_headers: null,
     request_body: null,
     request_body_truncated: false,
     response_body: null,
     response_body_truncated: false,
     response_stream: false,
+    received_headers: null,
+    config_accepted: false,
     ...overrides,
   };
 }

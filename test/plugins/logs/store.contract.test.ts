@@ -122,12 +122,20 @@ function contract(name: string, open: () => Promise<SqlClient | null>) {
         prompt_version: 7,
         rpc_method: 'tools/call',
         tool_name: 'search',
+        request_headers: { 'user-agent': 'test/1.0', authorization: '[REDACTED]', 'x-gateway-config': '{"provider":"openai","api_key":"[REDACTED]"}', 'x-note': 'é ✓ "quoted"' },
       });
       await repo.insert([full]);
       const got = await repo.get(full.id, undefined);
-      const { response_stream: _notAColumn, ...columns } = full;
+      const { response_stream: _notAColumn, received_headers: _notAColumnEither, config_accepted: _norThis, ...columns } = full;
       const expected: Record<string, unknown> = { ...columns, created_at: new Date(full.created_at).toISOString(), ended_at: new Date(full.ended_at).toISOString() };
       expect(got).toEqual(expected);
+      // Stored as JSON text, like the other JSON columns; a list item leaves it out (as it does the bodies).
+      const raw = await client.get<{ request_headers: unknown }>('SELECT request_headers FROM gateway_logs WHERE id = ?', [full.id]);
+      expect(JSON.parse(String(raw?.request_headers))).toEqual(full.request_headers);
+      const listed = (await repo.list({ traceId: 'one' }, 10, null)).data;
+      expect(listed.map((d) => d.id)).toEqual([full.id]);
+      expect(listed[0]).not.toHaveProperty('request_headers');
+      expect(listed[0]).not.toHaveProperty('request_body');
       expect(await repo.get(full.id, 'ws-1')).toBeNull();
       expect(await repo.get(full.id, 'ws-9')).not.toBeNull();
       expect(await repo.get('log_missing', undefined)).toBeNull();
@@ -209,6 +217,53 @@ function contract(name: string, open: () => Promise<SqlClient | null>) {
       const rest = await repo.groups('api_key', [], {}, 2, 2);
       expect(first.hasMore).toBe(true);
       expect([...first.data, ...rest.data]).toEqual(all.data);
+    });
+
+    test.each([
+      ['every bucket, no filter', {}, 20_000, T0 + 190_000],
+      ['a workspace, uneven last bucket, empty buckets after the data', { workspace: 'ws-1' }, 45_000, T0 + 400_000],
+    ] as const)('time series (%s): every bucket and the totals equal a brute-force computation', async (_, extra, bucketMs, to) => {
+      if (client === null) return;
+      const from = T0 + 5_000;
+      const filters = { ...extra, from, to };
+      const { buckets, totals } = await repo.timeseries(filters, bucketMs);
+      const nearestRank = (xs: number[], p: number) => {
+        const v = [...xs].sort((a, b) => a - b);
+        return v.length === 0 ? null : v[Math.ceil((p * v.length) / 100) - 1]!;
+      };
+      const brute = (es: LogEntry[], time: number) => {
+        const lookups = es.filter((e) => e.cache_status !== null && e.cache_status !== 'DISABLED');
+        const latencies = es.map((e) => e.latency_ms).filter((l): l is number => l !== null);
+        const sum = (f: (e: LogEntry) => number | null) => es.reduce((a, e) => a + (f(e) ?? 0), 0);
+        return {
+          time: new Date(time).toISOString(),
+          requests: es.length,
+          errors: es.filter((e) => !(e.status >= 200 && e.status < 400 && e.error_code === null)).length,
+          cost: sum((e) => e.cost),
+          total_tokens: sum((e) => e.total_tokens),
+          prompt_tokens: sum((e) => e.prompt_tokens),
+          completion_tokens: sum((e) => e.completion_tokens),
+          p50_latency: nearestRank(latencies, 50),
+          p95_latency: nearestRank(latencies, 95),
+          cache_hit_rate: lookups.length === 0 ? null : lookups.filter((e) => e.cache_status === 'HIT' || e.cache_status === 'SEMANTIC HIT').length / lookups.length,
+        };
+      };
+      const matching = rows.filter((e) => matches(e, filters));
+      expect(buckets).toHaveLength(Math.ceil((to - from) / bucketMs));
+      const check = (got: Record<string, unknown>, want: Record<string, unknown>, label: string) => {
+        for (const [k, value] of Object.entries(want)) {
+          if (typeof value === 'number' && !Number.isInteger(value)) expect(got[k], `${label}.${k}`).toBeCloseTo(value, 9);
+          else expect(got[k], `${label}.${k}`).toEqual(value);
+        }
+      };
+      buckets.forEach((b, i) => {
+        const start = from + i * bucketMs;
+        check(b as unknown as Record<string, unknown>, brute(matching.filter((e) => e.created_at >= start && e.created_at < start + bucketMs), start), `bucket ${i}`);
+      });
+      check(totals as unknown as Record<string, unknown>, brute(matching, from), 'totals');
+      expect(totals.requests).toBeGreaterThan(100);
+      // Empty buckets are there, as zeros and nulls (the rows end at T0 + 200 s).
+      if (to > T0 + 300_000) expect(buckets.at(-1)).toMatchObject({ requests: 0, errors: 0, cost: 0, p50_latency: null, cache_hit_rate: null });
     });
 
     test('retention deletes entries older than the cut-off, with their metadata rows', async () => {
