@@ -14,6 +14,7 @@ type Loader = (options: Options, env: ServerEnv, server: ServerConfig) => Promis
 export const CATALOG: Readonly<Record<string, Loader>> = Object.freeze({
   trace: async () => (await import('../plugins/trace/index.js')).trace(),
   health: async () => (await import('../plugins/health/index.js')).health(),
+  openapi: async (options) => (await import('../plugins/openapi/index.js')).openapi(options),
   'auth-static': async (options, env) => {
     const { staticAuth } = await import('../plugins/auth-static/index.js');
     const keys = (options?.keys as string[] | undefined) ?? env.apiKeys;
@@ -59,6 +60,7 @@ export const CATALOG: Readonly<Record<string, Loader>> = Object.freeze({
   'log-store': async (options, _env, server) =>
     (await import('../plugins/logs/index.js')).logStore({ defaultConfigId: typeof server.defaultConfig === 'string' ? server.defaultConfig : undefined, ...options }),
   'log-api': async (options) => (await import('../plugins/logs/routes/index.js')).logApi(options),
+  dashboard: async (options) => (await import('../plugins/dashboard/index.js')).dashboard(options),
   pricing: async (options) => (await import('../plugins/pricing/index.js')).pricing(options),
   metrics: async (options, env) => (await import('../plugins/metrics/index.js')).metrics({ token: env.metricsToken, ...options }),
   traceparent: async (options) => (await import('../plugins/traceparent/index.js')).traceparent(options),

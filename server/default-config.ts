@@ -16,6 +16,8 @@ export const DEFAULT_CONFIG: ServerConfig = {
     { name: 'trace' },
     { name: 'traceparent' },
     { name: 'health' },
+    // The OpenAPI document of every route (/v1/openapi.json) and its viewer (/docs).
+    { name: 'openapi' },
     { name: 'auth-static' },
     { name: 'sqlite' },
     { name: 'control-plane' },
@@ -54,6 +56,8 @@ export const DEFAULT_CONFIG: ServerConfig = {
     // MCP servers and agents registered in the control plane, served at /v1/mcp/{id} and /v1/a2a/{id}.
     { name: 'mcp' },
     { name: 'a2a' },
+    // The web dashboard at /dashboard (built by `npm run build`; signs in with an API key or single sign-on).
+    { name: 'dashboard' },
     { name: 'proxy' },
     { name: 'log-store' },
     { name: 'log-api' },

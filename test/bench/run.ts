@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { forkTs, startGateway, stopAll, type Child } from './children.js';
 import { measure, rssMb, withRss } from './load.js';
 import { DEFAULT_CONFIG } from '../../server/default-config.js';
+import { dashboardBench } from './dashboard.js';
 import { LIMITS_RUNS, limitsBench } from './limits.js';
 import { probe } from './probe.js';
 import { cacheLoadTable, cacheProbeTable, checkTable, loadTable, machine, probeTable, ratioTable, type CacheRow, type Check, type Row } from './report.js';
@@ -92,6 +93,7 @@ async function main(): Promise<void> {
   const cached = await cacheBench(mock.url);
   const limited = await limitsBench(mock.url, DURATION, BODIES['non-stream']);
   const stored = await storeSummary(targets[2]!);
+  const dashboardTable = await dashboardBench(gateway.url);
   await stopAll();
   const log = `${logSummary(logFile)}\n${stored}`;
 
@@ -105,6 +107,7 @@ async function main(): Promise<void> {
     ['Cache: hit against miss (non-stream, autocannon)', cacheLoadTable(cached.rows)],
     ['Cache: hit against miss at c=1 (sequential probe)', cacheProbeTable(cached.p50, p50.get('mock')!)],
     ['Limits: one request policy and one token policy (memory store) against none', limited.table],
+    ['Dashboard: bundle size and first load', dashboardTable],
   ] as const;
   console.log();
   for (const [title, table] of sections) console.log(`${title}\n\n${table}\n`);

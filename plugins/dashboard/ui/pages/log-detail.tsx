@@ -1,0 +1,107 @@
+import { get } from '../api.js';
+import { ErrorBox, Json, Section, Table } from '../components.js';
+import { int, ms, time, usd } from '../format.js';
+import { useLoad } from '../hooks.js';
+import { href } from '../router.js';
+
+type Entry = Record<string, any>;
+
+const SUMMARY: [string, string, (e: Entry) => string][] = [
+  ['Time', 'created_at', (e) => time(e.created_at)],
+  ['Status', 'status', (e) => String(e.status)],
+  ['Route', 'route', (e) => `${e.method} ${e.path}${e.route ? ` (${e.route})` : ''}`],
+  ['Provider', 'provider', (e) => [e.provider_requested, e.provider].filter((x, i, a) => x && a.indexOf(x) === i).join(' → ') || '—'],
+  ['Model', 'model', (e) => [e.model_requested, e.model].filter((x, i, a) => x && a.indexOf(x) === i).join(' → ') || '—'],
+  ['Workspace', 'workspace_id', (e) => e.workspace_id ?? '—'],
+  ['API key', 'api_key_id', (e) => e.api_key_id ?? '—'],
+  ['Config', 'config_id', (e) => e.config_id ?? '—'],
+  ['Prompt', 'prompt_id', (e) => (e.prompt_id ? `${e.prompt_id} v${e.prompt_version}` : '—')],
+  ['Latency', 'latency_ms', (e) => `${ms(e.latency_ms)} (upstream ${ms(e.upstream_latency_ms)}, first byte ${ms(e.first_byte_ms)})`],
+  ['Tokens', 'total_tokens', (e) => `${int(e.total_tokens)} (input ${int(e.prompt_tokens)}, output ${int(e.completion_tokens)}, cached ${int(e.cached_tokens)})`],
+  ['Cost', 'cost', (e) => `${usd(e.cost)} (${e.cost_status ?? '—'})`],
+  ['Cache', 'cache_status', (e) => e.cache_status ?? '—'],
+  ['Stream', 'stream', (e) => (e.stream ? 'yes' : 'no')],
+  ['Retries / fallbacks', 'retry_count', (e) => `${e.retry_count ?? 0} / ${e.fallback_count ?? 0}`],
+  ['Error', 'error_code', (e) => (e.error_code ? `${e.error_code}: ${e.error_message ?? ''}` : '—')],
+];
+
+/** One request: what was asked, what came back, every attempt, the hooks' verdicts and where it sits in its trace. */
+export function LogDetail({ id }: { id: string }) {
+  const entry = useLoad(() => get<Entry>(`/v1/logs/${encodeURIComponent(id)}`), [id]);
+  const e = entry.data;
+  return (
+    <div class="page">
+      <p>
+        <a href="#/logs">← All requests</a>
+      </p>
+      <ErrorBox error={entry.error} />
+      {e === null ? null : (
+        <>
+          <Section title={`Request ${e.id}`}>
+            <dl class="kv" data-testid="log-summary">
+              {SUMMARY.map(([label, key, show]) => (
+                <>
+                  <dt>{label}</dt>
+                  <dd data-field={key}>{show(e)}</dd>
+                </>
+              ))}
+            </dl>
+          </Section>
+          <Section title="Trace">
+            <dl class="kv">
+              <dt>Trace id</dt>
+              <dd>{e.trace_id ? <a href={href(['logs'], { trace_id: e.trace_id })}>{e.trace_id}</a> : '—'}</dd>
+              <dt>Span</dt>
+              <dd>
+                <code>{e.span_id ?? '—'}</code> {e.span_name ?? ''}
+              </dd>
+              <dt>Parent span</dt>
+              <dd>
+                <code>{e.parent_span_id ?? '—'}</code>
+              </dd>
+            </dl>
+          </Section>
+          <Section title="Request headers">
+            {e.request_headers ? (
+              <Table
+                columns={[
+                  { key: 'name', label: 'Header', render: (h) => <code>{h.name}</code> },
+                  { key: 'value', label: 'Value' },
+                ]}
+                rows={Object.entries(typeof e.request_headers === 'string' ? JSON.parse(e.request_headers) : e.request_headers).map(([name, value]) => ({ name, value: String(value) }))}
+              />
+            ) : (
+              <p class="muted">Not recorded for this request.</p>
+            )}
+          </Section>
+          <Section title={`Request body${e.request_body_truncated ? ' (cut)' : ''}`}>
+            <Json value={e.request_body} />
+          </Section>
+          <Section title={`Response body${e.response_body_truncated ? ' (cut)' : ''}`}>
+            <Json value={e.response_body} />
+          </Section>
+          <Section title="Attempts">
+            <Table
+              testid="attempts"
+              columns={[
+                { key: 'target', label: 'Target' },
+                { key: 'provider', label: 'Provider' },
+                { key: 'status', label: 'Status' },
+                { key: 'latencyMs', label: 'Latency', numeric: true, render: (a) => ms(a.latencyMs) },
+                { key: 'error', label: 'Error', render: (a) => a.error ?? '—' },
+              ]}
+              rows={Array.isArray(e.attempts) ? e.attempts : []}
+              empty="No upstream attempt (answered by the gateway)."
+            />
+          </Section>
+          <Section title="Hook results">
+            <Json value={e.hook_results} />
+          </Section>
+          <Section title="Metadata">
+            <Json value={e.metadata} />
+          </Section>
+        </>
+      )}
+    </div>
+  );
+}
