@@ -23,6 +23,8 @@ let browser: BrowserContext | null = null;
 let page: Page;
 /** Every URL the page asked for: all must be this gateway's. */
 const requested: string[] = [];
+/** The secret of a key made in the admin test, with the logs.read scope only. */
+let readerKey = '';
 
 const OK_CALLS = 5;
 const FAILED_CALLS = 2;
@@ -184,6 +186,7 @@ describe('dashboard in Chromium', () => {
     const rotated = (await page.getByTestId('new-secret').textContent())!;
     expect(rotated).not.toBe(secret);
     expect((await fetch(`${gw.url}/v1/auth/whoami`, { headers: { 'x-gateway-api-key': rotated } })).status).toBe(200);
+    readerKey = rotated;
     await page.getByRole('button', { name: 'Done' }).click();
   });
 
@@ -239,6 +242,21 @@ describe('dashboard in Chromium', () => {
     await page.getByRole('button', { name: 'Theme: dark' }).click();
     await page.getByRole('button', { name: 'Theme: light' }).click();
     await expect.poll(() => page.evaluate(() => document.documentElement.dataset.theme)).toBeUndefined();
+  });
+
+  test('a key with logs.read only sees the log pages, and no admin section', async () => {
+    if (browser === null) return;
+    const reader = await browser.newPage();
+    await reader.goto(`${gw.url}/dashboard/`);
+    await reader.getByLabel('API key').fill(readerKey);
+    await reader.getByRole('button', { name: 'Sign in' }).click();
+    await reader.getByTestId('stat-requests').waitFor();
+    const nav = reader.getByRole('navigation', { name: 'Pages' });
+    expect(await nav.getByRole('link').allTextContents()).toEqual(['Overview', 'Logs', 'Breakdowns']);
+    await reader.goto(`${gw.url}/dashboard/#/admin/api-keys`);
+    await expect.poll(() => reader.textContent('main')).toContain('no scope for this page');
+    expect(await reader.getByTestId('list-api-keys').count()).toBe(0);
+    await reader.close();
   });
 
   test('only this gateway was asked for anything', () => {
