@@ -21,6 +21,8 @@ export type DashboardOptions = v.InferInput<typeof OptionsSchema>;
  */
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
+const ACCEPTS_GZIP = /\bgzip\b/;
+
 const SECURITY_HEADERS = {
   'content-security-policy': CSP,
   'x-content-type-options': 'nosniff',
@@ -68,7 +70,7 @@ export function dashboard(options: DashboardOptions = {}): GatewayPlugin {
           vary: 'accept-encoding',
         };
         if (ctx.header('if-none-match') === asset.etag) return { status: 304, headers, body: '', observers: null };
-        const gz = asset.gzip !== null && /\bgzip\b/.test(ctx.header('accept-encoding') ?? '');
+        const gz = asset.gzip !== null && ACCEPTS_GZIP.test(ctx.header('accept-encoding') ?? '');
         if (gz) headers['content-encoding'] = 'gzip';
         return { status: 200, headers, body: gz ? asset.gzip! : asset.body, observers: null };
       };
