@@ -1,5 +1,5 @@
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 
@@ -67,5 +67,5 @@ if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.
   const out = await buildDashboard(process.argv[2] ?? DEFAULT_OUT_DIR);
   const total = out.files.reduce((a, f) => ({ bytes: a.bytes + f.bytes, gzip: a.gzip + f.gzipBytes }), { bytes: 0, gzip: 0 });
   for (const f of out.files) console.log(`dashboard  ${f.path.padEnd(36)} ${kb(f.bytes).padStart(10)}  gzip ${kb(f.gzipBytes).padStart(9)}`);
-  console.log(`dashboard  ${'total'.padEnd(36)} ${kb(total.bytes).padStart(10)}  gzip ${kb(total.gzip).padStart(9)}  (${Math.round(performance.now() - started)} ms, ${dirname(out.files[0] ? join(out.dir, out.files[0].path) : out.dir)})`);
+  console.log(`dashboard  ${'total'.padEnd(36)} ${kb(total.bytes).padStart(10)}  gzip ${kb(total.gzip).padStart(9)}  (${Math.round(performance.now() - started)} ms, ${out.dir})`);
 }
