@@ -76,6 +76,8 @@ export { contentText, defineCheck, requestText, responseText, type CheckInput, t
 export { migrate, numberPlaceholders, splitStatements, sqlStore, type Migration, type SqlClient, type SqlStore } from './sql.js';
 export { sqliteClient } from './sqlite.js';
 export { randomHex, uuidv7, w3cTraceId } from './ids.js';
+export { etagMatches, staticAnswer, staticFile, type StaticFile } from './static-files.js';
+export { gatewayPackageVersion } from './package-version.js';
 export { createSecretBox, loadEncryptionKey, maskSecret, parseEncryptionKey, type LoadedKey, type SecretBox } from './secret-box.js';
 export { compilePattern, MAX_MATCH_COST, MAX_PATTERN_LENGTH, MAX_PATTERN_SIZE, PatternError, type Pattern } from './pattern.js';
 export {

@@ -1,8 +1,8 @@
-import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { extname, join, relative, sep } from 'node:path';
 import { promisify } from 'node:util';
 import { gzip as gzipCb } from 'node:zlib';
+import { staticFile, type StaticFile } from '../../sdk/index.js';
 
 const gzip = promisify(gzipCb);
 
@@ -17,11 +17,7 @@ const TYPES: Record<string, string> = {
 };
 
 /** One file of the built dashboard, read once at start, gzipped once. */
-export interface Asset {
-  body: Buffer;
-  gzip: Buffer | null;
-  type: string;
-  etag: string;
+export interface Asset extends StaticFile {
   /** Hashed names never change content: cache them a year. index.html is revalidated every time. */
   immutable: boolean;
 }
@@ -38,13 +34,8 @@ export async function loadAssets(dir: string): Promise<Map<string, Asset>> {
         const type = TYPES[extname(entry.name)] ?? 'application/octet-stream';
         const compressible = type.startsWith('text/') || type === 'application/json' || type === 'image/svg+xml';
         const path = relative(dir, full).split(sep).join('/');
-        out.set(path, {
-          body,
-          gzip: compressible && body.length > 512 ? await gzip(body, { level: 9 }) : null,
-          type,
-          etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"`,
-          immutable: path.startsWith('assets/'),
-        });
+        const zipped = compressible && body.length > 512 ? await gzip(body, { level: 9 }) : null;
+        out.set(path, { ...staticFile(body, type, zipped), immutable: path.startsWith('assets/') });
       }
     }
   };

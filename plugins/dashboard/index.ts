@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { GatewayError, type GatewayPlugin, type GatewayResponse, parseOptions, type RequestContext } from '../../sdk/index.js';
+import { GatewayError, type GatewayPlugin, type GatewayResponse, parseOptions, type RequestContext, staticAnswer } from '../../sdk/index.js';
 import { loadAssets, type Asset } from './assets.js';
 import { DEFAULT_OUT_DIR } from './build.js';
 
@@ -20,8 +20,6 @@ export type DashboardOptions = v.InferInput<typeof OptionsSchema>;
  * this origin's API.
  */
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
-
-const ACCEPTS_GZIP = /\bgzip\b/;
 
 const SECURITY_HEADERS = {
   'content-security-policy': CSP,
@@ -62,17 +60,7 @@ export function dashboard(options: DashboardOptions = {}): GatewayPlugin {
         if (assets === null) throw new GatewayError('service_unavailable', 'The dashboard is not built: run `npm run build`.', { param: null });
         const asset = assets.get(path);
         if (asset === undefined) throw new GatewayError('not_found', `No dashboard file "${path.slice(0, 128)}".`, { param: null });
-        const headers: Record<string, string> = {
-          ...SECURITY_HEADERS,
-          'content-type': asset.type,
-          etag: asset.etag,
-          'cache-control': asset.immutable ? 'public, max-age=31536000, immutable' : 'no-cache',
-          vary: 'accept-encoding',
-        };
-        if (ctx.header('if-none-match') === asset.etag) return { status: 304, headers, body: '', observers: null };
-        const gz = asset.gzip !== null && ACCEPTS_GZIP.test(ctx.header('accept-encoding') ?? '');
-        if (gz) headers['content-encoding'] = 'gzip';
-        return { status: 200, headers, body: gz ? asset.gzip! : asset.body, observers: null };
+        return staticAnswer(ctx, asset, asset.immutable ? 'public, max-age=31536000, immutable' : 'no-cache', SECURITY_HEADERS);
       };
 
       const base = opts.path;

@@ -1,9 +1,8 @@
-import { readFileSync } from 'node:fs';
 import * as v from 'valibot';
-import { GatewayError, type GatewayPlugin, type GatewayResponse, parseOptions, type RequestContext } from '../../sdk/index.js';
+import { GatewayError, gatewayPackageVersion, type GatewayPlugin, parseOptions, type RequestContext, staticAnswer, staticFile, type StaticFile } from '../../sdk/index.js';
 import { buildDocument } from './document.js';
 import { createConverter } from './json-schema.js';
-import { loadViewer, served, type ServedFile, swaggerUiDir, type Viewer, viewerCsp } from './viewer.js';
+import { loadViewer, swaggerUiDir, type Viewer, viewerCsp } from './viewer.js';
 
 export const PLUGIN_NAME = 'openapi';
 export { buildDocument, pathTemplate, type DocumentInfo, type DocumentInput } from './document.js';
@@ -60,19 +59,19 @@ export function openapi(options: OpenApiOptions = {}): GatewayPlugin {
     name: PLUGIN_NAME,
     apply(api) {
       const documentPath = opts.path ?? `${api.options.basePath}/openapi.json`;
-      let document: ServedFile | null = null;
+      let document: StaticFile | null = null;
       // Built once, on first use: routes are all known by then (the table is frozen after boot) and a gateway nobody asks for its
       // document pays nothing at start.
-      const documentFile = (): ServedFile => {
+      const documentFile = (): StaticFile => {
         if (document !== null) return document;
         const convert = createConverter((err) => api.logger.warn({ err }, 'openapi: a schema could not be converted; it is documented as any value'));
         const built = buildDocument({
-          info: { title: opts.title, version: opts.version ?? packageVersion(), description: DESCRIPTION, servers: opts.servers },
+          info: { title: opts.title, version: opts.version ?? gatewayPackageVersion(), description: DESCRIPTION, servers: opts.servers },
           routes: api.routes.list(),
           errorCodes: api.errorCodes,
           convert,
         });
-        document = served(Buffer.from(JSON.stringify(built)), 'application/json');
+        document = staticFile(Buffer.from(JSON.stringify(built)), 'application/json');
         return document;
       };
 
@@ -89,7 +88,7 @@ export function openapi(options: OpenApiOptions = {}): GatewayPlugin {
           tags: ['Reference'],
           public: opts.public,
         },
-        handler: (ctx) => answer(ctx, documentFile(), opts.public ? 'no-cache' : 'private, no-cache', {}),
+        handler: (ctx) => staticAnswer(ctx, documentFile(), opts.public ? 'no-cache' : 'private, no-cache', {}),
       });
 
       const docsPath = opts.docsPath;
@@ -103,7 +102,7 @@ export function openapi(options: OpenApiOptions = {}): GatewayPlugin {
         return viewer;
       };
       const pageHeaders = { 'content-security-policy': csp, 'x-content-type-options': 'nosniff', 'referrer-policy': 'no-referrer', 'x-frame-options': 'DENY' };
-      const page = async (ctx: RequestContext) => answer(ctx, (await loaded()).page, 'no-cache', pageHeaders);
+      const page = async (ctx: RequestContext) => staticAnswer(ctx, (await loaded()).page, 'no-cache', pageHeaders);
       api.routes.add({
         name: 'openapi.viewer',
         method: 'GET',
@@ -132,41 +131,11 @@ export function openapi(options: OpenApiOptions = {}): GatewayPlugin {
           const name = ctx.params!.file!;
           const file = (await loaded()).files.get(name);
           if (file === undefined) throw new GatewayError('not_found', `No viewer file "${name.slice(0, 64)}".`, { param: 'file' });
-          return answer(ctx, file, 'public, max-age=31536000, immutable', { 'x-content-type-options': 'nosniff' });
+          return staticAnswer(ctx, file, 'public, max-age=31536000, immutable', { 'x-content-type-options': 'nosniff' });
         },
       });
     },
   };
-}
-
-/** A served file, or 304 when the client holds this version (`If-None-Match`). */
-function answer(ctx: RequestContext, file: ServedFile, cacheControl: string, extra: Record<string, string>): GatewayResponse {
-  const headers: Record<string, string> = { ...extra, etag: file.etag, 'cache-control': cacheControl };
-  if (matches(ctx.header('if-none-match'), file.etag)) return { status: 304, headers, body: null, observers: null };
-  headers['content-type'] = file.type;
-  return { status: 200, headers, body: file.body, observers: null };
-}
-
-/** Whether an `If-None-Match` value names this ETag (weak comparison, as RFC 9110 asks for it). */
-function matches(header: string | undefined, etag: string): boolean {
-  if (header === undefined) return false;
-  return header.split(',').some((tag) => {
-    const t = tag.trim();
-    return t === '*' || t.replace(/^W\//, '') === etag;
-  });
-}
-
-/** The gateway's version: package.json two folders up from the source, three from the build. */
-function packageVersion(): string {
-  for (const path of ['../../package.json', '../../../package.json']) {
-    try {
-      const pkg = JSON.parse(readFileSync(new URL(path, import.meta.url), 'utf8')) as { name?: string; version?: string };
-      if (pkg.name === 'ai-gateway' && typeof pkg.version === 'string') return pkg.version;
-    } catch {
-      // not there: the other layout
-    }
-  }
-  return '0.0.0';
 }
 
 export default openapi;

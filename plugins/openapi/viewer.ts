@@ -1,21 +1,13 @@
-import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-
-/** A file the viewer serves: its bytes, media type and a strong ETag of its content. */
-export interface ServedFile {
-  body: Buffer;
-  type: string;
-  etag: string;
-  /** The content hash put in its URL (`?v=`), so a page always asks for the file it was written against. */
-  version: string;
-}
+import { staticFile, type StaticFile } from '../../sdk/index.js';
 
 /** The viewer: its page and every file the page loads, by the name in the URL. */
 export interface Viewer {
-  page: ServedFile;
-  files: ReadonlyMap<string, ServedFile>;
+  page: StaticFile;
+  /** Their URLs carry the content hash (`?v=`), so a page always asks for the files it was written against. */
+  files: ReadonlyMap<string, StaticFile>;
 }
 
 /**
@@ -89,9 +81,9 @@ export function swaggerUiDir(): string {
 
 /** Reads swagger-ui's files and writes the page that loads them, its document at `documentUrl`, its files under `base`. */
 export async function loadViewer(options: { dir: string; base: string; documentUrl: string; title: string }): Promise<Viewer> {
-  const files = new Map<string, ServedFile>();
-  for (const [name, type] of Object.entries(SWAGGER_UI_FILES)) files.set(name, served(await readFile(join(options.dir, name)), type));
-  files.set(INIT_FILE, served(Buffer.from(INIT_SCRIPT), 'text/javascript; charset=utf-8'));
+  const files = new Map<string, StaticFile>();
+  for (const [name, type] of Object.entries(SWAGGER_UI_FILES)) files.set(name, staticFile(await readFile(join(options.dir, name)), type));
+  files.set(INIT_FILE, staticFile(Buffer.from(INIT_SCRIPT), 'text/javascript; charset=utf-8'));
   const url = (name: string) => `${options.base}/${name}?v=${files.get(name)!.version}`;
   const html = `<!doctype html>
 <html lang="en">
@@ -111,13 +103,7 @@ export async function loadViewer(options: { dir: string; base: string; documentU
 </body>
 </html>
 `;
-  return { page: served(Buffer.from(html), 'text/html; charset=utf-8'), files };
-}
-
-/** A file with the hash of its content as ETag and URL version. */
-export function served(body: Buffer, type: string): ServedFile {
-  const version = createHash('sha256').update(body).digest('base64url').slice(0, 16);
-  return { body, type, etag: `"${version}"`, version };
+  return { page: staticFile(Buffer.from(html), 'text/html; charset=utf-8'), files };
 }
 
 function escapeHtml(text: string): string {

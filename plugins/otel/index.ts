@@ -1,6 +1,5 @@
-import { readFileSync } from 'node:fs';
 import * as v from 'valibot';
-import { bundledPricing, captureResponses, DEFAULT_SCAN_LIMIT, parseOptions, pricingOf, randomHex, type GatewayPlugin, type PricingTable, type RequestContext, withoutUserInfo } from '../../sdk/index.js';
+import { bundledPricing, captureResponses, DEFAULT_SCAN_LIMIT, gatewayPackageVersion, parseOptions, pricingOf, randomHex, type GatewayPlugin, type PricingTable, type RequestContext, withoutUserInfo } from '../../sdk/index.js';
 import type { ExportSettings, Telemetry } from './telemetry.js';
 
 export const PLUGIN_NAME = 'otel';
@@ -42,7 +41,7 @@ export function exportSettings(opts: v.InferOutput<typeof OptionsSchema>): Expor
     metricsUrl: signal(opts.metricsEndpoint, env.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT, '/v1/metrics', env.OTEL_METRICS_EXPORTER),
     headers: opts.headers ?? parseHeaders(env.OTEL_EXPORTER_OTLP_HEADERS),
     serviceName: opts.serviceName ?? (env.OTEL_SERVICE_NAME?.trim() || 'ai-gateway'),
-    serviceVersion: packageVersion(),
+    serviceVersion: gatewayPackageVersion(),
     metricIntervalMs: opts.metricIntervalMs ?? positive(env.OTEL_METRIC_EXPORT_INTERVAL) ?? 60_000,
     exportTimeoutMs: opts.exportTimeoutMs,
   };
@@ -68,19 +67,6 @@ function parseHeaders(raw: string | undefined): Record<string, string> {
 function positive(raw: string | undefined): number | undefined {
   const n = Number(raw);
   return raw !== undefined && raw !== '' && Number.isInteger(n) && n >= 100 ? n : undefined;
-}
-
-/** The gateway's version for `service.version`: package.json two folders up from the source, three from the build. */
-function packageVersion(): string {
-  for (const path of ['../../package.json', '../../../package.json']) {
-    try {
-      const pkg = JSON.parse(readFileSync(new URL(path, import.meta.url), 'utf8')) as { name?: string; version?: string };
-      if (pkg.name === 'ai-gateway' && typeof pkg.version === 'string') return pkg.version;
-    } catch {
-      // not there: the other layout
-    }
-  }
-  return '0.0.0';
 }
 
 /**

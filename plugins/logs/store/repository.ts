@@ -283,14 +283,17 @@ export class LogRepository {
       `COUNT(*) AS requests, SUM(CASE WHEN ${SUCCESS} THEN 1 ELSE 0 END) AS successes, SUM(cost) AS cost, ` +
       'SUM(total_tokens) AS total_tokens, SUM(prompt_tokens) AS prompt_tokens, SUM(completion_tokens) AS completion_tokens, ' +
       `SUM(CASE WHEN ${HIT} THEN 1 ELSE 0 END) AS cache_hits, SUM(CASE WHEN ${LOOKUP} THEN 1 ELSE 0 END) AS cache_lookups`;
-    const [rows, total, ranks, totalRanks] = await Promise.all([
+    // The totals' sums are the buckets' added up; only the percentiles need their own pass over the range.
+    const [rows, ranks, totalRanks] = await Promise.all([
       this.client.all<Record<string, unknown>>(`SELECT ${key} AS group_key, ${select} FROM gateway_logs l${clause(where.sql)} GROUP BY ${key}`, where.params),
-      this.client.get<Record<string, unknown>>(`SELECT ${select} FROM gateway_logs l${clause(where.sql)}`, where.params),
       this.#percentiles(key, where, [50, 95] as const),
       this.#percentiles('(created_at * 0)', where, [50, 95] as const),
     ]);
     const count = Math.ceil((filters.to - filters.from) / bucketMs);
     const byBucket = new Map(rows.map((r) => [Number(r.group_key), r]));
+    const SUMMED = ['requests', 'successes', 'cost', 'total_tokens', 'prompt_tokens', 'completion_tokens', 'cache_hits', 'cache_lookups'] as const;
+    const total: Record<string, number> = Object.fromEntries(SUMMED.map((c) => [c, 0]));
+    for (const r of rows) for (const c of SUMMED) total[c]! += n(r[c]) ?? 0;
     const bucket = (r: Record<string, unknown> | undefined, p: Record<50 | 95, number> | undefined, time: number): TimeBucket => {
       const requests = r === undefined ? 0 : Number(r.requests);
       const lookups = r === undefined ? 0 : Number(r.cache_lookups);
@@ -309,7 +312,7 @@ export class LogRepository {
     };
     const buckets: TimeBucket[] = [];
     for (let i = 0; i < count; i++) buckets.push(bucket(byBucket.get(i), ranks.get(String(i)), filters.from + i * bucketMs));
-    return { buckets, totals: bucket(total, totalRanks.get('0'), filters.from) };
+    return { buckets, totals: bucket(rows.length === 0 ? undefined : total, totalRanks.get('0'), filters.from) };
   }
 
   /**
