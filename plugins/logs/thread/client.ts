@@ -3,6 +3,7 @@ import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { LogEntry } from '../entry.js';
+import { packEntries } from './pack.js';
 import type { FromWriter, Progress, ToWriter, WriteFailure, WriterData } from './protocol.js';
 
 /** How long past its deadline a closing thread may take to end: one statement (a lock wait is at most 100 ms) and the connection's close. */
@@ -137,7 +138,7 @@ export async function startWriterThread(data: WriterData, events: WriterEvents):
 
   return {
     send(entries, sizes) {
-      post({ type: 'entries', entries, sizes });
+      post({ type: 'entries', packed: packEntries(entries, sizes) });
     },
     flush() {
       const id = nextFlush++;
@@ -172,11 +173,17 @@ export async function startWriterThread(data: WriterData, events: WriterEvents):
 }
 
 function postTo(w: Worker, message: ToWriter): void {
-  try {
+  if (message.type !== 'entries') {
     w.postMessage(message);
-  } catch (err) {
-    if (message.type !== 'entries') throw err;
-    // Something in an entry cannot be cloned (a hook left a function or a class in its results): its JSON form can.
-    w.postMessage({ ...message, entries: JSON.parse(JSON.stringify(message.entries)) as LogEntry[] });
+    return;
+  }
+  const packed = message.packed;
+  try {
+    // The numbers' buffer moves to the thread instead of being copied; after this, it is empty here.
+    w.postMessage(message, [packed.numbers.buffer as ArrayBuffer]);
+  } catch {
+    // Something in an entry's objects cannot be cloned (a hook left a function or a class in its results): its JSON
+    // form can. A failed postMessage transferred nothing, so the numbers are still here.
+    w.postMessage({ type: 'entries', packed: { ...packed, objects: JSON.parse(JSON.stringify(packed.objects)) as unknown[] } }, [packed.numbers.buffer as ArrayBuffer]);
   }
 }

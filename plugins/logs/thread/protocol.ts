@@ -1,5 +1,5 @@
-import type { LogEntry } from '../entry.js';
 import type { FinishOptions } from '../finish.js';
+import type { PackedEntries } from './pack.js';
 
 /** What the writer thread is started with. */
 export interface WriterData {
@@ -18,8 +18,8 @@ export interface WriterData {
 
 /** Main thread → writer. */
 export type ToWriter =
-  /** Entries to finish and write, with the size the main thread counted each at (so acknowledgements free exactly that). */
-  | { type: 'entries'; entries: LogEntry[]; sizes: number[] }
+  /** Entries to finish and write (pack.ts), with the size the main thread counted each at (so acknowledgements free exactly that). */
+  | { type: 'entries'; packed: PackedEntries }
   /** Answer `flushed` once everything sent before this is written or dropped. */
   | { type: 'flush'; id: number }
   /** Delete entries created before `before` (epoch ms); answer `deleted`. */

@@ -19,6 +19,7 @@ import type { LogEntry } from '../entry.js';
 import { finishEntry } from '../finish.js';
 import { mayHoldUserInfo, WITHOUT_HELPER, type UserInfoScrubber } from '../headers.js';
 import { LogRepository } from '../store/repository.js';
+import { unpackEntries } from './pack.js';
 import type { FromWriter, ToWriter, WriterData } from './protocol.js';
 
 /** Longest one statement waits for another connection's lock (SQLite's busy timeout). */
@@ -69,12 +70,14 @@ async function userInfoHelper(batch: readonly LogEntry[]): Promise<UserInfoScrub
 
 port.on('message', (message: ToWriter) => {
   switch (message.type) {
-    case 'entries':
-      for (let i = 0; i < message.entries.length; i++) {
-        queue.push(message.entries[i]!);
-        sizes.push(message.sizes[i]!);
+    case 'entries': {
+      const entries = unpackEntries(message.packed);
+      for (let i = 0; i < entries.length; i++) {
+        queue.push(entries[i]!);
+        sizes.push(message.packed.sizes[i]!);
       }
       break;
+    }
     case 'flush':
       flushes.push(message.id);
       break;

@@ -1,0 +1,109 @@
+import { expect, test } from 'vitest';
+import type { LogEntry } from '../../../../plugins/logs/entry.js';
+import { packEntries, unpackEntries } from '../../../../plugins/logs/thread/pack.js';
+import { LOG_MIGRATIONS, LOGS_NAMESPACE } from '../../../../plugins/logs/store/migrations.js';
+import { ThreadSink } from '../../../../plugins/logs/thread/sink.js';
+import { migrate } from '../../../../sdk/sql.js';
+import { sqliteClient } from '../../../../sdk/sqlite.js';
+import { memoryLogger } from '../../../helpers/gateway.js';
+import { openSqlite, sampleEntry, tempFile } from '../helpers.js';
+
+/** What crosses to the thread: a structured clone, as postMessage makes it. */
+const roundTrip = (entries: LogEntry[]) => unpackEntries(structuredClone(packEntries(entries, entries.map((_, i) => 1000 + i))));
+
+/** Fields holding numbers (null in sampleEntry for most). */
+const NUMBERS = new Set(['created_at', 'ended_at', 'prompt_version', 'status', 'latency_ms', 'upstream_latency_ms', 'first_byte_ms', 'ttft_ms', 'prompt_tokens', 'completion_tokens', 'total_tokens', 'cached_tokens', 'reasoning_tokens', 'cost', 'pricing_multiplier', 'retry_count', 'attempt_count', 'fallback_count']);
+
+/** Every field with a value no other field has (strings by name, numbers counted up, booleans alternating). */
+function distinctEntry(seed: number): LogEntry {
+  const base = sampleEntry();
+  const e: Record<string, unknown> = {};
+  let n = seed * 1000;
+  let flip = seed % 2 === 0;
+  for (const [key, value] of Object.entries(base)) {
+    if (NUMBERS.has(key)) e[key] = ++n + 0.25;
+    else if (typeof value === 'string' || value === null) e[key] = `${key}-${seed}`;
+    else if (typeof value === 'number') e[key] = ++n + 0.25;
+    else if (typeof value === 'boolean') e[key] = flip = !flip;
+    else e[key] = value;
+  }
+  e.attempts = [{ target: `t${seed}`, provider: 'openai', status: 200, startMs: 1.5, latencyMs: 2.5, error: null }];
+  e.metadata = { user: `u${seed}`, n: seed };
+  e.hook_results = { before: [{ id: `h${seed}`, verdict: true }] };
+  e.request_headers = null;
+  e.received_headers = { host: `h${seed}`, 'x-list': ['a', 'b'] as unknown as string };
+  return e as unknown as LogEntry;
+}
+
+test('every field survives packing, each in its own place (a field left out or read out of order fails)', () => {
+  const entries = [distinctEntry(1), distinctEntry(2), distinctEntry(3)];
+  // Every field of LogEntry is set to something other than sampleEntry's default, so none can pass by chance.
+  expect(Object.keys(entries[0]!).sort()).toEqual(Object.keys(sampleEntry()).sort());
+  const back = roundTrip(entries);
+  expect(back).toHaveLength(3);
+  for (let i = 0; i < 3; i++) {
+    const { received_headers, ...rest } = entries[i]!;
+    const { received_headers: headers, ...restBack } = back[i]!;
+    expect(restBack).toEqual(rest);
+    // Several values of one header arrive joined, as the log stores them.
+    expect({ ...headers }).toEqual({ host: `h${i + 1}`, 'x-list': 'a, b' });
+  }
+});
+
+test('nulls, empty texts, zeros and text outside Latin-1 come back as they were', () => {
+  const e = sampleEntry({
+    trace_id: null,
+    error_message: '',
+    request_body: '{"q":"héllo ✓ 你好 🎉"}',
+    response_body: 'a\u0000b',
+    latency_ms: 0,
+    cost: null,
+    prompt_version: null,
+    received_headers: null,
+  });
+  const [back] = roundTrip([e]);
+  expect(back).toEqual(e);
+  expect(roundTrip([])).toEqual([]);
+});
+
+test('a header named __proto__ stays a plain header, and does not change the object', () => {
+  const headers = JSON.parse('{"__proto__":"x","accept":"*/*"}') as Record<string, string>;
+  const [back] = roundTrip([sampleEntry({ received_headers: headers })]);
+  expect(Object.keys(back!.received_headers!)).toEqual(['__proto__', 'accept']);
+  expect(Object.getPrototypeOf(back!.received_headers)).toBeNull();
+});
+
+test('an entry whose hook results cannot be cloned reaches the store in its JSON form', async () => {
+  const file = await tempFile('uncloneable.db');
+  const client = sqliteClient(file);
+  await migrate(client, LOGS_NAMESPACE, LOG_MIGRATIONS);
+  await client.close();
+  const s = new ThreadSink({
+    file,
+    finish: { capture: 'truncated', captureBytes: 1024, scanLimit: 4096 },
+    batchSize: 100,
+    flushIntervalMs: 10,
+    maxWriteAttempts: 2,
+    retryDelayMs: 10,
+    maxEntries: 1000,
+    maxBytes: 1e9,
+    warnIntervalMs: 60_000,
+    logger: memoryLogger('warn').logger,
+  });
+  await s.open();
+  s.start();
+  s.push(sampleEntry({ trace_id: 'fn', hook_results: { check: 'ok', fn: () => 1 } }), 1000);
+  s.push(sampleEntry({ trace_id: 'plain' }), 1000);
+  await s.flush();
+  expect(s.stats()).toMatchObject({ written: 2, writeErrors: 0 });
+  const db = openSqlite(file);
+  try {
+    const rows = db.prepare('SELECT trace_id, hook_results, request_body FROM gateway_logs ORDER BY trace_id').all() as { trace_id: string; hook_results: string | null; request_body: string }[];
+    expect(rows.map((r) => r.trace_id)).toEqual(['fn', 'plain']);
+    expect(JSON.parse(rows[0]!.hook_results!)).toEqual({ check: 'ok' });
+    expect(rows[0]!.request_body).toBe(sampleEntry().request_body);
+  } finally {
+    db.close();
+  }
+  await s.close(1000);
+}, 30_000);
