@@ -19,6 +19,15 @@ export class SSEParser {
     const out: SSEEvent[] = [];
     let buffer = this.#buffer + text;
     let start = 0;
+    if (buffer.indexOf('\r') === -1) {
+      // No \r (the usual case): every line ends at a \n, found by the engine's own search rather than a loop here.
+      for (let end = buffer.indexOf('\n'); end !== -1; end = buffer.indexOf('\n', start)) {
+        this.#line(buffer.slice(start, end), out);
+        start = end + 1;
+      }
+      this.#buffer = buffer.slice(start);
+      return out;
+    }
     for (;;) {
       let end = -1;
       let next = -1;
