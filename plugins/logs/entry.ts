@@ -109,6 +109,9 @@ export const BOOLEAN_COLUMNS = new Set<string>(['stream', 'internal', 'aborted',
 const INSTANCE = randomBytes(5).toString('hex');
 const COUNTER_SPACE = 36 ** 6;
 let counter = Math.floor(Math.random() * COUNTER_SPACE);
+/** The time part of the last id made, and its millisecond. */
+let prefixMs = -1;
+let prefix = '';
 
 /**
  * A unique id that sorts by creation time: `log_` + 9 base-36 digits of
@@ -117,7 +120,12 @@ let counter = Math.floor(Math.random() * COUNTER_SPACE);
  */
 export function newLogId(ms: number): string {
   counter = (counter + 1) % COUNTER_SPACE;
-  return `log_${ms.toString(36).padStart(9, '0')}${counter.toString(36).padStart(6, '0')}${INSTANCE}`;
+  // Requests finishing in the same millisecond (most, under load) share the time part, formatted once.
+  if (ms !== prefixMs) {
+    prefixMs = ms;
+    prefix = `log_${ms.toString(36).padStart(9, '0')}`;
+  }
+  return `${prefix}${counter.toString(36).padStart(6, '0')}${INSTANCE}`;
 }
 
 export interface EntryOptions {
@@ -190,7 +198,8 @@ export function buildEntry(ctx: RequestContext, s: RequestSummary, options: Entr
     retry_count: s.retries,
     attempt_count: ctx.attempts.length,
     fallback_count: s.fallbacks,
-    attempts: ctx.attempts.map((a) => ({ ...a, latencyMs: Math.round(a.latencyMs * 1000) / 1000 })),
+    // Times to the microsecond: more digits say nothing, and a double's full digits are slow to write as JSON.
+    attempts: ctx.attempts.map((a) => ({ ...a, startMs: Math.round(a.startMs * 1000) / 1000, latencyMs: Math.round(a.latencyMs * 1000) / 1000 })),
     metadata: ctx.metadata,
     hook_results: ctx.logFields.hook_results ?? null,
     error_code: ctx.error?.code ?? null,

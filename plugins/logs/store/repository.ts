@@ -120,7 +120,7 @@ export class LogRepository {
       for (let i = 0; i < entries.length; i += per) {
         const chunk = per === 1 ? [entries[i]!] : entries.slice(i, i + per);
         const params: unknown[] = [];
-        for (const e of chunk) for (const c of COLUMNS) params.push(toColumn(c, e[c]));
+        for (const e of chunk) for (let k = 0; k < COLUMNS.length; k++) params.push(toColumn(COLUMN_KINDS[k]!, e[COLUMNS[k]!]));
         await tx.run(insertSql(chunk.length), params);
       }
       const meta: unknown[] = [];
@@ -432,10 +432,18 @@ export function metaValue(value: unknown): string {
   return text.length > MAX_META_VALUE ? text.slice(0, MAX_META_VALUE) : text;
 }
 
-function toColumn(column: string, value: unknown): unknown {
-  if (JSON_COLUMNS.has(column)) return value === null || value === undefined ? null : JSON.stringify(value);
-  if (BOOLEAN_COLUMNS.has(column)) return value ? 1 : 0;
-  return value ?? null;
+/** How each column of COLUMNS is written: as is, as 0/1, or as JSON text. Decided once, not per row and column. */
+const enum Kind {
+  Plain,
+  Boolean,
+  Json,
+}
+const COLUMN_KINDS: readonly Kind[] = COLUMNS.map((c) => (JSON_COLUMNS.has(c) ? Kind.Json : BOOLEAN_COLUMNS.has(c) ? Kind.Boolean : Kind.Plain));
+
+function toColumn(kind: Kind, value: unknown): unknown {
+  if (kind === Kind.Plain) return value ?? null;
+  if (kind === Kind.Boolean) return value ? 1 : 0;
+  return value === null || value === undefined ? null : JSON.stringify(value);
 }
 
 const NUMERIC = new Set([
