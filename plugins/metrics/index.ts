@@ -67,7 +67,8 @@ export function metrics(options: MetricsOptions = {}): GatewayPlugin {
       const tokens = new FastCounter(`${p}tokens_total`, 'Tokens by kind (prompt, completion, cached, reasoning); estimated="true" when counted by the gateway.', ['provider', 'model', 'kind', 'estimated'], registry);
       const cost = new FastCounter(`${p}cost_usd_total`, 'Cost of priced requests, in USD, from the pricing file.', ['provider', 'model'], registry);
       const unpriced = new client.Counter({ name: `${p}unpriced_requests_total`, help: 'Requests with token usage but no price for their model (their cost is unknown).', labelNames: ['provider', 'model'], registers: [registry] });
-      const cache = new client.Counter({ name: `${p}cache_requests_total`, help: 'Cache outcomes (HIT, SEMANTIC HIT, MISS, REFRESH, DISABLED).', labelNames: ['status'], registers: [registry] });
+      // Recorded on most requests (DISABLED when the cache is off), so through FastCounter like the other per-request series.
+      const cache = new FastCounter(`${p}cache_requests_total`, 'Cache outcomes (HIT, SEMANTIC HIT, MISS, REFRESH, DISABLED).', ['status'], registry);
       const cacheHits = new client.Counter({ name: `${p}cache_hits_total`, help: 'Requests answered from the cache (HIT and SEMANTIC HIT).', registers: [registry] });
       const attempts = new FastCounter(`${p}upstream_attempts_total`, 'Upstream calls, by provider and outcome (status code or error code).', ['provider', 'outcome'], registry);
       const retries = new client.Counter({ name: `${p}retries_total`, help: 'Upstream calls repeated on the same target (retries).', labelNames: ['provider'], registers: [registry] });
@@ -180,7 +181,7 @@ export function metrics(options: MetricsOptions = {}): GatewayPlugin {
         if (s.cost !== null && s.cost > 0) cost.add(s.cost, provider, model);
         if (s.costStatus === 'unpriced') unpriced.inc({ provider, model });
         if (ctx.cacheStatus !== null) {
-          cache.inc({ status: ctx.cacheStatus });
+          cache.add(1, ctx.cacheStatus);
           if (s.costStatus === 'cache_hit') cacheHits.inc();
         }
         for (const a of ctx.attempts) attempts.add(1, a.provider ?? 'none', a.error ?? (a.status === null ? 'none' : statusLabel(a.status)));

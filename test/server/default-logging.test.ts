@@ -171,6 +171,10 @@ test('the default config logs every kind of request exactly once, and serves the
   expect(metricValue(metrics, 'gateway_log_dropped_total', { reason: 'queue_full' })).toBe(0);
   expect(metricValue(metrics, 'gateway_requests_total', { status: '200' })).toBeGreaterThanOrEqual(3);
   expect(metricValue(metrics, 'gateway_tokens_total', { kind: 'prompt' })).toBeGreaterThanOrEqual(9);
+  // The cache is loaded but not asked for: the chat and stream requests (and the ones that failed upstream) count as DISABLED.
+  expect(entry!.cache_status).toBe('DISABLED');
+  expect(metricValue(metrics, 'gateway_cache_requests_total', { status: 'DISABLED' })).toBeGreaterThanOrEqual(2);
+  expect(metricValue(metrics, 'gateway_cache_hits_total')).toBe(0);
 }, 60_000);
 
 test('OpenTelemetry from OTEL_EXPORTER_OTLP_ENDPOINT: the built server exports the request spans, flushed at SIGTERM', async () => {
