@@ -27,7 +27,10 @@ function distinctEntry(seed: number): LogEntry {
     else if (typeof value === 'boolean') e[key] = flip = !flip;
     else e[key] = value;
   }
-  e.attempts = [{ target: `t${seed}`, provider: 'openai', status: 200, startMs: 1.5, latencyMs: 2.5, error: null }];
+  e.attempts = [
+    { target: `t${seed}`, provider: 'openai', status: 500, startMs: 1.5, latencyMs: 2.5, error: 'upstream_error' },
+    { target: `u${seed}`, provider: null, status: null, startMs: 3.25, latencyMs: 0.5, error: null, via: 'chat.completions' },
+  ];
   e.metadata = { user: `u${seed}`, n: seed };
   e.hook_results = { before: [{ id: `h${seed}`, verdict: true }] };
   e.request_headers = null;
@@ -64,6 +67,19 @@ test('nulls, empty texts, zeros and text outside Latin-1 come back as they were'
   const [back] = roundTrip([e]);
   expect(back).toEqual(e);
   expect(roundTrip([])).toEqual([]);
+});
+
+test('attempts of another shape cross as they are; many headers and attempts outgrow the first estimate', () => {
+  const odd = [{ target: '0', provider: 'mcp', status: 200, startMs: 1, latencyMs: 2, error: null, server: 'srv_1' }] as unknown as LogEntry['attempts'];
+  const many = Array.from({ length: 40 }, (_, i) => ({ target: String(i), provider: 'openai', status: 502, startMs: i, latencyMs: i + 0.5, error: 'upstream_error' }));
+  const headers = Object.fromEntries(Array.from({ length: 200 }, (_, i) => [`x-h-${i}`, `value ${i} ${'v'.repeat(i)}`]));
+  const entries = [sampleEntry({ attempts: odd }), sampleEntry({ attempts: many, received_headers: headers }), sampleEntry({ attempts: [] }), sampleEntry({ received_headers: headers })];
+  const back = roundTrip(entries);
+  expect(back.map((e) => e.attempts)).toEqual(entries.map((e) => e.attempts));
+  expect(back[0]!.attempts).not.toBe(odd);
+  expect({ ...back[1]!.received_headers }).toEqual(headers);
+  expect({ ...back[3]!.received_headers }).toEqual(headers);
+  expect(back.map((e) => e.id)).toEqual(entries.map((e) => e.id));
 });
 
 test('a header named __proto__ stays a plain header, and does not change the object', () => {
