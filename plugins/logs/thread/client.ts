@@ -126,7 +126,17 @@ export async function startWriterThread(data: WriterData, events: WriterEvents):
         respawning = null;
         const pending = backlog;
         backlog = [];
-        for (const m of pending) postTo(w, m);
+        for (const m of pending) {
+          try {
+            postTo(w, m);
+          } catch (err) {
+            // Not even the JSON form could be sent: those entries are lost, and said so (a throw here would be an unhandled rejection).
+            if (m.type !== 'entries') throw err;
+            const failedBytes = m.packed.sizes.reduce((a, b) => a + b, 0);
+            const error = { message: (err as Error).message, code: null, entries: m.packed.count, attempt: 1, givingUp: true };
+            events.progress({ written: 0, writtenBytes: 0, failed: m.packed.count, failedBytes, batches: 0, writeErrors: 1 }, error);
+          }
+        }
       },
       (err: Error) => {
         respawning = null;

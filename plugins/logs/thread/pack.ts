@@ -108,6 +108,9 @@ export function packEntries(entries: readonly LogEntry[], sizes: readonly number
     }
     numbers[countAt] = count;
   }
+  // A typed array drops writes past its end without a word: had room() been asked for too little, say so here
+  // (the hand-over counts the group as failed) rather than send entries with missing fields.
+  if (at > numbers.length) throw new Error(`log store: packing entries overran its buffer (${at} > ${numbers.length})`);
   return { count: entries.length, text: parts.join(''), numbers: numbers.subarray(0, at), objects, sizes: sizes.slice() };
 }
 
@@ -121,7 +124,16 @@ function plainAttempt(a: Attempt): boolean {
     if (key !== 'target' && key !== 'provider' && key !== 'status' && key !== 'startMs' && key !== 'latencyMs' && key !== 'error' && key !== 'via') return false;
     keys++;
   }
-  return keys >= 6 && typeof a.target === 'string' && typeof a.startMs === 'number' && typeof a.latencyMs === 'number';
+  return (
+    keys >= 6 &&
+    typeof a.target === 'string' &&
+    typeof a.startMs === 'number' &&
+    typeof a.latencyMs === 'number' &&
+    (a.status === null || typeof a.status === 'number') &&
+    (a.provider === null || typeof a.provider === 'string') &&
+    (a.error === null || typeof a.error === 'string') &&
+    (a.via === undefined || typeof a.via === 'string')
+  );
 }
 
 /** Numbers per entry besides its attempts and headers: 18 numbers, 8 booleans, 27 texts (two each). */
@@ -144,7 +156,7 @@ export function unpackEntries(p: PackedEntries): LogEntry[] {
     return start < 0 ? null : text.slice(start, end);
   };
   for (let i = 0; i < p.count; i++) {
-    // Read in the order packEntries wrote: numbers, booleans, texts, objects, headers.
+    // Read in the order packEntries wrote: numbers, booleans, texts, attempts, objects, headers.
     const created_at = num()!, ended_at = num()!, prompt_version = num(), status = num()!, latency_ms = num(), upstream_latency_ms = num();
     const first_byte_ms = num(), ttft_ms = num(), prompt_tokens = num(), completion_tokens = num(), total_tokens = num();
     const cached_tokens = num(), reasoning_tokens = num(), cost = num(), pricing_multiplier = num()!, retry_count = num()!;

@@ -71,9 +71,11 @@ test('nulls, empty texts, zeros and text outside Latin-1 come back as they were'
 
 test('attempts of another shape cross as they are; many headers and attempts outgrow the first estimate', () => {
   const odd = [{ target: '0', provider: 'mcp', status: 200, startMs: 1, latencyMs: 2, error: null, server: 'srv_1' }] as unknown as LogEntry['attempts'];
+  // The core's fields, but a status that is not a number: kept as it is, not turned into one.
+  const typed = [{ target: '0', provider: 'a2a', status: 'ok', startMs: 1, latencyMs: 2, error: null }] as unknown as LogEntry['attempts'];
   const many = Array.from({ length: 40 }, (_, i) => ({ target: String(i), provider: 'openai', status: 502, startMs: i, latencyMs: i + 0.5, error: 'upstream_error' }));
   const headers = Object.fromEntries(Array.from({ length: 200 }, (_, i) => [`x-h-${i}`, `value ${i} ${'v'.repeat(i)}`]));
-  const entries = [sampleEntry({ attempts: odd }), sampleEntry({ attempts: many, received_headers: headers }), sampleEntry({ attempts: [] }), sampleEntry({ received_headers: headers })];
+  const entries = [sampleEntry({ attempts: odd }), sampleEntry({ attempts: many, received_headers: headers }), sampleEntry({ attempts: [] }), sampleEntry({ received_headers: headers }), sampleEntry({ attempts: typed })];
   const back = roundTrip(entries);
   expect(back.map((e) => e.attempts)).toEqual(entries.map((e) => e.attempts));
   expect(back[0]!.attempts).not.toBe(odd);
