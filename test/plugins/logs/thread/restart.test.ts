@@ -1,0 +1,69 @@
+import { expect, test, vi } from 'vitest';
+import type { Worker as NodeWorker } from 'node:worker_threads';
+import { LOG_MIGRATIONS, LOGS_NAMESPACE } from '../../../../plugins/logs/store/migrations.js';
+import { ThreadSink } from '../../../../plugins/logs/thread/sink.js';
+import { migrate } from '../../../../sdk/sql.js';
+import { sqliteClient } from '../../../../sdk/sqlite.js';
+import { memoryLogger } from '../../../helpers/gateway.js';
+import { openSqlite, sampleEntry, tempFile, waitFor } from '../helpers.js';
+
+// Every writer thread the sink starts, so the test can end one the way a crash would.
+const started = vi.hoisted(() => [] as NodeWorker[]);
+vi.mock('node:worker_threads', async (original) => {
+  const real = await original<typeof import('node:worker_threads')>();
+  class Tracked extends real.Worker {
+    constructor(...args: ConstructorParameters<typeof real.Worker>) {
+      super(...args);
+      started.push(this);
+    }
+  }
+  return { ...real, Worker: Tracked };
+});
+
+test('a writer thread that ends unexpectedly is replaced: the loss is reported, entries sent while the new one starts are written by it, nothing stays counted', async () => {
+  const file = await tempFile('restart.db');
+  const client = sqliteClient(file);
+  await migrate(client, LOGS_NAMESPACE, LOG_MIGRATIONS);
+  await client.close();
+  const logs = memoryLogger('warn');
+  const s = new ThreadSink({
+    file,
+    finish: { capture: 'truncated', captureBytes: 1024, scanLimit: 4096 },
+    batchSize: 100,
+    flushIntervalMs: 10,
+    maxWriteAttempts: 2,
+    retryDelayMs: 10,
+    maxEntries: 1000,
+    maxBytes: 1e9,
+    warnIntervalMs: 0,
+    logger: logs.logger,
+  });
+  await s.open();
+  s.start();
+  for (let i = 0; i < 5; i++) s.push(sampleEntry({ trace_id: `before-${i}` }), 100);
+  await s.flush();
+  expect(s.stats()).toMatchObject({ written: 5, depth: 0 });
+  expect(started).toHaveLength(1);
+
+  // The thread ends while idle (between SQLite calls, where ending it cannot abort the process).
+  const first = started[0]!;
+  await first.terminate();
+  await waitFor(() => (logs.lines().some((l) => l.msg === 'log store: the writer thread ended unexpectedly; a new one is started') ? true : undefined), 5000, 'the loss to be reported');
+
+  // The next entries start a new thread and are written by it.
+  for (let i = 0; i < 5; i++) s.push(sampleEntry({ trace_id: `after-${i}`, response_body: 'data: {"choices":[{"index":0,"delta":{"content":"Hi"}}]}\n\n', response_stream: true }), 100);
+  await s.flush();
+  expect(started).toHaveLength(2);
+  expect(s.stats()).toMatchObject({ accepted: 10, written: 10, depth: 0, bytes: 0, dropped: { queue_full: 0, write_failed: 0, shutdown: 0 } });
+  const db = openSqlite(file);
+  try {
+    const rows = db.prepare("SELECT trace_id, response_body FROM gateway_logs WHERE trace_id LIKE 'after-%' ORDER BY trace_id").all() as { trace_id: string; response_body: string }[];
+    expect(rows.map((r) => r.trace_id)).toEqual(['after-0', 'after-1', 'after-2', 'after-3', 'after-4']);
+    // Finished on the new thread as on the first: the stream's text assembled.
+    expect(rows.every((r) => r.response_body === 'Hi')).toBe(true);
+  } finally {
+    db.close();
+  }
+  await s.close(2000);
+  expect(s.stats().dropped.shutdown).toBe(0);
+}, 30_000);
