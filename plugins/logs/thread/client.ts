@@ -4,7 +4,7 @@ import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { LogEntry } from '../entry.js';
 import { packEntries } from './pack.js';
-import type { FromWriter, Progress, ToWriter, WriteFailure, WriterData } from './protocol.js';
+import { sendFailed, type FromWriter, type Progress, type ToWriter, type WriteFailure, type WriterData } from './protocol.js';
 
 /** How long past its deadline a closing thread may take to end: one statement (a lock wait is at most 100 ms) and the connection's close. */
 const CLOSE_SLACK_MS = 2000;
@@ -132,9 +132,8 @@ export async function startWriterThread(data: WriterData, events: WriterEvents):
           } catch (err) {
             // Not even the JSON form could be sent: those entries are lost, and said so (a throw here would be an unhandled rejection).
             if (m.type !== 'entries') throw err;
-            const failedBytes = m.packed.sizes.reduce((a, b) => a + b, 0);
-            const error = { message: (err as Error).message, code: null, entries: m.packed.count, attempt: 1, givingUp: true };
-            events.progress({ written: 0, writtenBytes: 0, failed: m.packed.count, failedBytes, batches: 0, writeErrors: 1 }, error);
+            const lost = sendFailed(m.packed.count, m.packed.sizes.reduce((a, b) => a + b, 0), err);
+            events.progress(lost.progress, lost.error);
           }
         }
       },

@@ -54,3 +54,11 @@ export type FromWriter =
   | ({ type: 'progress'; error: WriteFailure | null } & Progress)
   | { type: 'flushed'; id: number }
   | { type: 'deleted'; id: number; deleted: number; error: string | null };
+
+/** What to report when entries could not be handed to the thread at all: all of them failed, in one attempt, given up. */
+export function sendFailed(entries: number, bytes: number, err: unknown): { progress: Progress; error: WriteFailure } {
+  return {
+    progress: { written: 0, writtenBytes: 0, failed: entries, failedBytes: bytes, batches: 0, writeErrors: 1 },
+    error: { message: (err as Error).message, code: null, entries, attempt: 1, givingUp: true },
+  };
+}

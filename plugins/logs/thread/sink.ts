@@ -2,7 +2,7 @@ import type { Logger } from '../../../sdk/index.js';
 import type { LogEntry } from '../entry.js';
 import { DropWarnings } from '../drops.js';
 import type { QueueStats } from '../queue.js';
-import type { Progress, WriteFailure, WriterData } from './protocol.js';
+import { sendFailed, type Progress, type WriteFailure, type WriterData } from './protocol.js';
 import { startWriterThread, type WriterThread } from './client.js';
 
 export interface ThreadSinkOptions extends WriterData {
@@ -145,13 +145,8 @@ export class ThreadSink {
       // Neither the entries nor their JSON form could be sent: they are lost, and said so.
       let bytes = 0;
       for (const s of sizes) bytes += s;
-      this.#progress({ written: 0, writtenBytes: 0, failed: entries.length, failedBytes: bytes, batches: 0, writeErrors: 1 }, {
-        message: (err as Error).message,
-        code: null,
-        entries: entries.length,
-        attempt: 1,
-        givingUp: true,
-      });
+      const lost = sendFailed(entries.length, bytes, err);
+      this.#progress(lost.progress, lost.error);
     }
   }
 
