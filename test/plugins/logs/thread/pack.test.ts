@@ -1,12 +1,8 @@
 import { expect, test } from 'vitest';
 import type { LogEntry } from '../../../../plugins/logs/entry.js';
 import { packEntries, unpackEntries } from '../../../../plugins/logs/thread/pack.js';
-import { LOG_MIGRATIONS, LOGS_NAMESPACE } from '../../../../plugins/logs/store/migrations.js';
-import { ThreadSink } from '../../../../plugins/logs/thread/sink.js';
-import { migrate } from '../../../../sdk/sql.js';
-import { sqliteClient } from '../../../../sdk/sqlite.js';
-import { memoryLogger } from '../../../helpers/gateway.js';
 import { openSqlite, sampleEntry, tempFile } from '../helpers.js';
+import { migrateLogFile, threadSink } from './sink-helpers.js';
 
 /** What crosses to the thread: a structured clone, as postMessage makes it. */
 const roundTrip = (entries: LogEntry[]) => unpackEntries(structuredClone(packEntries(entries, entries.map((_, i) => 1000 + i))));
@@ -93,21 +89,8 @@ test('a header named __proto__ stays a plain header, and does not change the obj
 
 test('an entry whose hook results cannot be cloned reaches the store in its JSON form', async () => {
   const file = await tempFile('uncloneable.db');
-  const client = sqliteClient(file);
-  await migrate(client, LOGS_NAMESPACE, LOG_MIGRATIONS);
-  await client.close();
-  const s = new ThreadSink({
-    file,
-    finish: { capture: 'truncated', captureBytes: 1024, scanLimit: 4096 },
-    batchSize: 100,
-    flushIntervalMs: 10,
-    maxWriteAttempts: 2,
-    retryDelayMs: 10,
-    maxEntries: 1000,
-    maxBytes: 1e9,
-    warnIntervalMs: 60_000,
-    logger: memoryLogger('warn').logger,
-  });
+  await migrateLogFile(file);
+  const s = threadSink(file, undefined, { finish: { capture: 'truncated', captureBytes: 1024, scanLimit: 4096 }, flushIntervalMs: 10 });
   await s.open();
   s.start();
   s.push(sampleEntry({ trace_id: 'fn', hook_results: { check: 'ok', fn: () => 1 } }), 1000);

@@ -1,11 +1,8 @@
 import { expect, test, vi } from 'vitest';
 import type { Worker as NodeWorker } from 'node:worker_threads';
-import { LOG_MIGRATIONS, LOGS_NAMESPACE } from '../../../../plugins/logs/store/migrations.js';
-import { ThreadSink } from '../../../../plugins/logs/thread/sink.js';
-import { migrate } from '../../../../sdk/sql.js';
-import { sqliteClient } from '../../../../sdk/sqlite.js';
 import { memoryLogger } from '../../../helpers/gateway.js';
 import { openSqlite, sampleEntry, tempFile, waitFor } from '../helpers.js';
+import { migrateLogFile, threadSink } from './sink-helpers.js';
 
 // Every writer thread the sink starts, so the test can end one the way a crash would.
 const started = vi.hoisted(() => [] as NodeWorker[]);
@@ -22,22 +19,9 @@ vi.mock('node:worker_threads', async (original) => {
 
 test('a writer thread that ends unexpectedly is replaced: the loss is reported, entries sent while the new one starts are written by it, nothing stays counted', async () => {
   const file = await tempFile('restart.db');
-  const client = sqliteClient(file);
-  await migrate(client, LOGS_NAMESPACE, LOG_MIGRATIONS);
-  await client.close();
+  await migrateLogFile(file);
   const logs = memoryLogger('warn');
-  const s = new ThreadSink({
-    file,
-    finish: { capture: 'truncated', captureBytes: 1024, scanLimit: 4096 },
-    batchSize: 100,
-    flushIntervalMs: 10,
-    maxWriteAttempts: 2,
-    retryDelayMs: 10,
-    maxEntries: 1000,
-    maxBytes: 1e9,
-    warnIntervalMs: 0,
-    logger: logs.logger,
-  });
+  const s = threadSink(file, logs.logger, { finish: { capture: 'truncated', captureBytes: 1024, scanLimit: 4096 }, flushIntervalMs: 10, warnIntervalMs: 0 });
   await s.open();
   s.start();
   for (let i = 0; i < 5; i++) s.push(sampleEntry({ trace_id: `before-${i}` }), 100);

@@ -1,30 +1,11 @@
 import { createRequire } from 'node:module';
 import type BetterSqlite3 from 'better-sqlite3';
 import { expect, test } from 'vitest';
-import { LOG_MIGRATIONS, LOGS_NAMESPACE } from '../../../../plugins/logs/store/migrations.js';
-import { ThreadSink } from '../../../../plugins/logs/thread/sink.js';
-import { migrate } from '../../../../sdk/sql.js';
-import { sqliteClient } from '../../../../sdk/sqlite.js';
 import { memoryLogger } from '../../../helpers/gateway.js';
 import { openSqlite, sampleEntry, tempFile, waitFor } from '../helpers.js';
+import { migrateLogFile, threadSink } from './sink-helpers.js';
 
 const require = createRequire(import.meta.url);
-
-function sink(file: string, logger = memoryLogger('warn').logger, o: Partial<ConstructorParameters<typeof ThreadSink>[0]> = {}) {
-  return new ThreadSink({
-    file,
-    finish: { capture: 'truncated', captureBytes: 64, scanLimit: 4096 },
-    batchSize: 100,
-    flushIntervalMs: 20,
-    maxWriteAttempts: 2,
-    retryDelayMs: 10,
-    maxEntries: 1000,
-    maxBytes: 1e9,
-    warnIntervalMs: 60_000,
-    logger,
-    ...o,
-  });
-}
 
 const count = (file: string) => {
   const db = openSqlite(file);
@@ -39,7 +20,7 @@ test('the writer thread finishes entries (redaction, cutting) and writes them; f
   const file = await tempFile('thread.db');
   const logs = memoryLogger('warn');
   // No tables yet: every insert fails.
-  const s = sink(file, logs.logger);
+  const s = threadSink(file, logs.logger);
   await s.open();
   s.start();
   for (let i = 0; i < 5; i++) s.push(sampleEntry({ trace_id: `fail-${i}` }), 1000);
@@ -51,9 +32,7 @@ test('the writer thread finishes entries (redaction, cutting) and writes them; f
   expect(logs.lines().some((l) => String(l.msg).startsWith('log store: log entries were dropped'))).toBe(true);
 
   // The tables appear: the next entries are written, finished on the thread.
-  const client = sqliteClient(file);
-  await migrate(client, LOGS_NAMESPACE, LOG_MIGRATIONS);
-  await client.close();
+  await migrateLogFile(file);
   s.push(sampleEntry({ trace_id: 'ok-1', request_body: `{"api_key":"sk-abcdefghijklmnopqrstuvwx","text":"${'y'.repeat(500)}"}`, request_body_truncated: false }), 1000);
   s.push(sampleEntry({ trace_id: 'ok-2' }), 1000);
   await s.flush();
@@ -73,10 +52,8 @@ test('the writer thread finishes entries (redaction, cutting) and writes them; f
 
 test('entries are gathered into transactions of up to batchSize on the thread', async () => {
   const file = await tempFile('batches.db');
-  const client = sqliteClient(file);
-  await migrate(client, LOGS_NAMESPACE, LOG_MIGRATIONS);
-  await client.close();
-  const s = sink(file, undefined, { batchSize: 50, flushIntervalMs: 50 });
+  await migrateLogFile(file);
+  const s = threadSink(file, undefined, { batchSize: 50, flushIntervalMs: 50 });
   await s.open();
   s.start();
   // 120 entries, handed over in many small groups (the main thread hands over every few ms).
@@ -94,10 +71,8 @@ test('entries are gathered into transactions of up to batchSize on the thread', 
 
 test('close waits for the thread up to its timeout; what a locked file kept unwritten is counted as dropped at shutdown', async () => {
   const file = await tempFile('close.db');
-  const client = sqliteClient(file);
-  await migrate(client, LOGS_NAMESPACE, LOG_MIGRATIONS);
-  await client.close();
-  const s = sink(file, undefined, { maxWriteAttempts: 1000 });
+  await migrateLogFile(file);
+  const s = threadSink(file, undefined, { maxWriteAttempts: 1000 });
   await s.open();
   s.start();
   const Database = require('better-sqlite3') as typeof BetterSqlite3;
@@ -122,10 +97,8 @@ test('close waits for the thread up to its timeout; what a locked file kept unwr
 
 test('the bound counts entries handed to the thread until it reports them', async () => {
   const file = await tempFile('bound.db');
-  const client = sqliteClient(file);
-  await migrate(client, LOGS_NAMESPACE, LOG_MIGRATIONS);
-  await client.close();
-  const s = sink(file, undefined, { maxEntries: 10, maxWriteAttempts: 1000 });
+  await migrateLogFile(file);
+  const s = threadSink(file, undefined, { maxEntries: 10, maxWriteAttempts: 1000 });
   await s.open();
   s.start();
   const Database = require('better-sqlite3') as typeof BetterSqlite3;
