@@ -40,6 +40,7 @@ export function pluginPackage(file: string): string {
 
 /**
  * The SDK modules a plugin may import: its entry points. `sqlite` and `observe/assemble` import
- * nothing from the core, for worker threads that must start light (the log writer).
+ * nothing from the core, for worker threads that must start light (the log writer); `analytics`
+ * is answer types only, for the dashboard's browser bundle.
  */
-export const SDK_ENTRIES = new Set(['sdk/index.ts', 'sdk/sqlite.ts', 'sdk/observe/assemble.ts', 'sdk/anthropic/index.ts', 'sdk/gemini/index.ts']);
+export const SDK_ENTRIES = new Set(['sdk/index.ts', 'sdk/sqlite.ts', 'sdk/observe/assemble.ts', 'sdk/anthropic/index.ts', 'sdk/gemini/index.ts', 'sdk/analytics.ts']);

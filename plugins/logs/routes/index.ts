@@ -1,5 +1,6 @@
 import * as v from 'valibot';
 import { GatewayError, type GatewayPlugin, jsonResponse, parseOptions, type RequestContext, requireScope } from '../../../sdk/index.js';
+import type { TimeseriesAnswer } from '../../../sdk/analytics.js';
 import { LOG_STORE_SERVICE, type LogStoreService } from '../index.js';
 import { GROUP_KEYS } from '../store/repository.js';
 import { callerWorkspace, encodeCursor, groupQuery, listQuery, LogGroupsQuery, LogListQuery, timeseriesQuery, TimeseriesQuerySchema } from './query.js';
@@ -100,7 +101,7 @@ export function logApi(options: LogApiOptions = {}): GatewayPlugin {
           requireScope(ctx, scope);
           const q = timeseriesQuery(ctx);
           const result = await repository().timeseries(q.filters, q.bucketMs);
-          return jsonResponse(200, {
+          const answer: TimeseriesAnswer = {
             object: 'analytics.timeseries',
             from: new Date(q.filters.from).toISOString(),
             to: new Date(q.filters.to).toISOString(),
@@ -108,7 +109,8 @@ export function logApi(options: LogApiOptions = {}): GatewayPlugin {
             bucket_ms: q.bucketMs,
             totals: result.totals,
             data: result.buckets,
-          });
+          };
+          return jsonResponse(200, answer);
         },
       });
     },

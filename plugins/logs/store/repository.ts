@@ -1,3 +1,4 @@
+import type { TimeBucket } from '../../../sdk/analytics.js';
 import type { SqlClient } from '../../../sdk/index.js';
 import { BOOLEAN_COLUMNS, COLUMNS, JSON_COLUMNS, type LogEntry } from '../entry.js';
 
@@ -65,23 +66,8 @@ export const GROUP_COLUMNS = [
 
 export type GroupColumn = (typeof GROUP_COLUMNS)[number];
 
-/** One bucket of {@link LogRepository.timeseries}: its start and what happened in it. */
-export interface TimeBucket {
-  /** Start of the bucket, ISO 8601. */
-  time: string;
-  requests: number;
-  /** Requests that did not succeed (status outside 200-399, or an error code). */
-  errors: number;
-  cost: number;
-  total_tokens: number;
-  prompt_tokens: number;
-  completion_tokens: number;
-  /** Nearest-rank percentiles of `latency_ms`; null without requests. */
-  p50_latency: number | null;
-  p95_latency: number | null;
-  /** Hits over lookups (requests the cache was asked about); null without lookups. */
-  cache_hit_rate: number | null;
-}
+/** One bucket of {@link LogRepository.timeseries} (the SDK's analytics answer types). */
+export type { TimeBucket } from '../../../sdk/analytics.js';
 
 /** One group: its key under the groupBy name, `requests`, and the columns asked for. */
 export type GroupRow = Record<string, string | number | null>;

@@ -4,27 +4,7 @@ import { Chart, type Series } from '../chart.js';
 import { ErrorBox, Field, Stat, valueOf } from '../components.js';
 import { fromLocalInput, int, ms, pct, toLocalInput, usd } from '../format.js';
 import { useLoad } from '../hooks.js';
-
-interface Bucket {
-  time: string;
-  requests: number;
-  errors: number;
-  cost: number;
-  total_tokens: number;
-  prompt_tokens: number;
-  completion_tokens: number;
-  p50_latency: number | null;
-  p95_latency: number | null;
-  cache_hit_rate: number | null;
-}
-
-interface Timeseries {
-  from: string;
-  to: string;
-  interval: string;
-  totals: Bucket;
-  data: Bucket[];
-}
+import type { TimeBucket as Bucket, TimeseriesAnswer as Timeseries } from '../../../../sdk/analytics.js';
 
 const RANGES = { '1h': 3_600_000, '24h': 86_400_000, '7d': 7 * 86_400_000 } as const;
 type Range = keyof typeof RANGES | 'custom';
