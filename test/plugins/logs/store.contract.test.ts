@@ -69,6 +69,27 @@ function sampleRows(): LogEntry[] {
   return rows;
 }
 
+/** Columns holding numbers: each gets its own value in {@link distinctEntry}. */
+const NUMBER_COLUMNS = new Set(['created_at', 'ended_at', 'prompt_version', 'status', 'latency_ms', 'upstream_latency_ms', 'first_byte_ms', 'ttft_ms', 'prompt_tokens', 'completion_tokens', 'total_tokens', 'cached_tokens', 'reasoning_tokens', 'cost', 'pricing_multiplier', 'retry_count', 'attempt_count', 'fallback_count']);
+const JSON_VALUED = new Set(['attempts', 'metadata', 'hook_results', 'request_headers']);
+
+/** An entry whose every stored column holds a value no other column holds (see the test using it). */
+function distinctEntry(seed: number): LogEntry {
+  const e: Record<string, unknown> = {};
+  let n = 0;
+  let bit = 0;
+  for (const [key, value] of Object.entries(sampleEntry())) {
+    n++;
+    if (key === 'id') e[key] = `log_distinct_${seed}`;
+    else if (key === 'created_at' || key === 'ended_at') e[key] = T0 + seed * 100 + n;
+    else if (NUMBER_COLUMNS.has(key)) e[key] = seed * 1000 + n + (key === 'cost' || key === 'latency_ms' ? 0.25 : 0);
+    else if (JSON_VALUED.has(key)) e[key] = key === 'attempts' ? [{ target: `${key}-${seed}`, provider: 'p', status: 200, startMs: n, latencyMs: 1, error: null }] : { [key]: seed };
+    else if (typeof value === 'boolean') e[key] = ((++bit >> seed) & 1) === 1; // column k: bit `seed` of k, so no two columns match on all three
+    else e[key] = `${key}-${seed}`;
+  }
+  return e as unknown as LogEntry;
+}
+
 const newestFirst = (a: LogEntry, b: LogEntry) => b.created_at - a.created_at || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
 
 function contract(name: string, open: () => Promise<SqlClient | null>) {
@@ -141,6 +162,23 @@ function contract(name: string, open: () => Promise<SqlClient | null>) {
       expect(await repo.get('log_missing', undefined)).toBeNull();
       await client.run('DELETE FROM gateway_logs WHERE id = ?', [full.id]);
       await client.run('DELETE FROM gateway_log_metadata WHERE log_id = ?', [full.id]);
+    });
+
+    test('every column is written to its own place (a column left out or out of order fails)', async () => {
+      if (client === null) return;
+      // Three entries with a value in every column that no other column holds: numbers and texts counted up,
+      // JSON columns distinct objects, and each boolean column a distinct pattern of bits over the three entries.
+      const written = [0, 1, 2].map((seed) => distinctEntry(seed));
+      await repo.insert(written);
+      for (const e of written) {
+        const got = await repo.get(e.id, undefined);
+        const { response_stream: _a, received_headers: _b, config_accepted: _c, ...columns } = e;
+        expect(got).toEqual({ ...columns, created_at: new Date(e.created_at).toISOString(), ended_at: new Date(e.ended_at).toISOString() });
+      }
+      for (const e of written) {
+        await client.run('DELETE FROM gateway_logs WHERE id = ?', [e.id]);
+        await client.run('DELETE FROM gateway_log_metadata WHERE log_id = ?', [e.id]);
+      }
     });
 
     const FILTERS: LogFilters[] = [
