@@ -108,9 +108,11 @@ function summarize(ctx: RequestContext, { pricing, wantText }: SummaryOptions): 
           tokensEstimated = true;
         }
       } else {
-        modelAnswered = modelOfJson(bytes.toString('utf8', 0, Math.min(bytes.length, 4096)));
-        if (wantText) {
-          responseStream = bytes.toString('utf8');
+        // Decoded once: the model is read from the head of the same text the log store gets.
+        const text = wantText ? bytes.toString('utf8') : null;
+        modelAnswered = modelOfJson(text === null ? bytes.toString('utf8', 0, Math.min(bytes.length, 4096)) : text.length > 4096 ? text.slice(0, 4096) : text);
+        if (text !== null) {
+          responseStream = text;
           responseCut = captured.kept < captured.total;
         }
       }

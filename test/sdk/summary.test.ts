@@ -1,5 +1,25 @@
+import { Readable } from 'node:stream';
 import { describe, expect, test } from 'vitest';
-import { addImplicitPromptTokens, bundledPricing, createLogger, estimatePromptTokens, estimateRequestPromptTokens, GatewayError, RequestContext, requestSummary } from '../../sdk/index.js';
+import { addImplicitPromptTokens, bundledPricing, captureResponses, createLogger, estimatePromptTokens, estimateRequestPromptTokens, GatewayError, RequestContext, requestSummary, type GatewayResponse, type PluginAPI } from '../../sdk/index.js';
+
+/** A request whose streamed answer went out through the shared response capture, as the log store and metrics see it. */
+function streamedRequest(sse: string): RequestContext {
+  const ctx = new RequestContext('POST', '/v1/chat/completions', {}, null, createLogger({ level: 'silent' }));
+  let tap: ((response: GatewayResponse, ctx: RequestContext) => GatewayResponse) | undefined;
+  // Only what captureResponses touches of the plugin API: it registers its limits and one afterResponse tap.
+  const api = { tryResolve: () => undefined, provide: () => undefined, hooks: { afterResponse: { tap: (_: unknown, fn: typeof tap) => (tap = fn) } } } as unknown as PluginAPI;
+  captureResponses(api, { scanLimit: 1 << 20, bodyLimit: 0 });
+  const response = tap!({ status: 200, headers: { 'content-type': 'text/event-stream' }, body: Readable.from([]), observers: null }, ctx);
+  for (const o of response.observers!) {
+    o.onChunk(Buffer.from(sse));
+    o.onEnd?.(null);
+  }
+  ctx.status = 200;
+  ctx.model = 'gpt-4o';
+  // The provider's usage observer read the usage chunk already: the text is left to the log store to assemble.
+  ctx.usage = { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 };
+  return ctx;
+}
 
 describe('requestSummary', () => {
   test('a summary made without the answer\'s text does not serve a caller that wants it; one made with it serves everyone', () => {
@@ -16,6 +36,22 @@ describe('requestSummary', () => {
     expect(full.responseText).toBe(JSON.stringify(ctx.error.toEnvelope()));
     expect(requestSummary(ctx, { pricing, wantText: false })).toBe(full);
     expect(requestSummary(ctx, { pricing, wantText: true })).toBe(full);
+  });
+});
+
+describe('a streamed answer whose usage is known', () => {
+  const sse = `data: ${JSON.stringify({ model: 'gpt-4o-2024-08-06', choices: [{ index: 0, delta: { content: 'Hé' } }] })}\n\ndata: [DONE]\n\n`;
+
+  test('the model it names is read, with or without its text; the text is handed on as sent', () => {
+    const pricing = bundledPricing();
+    const lean = requestSummary(streamedRequest(sse), { pricing, wantText: false });
+    expect(lean.modelAnswered).toBe('gpt-4o-2024-08-06');
+    expect(lean.responseStream).toBeNull();
+    const full = requestSummary(streamedRequest(sse), { pricing, wantText: true });
+    expect(full.modelAnswered).toBe('gpt-4o-2024-08-06');
+    expect(full.responseStream).toBe(sse);
+    expect(full.responseText).toBeNull();
+    expect(full.responseCut).toBe(false);
   });
 });
 
