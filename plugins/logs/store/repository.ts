@@ -419,8 +419,9 @@ export function metaValue(value: unknown): string {
 /**
  * The values of one row, in the order of COLUMNS: booleans as 0/1, JSON columns as JSON text, the rest as
  * they are (undefined as null). Every column is named here, in order, rather than looked up by name in a
- * loop: the loop (a keyed read per column, a kind check, a push) cost about 4 µs a row on the writer
- * thread, about a tenth of what the SQLite insert itself costs; this costs a fraction of a µs. The store
+ * loop: the loop (a keyed read per column, a kind check, a push) took about 4.5 µs a row on the writer
+ * thread, a sixth of what the SQLite statement itself costs; this takes about 2 µs, most of it the JSON
+ * columns' stringify (docs/logs.md, "Cost of logging"). The store
  * contract test writes an entry with a distinct value in every column and reads each back, so a column
  * left out or put out of order fails it.
  */
