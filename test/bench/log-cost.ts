@@ -28,7 +28,7 @@ export interface LogCost {
  * The log store's cost, measured so that the machine's drift cancels. One pair of runs (the
  * scenario's own gateway and gateway-nolog rows, run one after the other) moves with whatever else
  * the shared machine is doing: on the bench machine, single pairs of the same build ranged from
- * 0.67 to 0.90. Two more pairs in the order off, on, on, off cancel a drift that is linear over
+ * 0.67 to 0.97. Two more pairs in the order off, on, on, off cancel a drift that is linear over
  * them, and pooling the three (sum over sum) weighs each run by what it measured.
  */
 export async function logCost(mode: string, connections: number, first: { on: Measured; off: Measured }, run: (logging: 'on' | 'off') => Promise<Measured>): Promise<LogCost> {

@@ -81,11 +81,7 @@ async function main(): Promise<void> {
       const { result, maxMb } = sampled ? await withRss(t.pid, () => measure(spec, pid)) : { result: await measure(spec, pid), maxMb: NaN };
       if (sampled) maxRss.set(t.name, Math.max(maxRss.get(t.name) ?? 0, maxMb));
       rows.push({ target: t.name, ...s, ...result });
-      const cpu = Number.isFinite(result.cpuUs) ? `  ${result.cpuUs.toFixed(0)} µs CPU/req` : '';
-      console.log(`  ${t.name.padEnd(13)} ${s.mode.padEnd(10)} c=${String(s.connections).padEnd(3)} ${result.rps.toFixed(0).padStart(6)} req/s  p50 ${result.p50} ms  p99 ${result.p99} ms${cpu}`);
-      if (result.errors > 0 || result.non2xx > 0) {
-        console.warn(`  WARNING: ${t.name} ${s.mode} c=${s.connections}: ${result.errors} errors/timeouts, ${result.non2xx} non-2xx`);
-      }
+      reportRun(t.name, s, result);
     }
   }
 
@@ -97,8 +93,7 @@ async function main(): Promise<void> {
     const cost = await logCost(s.mode, s.connections, { on: row('gateway'), off: row('gateway-nolog') }, async (logging) => {
       const t = of[logging];
       const result = await measure({ url: `${t.url}/v1/chat/completions`, headers: t.headers, body: BODIES[s.mode], connections: s.connections, duration: DURATION }, t.pid);
-      console.log(`  ${t.name.padEnd(13)} ${s.mode.padEnd(10)} c=${String(s.connections).padEnd(3)} ${result.rps.toFixed(0).padStart(6)} req/s  ${result.cpuUs.toFixed(0)} µs CPU/req`);
-      if (result.errors > 0 || result.non2xx > 0) console.warn(`  WARNING: ${t.name} ${s.mode} c=${s.connections}: ${result.errors} errors/timeouts, ${result.non2xx} non-2xx`);
+      reportRun(t.name, s, result);
       return result;
     });
     costs.push(cost);
@@ -179,6 +174,13 @@ async function cacheBench(mockUrl: string): Promise<{ rows: CacheRow[]; p50: Map
     PROBE_N,
   );
   return { rows, p50 };
+}
+
+/** The console line of one load run, and a warning when anything failed (a fast error would pass for throughput). */
+function reportRun(name: string, s: { mode: string; connections: number }, result: Awaited<ReturnType<typeof measure>>): void {
+  const cpu = Number.isFinite(result.cpuUs) ? `  ${result.cpuUs.toFixed(0)} µs CPU/req` : '';
+  console.log(`  ${name.padEnd(13)} ${s.mode.padEnd(10)} c=${String(s.connections).padEnd(3)} ${result.rps.toFixed(0).padStart(6)} req/s  p50 ${result.p50} ms  p99 ${result.p99} ms${cpu}`);
+  if (result.errors > 0 || result.non2xx > 0) console.warn(`  WARNING: ${name} ${s.mode} c=${s.connections}: ${result.errors} errors/timeouts, ${result.non2xx} non-2xx`);
 }
 
 /** One request per mode before measuring: a fast 4xx would otherwise pass for great throughput. */

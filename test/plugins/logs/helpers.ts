@@ -334,6 +334,9 @@ export function matches(e: LogEntry, f: LogFilters): boolean {
 
 
 /** An entry with every field set (nulls and defaults), for store tests. */
+/** The LogEntry fields that hold numbers (null in sampleEntry for most): tests give each its own value. */
+export const NUMBER_FIELDS: ReadonlySet<string> = new Set(['created_at', 'ended_at', 'prompt_version', 'status', 'latency_ms', 'upstream_latency_ms', 'first_byte_ms', 'ttft_ms', 'prompt_tokens', 'completion_tokens', 'total_tokens', 'cached_tokens', 'reasoning_tokens', 'cost', 'pricing_multiplier', 'retry_count', 'attempt_count', 'fallback_count']);
+
 export function sampleEntry(overrides: Partial<LogEntry> = {}): LogEntry {
   const created = overrides.created_at ?? Date.UTC(2025, 0, 1);
   return {

@@ -6,7 +6,7 @@ import { postgresClient } from '../../../plugins/stores/postgres/client.js';
 import { migrate, type SqlClient } from '../../../sdk/sql.js';
 import { sqliteClient } from '../../../sdk/sqlite.js';
 import { DATABASE_URL, dropSchema, requireService, uniqueSchema } from '../../helpers/services.js';
-import { bruteGroups, matches, sampleEntry, tempFile } from './helpers.js';
+import { bruteGroups, matches, NUMBER_FIELDS, sampleEntry, tempFile } from './helpers.js';
 
 /** A small deterministic PRNG (mulberry32), so both stores get the same rows on every run. */
 function prng(seed: number): () => number {
@@ -69,8 +69,6 @@ function sampleRows(): LogEntry[] {
   return rows;
 }
 
-/** Columns holding numbers: each gets its own value in {@link distinctEntry}. */
-const NUMBER_COLUMNS = new Set(['created_at', 'ended_at', 'prompt_version', 'status', 'latency_ms', 'upstream_latency_ms', 'first_byte_ms', 'ttft_ms', 'prompt_tokens', 'completion_tokens', 'total_tokens', 'cached_tokens', 'reasoning_tokens', 'cost', 'pricing_multiplier', 'retry_count', 'attempt_count', 'fallback_count']);
 const JSON_VALUED = new Set(['attempts', 'metadata', 'hook_results', 'request_headers']);
 
 /** An entry whose every stored column holds a value no other column holds (see the test using it). */
@@ -82,7 +80,7 @@ function distinctEntry(seed: number): LogEntry {
     n++;
     if (key === 'id') e[key] = `log_distinct_${seed}`;
     else if (key === 'created_at' || key === 'ended_at') e[key] = T0 + seed * 100 + n;
-    else if (NUMBER_COLUMNS.has(key)) e[key] = seed * 1000 + n + (key === 'cost' || key === 'latency_ms' ? 0.25 : 0);
+    else if (NUMBER_FIELDS.has(key)) e[key] = seed * 1000 + n + (key === 'cost' || key === 'latency_ms' ? 0.25 : 0);
     else if (JSON_VALUED.has(key)) e[key] = key === 'attempts' ? [{ target: `${key}-${seed}`, provider: 'p', status: 200, startMs: n, latencyMs: 1, error: null }] : { [key]: seed };
     else if (typeof value === 'boolean') e[key] = ((++bit >> seed) & 1) === 1; // column k: bit `seed` of k, so no two columns match on all three
     else e[key] = `${key}-${seed}`;

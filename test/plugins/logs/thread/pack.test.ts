@@ -1,14 +1,12 @@
 import { expect, test } from 'vitest';
 import type { LogEntry } from '../../../../plugins/logs/entry.js';
 import { packEntries, unpackEntries } from '../../../../plugins/logs/thread/pack.js';
-import { openSqlite, sampleEntry, tempFile } from '../helpers.js';
+import { NUMBER_FIELDS, openSqlite, sampleEntry, tempFile } from '../helpers.js';
 import { migrateLogFile, threadSink } from './sink-helpers.js';
 
 /** What crosses to the thread: a structured clone, as postMessage makes it. */
 const roundTrip = (entries: LogEntry[]) => unpackEntries(structuredClone(packEntries(entries, entries.map((_, i) => 1000 + i))));
 
-/** Fields holding numbers (null in sampleEntry for most). */
-const NUMBERS = new Set(['created_at', 'ended_at', 'prompt_version', 'status', 'latency_ms', 'upstream_latency_ms', 'first_byte_ms', 'ttft_ms', 'prompt_tokens', 'completion_tokens', 'total_tokens', 'cached_tokens', 'reasoning_tokens', 'cost', 'pricing_multiplier', 'retry_count', 'attempt_count', 'fallback_count']);
 
 /** Every field with a value no other field has (strings by name, numbers counted up, booleans alternating). */
 function distinctEntry(seed: number): LogEntry {
@@ -17,7 +15,7 @@ function distinctEntry(seed: number): LogEntry {
   let n = seed * 1000;
   let flip = seed % 2 === 0;
   for (const [key, value] of Object.entries(base)) {
-    if (NUMBERS.has(key)) e[key] = ++n + 0.25;
+    if (NUMBER_FIELDS.has(key)) e[key] = ++n + 0.25;
     else if (typeof value === 'string' || value === null) e[key] = `${key}-${seed}`;
     else if (typeof value === 'number') e[key] = ++n + 0.25;
     else if (typeof value === 'boolean') e[key] = flip = !flip;
