@@ -97,7 +97,12 @@ export function responsesDoor(options: ResponsesOptions = {}): GatewayPlugin {
     native(ctx, target) {
       const st = stateOf(ctx);
       const body = effectiveBody(ctx, target) ?? {};
-      if (st.turns === null || typeof body.previous_response_id !== 'string') return null;
+      if (typeof body.previous_response_id !== 'string') return null;
+      if (st.turns === null) {
+        // An id the gateway made is held by no provider: the provider would only answer its own 404.
+        if (responses.isGatewayResponseId(body.previous_response_id)) throw previousNotFound(body.previous_response_id);
+        return null;
+      }
       const provider = providerOf(target);
       // The provider answered every turn itself (and stored them): it rebuilds the conversation better than the gateway.
       if (st.turns.every((t) => t.native && t.provider === provider)) return null;

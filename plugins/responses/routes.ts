@@ -32,7 +32,9 @@ const RETRIEVE_PARAMS = names(RetrieveQuery);
 const DELETE_PARAMS = names(DeleteQuery);
 const INPUT_ITEMS_PARAMS = names(InputItemsQuery);
 
-const STORED = 'A response the gateway does not hold is asked of the provider the request selects, if any; else it is a 404.';
+const STORED =
+  'A response the gateway does not hold is asked of the provider the request selects, if any; else it is a 404. ' +
+  'An id the gateway made (`resp_gw_…`, a translated answer) is never asked of a provider: deleted or unknown, it is a 404.';
 const ID = { response_id: 'The response id (`resp_…`).' };
 const doc = (summary: string, more: Partial<RouteDoc>): RouteDoc => ({ summary, tags: ['Responses'], scope: 'completions.write', params: ID, selectsProvider: true, ...more });
 
@@ -62,9 +64,13 @@ function includes(q: Map<string, string[]>): Set<string> {
 const selectsProvider = (ctx: RequestContext): boolean =>
   ctx.header('x-gateway-provider') !== undefined || ctx.header('x-gateway-virtual-key') !== undefined || ctx.header('x-gateway-config') !== undefined;
 
-/** Null (the generic proxy asks the selected provider) or, with none selected, a 404 naming the response. */
+/**
+ * Null (the generic proxy asks the selected provider) or a 404 naming the response: with no provider
+ * selected, or for an id the gateway made, which no provider holds (asking one would hand it an id of
+ * ours and answer its 404, in its own shape, for a response deleted here).
+ */
 function notHeld(ctx: RequestContext, id: string): null {
-  if (selectsProvider(ctx)) return null;
+  if (selectsProvider(ctx) && !responses.isGatewayResponseId(id)) return null;
   throw new GatewayError('not_found', `No stored response with id '${id}' in this workspace.`, { param: 'response_id' });
 }
 
@@ -82,7 +88,7 @@ function listedItem(item: Json, withImages: boolean): Json {
  * the gateway's store, in the caller's workspace. A response the gateway does
  * not hold is handed to the generic proxy when the request selects a provider
  * (which may hold it: one created there directly, or in background mode);
- * with none selected it is a 404.
+ * with none selected, or when the gateway made the id, it is a 404.
  */
 export function storedResponseRoutes(
   api: PluginAPI,

@@ -8,4 +8,4 @@ export { inputItems, toChatRequest, type ChatRequestOptions } from './request.js
 export { finishStatus, fromChatCompletion, outputLogprobs, outputText, responseShell, responsesUsage, type ResponseMeta } from './answer.js';
 export { ResponseEventWriter, replayResponse } from './events.js';
 export { chatToResponsesStream } from './stream.js';
-export { responseId, responseItemId } from './ids.js';
+export { GATEWAY_RESPONSE_ID_PREFIX, isGatewayResponseId, responseId, responseItemId } from './ids.js';

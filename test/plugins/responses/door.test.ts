@@ -179,6 +179,57 @@ describe('stored responses: retrieve, replay, input items, delete', () => {
   });
 });
 
+describe('ids the gateway made are answered by the gateway alone', () => {
+  const selecting = (target: object) => ({ 'x-gateway-config': JSON.stringify(target) });
+  const upstreamCalls = () => t.anthropicMock.requests.length + t.openaiMock.requests.length;
+  const notFound = async (res: Response, id: string) => {
+    expect(res.status).toBe(404);
+    expect(await res.json()).toEqual({ error: { message: expect.stringContaining(id), type: 'invalid_request_error', param: 'response_id', code: 'not_found' } });
+  };
+
+  test('after DELETE, GET, DELETE and input_items of a translated response are 404s in the envelope, with a provider selected, and no upstream is asked', async () => {
+    const created = await t.client(t.targets.anthropic).responses.create({ model: MODEL, input: 'Hi' });
+    expect(created.id).toMatch(/^resp_gw_[0-9a-f]{48}$/);
+    expect((await t.call('DELETE', `/responses/${created.id}`, { headers: selecting(t.targets.anthropic) })).status).toBe(200);
+    const before = upstreamCalls();
+    for (const target of [t.targets.anthropic, t.targets.openai]) {
+      for (const [method, suffix] of [['GET', ''], ['GET', '?stream=true'], ['DELETE', ''], ['GET', '/input_items']] as const) {
+        await notFound(await t.call(method, `/responses/${created.id}${suffix}`, { headers: selecting(target) }), created.id);
+      }
+    }
+    // The official SDK, which sends the config on every call, gets its NotFoundError.
+    const err = (await t.client(t.targets.anthropic).responses.retrieve(created.id).catch((e: unknown) => e)) as APIError;
+    expect(err.status).toBe(404);
+    expect(upstreamCalls()).toBe(before);
+  });
+
+  test('an id of the gateway\'s shape it never stored is a 404 too, even with a native provider selected', async () => {
+    const id = `resp_gw_${'0'.repeat(48)}`;
+    const before = upstreamCalls();
+    await notFound(await t.call('GET', `/responses/${id}`, { headers: selecting(t.targets.openai) }), id);
+    await notFound(await t.call('GET', `/responses/${id}/input_items`, { headers: selecting(t.targets.anthropic) }), id);
+    expect(upstreamCalls()).toBe(before);
+  });
+
+  test('a native response keeps the provider\'s id, and once the gateway\'s copy is deleted it is asked of the provider again', async () => {
+    const created = await t.client(t.targets.openai).responses.create({ model: 'gpt-4o-mini', input: 'Hi' });
+    expect(created.id).toMatch(/^resp_mock/);
+    expect((await t.call('DELETE', `/responses/${created.id}`, { headers: selecting(t.targets.openai) })).status).toBe(200);
+    await t.call('GET', `/responses/${created.id}`, { headers: selecting(t.targets.openai) });
+    expect(t.openaiMock.requests.at(-1)).toMatchObject({ method: 'GET', path: `/v1/responses/${created.id}` });
+  });
+
+  test('previous_response_id naming a deleted id of the gateway is a 404 on a native target too, before any provider call', async () => {
+    const first = await t.client(t.targets.anthropic).responses.create({ model: MODEL, input: 'Hi' });
+    await t.call('DELETE', `/responses/${first.id}`);
+    const before = upstreamCalls();
+    const err = (await t.client(t.targets.openai).responses.create({ model: 'gpt-4o-mini', previous_response_id: first.id, input: 'Again' }).catch((e: unknown) => e)) as APIError;
+    expect(err.status).toBe(404);
+    expect((err.error as { code?: string }).code).toBe('previous_response_not_found');
+    expect(upstreamCalls()).toBe(before);
+  });
+});
+
 describe('request checks: a 400 in the envelope naming the field', () => {
   const pairs = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, 'v']));
   test.each([
