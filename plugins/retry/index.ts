@@ -10,19 +10,23 @@ export const DEFAULT_RETRY_STATUS_CODES: readonly number[] = [429, 500, 502, 503
 const RETRIABLE_ERRORS = new Set(['upstream_unreachable', 'upstream_invalid_response']);
 
 /**
- * Highest `retry.attempts` a config may ask for. The spec gives no cap, but
- * every attempt is a full upstream call that a client can trigger with one
- * header, so the gateway bounds the fan-out. The config schema refuses more
- * (so the client learns its config is not doing what it says), and the
- * interceptor never makes more whatever target it is handed.
+ * Default bound on the time one target may spend retrying (`maxRetryTimeMs`):
+ * 5 minutes, what five waits of the longest honoured `retry-after` (60 s) add
+ * up to, the most the former cap of 5 attempts allowed. The spec sets no cap
+ * on `retry.attempts`, so the count is taken as asked and the work is bounded
+ * in time instead: every wait is at least the backoff's (at least half of
+ * min(10 s, 500 ms x 2^n) by default, a provider's `retry-after` only
+ * lengthening it), so a target that fails at once is called at most 64 times
+ * in that span (waits of at least 250 ms, 500 ms, 1 s, 2 s, 4 s, then 5 s),
+ * whatever the count.
  */
-export const MAX_RETRY_ATTEMPTS = 5;
+export const DEFAULT_MAX_RETRY_TIME_MS = 300_000;
 
 /** The config field this plugin reads: `retry`, inherited by every target that sets none, no part of what is answered. */
 export const RETRY_FIELDS: Readonly<Record<string, TargetField>> = Object.freeze({
   retry: {
     schema: f.strictObject({
-      attempts: f.integer(0, MAX_RETRY_ATTEMPTS),
+      attempts: f.integer(0),
       on_status_codes: v.optional(f.statusCodes()),
       // Absent means false (spec default). No default is injected so the output stays what the client sent.
       use_retry_after_headers: v.optional(f.boolean()),
@@ -40,6 +44,12 @@ const OptionsSchema = v.strictObject({
   maxDelayMs: v.optional(v.pipe(v.number(), v.minValue(0)), 10_000),
   /** Longest `retry-after` honoured; a provider asking more gets its answer returned instead. Default 60 s. */
   maxRetryAfterMs: v.optional(v.pipe(v.number(), v.minValue(0)), 60_000),
+  /**
+   * Longest time a target may spend retrying, from the start of its first
+   * attempt: a retry whose wait would end later is not made, and the last
+   * answer (or error) is returned. Default 5 minutes.
+   */
+  maxRetryTimeMs: v.optional(v.pipe(v.number(), v.minValue(0)), DEFAULT_MAX_RETRY_TIME_MS),
 });
 
 export type RetryOptions = v.InferInput<typeof OptionsSchema> & {
@@ -47,6 +57,8 @@ export type RetryOptions = v.InferInput<typeof OptionsSchema> & {
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
   /** Jitter source in [0, 1). */
   random?: () => number;
+  /** Clock for the retry time bound (ms); replace it in tests. */
+  now?: () => number;
 };
 
 interface RetryConfig {
@@ -59,19 +71,23 @@ interface RetryConfig {
  * Retries a target's upstream call (`retry` in the config): on the listed
  * statuses (default 429, 500, 502, 503, 504, 529) and on network errors, with
  * exponential backoff and jitter, or the provider's `retry-after` when
- * `use_retry_after_headers` is set. Sets `x-gateway-retry-attempt-count`.
+ * `use_retry_after_headers` is set. Any count is taken; retrying stops once
+ * the next wait would end more than `maxRetryTimeMs` after the first attempt
+ * began. Sets `x-gateway-retry-attempt-count`.
  */
 export function retry(options: RetryOptions = {}): GatewayPlugin {
-  const { sleep = defaultSleep, random = Math.random, ...rest } = options;
+  const { sleep = defaultSleep, random = Math.random, now = Date.now, ...rest } = options;
   const opts = parseOptions(PLUGIN_NAME, OptionsSchema, rest);
   const backoff = (retryNumber: number) => {
     const ceiling = Math.min(opts.maxDelayMs, opts.baseDelayMs * 2 ** (retryNumber - 1));
     return ceiling / 2 + random() * (ceiling / 2);
   };
   /** The retry loop, for a target with a retry config. */
-    const withRetries = async (next: Dispatch, ctx: RequestContext, target: Target, config: RetryConfig): Promise<GatewayResponse> => {
+  const withRetries = async (next: Dispatch, ctx: RequestContext, target: Target, config: RetryConfig): Promise<GatewayResponse> => {
     const codes = config.on_status_codes ?? DEFAULT_RETRY_STATUS_CODES;
-    const allowed = Math.min(config.attempts, MAX_RETRY_ATTEMPTS);
+    // The time bound is what keeps a large count in check, so it is measured from the first attempt, waits and attempts included.
+    const deadline = now() + opts.maxRetryTimeMs;
+    const fits = (wait: number) => now() + wait <= deadline;
     for (let retries = 0; ; retries++) {
       ctx.responseHeaders['x-gateway-retry-attempt-count'] = String(retries);
       let response: GatewayResponse;
@@ -79,19 +95,23 @@ export function retry(options: RetryOptions = {}): GatewayPlugin {
         response = await next(ctx, target);
       } catch (err) {
         const retriable = err instanceof GatewayError && RETRIABLE_ERRORS.has(err.code);
-        if (!retriable || retries >= allowed || ctx.signal.aborted) throw err;
-        await sleep(backoff(retries + 1), ctx.signal);
+        if (!retriable || retries >= config.attempts || ctx.signal.aborted) throw err;
+        const wait = backoff(retries + 1);
+        if (!fits(wait)) throw err;
+        await sleep(wait, ctx.signal);
         continue;
       }
-      if (!codes.includes(response.status) || retries >= allowed) return response;
+      if (!codes.includes(response.status) || retries >= config.attempts) return response;
       let wait = backoff(retries + 1);
       if (config.use_retry_after_headers === true) {
         const asked = retryAfterMs(response.headers);
         if (asked !== null) {
           if (asked > opts.maxRetryAfterMs) return response;
-          wait = asked;
+          // Never sooner than the backoff: a provider answering `retry-after: 0` must not turn a large count into a tight loop.
+          wait = Math.max(asked, wait);
         }
       }
+      if (!fits(wait)) return response;
       discardResponse(response);
       await sleep(wait, ctx.signal);
     }

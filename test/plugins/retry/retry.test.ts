@@ -27,6 +27,8 @@ describe('the retry interceptor (fake sleep)', () => {
   let mock: MockUpstream;
   let gw: Awaited<ReturnType<typeof serveGateway>>;
   const waits: number[] = [];
+  /** A fake clock that only the waits move, for the retry time bound. */
+  let clock = 1_000_000;
 
   beforeAll(async () => {
     mock = await startMockOpenAI();
@@ -38,8 +40,13 @@ describe('the retry interceptor (fake sleep)', () => {
           baseDelayMs: 100,
           maxDelayMs: 1000,
           maxRetryAfterMs: 5000,
+          maxRetryTimeMs: 5000,
           random: () => 0.5,
-          sleep: async (ms) => void waits.push(ms),
+          now: () => clock,
+          sleep: async (ms) => {
+            waits.push(ms);
+            clock += ms;
+          },
         }),
       ],
     });
@@ -78,6 +85,24 @@ describe('the retry interceptor (fake sleep)', () => {
     expect(waits).toEqual([1234, 2000]);
   });
 
+  test('a retry-after shorter than the backoff waits the backoff', async () => {
+    mock.script.push({ status: 429, headers: { 'retry-after-ms': '0' } }, { status: 503, headers: { 'retry-after-ms': '500' } });
+    const res = await send({ attempts: 2, use_retry_after_headers: true });
+    expect(res.status).toBe(200);
+    expect(waits).toEqual([75, 500]);
+  });
+
+  test('a large count is taken, and retrying stops at maxRetryTimeMs', async () => {
+    mock.script.push(...Array.from({ length: 30 }, () => ({ status: 500 })));
+    const before = mock.requests.length;
+    const res = await send({ attempts: 100 });
+    // Waits 75, 150, 300, 600, then 750 each (capped at 1000, jitter 0.5): nine of them fit in 5000 ms, a tenth would end at 5625.
+    expect(res.status).toBe(500);
+    expect(waits).toEqual([75, 150, 300, 600, 750, 750, 750, 750, 750]);
+    expect(res.headers.get('x-gateway-retry-attempt-count')).toBe('9');
+    expect(mock.requests.length - before).toBe(10);
+  });
+
   test('retry-after is ignored unless use_retry_after_headers is set', async () => {
     mock.script.push({ status: 429, headers: { 'retry-after': '3' } });
     await send({ attempts: 1 });
@@ -100,5 +125,51 @@ describe('the retry interceptor (fake sleep)', () => {
     });
     expect(res.status).toBe(502);
     expect(waits).toHaveLength(2);
+  });
+});
+
+describe('a count above the former cap of 5 (real waits, short backoff)', () => {
+  let mock: MockUpstream;
+  let gw: Awaited<ReturnType<typeof serveGateway>>;
+
+  beforeAll(async () => {
+    mock = await startMockOpenAI();
+    gw = await serveGateway({ plugins: [openai(), config(), retry({ baseDelayMs: 1, maxDelayMs: 2 })] });
+  });
+  beforeEach(() => {
+    mock.script.length = 0;
+  });
+  afterAll(async () => {
+    await gw.close();
+    await mock.close();
+  });
+
+  const send = () =>
+    fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-gateway-config': JSON.stringify({ provider: 'openai', api_key: 'sk', custom_host: mock.baseURL, retry: { attempts: 10 } }),
+      },
+      body: JSON.stringify({ model: 'queued', messages: [{ role: 'user', content: 'hi' }] }),
+    });
+
+  test('attempts: 10 retries ten times: ten failures, then the answer', async () => {
+    mock.script.push(...Array.from({ length: 10 }, () => ({ status: 503 })));
+    const before = mock.requests.length;
+    const res = await send();
+    expect(res.status).toBe(200);
+    expect((await res.json()).object).toBe('chat.completion');
+    expect(res.headers.get('x-gateway-retry-attempt-count')).toBe('10');
+    expect(mock.requests.length - before).toBe(11);
+  });
+
+  test('and no more: an eleventh failure is returned', async () => {
+    mock.script.push(...Array.from({ length: 11 }, () => ({ status: 503 })));
+    const before = mock.requests.length;
+    const res = await send();
+    expect(res.status).toBe(503);
+    expect(res.headers.get('x-gateway-retry-attempt-count')).toBe('10');
+    expect(mock.requests.length - before).toBe(11);
   });
 });
