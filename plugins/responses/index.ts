@@ -29,6 +29,7 @@ import { RESPONSE_MIGRATIONS, RESPONSES_NAMESPACE } from './migrations.js';
 import { storedResponseRoutes } from './routes.js';
 import { ResponsesBodySchema, ResponsesOptionsSchema, type ResponsesOptions } from './schema.js';
 import { ResponseRepository, type Turn } from './store.js';
+import { summaryToChat, withSummaryEcho } from './summary.js';
 
 export const PLUGIN_NAME = 'responses';
 /** The route name of `POST /v1/responses`. */
@@ -92,7 +93,7 @@ export function responsesDoor(options: ResponsesOptions = {}): GatewayPlugin {
       const st = stateOf(ctx);
       if (typeof body.previous_response_id === 'string' && st.turns === null) throw previousNotFound(body.previous_response_id);
       const fitted = fit({ body, provider, history: historyItems(st.turns ?? [], null), input: responses.inputItems(body.input), windows });
-      return responses.toChatRequest(body, { provider, history: fitted.history, input: fitted.input });
+      return summaryToChat(responses.toChatRequest(body, { provider, history: fitted.history, input: fitted.input }), target, responses.requestedSummary(body));
     },
     native(ctx, target) {
       const st = stateOf(ctx);
@@ -200,16 +201,28 @@ export function responsesDoor(options: ResponsesOptions = {}): GatewayPlugin {
         prepare(ctx, ctx.body).then(() => done(), (err: unknown) => done(err as Error));
       });
 
-      // Late, so what is stored is what the client got (after output guardrails).
-      api.hooks.afterResponse.tap({ name: PLUGIN_NAME, stage: STAGES.afterResponse.STORE }, (response, ctx) => {
-        if (ctx.route!.name !== RESPONSES_ROUTE || repository === null) return response;
+      /** Watches the answer as it goes out, to store its response object. */
+      const store = (response: GatewayResponse, ctx: RequestContext): GatewayResponse => {
         const body = ctx.body;
+        if (repository === null || body === null) return response;
         // Background responses change after this answer: the provider that runs them is asked for them.
-        if (body === null || body.store === false || body.background === true) return response;
-        if (response.status < 200 || response.status >= 300 || response.body === null) return response;
+        if (body.store === false || body.background === true) return response;
         const observer = responseObserver(isSse(response), opts.maxStoredBytes, (object) => save(ctx, object));
         response.observers = response.observers === null ? [observer] : [...response.observers, observer];
         return response;
+      };
+      // Late, so what is stored is what the client got (after output guardrails). A callback tap: other routes pass
+      // synchronously; only a native answer to a request that asks for a reasoning summary is awaited (its echo).
+      api.hooks.afterResponse.tapAsync({ name: PLUGIN_NAME, stage: STAGES.afterResponse.STORE }, (response, ctx, done) => {
+        if (ctx.route!.name !== RESPONSES_ROUTE) return done(null, response);
+        if (response.status < 200 || response.status >= 300 || response.body === null) return done(null, response);
+        const summary = ctx.body === null ? null : responses.requestedSummary(ctx.body);
+        // A translated answer echoes it already (the door built its object); a native one or a cached copy may not.
+        if (summary === null || ctx.attempts.at(-1)?.via !== undefined) return done(null, store(response, ctx));
+        withSummaryEcho(response, summary, isSse(response)).then(
+          (echoed) => done(null, store(echoed, ctx)),
+          (err: unknown) => done(err as Error),
+        );
       });
 
       let timer: NodeJS.Timeout | null = null;

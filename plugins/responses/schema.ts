@@ -24,6 +24,22 @@ export const MetadataSchema = v.pipe(
 
 const range = (min: number, max: number) => v.nullish(v.pipe(v.number(), v.minValue(min), v.maxValue(max)));
 
+/** The reasoning summary levels; `generate_summary` is the older name of `summary` and takes the same. */
+export const SUMMARY_VALUES = ['auto', 'concise', 'detailed'] as const;
+const Summary = v.nullish(v.picklist(SUMMARY_VALUES, `must be one of: ${SUMMARY_VALUES.join(', ')}`));
+
+/**
+ * `reasoning`: the summary setting under either name, checked (the effort is passed on as given: its
+ * values depend on the model). Both names with different values is a 400: they are one setting.
+ */
+const ReasoningSchema = v.pipe(
+  v.looseObject({ effort: v.nullish(v.string('must be a string')), summary: Summary, generate_summary: Summary }),
+  v.forward(
+    v.check((r) => r.summary == null || r.generate_summary == null || r.summary === r.generate_summary, 'must equal reasoning.summary when both are given (generate_summary is its older name)'),
+    ['generate_summary'],
+  ),
+);
+
 /**
  * `POST /v1/responses` body: the fields the gateway reads, with the spec's
  * ranges and limits. Loose: other fields pass on (to a native provider
@@ -48,7 +64,7 @@ export const ResponsesBodySchema = v.looseObject({
   tools: v.nullish(v.array(v.looseObject({ type: v.string('must name the tool type') }))),
   tool_choice: v.nullish(v.union([v.picklist(['none', 'auto', 'required']), v.looseObject({ type: v.string() })], 'must be none, auto, required or a tool choice object')),
   text: v.nullish(plainObject()),
-  reasoning: v.nullish(plainObject()),
+  reasoning: v.nullish(ReasoningSchema),
   user: v.nullish(v.string()),
 });
 

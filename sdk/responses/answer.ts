@@ -23,6 +23,18 @@ export interface ResponseMeta {
 }
 
 /**
+ * The reasoning summary a Responses request asks for: `reasoning.summary`, else
+ * `reasoning.generate_summary` (its older name, which the spec's response object
+ * shows); null when it asks for none.
+ */
+export function requestedSummary(request: Json): string | null {
+  const r = request.reasoning;
+  if (!isObject(r)) return null;
+  if (typeof r.summary === 'string') return r.summary;
+  return typeof r.generate_summary === 'string' ? r.generate_summary : null;
+}
+
+/**
  * A response object with no output yet (`status: in_progress`): every field
  * of the spec's Model response, the request's settings echoed with their
  * defaults. `response.created` carries it, and the final object is it completed.
@@ -30,6 +42,7 @@ export interface ResponseMeta {
 export function responseShell(meta: ResponseMeta): Json {
   const r = meta.request;
   const reasoning = isObject(r.reasoning) ? r.reasoning : {};
+  const summary = requestedSummary(r);
   return {
     id: meta.id,
     object: 'response',
@@ -44,7 +57,8 @@ export function responseShell(meta: ResponseMeta): Json {
     output: [],
     parallel_tool_calls: r.parallel_tool_calls !== false,
     previous_response_id: typeof r.previous_response_id === 'string' ? r.previous_response_id : null,
-    reasoning: { effort: reasoning.effort ?? null, summary: reasoning.summary ?? null },
+    // One setting under both its names: a client reading either sees what was asked.
+    reasoning: { effort: reasoning.effort ?? null, summary, generate_summary: summary },
     store: r.store !== false,
     temperature: typeof r.temperature === 'number' ? r.temperature : 1,
     text: isObject(r.text) && isObject(r.text.format) ? r.text : { format: { type: 'text' } },
@@ -94,7 +108,7 @@ export function outputLogprobs(logprobs: unknown): Json[] {
 
 /**
  * A `chat.completion` → the completed response object: a reasoning item
- * (from `reasoning_content`, when the adapter passed one on), a message item
+ * (from `reasoning_content` or thinking blocks, when the adapter passed them on), a message item
  * (text, or a refusal), one `function_call` item per tool call, the status
  * from the finish reason and the usage.
  */
@@ -104,9 +118,8 @@ export function fromChatCompletion(completion: Json, meta: ResponseMeta): Json {
   const message = isObject(choice.message) ? choice.message : {};
   const { status, reason } = finishStatus(choice.finish_reason);
   const output: Json[] = [];
-  if (typeof message.reasoning_content === 'string' && message.reasoning_content !== '') {
-    output.push({ id: responseItemId('rs'), type: 'reasoning', summary: [], content: [{ type: 'reasoning_text', text: message.reasoning_content }] });
-  }
+  const reasoning = reasoningText(message);
+  if (reasoning !== '') output.push({ id: responseItemId('rs'), type: 'reasoning', summary: [], content: [{ type: 'reasoning_text', text: reasoning }] });
   const content: Json[] = [];
   if (typeof message.content === 'string' && message.content !== '') {
     content.push({ type: 'output_text', text: message.content, annotations: [], logprobs: outputLogprobs(choice.logprobs) });
@@ -131,6 +144,20 @@ export function fromChatCompletion(completion: Json, meta: ResponseMeta): Json {
   response.output = output;
   response.usage = responsesUsage(completion.usage);
   return response;
+}
+
+/**
+ * The reasoning a chat message carries: `reasoning_content`, else its `thinking`
+ * blocks joined (`content_blocks`, which the Anthropic and Gemini adapters fill
+ * instead for a non-strict target's whole answer; their streams send
+ * `reasoning_content` deltas).
+ */
+function reasoningText(message: Json): string {
+  if (typeof message.reasoning_content === 'string') return message.reasoning_content;
+  if (!Array.isArray(message.content_blocks)) return '';
+  let text = '';
+  for (const block of message.content_blocks as unknown[]) if (isObject(block) && block.type === 'thinking' && typeof block.thinking === 'string') text += block.thinking;
+  return text;
 }
 
 /** The text of a response's `output_text` parts, joined (what the SDKs call `output_text`). */

@@ -5,7 +5,7 @@
  * functions and a stream writer; nothing here reads a request context.
  */
 export { inputItems, toChatRequest, type ChatRequestOptions } from './request.js';
-export { finishStatus, fromChatCompletion, outputLogprobs, outputText, responseShell, responsesUsage, type ResponseMeta } from './answer.js';
+export { finishStatus, fromChatCompletion, outputLogprobs, outputText, requestedSummary, responseShell, responsesUsage, type ResponseMeta } from './answer.js';
 export { ResponseEventWriter, replayResponse } from './events.js';
 export { chatToResponsesStream } from './stream.js';
 export { GATEWAY_RESPONSE_ID_PREFIX, isGatewayResponseId, responseId, responseItemId } from './ids.js';

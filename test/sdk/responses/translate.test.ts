@@ -126,6 +126,17 @@ describe('fromChatCompletion: a chat answer as a response object', () => {
     expect(r.usage).toEqual({ input_tokens: 5, input_tokens_details: { cached_tokens: 2 }, output_tokens: 3, output_tokens_details: { reasoning_tokens: 1 }, total_tokens: 8 });
   });
 
+  test('thinking blocks (a non-strict Anthropic or Gemini answer read whole) become the reasoning item; the summary setting is echoed under both names', () => {
+    const r = fromChatCompletion(
+      { choices: [{ finish_reason: 'stop', message: { content: 'Blue.', content_blocks: [{ type: 'thinking', thinking: 'Rayleigh ', signature: 's' }, { type: 'thinking', thinking: 'scattering.' }, { type: 'text', text: 'Blue.' }] } }] },
+      { ...meta, request: { ...meta.request, reasoning: { effort: 'high', generate_summary: 'concise' } } },
+    );
+    expect(schemaErrors('responses.json#/$defs/Response', r)).toEqual([]);
+    expect((r.output as any[])[0]).toMatchObject({ type: 'reasoning', summary: [], content: [{ type: 'reasoning_text', text: 'Rayleigh scattering.' }] });
+    expect((r.output as any[]).map((o) => o.type)).toEqual(['reasoning', 'message']);
+    expect(r.reasoning).toEqual({ effort: 'high', summary: 'concise', generate_summary: 'concise' });
+  });
+
   test.each([
     ['length', 'max_output_tokens'],
     ['content_filter', 'content_filter'],
