@@ -16,6 +16,12 @@ const stop = v.nullish(v.union([v.string(), v.pipe(v.array(v.string()), v.maxLen
 const logitBias = v.nullish(v.pipe(plainObject(), v.record(v.string(), v.pipe(v.number(), v.minValue(-100), v.maxValue(100)))));
 const SEED_LIMIT = 9223372036854776000;
 
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const FunctionType = v.literal('function', 'must be function: only function tools are allowed');
+/** A tool that is no object, or one without `type` (valibot reports the missing key at its own path). */
+const toolMessage = (issue: v.BaseIssue<unknown>) => (issue.path === undefined ? 'must be a tool object' : 'is required: only function tools are allowed ("type": "function")');
+const TOOL_CHOICE_MESSAGE = 'must be none, auto, required or {"type": "function", "function": {"name": …}}';
+
 const MessageSchema = v.looseObject({
   role: v.picklist(['system', 'developer', 'user', 'assistant', 'tool', 'function'], 'must be one of system, developer, user, assistant, tool, function'),
 });
@@ -42,8 +48,10 @@ export const ChatCompletionBodySchema = v.pipe(
     stream_options: v.nullish(plainObject()),
     temperature: range(0, 2),
     top_p: range(0, 1),
-    tools: v.nullish(v.pipe(v.array(v.looseObject({ type: v.string() })), v.maxLength(128, 'at most 128 tools'))),
-    tool_choice: v.nullish(v.union([v.picklist(['none', 'auto', 'required']), v.looseObject({ type: v.string() })], 'must be none, auto, required or a tool object')),
+    // Only function tools (spec): hosted tools (`web_search`, …) belong to the Responses and Messages doors, which have their own schemas.
+    tools: v.nullish(v.pipe(v.array(v.looseObject({ type: FunctionType }, toolMessage), 'must be an array of tools'), v.maxLength(128, 'at most 128 tools'))),
+    // The object form is checked below, so a wrong `type` or `function` is named by its own path.
+    tool_choice: v.nullish(v.union([v.picklist(['none', 'auto', 'required']), plainObject()], TOOL_CHOICE_MESSAGE)),
     parallel_tool_calls: v.nullish(v.boolean()),
     user: v.nullish(v.string()),
     function_call: v.nullish(v.union([v.picklist(['none', 'auto']), v.looseObject({ name: v.string() })], 'must be none, auto or {"name": …}')),
@@ -58,6 +66,14 @@ export const ChatCompletionBodySchema = v.pipe(
   v.forward(
     v.check((b) => b.stream_options == null || b.stream === true, 'is only allowed with stream: true'),
     ['stream_options'],
+  ),
+  v.forward(
+    v.check((b) => !isObject(b.tool_choice) || b.tool_choice.type === 'function', 'must be function: only function tools are allowed'),
+    ['tool_choice', 'type'],
+  ),
+  v.forward(
+    v.check((b) => !isObject(b.tool_choice) || (isObject(b.tool_choice.function) && typeof b.tool_choice.function.name === 'string'), 'must be {"name": …}'),
+    ['tool_choice', 'function'],
   ),
 );
 
