@@ -110,12 +110,13 @@ export const CompletionBodySchema = v.pipe(
     v.check((b) => b.stream_options == null || b.stream === true, 'is only allowed with stream: true'),
     ['stream_options'],
   ),
+  // The spec: best_of "must exceed n", and n defaults to 1, so a best_of that is sent is at least 2 (0 and 1 are refused).
   v.forward(
-    v.check((b) => b.best_of == null || b.n == null || b.best_of >= b.n, 'must be at least n'),
+    v.check((b) => b.best_of == null || b.best_of > (b.n ?? 1), 'must exceed n (which defaults to 1)'),
     ['best_of'],
   ),
   v.forward(
-    v.check((b) => b.best_of == null || b.best_of <= 1 || b.stream !== true, 'cannot be used with stream: true'),
+    v.check((b) => b.best_of == null || b.stream !== true, 'cannot be used with stream: true'),
     ['best_of'],
   ),
 );

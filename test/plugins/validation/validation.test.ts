@@ -7,8 +7,8 @@ import type { ContractMock } from '../providers/contract.js';
 
 /**
  * Request-body rules of the spec the `validation` plugin enforces, through the bundled server with
- * its default config: chat `tools` and `tool_choice` allow function tools only. The Responses and
- * Messages doors keep their own tool kinds.
+ * its default config: chat `tools` and `tool_choice` allow function tools only, and a completion's
+ * `best_of` must exceed `n` (default 1). The Responses and Messages doors keep their own tool kinds.
  */
 let mock: MockUpstream;
 let openaiMock: ContractMock;
@@ -102,5 +102,33 @@ describe('the other front doors keep their own tool kinds', () => {
     );
     expect(res.status).toBe(200);
     expect(anthropicMock.requests.at(-1)!.body.tools).toEqual(tools);
+  });
+});
+
+describe('text completions: best_of must exceed n (default 1)', () => {
+  const completion = (extra: Record<string, unknown>) => ({ model: 'gpt-3.5-turbo-instruct', prompt: 'x', ...extra });
+
+  test.each([
+    ['best_of 0, n absent', { best_of: 0 }],
+    ['best_of 1, n absent', { best_of: 1 }],
+    ['best_of 1, n 1', { best_of: 1, n: 1 }],
+    ['best_of equal to n', { best_of: 3, n: 3 }],
+    ['best_of below n', { best_of: 2, n: 3 }],
+  ])('%s is a 400 naming best_of', async (_name, extra) => {
+    const before = mock.requests.length;
+    await expectRefused(await post('/v1/completions', completion(extra)), 'best_of', /must exceed n \(which defaults to 1\)/);
+    expect(mock.requests.length).toBe(before);
+  });
+
+  test.each([
+    ['best_of 2, n absent', { best_of: 2 }],
+    ['best_of above n', { best_of: 4, n: 3 }],
+    ['best_of null', { best_of: null }],
+  ])('%s passes', async (_name, extra) => {
+    expect((await post('/v1/completions', completion(extra))).status).toBe(200);
+  });
+
+  test('best_of with stream: true is refused (not streamable)', async () => {
+    await expectRefused(await post('/v1/completions', completion({ best_of: 2, stream: true })), 'best_of', /cannot be used with stream: true/);
   });
 });
