@@ -11,7 +11,9 @@ export const PLUGIN_NAME = 'breaker';
 export const BREAKER_FIELDS: Readonly<Record<string, TargetField>> = Object.freeze({
   cb_config: {
     schema: f.strictObject({
-      failure_threshold: f.integer(1),
+      // A number (spec), at least 1. Failures are counted whole and the breaker opens when the count reaches the
+      // threshold (count >= threshold), so a fractional threshold opens at the next whole count: 2.5 after 3 failures.
+      failure_threshold: f.number(1),
       cooldown_interval: f.number(30_000),
       // Absent means "status codes above 500" (spec default); applied by the interceptor, not here.
       failure_status_codes: v.optional(f.list(f.integer(100, 599), 'HTTP status codes')),
@@ -53,7 +55,7 @@ export interface RedisStoreEntry {
 
 /**
  * The circuit breaker (`cb_config`), per target: provider, base URL, model
- * and credential identity. Closed → open after `failure_threshold` failures
+ * and credential identity. Closed → open once the failures reach `failure_threshold` (a fraction rounds up)
  * (a status in `failure_status_codes`, default above 500; a network error; a
  * timeout). Open → the call fails at once with 503 `circuit_open`, which
  * fallback skips. After `cooldown_interval` one trial goes through: success

@@ -92,6 +92,18 @@ describe('breaker in a gateway (fake clock)', () => {
     expect((await send(custom)).body.error.code).toBe('circuit_open');
   });
 
+  test('a fractional failure_threshold opens at the next whole count of failures: 1.5 after 2', async () => {
+    const t = target({ api_key: 'sk-fraction', cb_config: { ...CB, failure_threshold: 1.5 } });
+    mock.script.push({ status: 503 }, { status: 503 });
+    const before = mock.requests.length;
+    expect((await send(t)).res.status).toBe(503);
+    // One failure is below 1.5: still closed, so the upstream is asked again.
+    expect((await send(t)).res.status).toBe(503);
+    expect(mock.requests.length - before).toBe(2);
+    expect((await send(t)).body.error.code).toBe('circuit_open');
+    expect(mock.requests.length - before).toBe(2);
+  });
+
   test('timeouts and network errors count as failures', async () => {
     const slow = target({ api_key: 'sk-slow', request_timeout: 50 });
     expect((await send(slow, 'slow-500')).res.status).toBe(408);

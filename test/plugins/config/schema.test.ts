@@ -352,10 +352,12 @@ describe('cb_config', () => {
     [
       ['the minimums', cb({})],
       ['with failure_status_codes', cb({ failure_threshold: 5, cooldown_interval: 60000.5, failure_status_codes: [100, 500, 599] })],
+      ['a fractional failure_threshold (a number in the spec)', cb({ failure_threshold: 2.5 })],
     ],
     [
       ['failure_threshold >= 1', cb({ failure_threshold: 0 }), 'cb_config.failure_threshold', 'must be at least 1 (got 0)'],
-      ['failure_threshold integer', cb({ failure_threshold: 1.5 }), 'cb_config.failure_threshold', 'must be an integer'],
+      ['failure_threshold >= 1, fractions too', cb({ failure_threshold: 0.5 }), 'cb_config.failure_threshold', 'must be at least 1 (got 0.5)'],
+      ['failure_threshold number', cb({ failure_threshold: '3' }), 'cb_config.failure_threshold', 'must be a number'],
       ['failure_threshold required', { ...KEY, cb_config: { cooldown_interval: 30000 } }, 'cb_config.failure_threshold', 'is required'],
       ['cooldown_interval >= 30000', cb({ cooldown_interval: 29999 }), 'cb_config.cooldown_interval', 'must be at least 30000 (got 29999)'],
       ['cooldown_interval required', { ...KEY, cb_config: { failure_threshold: 1 } }, 'cb_config.cooldown_interval', 'is required'],
