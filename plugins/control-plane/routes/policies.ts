@@ -26,8 +26,13 @@ const doc = docsFor('Policies');
 type Kind = LimitPolicyRow['kind'];
 
 const picklist = <T extends readonly string[]>(values: T) => v.picklist(values, `must be one of ${values.join(', ')}`);
-/** Counts up to 10^12 (requests, tokens): far beyond any real limit, well inside exact doubles. */
-const Count = v.pipe(v.number('must be a number'), v.integer('must be an integer'), v.minValue(1, 'must be at least 1'), v.maxValue(1e12, 'must be at most 10^12'));
+/**
+ * A rate limit's `value`: a number (spec) from 1 up to 10^12 (requests, tokens: far beyond any real limit, well
+ * inside exact doubles). Requests and tokens are counted whole, and a window admits while its count stays within
+ * the value, so 2.5 admits exactly what 2 does: a fraction is rounded down on write, and the policy stores and
+ * shows the whole limit it enforces (docs/limits.md).
+ */
+const Count = v.pipe(v.number('must be a number'), v.minValue(1, 'must be at least 1'), v.maxValue(1e12, 'must be at most 10^12'), v.transform(Math.floor));
 const Amount = v.pipe(v.number('must be a number'), v.gtValue(0, 'must be above 0'), v.maxValue(1e12, 'must be at most 10^12'));
 const ResetDays = v.pipe(v.number('must be a number'), v.integer('must be an integer'), v.minValue(1, 'must be from 1 to 365'), v.maxValue(365, 'must be from 1 to 365'));
 const ResetAt = v.pipe(

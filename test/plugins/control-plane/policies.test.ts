@@ -165,7 +165,7 @@ function suite(name: string, makeStore: () => Promise<(() => GatewayPlugin) | nu
       await expect400(call('POST', R, keys.A!, rate({ unit: 'rps' })), 'unit', /rpm, rph, rpd, rpw/);
       await expect400(call('POST', R, keys.A!, rate({ type: 'cost' })), 'type', /requests, tokens/);
       await expect400(call('POST', R, keys.A!, rate({ value: 0 })), 'value', /at least 1/);
-      await expect400(call('POST', R, keys.A!, rate({ value: 1.5 })), 'value', /integer/);
+      await expect400(call('POST', R, keys.A!, rate({ value: '5' })), 'value', /must be a number/);
       await expect400(call('POST', R, keys.A!, rate({ conditions: [{ key: 'colour', value: 'red' }] })), 'conditions[0].key', /must be one of workspace_id, api_key, endpoint_type, provider, model, user or metadata/);
       await expect400(call('POST', R, keys.A!, rate({ conditions: [{ key: 'endpoint_type', value: 'images' }] })), 'conditions[0].value', /chat, completions/);
       await expect400(call('POST', R, keys.A!, rate({ conditions: [{ key: 'workspace_id', value: 'team-b' }] })), 'conditions[0].value', /own workspace/);
