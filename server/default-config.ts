@@ -34,6 +34,8 @@ export const DEFAULT_CONFIG: ServerConfig = {
     { name: 'cache-memory' },
     { name: 'cache' },
     { name: 'cache-simple' },
+    // Costs nothing until a config asks for `semantic`; then it embeds with the request's own target (docs/caching.md).
+    { name: 'cache-semantic' },
     { name: 'strategy-single' },
     { name: 'strategy-loadbalance' },
     { name: 'strategy-fallback' },

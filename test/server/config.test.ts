@@ -30,9 +30,9 @@ describe('server config', () => {
     const names = DEFAULT_CONFIG.plugins.map((p) => p.name).sort();
     const { CATALOG } = await import('../../server/catalog.js');
     // The embedded SQLite store is in (the control plane and the request log keep their state there), and so are the
-    // durable log store, its routes and /metrics. Opt-in: stores that need a service (redis, postgres), the Redis cache
-    // store and semantic cache (Redis, embedding credentials), and pricing overrides.
-    const optIn = ['redis', 'postgres', 'cache-redis', 'cache-semantic', 'pricing'];
+    // durable log store, its routes and /metrics, and the semantic cache (it embeds with the request's own target). Opt-in:
+    // stores that need a service (redis, postgres), the Redis cache store, and pricing overrides.
+    const optIn = ['redis', 'postgres', 'cache-redis', 'pricing'];
     expect(names).toEqual(Object.keys(CATALOG).filter((n) => !optIn.includes(n)).sort());
   });
 

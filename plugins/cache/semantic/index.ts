@@ -9,19 +9,29 @@ export const PLUGIN_NAME = 'cache-semantic';
 
 export const DEFAULT_THRESHOLD = 0.95;
 export const DEFAULT_MAX_CANDIDATES = 32;
+/** The embedding model when the options name none: OpenAI's small one, which OpenAI-compatible servers often serve too. */
+export const DEFAULT_EMBEDDING_MODEL = 'text-embedding-3-small';
 
 /** How many candidates above the threshold are tried, best first, when the best one's answer is gone. */
 const MAX_TRIES = 3;
 
 const OptionsSchema = v.strictObject({
-  /** Where embeddings come from: a target (any provider with an embeddings adapter, or a `@slug`) and the embedding model. */
-  embedding: v.strictObject({
-    target: v.pipe(
-      plainObject('must be a target object, e.g. {"provider":"openai","api_key":"sk-…"}'),
-      v.check((t) => typeof t.provider === 'string' || typeof t.virtual_key === 'string', 'needs a provider (or a virtual_key)'),
-    ),
-    model: v.pipe(v.string(), v.minLength(1, 'names the embedding model')),
-  }),
+  /**
+   * Where embeddings come from: a target (any provider with an embeddings adapter, or a `@slug`) and the embedding
+   * model. Without a target, each request's own target embeds its text (so the default server needs no settings).
+   */
+  embedding: v.optional(
+    v.strictObject({
+      target: v.optional(
+        v.pipe(
+          plainObject('must be a target object, e.g. {"provider":"openai","api_key":"sk-…"}'),
+          v.check((t) => typeof t.provider === 'string' || typeof t.virtual_key === 'string', 'needs a provider (or a virtual_key)'),
+        ),
+      ),
+      model: v.optional(v.pipe(v.string(), v.minLength(1, 'names the embedding model')), DEFAULT_EMBEDDING_MODEL),
+    }),
+    {},
+  ),
   /** Cosine similarity at or above which a stored answer is a hit. */
   threshold: v.optional(v.pipe(v.number(), v.minValue(0, 'must be between 0 and 1'), v.maxValue(1, 'must be between 0 and 1')), DEFAULT_THRESHOLD),
   /** Candidates kept (and scanned) per scope: the newest N answers with the same exact-match parameters. */
@@ -48,19 +58,22 @@ interface Scratch {
  * Registers cache mode `semantic` (`cache: { "mode": "semantic" }`). A
  * lookup is the exact match first; then the request's text (see
  * `semanticInput`) is embedded through the gateway's own transport (an
- * internal, logged `embeddings` request to the configured target), and the
+ * internal, logged `embeddings` request to the configured target, else to the
+ * request's own target with its own credentials), and the
  * newest `maxCandidates` answers of the same scope (partition + exact-match
  * parameters) are compared by cosine similarity; the best at or above
  * `threshold` is a hit. An embedding that fails or times out is a miss.
  * Saving stores the answer by its exact key and its vector in the scope.
  */
-export function cacheSemantic(options: SemanticCacheOptions): GatewayPlugin {
+export function cacheSemantic(options: SemanticCacheOptions = {}): GatewayPlugin {
   const opts = parseOptions(PLUGIN_NAME, OptionsSchema, options);
-  const target = Object.freeze({ ...opts.embedding.target }) as Target;
+  const configured = opts.embedding.target;
+  const target = configured === undefined ? null : (Object.freeze({ ...configured }) as Target);
   return {
     name: PLUGIN_NAME,
     apply(api) {
-      const provider = target.provider;
+      // Registering the mode is all it costs at boot; a request pays only when its config asks for `semantic`.
+      const provider = target?.provider;
       if (typeof provider === 'string' && !provider.startsWith('@')) {
         api.onReady(() => {
           if (!api.providers.has(provider)) throw new Error(`${PLUGIN_NAME}: embedding.target names provider "${provider}", which is not loaded`);
@@ -71,10 +84,28 @@ export function cacheSemantic(options: SemanticCacheOptions): GatewayPlugin {
   };
 }
 
-function semanticMode(api: PluginAPI, target: Target, opts: v.InferOutput<typeof OptionsSchema>): CacheMode {
+/**
+ * A request's own target as an embedding target: the same provider, credentials, host and routing, without
+ * `override_params` at any depth (they are laid over the chat body: an overridden chat model would replace the
+ * embedding model). Kept per target object, since configs are parsed once and reused.
+ */
+const embeddingTargets = new WeakMap<Target, Target>();
+export function embeddingTargetOf(target: Target): Target {
+  let out = embeddingTargets.get(target);
+  if (out === undefined) {
+    const { override_params: _overrides, targets, ...rest } = target;
+    out = Array.isArray(targets) ? { ...rest, targets: targets.map(embeddingTargetOf) } : rest;
+    embeddingTargets.set(target, out);
+  }
+  return out;
+}
+
+function semanticMode(api: PluginAPI, configured: Target | null, opts: v.InferOutput<typeof OptionsSchema>): CacheMode {
   const warn = rateLimitedWarning(api.logger, 'semantic cache: embedding failed; the lookup is a miss', opts.warnIntervalMs, Date.now);
 
   const embed = async (ctx: RequestContext, text: string): Promise<Float32Array | null> => {
+    const target = configured ?? (ctx.target === null ? null : embeddingTargetOf(ctx.target));
+    if (target === null) return null;
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<null>((resolve) => {
       timer = setTimeout(() => resolve(null), opts.timeoutMs);

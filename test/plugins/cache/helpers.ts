@@ -117,3 +117,59 @@ export function countingStore(inner: CacheStore, name = 'cache-memory') {
   const plugin: GatewayPlugin = { name: `test-store-${name}`, apply: (api) => api.stores.add(name, store) };
   return { store, counts, plugin };
 }
+
+export interface MockChatAndEmbeddings {
+  url: string;
+  baseURL: string;
+  /** Requests seen, in order: path, authorization header and parsed body. */
+  requests: Array<{ path: string; authorization: string | undefined; body: Record<string, any> }>;
+  close(): Promise<void>;
+}
+
+/**
+ * One OpenAI-style upstream for both calls a semantic lookup makes: `POST /v1/embeddings` answers
+ * `bagOfWords(input)`, `POST /v1/chat/completions` a fixed chat completion (JSON, with usage).
+ */
+export async function startMockChatAndEmbeddings(): Promise<MockChatAndEmbeddings> {
+  const requests: MockChatAndEmbeddings['requests'] = [];
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as Record<string, any>;
+      requests.push({ path: req.url ?? '', authorization: req.headers.authorization, body });
+      let answer: unknown;
+      if (req.url === '/v1/embeddings') {
+        const inputs: string[] = Array.isArray(body.input) ? body.input : [String(body.input ?? '')];
+        answer = { object: 'list', data: inputs.map((input, index) => ({ object: 'embedding', index, embedding: bagOfWords(input) })), model: body.model, usage: { prompt_tokens: 4, total_tokens: 4 } };
+      } else if (req.url === '/v1/chat/completions') {
+        answer = {
+          id: `chatcmpl-${requests.length}`,
+          object: 'chat.completion',
+          created: 1_700_000_000,
+          model: body.model,
+          choices: [{ index: 0, message: { role: 'assistant', content: 'Paris.' }, logprobs: null, finish_reason: 'stop' }],
+          usage: { prompt_tokens: 9, completion_tokens: 2, total_tokens: 11 },
+        };
+      } else {
+        res.writeHead(404, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: { message: 'not found', type: 'invalid_request_error', param: null, code: null } }));
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(answer));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    url,
+    baseURL: `${url}/v1`,
+    requests,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
