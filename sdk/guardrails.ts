@@ -56,6 +56,12 @@ export interface GuardrailCheck<P = unknown> {
    * plugin's `errorCodes` with status 446; the guardrails plugin checks at boot.
    */
   denyCode?: string;
+  /**
+   * Parameter names whose values are credentials (a webhook's `headers`). Wherever the
+   * gateway stores a guardrail or a config that uses the check, every string under them
+   * is sealed at rest and masked in answers, while requests still use them.
+   */
+  credentials?: readonly string[];
 }
 
 /** Declares a check with its parameter type inferred from the schema. */
@@ -63,6 +69,7 @@ export function defineCheck<S extends v.GenericSchema>(check: {
   parameters: S;
   run(parameters: v.InferOutput<S>, input: CheckInput): CheckResult | Promise<CheckResult>;
   denyCode?: string;
+  credentials?: readonly string[];
 }): GuardrailCheck<v.InferOutput<S>> {
   return check;
 }

@@ -79,6 +79,7 @@ export { randomHex, uuidv7, w3cTraceId } from './ids.js';
 export { etagMatches, staticAnswer, staticFile, type StaticFile } from './static-files.js';
 export { gatewayPackageVersion } from './package-version.js';
 export { createSecretBox, loadEncryptionKey, maskSecret, parseEncryptionKey, type LoadedKey, type SecretBox } from './secret-box.js';
+export { maskedJson, openJson, sealJson, type SealedJson } from './sealed-json.js';
 export { compilePattern, MAX_MATCH_COST, MAX_PATTERN_LENGTH, MAX_PATTERN_SIZE, PatternError, type Pattern } from './pattern.js';
 export {
   bundledContextWindowData,

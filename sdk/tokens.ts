@@ -340,6 +340,8 @@ export const GUARDRAIL_SOURCE = serviceToken<GuardrailSource>('gateway.guardrail
 export interface GuardrailValidator {
   /** The entry's issues (path inside the entry, rule broken); empty when it is a valid guardrail entry. */
   check(entry: unknown): ConfigIssue[];
+  /** Every loaded check's credential parameter names (`GuardrailCheck.credentials`), known once the gateway is ready. */
+  credentialKeys(): ReadonlySet<string>;
 }
 export const GUARDRAIL_VALIDATOR = serviceToken<GuardrailValidator>('gateway.guardrails.validator');
 

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { GatewayError, hasScope, type RequestContext } from '../../sdk/index.js';
+import { GatewayError } from '../../sdk/index.js';
 import { addPeriod, hashSecret, maskKey, MIN_TRANSITION_MS, newId, newSecret, type RotationPeriod } from './keys.js';
 import type { ApiKeyRow } from './repository.js';
 import { isKnownScope } from './scopes.js';
@@ -59,15 +59,6 @@ export function settleRotationPolicy(
   if (merged.rotation_period !== null && merged.next_rotation_at === null) merged.next_rotation_at = new Date(addPeriod(now, merged.rotation_period)).toISOString();
   if (merged.rotation_period === null && merged.next_rotation_at === null && merged.key_transition_period_ms === null) return null;
   return merged;
-}
-
-/** A caller can only hand out scopes it holds itself. */
-export function checkGrantable(ctx: RequestContext, scopes: readonly string[]): void {
-  const granted = ctx.auth?.scopes;
-  if (granted === undefined) return;
-  for (const s of scopes) {
-    if (!hasScope(granted, s)) throw new GatewayError('forbidden', `This API key cannot grant the "${s}" scope: it does not hold it.`, { param: 'scopes' });
-  }
 }
 
 export interface NewKey {

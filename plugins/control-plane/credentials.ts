@@ -50,10 +50,31 @@ export function openCredentials(box: SecretBox, integrationId: string, sealed: s
   return sealed === null ? {} : (JSON.parse(box.open(sealed, integrationId)) as SealedCredentials);
 }
 
+/**
+ * Whose secrets a reference may read. Environment variables and the top of the secrets
+ * directory are the operator's: only organisation-wide integrations (changeable by
+ * organisation-level keys alone) read them. A workspace's integrations read files in the
+ * workspace's own folder, `<secretsDir>/workspaces/<workspace slug>/` (slugs never change),
+ * so a workspace key can never point another team's or the operator's secret at a host of
+ * its choosing (docs/security.md, "Whose secret is whose").
+ */
+export interface ReferenceScope {
+  /** The integration's workspace slug; null for an organisation-wide integration. */
+  workspaceSlug: string | null;
+}
+
+/** The folder of a workspace's secret files, relative to the secrets directory. */
+export function workspaceSecretsFolder(slug: string): string {
+  return join('workspaces', slug);
+}
+
 /** Reads each mapped secret and writes it into `target` (a provider target). */
-export async function applySecretMappings(target: Record<string, unknown>, mappings: readonly SecretMapping[], secretsDir: string): Promise<void> {
+export async function applySecretMappings(target: Record<string, unknown>, mappings: readonly SecretMapping[], secretsDir: string, scope: ReferenceScope): Promise<void> {
   for (const m of mappings) {
-    const raw = await readReference(m.secret_reference, secretsDir);
+    const problem = checkReference(m.secret_reference, scope);
+    // Stored before references were scoped, or by hand: refused at use as at write.
+    if (problem !== null) throw new Error(`secret mapping for ${m.target_field}: ${m.secret_reference.slice(0, 80)} ${problem}`);
+    const raw = await readReference(m.secret_reference, secretsDir, scope);
     let value: unknown = raw;
     if (m.value_format === 'json') {
       try {
@@ -67,9 +88,12 @@ export async function applySecretMappings(target: Record<string, unknown>, mappi
   }
 }
 
-/** Whether a reference has a valid form; the message says what is wrong, or null. */
-export function checkReference(reference: string): string | null {
+/** Whether a reference has a valid form for an integration of `scope`; the message says what is wrong, or null. */
+export function checkReference(reference: string, scope: ReferenceScope): string | null {
   if (reference.startsWith('env:')) {
+    if (scope.workspaceSlug !== null) {
+      return `cannot be read by a workspace's integration: environment variables are the operator's, for organisation-wide integrations; use file:<name>, read from the workspace's folder ${workspaceSecretsFolder(scope.workspaceSlug)}/ in the secrets directory`;
+    }
     const name = reference.slice(4);
     if (!name.startsWith(SECRET_ENV_PREFIX) || !/^[A-Z0-9_]+$/.test(name)) return `env references must name a variable starting with ${SECRET_ENV_PREFIX} (upper case, digits, _)`;
     return null;
@@ -82,15 +106,16 @@ export function checkReference(reference: string): string | null {
   return 'must start with env: or file:';
 }
 
-async function readReference(reference: string, secretsDir: string): Promise<string> {
+async function readReference(reference: string, secretsDir: string, scope: ReferenceScope): Promise<string> {
   if (reference.startsWith('env:')) {
     const value = process.env[reference.slice(4)];
     if (value === undefined) throw new Error(`secret ${reference} is not set`);
     return value;
   }
+  const base = scope.workspaceSlug === null ? secretsDir : join(secretsDir, workspaceSecretsFolder(scope.workspaceSlug));
   try {
-    return (await readFile(join(secretsDir, normalize(reference.slice(5))), 'utf8')).trim();
+    return (await readFile(join(base, normalize(reference.slice(5))), 'utf8')).trim();
   } catch {
-    throw new Error(`secret ${reference} could not be read from the secrets directory`);
+    throw new Error(`secret ${reference} could not be read from the ${scope.workspaceSlug === null ? 'secrets directory' : "workspace's secrets folder"}`);
   }
 }

@@ -175,6 +175,8 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
         const key = await loadEncryptionKey({ envValue: opts.encryptionKey, dataDir: opts.dataDir });
         box = createSecretBox(key.key);
         if (key.source === 'generated') api.logger.warn({ file: key.file }, 'generated an encryption key for integration secrets; back it up, or set GATEWAY_ENCRYPTION_KEY');
+        const sealed = await cp.sealLegacyDocuments();
+        if (sealed > 0) api.logger.info({ versions: sealed }, 'sealed the credentials of saved configs and stored guardrails written before they were sealed');
         await bootstrap(cp, { bootstrapKey: opts.bootstrapKey, announce: opts.announce ?? ((text) => process.stderr.write(text)), logger: api.logger });
         if (opts.jwt !== undefined) {
           const jwks = opts.jwt.jwksFile === undefined ? undefined : await loadJwksFile(opts.jwt.jwksFile);

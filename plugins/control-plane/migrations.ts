@@ -410,4 +410,14 @@ CREATE TABLE cp_agent_servers (
 );
 CREATE INDEX cp_agent_servers_workspace ON cp_agent_servers (workspace_id, status)`,
   },
+  {
+    // Credentials inside saved configs and stored guardrails, sealed: the body keeps each one masked, `sealed`
+    // holds them encrypted (sdk/sealed-json.ts; '' when a version has none). NULL marks a version written before,
+    // sealed at the next start (sealLegacyDocuments).
+    version: 9,
+    name: 'sealed_documents',
+    up: `
+ALTER TABLE cp_config_versions ADD COLUMN sealed TEXT;
+ALTER TABLE cp_guardrail_versions ADD COLUMN sealed TEXT`,
+  },
 ];

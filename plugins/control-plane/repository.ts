@@ -107,7 +107,10 @@ export interface ConfigRow {
 export interface ConfigVersionRow {
   config_id: string;
   version: number;
+  /** The config, credentials masked (see `sealed`). */
   body: string;
+  /** Its credentials, sealed (sdk/sealed-json.ts); '' for none; null for a version not sealed yet. */
+  sealed: string | null;
   created_at: number;
 }
 
@@ -167,11 +170,14 @@ export interface GuardrailRow {
 export interface GuardrailVersionRow {
   guardrail_id: string;
   version: number;
+  /** The entry, credentials masked (see `sealed`). */
   body: string;
+  /** Its credentials, sealed (sdk/sealed-json.ts); '' for none; null for a version not sealed yet. */
+  sealed: string | null;
   created_at: number;
 }
 /** A guardrail with its current version's entry. */
-export type GuardrailWithBody = GuardrailRow & { body: string };
+export type GuardrailWithBody = GuardrailRow & { body: string; sealed: string | null };
 
 export interface LimitPolicyRow {
   id: string;
@@ -618,7 +624,7 @@ export class ControlPlaneRepository {
 
   /** A guardrail with its current entry: by id in any workspace (`null`), or by id or slug in one. */
   guardrail(workspaceId: string | null, idOrSlug: string, client = this.db()): Promise<GuardrailWithBody | undefined> {
-    const head = 'SELECT g.*, v.body FROM cp_guardrails g JOIN cp_guardrail_versions v ON v.guardrail_id = g.id AND v.version = g.version';
+    const head = 'SELECT g.*, v.body, v.sealed FROM cp_guardrails g JOIN cp_guardrail_versions v ON v.guardrail_id = g.id AND v.version = g.version';
     return workspaceId === null
       ? this.#get<GuardrailWithBody>(`${head} WHERE g.id = ?`, [idOrSlug], client)
       : this.#get<GuardrailWithBody>(`${head} WHERE g.workspace_id = ? AND (g.id = ? OR g.slug = ?)`, [workspaceId, idOrSlug, idOrSlug], client);
@@ -641,7 +647,7 @@ export class ControlPlaneRepository {
       params,
       'g.created_at, g.id',
       page,
-      'g.*, v.body',
+      'g.*, v.body, v.sealed',
     );
   }
 

@@ -7,6 +7,10 @@ import {
   type LimitCounters,
   type LimitPolicySet,
   type Logger,
+  maskedJson,
+  openJson,
+  sealJson,
+  type SealedJson,
   type McpSessionCloser,
   type PartialRelease,
   type PromptLookup,
@@ -96,6 +100,9 @@ export interface ControlPlaneDeps {
   agentCardTtlMs?: number;
   logger?: () => Logger | undefined;
 }
+
+/** Stored documents whose credentials are sealed, each bound to its record's id. */
+export type DocumentKind = 'config' | 'guardrail';
 
 /** A signed-in person's session, as the request path checks it. */
 export interface SessionEntry {
@@ -230,7 +237,8 @@ export class ControlPlane {
     const found = this.#guardrails.get(`${workspaceId}\n${ref}`, async () => {
       const row = await this.repo.guardrail(workspaceId, ref);
       if (row === undefined) return null;
-      return Object.freeze({ id: row.id, version: row.version, status: row.status, entry: Object.freeze(JSON.parse(row.body) as Record<string, unknown>) });
+      const entry = this.openDocument('guardrail', row.id, row, `Stored guardrail ${row.slug}`) as Record<string, unknown>;
+      return Object.freeze({ id: row.id, version: row.version, status: row.status, entry: Object.freeze(entry) });
     });
     return found instanceof Promise ? found.then((g) => g ?? undefined) : (found ?? undefined);
   }
@@ -243,6 +251,64 @@ export class ControlPlane {
   /** Credential fields of targets: sealed at rest, masked in answers. */
   get secretFields(): ReadonlySet<string> {
     return this.#deps.secretFields;
+  }
+
+  #documentKeys: ReadonlySet<string> | null = null;
+
+  /**
+   * The keys whose values are credentials in a stored config or guardrail, at any depth: the
+   * target fields declared as credentials and the loaded checks' credential parameters.
+   */
+  get documentCredentials(): ReadonlySet<string> {
+    if (this.#documentKeys === null) {
+      const checks = this.#deps.guardrailValidator?.()?.credentialKeys() ?? [];
+      this.#documentKeys = new Set([...this.#deps.secretFields, ...checks]);
+    }
+    return this.#documentKeys;
+  }
+
+  /** A config or guardrail version to store: its credentials sealed to the record, masked in the body. */
+  sealDocument(kind: DocumentKind, id: string, value: unknown, previous: { body: string; sealed: string | null } | null, param?: string): SealedJson {
+    const aad = `${kind}:${id}`;
+    // A version from before sealing holds its credentials in its body: sealed here only to compare masks with.
+    const prior = previous === null ? null : previous.sealed === null ? sealJson(this.box, aad, JSON.parse(previous.body), this.documentCredentials) : { body: previous.body, sealed: previous.sealed };
+    return sealJson(this.box, aad, value, this.documentCredentials, { previous: prior, param });
+  }
+
+  /** A stored config or guardrail version with its credentials, for the request path; a 503 when they cannot be decrypted. */
+  openDocument(kind: DocumentKind, id: string, stored: { body: string; sealed: string | null }, what: string): unknown {
+    try {
+      return openJson(this.box, `${kind}:${id}`, stored);
+    } catch {
+      throw new GatewayError('service_unavailable', `${what}: its credentials cannot be decrypted with this gateway's encryption key.`);
+    }
+  }
+
+  /** A stored config or guardrail version as answers show it: credentials masked. */
+  maskedDocument(stored: { body: string; sealed: string | null }): Record<string, unknown> {
+    return maskedJson(stored, this.documentCredentials) as Record<string, unknown>;
+  }
+
+  /**
+   * Seals the credentials of config and guardrail versions written before they were sealed
+   * (`sealed` NULL). Each row is rewritten only while it is still unsealed, so instances
+   * starting together do it once.
+   */
+  async sealLegacyDocuments(): Promise<number> {
+    let count = 0;
+    const db = this.repo.db();
+    const kinds = [
+      { kind: 'config' as const, table: 'cp_config_versions', id: 'config_id' },
+      { kind: 'guardrail' as const, table: 'cp_guardrail_versions', id: 'guardrail_id' },
+    ];
+    for (const { kind, table, id } of kinds) {
+      const rows = await db.all<{ id: string; version: number; body: string }>(`SELECT ${id} AS id, version, body FROM ${table} WHERE sealed IS NULL`, []);
+      for (const row of rows) {
+        const sealed = sealJson(this.box, `${kind}:${row.id}`, JSON.parse(row.body), this.documentCredentials);
+        count += (await db.run(`UPDATE ${table} SET body = ?, sealed = ? WHERE ${id} = ? AND version = ? AND sealed IS NULL`, [sealed.body, sealed.sealed, row.id, row.version])).changes;
+      }
+    }
+    return count;
   }
 
   /** Drops every cached lookup; called after each admin write. */
@@ -447,7 +513,11 @@ export class ControlPlane {
     const target: Target = { ...(JSON.parse(integration.configurations) as Record<string, unknown>), ...(creds.configurations ?? {}), provider: integration.provider };
     if (creds.key !== undefined) target.api_key = creds.key;
     if (integration.secret_mappings !== null) {
-      await applySecretMappings(target, JSON.parse(integration.secret_mappings) as SecretMapping[], this.#deps.secretsDir).catch((err: Error) => {
+      // A workspace's integration reads only its workspace's secrets (credentials.ts, ReferenceScope).
+      const owner = integration.workspace_id === null ? null : await this.workspace(integration.workspace_id);
+      if (integration.workspace_id !== null && owner === null) return null;
+      const scope = { workspaceSlug: owner?.slug ?? null };
+      await applySecretMappings(target, JSON.parse(integration.secret_mappings) as SecretMapping[], this.#deps.secretsDir, scope).catch((err: Error) => {
         throw new GatewayError('service_unavailable', `Provider @${provider.slug}: ${err.message}.`);
       });
     }
@@ -468,7 +538,7 @@ export class ControlPlane {
       const row = await this.repo.config(workspaceId, ref);
       if (row === undefined || row.status !== 'active') return null;
       const version = await this.repo.configVersion(row.id, row.version);
-      return version === undefined ? null : this.#deps.parser().parse(JSON.parse(version.body));
+      return version === undefined ? null : this.#deps.parser().parse(this.openDocument('config', row.id, version, `Saved config ${row.slug}`));
     });
     return target ?? undefined;
   }

@@ -84,7 +84,12 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
       const checks = api.checks as Registry<GuardrailCheck>;
       let source: GuardrailSource | undefined;
       // The control plane checks a guardrail entry with this before storing it: the same rules as a config's inline entry.
+      let credentialKeys: ReadonlySet<string> | null = null;
       api.provide(GUARDRAIL_VALIDATOR, {
+        credentialKeys() {
+          // Checks are all registered by the time anything is stored (the gateway is ready).
+          return (credentialKeys ??= new Set(checks.names().flatMap((id) => checks.get(id)!.credentials ?? [])));
+        },
         check(entry) {
           const parsed = v.safeParse(GUARDRAIL_ENTRY_SCHEMA, entry);
           if (!parsed.success) return [{ path: issuePath(parsed.issues[0]), message: parsed.issues[0].message }];

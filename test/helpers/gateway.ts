@@ -42,7 +42,7 @@ export function memoryLogger(level = 'info'): { logger: Logger; lines: () => Rec
  */
 export async function startTestServer(
   options: { config?: ServerConfig; env?: Record<string, string> } = {},
-): Promise<RunningServer & { logs: ReturnType<typeof memoryLogger> }> {
+): Promise<RunningServer & { logs: ReturnType<typeof memoryLogger>; dataDir: string }> {
   const logs = memoryLogger();
   // Each server gets its own data directory, so embedded stores (SQLite) never share a file between tests.
   const dataDir = await mkdtemp(join(tmpdir(), 'gw-data-'));
@@ -53,7 +53,7 @@ export async function startTestServer(
     host: '127.0.0.1',
     logger: logs.logger,
   });
-  return Object.assign(running, { logs });
+  return Object.assign(running, { logs, dataDir: options.env?.GATEWAY_DATA_DIR ?? dataDir });
 }
 
 /** Waits until the log hook (run after the response ended) has written the request line. */

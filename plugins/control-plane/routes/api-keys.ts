@@ -1,7 +1,8 @@
 import * as v from 'valibot';
 import { GatewayError, hasScope, type RequestContext } from '../../../sdk/index.js';
-import { checkGrantable, ExpiresAt, insertKey, KEY_TYPES, presentKey, RotationPolicySchema, rotateKey, Scopes, settleRotationPolicy } from '../api-keys.js';
+import { ExpiresAt, insertKey, KEY_TYPES, presentKey, RotationPolicySchema, rotateKey, Scopes, settleRotationPolicy } from '../api-keys.js';
 import type { ApiKeyRow } from '../repository.js';
+import { requireAuthority, requireAuthorityOverKey, requireGrantable, roleHolder } from '../grants.js';
 import { defaultScopes } from '../scopes.js';
 import type { ControlPlane, RotationPolicy } from '../service.js';
 import {
@@ -92,9 +93,11 @@ export const apiKeyRoutes: AdminRoute[] = [
       } else if (body.user_id) {
         throw new GatewayError('invalid_request', "Invalid request body: 'user_id' is only for workspace-user keys.", { param: 'user_id' });
       }
-      // Default scopes follow the type and role, trimmed to what the caller holds; explicit ones must all be held.
+      // Default scopes follow the type and role, trimmed to what the caller holds; explicit ones must all be held,
+      // and the key's role (a user key acts as its owner) must be one the caller holds at least.
       const scopes = body.scopes ?? defaultScopes(body.type, role).filter((s) => ctx.auth === null || hasScope(ctx.auth.scopes, s));
-      checkGrantable(ctx, scopes);
+      requireGrantable(ctx, scopes);
+      if (body.type !== 'organisation-service') requireAuthority(ctx, { ...roleHolder(role), scopes }, `create a key that acts as "${role}"`, body.type === 'workspace-user' ? 'user_id' : 'type');
       const policy = settleRotationPolicy(body.rotation_policy, body.type, await cp.settings(), cp.now(), null);
       const { row, secret } = await insertKey(cp, {
         type: body.type,
@@ -143,11 +146,12 @@ export const apiKeyRoutes: AdminRoute[] = [
     async handler(ctx, cp) {
       const row = await visibleKey(ctx, cp, ctx.params!.id!);
       const body = parseBody(ctx, UpdateBody);
+      await requireAuthorityOverKey(ctx, cp.repo, row, 'change this API key');
       const patch = patchOf(body, ['name', 'description', 'status'], cp.now());
       if (body.metadata !== undefined) patch.metadata = body.metadata === null ? null : JSON.stringify(body.metadata);
       if (body.expires_at !== undefined) patch.expires_at = body.expires_at === null ? null : Date.parse(body.expires_at);
       if (body.scopes !== undefined) {
-        checkGrantable(ctx, body.scopes);
+        requireGrantable(ctx, body.scopes);
         patch.scopes = JSON.stringify(body.scopes);
       }
       if (body.rotation_policy !== undefined) {
@@ -168,6 +172,7 @@ export const apiKeyRoutes: AdminRoute[] = [
     doc: doc('Delete an API key', { params: BY_ID }),
     async handler(ctx, cp) {
       const row = await visibleKey(ctx, cp, ctx.params!.id!);
+      await requireAuthorityOverKey(ctx, cp.repo, row, 'delete this API key');
       await cp.repo.deleteApiKey(row.id);
       cp.invalidate();
       return ok({ id: row.id, object: 'api-key', deleted: true });
@@ -186,8 +191,8 @@ export const apiKeyRoutes: AdminRoute[] = [
       if (!result.success) {
         throw new GatewayError('invalid_request', `Invalid request body: 'key_transition_period_ms' ${result.issues[0].message}`, { param: 'key_transition_period_ms' });
       }
-      // Rotating another organisation-level key takes an organisation-level caller; a key may always rotate itself.
-      if (row.workspace_id === null && ctx.auth?.keyId !== row.id) requireOrgLevel(ctx, 'Rotating an organisation key');
+      // The new secret holds all the key holds: only the key itself, or a caller with its scopes and at least its role, gets it.
+      await requireAuthorityOverKey(ctx, cp.repo, row, 'rotate this API key');
       if (row.status !== 'active') throw new GatewayError('invalid_request', 'A disabled API key cannot be rotated.', { param: 'id' });
       const rotated = await rotateKey(cp, row, result.output.key_transition_period_ms);
       return ok(presentKey(rotated.row, cp.now(), rotated.secret));

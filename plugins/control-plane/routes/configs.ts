@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { GatewayError, plainObject, type RequestContext } from '../../../sdk/index.js';
+import { GatewayError, plainObject, type RequestContext, type SealedJson } from '../../../sdk/index.js';
 import { randomSlug } from '../keys.js';
 import type { ConfigRow, ConfigVersionRow } from '../repository.js';
 import type { ControlPlane } from '../service.js';
@@ -32,17 +32,22 @@ const UpdateBody = v.strictObject({
 const ListQuery = v.strictObject({ ...PAGE_QUERY, workspace_id: v.optional(v.string()) });
 
 /** Validates with the inline-config schema (the config plugin's parser); a bad config is a 400 whose param is `config.<path>`. */
-function checkConfig(cp: ControlPlane, config: Record<string, unknown>): string {
+function checkConfig(cp: ControlPlane, config: Record<string, unknown>): void {
   const parser = cp.configParser;
   const issues = parser.check(config);
   if (issues.length > 0) {
     const path = issues[0]!.path;
     throw new GatewayError('invalid_request', `Invalid request body: ${parser.error(issues).message}`, { param: path === '' ? 'config' : `config.${path}` });
   }
-  return JSON.stringify(config);
 }
 
-function presentConfig(row: ConfigRow, version?: ConfigVersionRow) {
+/** A version to store: checked, its credentials sealed (a mask sent back keeps the credential `previous` holds there). */
+function configVersion(cp: ControlPlane, configId: string, config: Record<string, unknown>, previous: ConfigVersionRow | null): SealedJson {
+  checkConfig(cp, config);
+  return cp.sealDocument('config', configId, config, previous, 'config');
+}
+
+function presentConfig(cp: ControlPlane, row: ConfigRow, version?: ConfigVersionRow) {
   return {
     id: row.id,
     object: 'config',
@@ -51,7 +56,7 @@ function presentConfig(row: ConfigRow, version?: ConfigVersionRow) {
     workspace_id: row.workspace_id,
     status: row.status,
     version: row.version,
-    ...(version === undefined ? {} : { config: JSON.parse(version.body) as Record<string, unknown> }),
+    ...(version === undefined ? {} : { config: cp.maskedDocument(version) }),
     created_at: iso(row.created_at),
     updated_at: iso(row.updated_at),
   };
@@ -74,19 +79,19 @@ export const configRoutes: AdminRoute[] = [
     doc: doc('Save a config', { body: CreateBody, description: '`config` is a config object, checked as an inline `x-gateway-config` is; requests name it by id.' }),
     async handler(ctx, cp) {
       const body = parseBody(ctx, CreateBody);
-      const text = checkConfig(cp, body.config);
+      checkConfig(cp, body.config);
       const workspaceId = await workspaceFor(ctx, cp, body.workspace_id);
       const slug = body.slug ?? randomSlug(10);
       if ((await cp.repo.config(workspaceId, slug)) !== undefined) throw conflict(`A config with slug "${slug}" exists in this workspace.`, 'slug');
       const now = cp.now();
       const row: ConfigRow = { id: `pc-${randomSlug(16)}`, workspace_id: workspaceId, slug, name: body.name, status: 'active', version: 1, created_at: now, updated_at: now };
-      const version: ConfigVersionRow = { config_id: row.id, version: 1, body: text, created_at: now };
+      const version: ConfigVersionRow = { config_id: row.id, version: 1, ...configVersion(cp, row.id, body.config, null), created_at: now };
       await cp.repo.db().transaction(async (tx) => {
         await cp.repo.insert('cp_configs', { ...row }, tx);
         await cp.repo.insert('cp_config_versions', { ...version }, tx);
       });
       cp.invalidate();
-      return ok(presentConfig(row, version));
+      return ok(presentConfig(cp, row, version));
     },
   },
   {
@@ -98,7 +103,7 @@ export const configRoutes: AdminRoute[] = [
     async handler(ctx, cp) {
       const q = parseQuery(ctx, ListQuery);
       const workspaceId = await workspaceFor(ctx, cp, q.workspace_id);
-      return listResponse(await cp.repo.configs(workspaceId, pageOf(q)), (row) => presentConfig(row));
+      return listResponse(await cp.repo.configs(workspaceId, pageOf(q)), (row) => presentConfig(cp, row));
     },
   },
   {
@@ -109,7 +114,7 @@ export const configRoutes: AdminRoute[] = [
     doc: doc('Get a saved config', { params: BY_REF }),
     async handler(ctx, cp) {
       const row = await visibleConfig(ctx, cp, ctx.params!.id!);
-      return ok(presentConfig(row, await cp.repo.configVersion(row.id, row.version)));
+      return ok(presentConfig(cp, row, await cp.repo.configVersion(row.id, row.version)));
     },
   },
   {
@@ -124,7 +129,7 @@ export const configRoutes: AdminRoute[] = [
       return ok({
         object: 'list',
         total_count: versions.length,
-        data: versions.map((ver) => ({ object: 'config-version', config_id: row.id, version: ver.version, config: JSON.parse(ver.body), created_at: iso(ver.created_at) })),
+        data: versions.map((ver) => ({ object: 'config-version', config_id: row.id, version: ver.version, config: cp.maskedDocument(ver), created_at: iso(ver.created_at) })),
       });
     },
   },
@@ -137,23 +142,23 @@ export const configRoutes: AdminRoute[] = [
     async handler(ctx, cp) {
       const row = await visibleConfig(ctx, cp, ctx.params!.id!);
       const body = parseBody(ctx, UpdateBody);
-      const text = body.config === undefined ? null : checkConfig(cp, body.config);
+      const stored = body.config === undefined ? null : configVersion(cp, row.id, body.config, (await cp.repo.configVersion(row.id, row.version)) ?? null);
       const now = cp.now();
       const patch = patchOf(body, ['name', 'status'], now);
       // Read back inside the transaction: the answer is the version this update made, not a later one a concurrent update committed.
       const [updated, version] = await cp.repo.db().transaction(async (tx) => {
-        if (text !== null) {
+        if (stored !== null) {
           // Each update of the body is a new version; the counter is raised before it is read (the row locked), so
           // concurrent updates cannot share a number.
           const next = await cp.repo.nextVersion('cp_configs', row.id, now, tx);
-          await cp.repo.insert('cp_config_versions', { config_id: row.id, version: next, body: text, created_at: now }, tx);
+          await cp.repo.insert('cp_config_versions', { config_id: row.id, version: next, ...stored, created_at: now }, tx);
         }
         await cp.repo.update('cp_configs', { id: row.id }, patch, tx);
         const current = (await cp.repo.config(null, row.id, tx))!;
         return [current, await cp.repo.configVersion(current.id, current.version, tx)] as const;
       });
       cp.invalidate();
-      return ok(presentConfig(updated, version));
+      return ok(presentConfig(cp, updated, version));
     },
   },
   {

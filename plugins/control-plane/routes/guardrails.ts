@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { GatewayError, type RequestContext } from '../../../sdk/index.js';
+import { GatewayError, type RequestContext, type SealedJson } from '../../../sdk/index.js';
 import { randomSlug } from '../keys.js';
 import type { GuardrailRow, GuardrailWithBody } from '../repository.js';
 import type { ControlPlane } from '../service.js';
@@ -49,7 +49,7 @@ function split(body: Record<string, unknown>, own: readonly string[]): { meta: R
 }
 
 /** Validates the entry with the guardrails plugin's rules (every check's parameter schema); a bad one is a 400 naming the field. */
-function checkEntry(cp: ControlPlane, entry: Record<string, unknown>): string {
+function checkEntry(cp: ControlPlane, entry: Record<string, unknown>): void {
   for (const key of Object.keys(entry)) {
     if (key === 'id') throw new GatewayError('invalid_request', "Invalid request body: 'id' is given by the gateway; a guardrail's body is a name and a guardrail entry.", { param: 'id' });
     if (RESERVED.has(key)) throw new GatewayError('invalid_request', `Invalid request body: '${key}' cannot be changed here.`, { param: key });
@@ -59,10 +59,15 @@ function checkEntry(cp: ControlPlane, entry: Record<string, unknown>): string {
     const { path, message } = issues[0]!;
     throw new GatewayError('invalid_request', `Invalid request body: ${path === '' ? '' : `'${path}' `}${message}`, { param: path === '' ? null : path });
   }
-  return JSON.stringify(entry);
 }
 
-function present(row: GuardrailRow, body: string) {
+/** A version to store: checked, its credentials (a webhook's headers) sealed; a mask sent back keeps what `previous` holds there. */
+function entryVersion(cp: ControlPlane, guardrailId: string, entry: Record<string, unknown>, previous: { body: string; sealed: string | null } | null): SealedJson {
+  checkEntry(cp, entry);
+  return cp.sealDocument('guardrail', guardrailId, entry, previous);
+}
+
+function present(cp: ControlPlane, row: GuardrailRow, stored: { body: string; sealed: string | null }) {
   return {
     id: row.id,
     object: 'guardrail',
@@ -71,7 +76,7 @@ function present(row: GuardrailRow, body: string) {
     workspace_id: row.workspace_id,
     status: row.status,
     version: row.version,
-    ...(JSON.parse(body) as Record<string, unknown>),
+    ...cp.maskedDocument(stored),
     created_at: iso(row.created_at),
     updated_at: iso(row.updated_at),
     archived_at: iso(row.archived_at),
@@ -96,18 +101,19 @@ export const guardrailRoutes: AdminRoute[] = [
     async handler(ctx, cp) {
       const { meta, entry } = split(ctx.body ?? {}, CREATE_FIELDS);
       const m = parseValue(CreateMeta, meta);
-      const text = checkEntry(cp, entry);
+      checkEntry(cp, entry);
       const workspaceId = await workspaceFor(ctx, cp, m.workspace_id);
       const slug = m.slug ?? randomSlug(10);
       if ((await cp.repo.guardrail(workspaceId, slug)) !== undefined) throw conflict(`A guardrail with slug "${slug}" exists in this workspace.`, 'slug');
       const now = cp.now();
       const row: GuardrailRow = { id: `pg-${randomSlug(16)}`, workspace_id: workspaceId, slug, name: m.name, status: 'active', version: 1, created_at: now, updated_at: now, archived_at: null };
+      const stored = entryVersion(cp, row.id, entry, null);
       await cp.repo.db().transaction(async (tx) => {
         await cp.repo.insert('cp_guardrails', { ...row }, tx);
-        await cp.repo.insert('cp_guardrail_versions', { guardrail_id: row.id, version: 1, body: text, created_at: now }, tx);
+        await cp.repo.insert('cp_guardrail_versions', { guardrail_id: row.id, version: 1, ...stored, created_at: now }, tx);
       });
       cp.invalidate();
-      return ok(present(row, text));
+      return ok(present(cp, row, stored));
     },
   },
   {
@@ -120,7 +126,7 @@ export const guardrailRoutes: AdminRoute[] = [
       const q = parseQuery(ctx, ListQuery);
       const workspaceId = await workspaceFor(ctx, cp, q.workspace_id);
       const paged = await cp.repo.guardrails({ workspaceId, ids: q.ids, status: q.status }, pageOf(q));
-      return listResponse(paged, (row) => present(row, row.body));
+      return listResponse(paged, (row) => present(cp, row, row));
     },
   },
   {
@@ -131,7 +137,7 @@ export const guardrailRoutes: AdminRoute[] = [
     doc: doc('Get a stored guardrail', { params: BY_REF }),
     async handler(ctx, cp) {
       const row = await visibleGuardrail(ctx, cp, ctx.params!.id!);
-      return ok(present(row, row.body));
+      return ok(present(cp, row, row));
     },
   },
   {
@@ -146,7 +152,7 @@ export const guardrailRoutes: AdminRoute[] = [
       return ok({
         object: 'list',
         total_count: versions.length,
-        data: versions.map((ver) => ({ object: 'guardrail-version', guardrail_id: row.id, version: ver.version, ...(JSON.parse(ver.body) as Record<string, unknown>), created_at: iso(ver.created_at) })),
+        data: versions.map((ver) => ({ object: 'guardrail-version', guardrail_id: row.id, version: ver.version, ...cp.maskedDocument(ver), created_at: iso(ver.created_at) })),
       });
     },
   },
@@ -161,7 +167,7 @@ export const guardrailRoutes: AdminRoute[] = [
       const { meta, entry } = split(ctx.body ?? {}, UPDATE_FIELDS);
       const m = parseValue(UpdateMeta, meta);
       // Any entry field replaces the whole entry, as a new version: a partial merge would leave checks nobody asked for.
-      const text = Object.keys(entry).length === 0 ? null : checkEntry(cp, entry);
+      const stored = Object.keys(entry).length === 0 ? null : entryVersion(cp, row.id, entry, row);
       const now = cp.now();
       const patch = patchOf(m, ['name'], now);
       if (m.status !== undefined && m.status !== row.status) {
@@ -170,16 +176,16 @@ export const guardrailRoutes: AdminRoute[] = [
       }
       // Read back inside the transaction: the answer is the version this update made, not a later one a concurrent update committed.
       const updated = await cp.repo.db().transaction(async (tx) => {
-        if (text !== null) {
+        if (stored !== null) {
           // The counter is raised before it is read (the row locked), so concurrent updates cannot share a number.
           const next = await cp.repo.nextVersion('cp_guardrails', row.id, now, tx);
-          await cp.repo.insert('cp_guardrail_versions', { guardrail_id: row.id, version: next, body: text, created_at: now }, tx);
+          await cp.repo.insert('cp_guardrail_versions', { guardrail_id: row.id, version: next, ...stored, created_at: now }, tx);
         }
         await cp.repo.update('cp_guardrails', { id: row.id }, patch, tx);
         return (await cp.repo.guardrail(null, row.id, tx))!;
       });
       cp.invalidate();
-      return ok(present(updated, updated.body));
+      return ok(present(cp, updated, updated));
     },
   },
   {
@@ -196,7 +202,7 @@ export const guardrailRoutes: AdminRoute[] = [
         cp.invalidate();
       }
       const updated = (await cp.repo.guardrail(null, row.id))!;
-      return ok(present(updated, updated.body));
+      return ok(present(cp, updated, updated));
     },
   },
 ];

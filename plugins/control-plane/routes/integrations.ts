@@ -6,6 +6,7 @@ import {
   sealCredentials,
   splitConfigurations,
   openCredentials,
+  type ReferenceScope,
   type SealedCredentials,
   type SecretMapping,
 } from '../credentials.js';
@@ -42,10 +43,26 @@ const SecretMappingSchema = v.strictObject({
   target_field: v.pipe(v.string(), v.regex(/^(key|configurations\.[a-z][a-z0-9_]*)$/, 'must be "key" or "configurations.<field>"')),
   secret_reference: v.pipe(
     v.string(),
-    v.check((s) => checkReference(s) === null, (issue) => checkReference(String(issue.input)) ?? 'is invalid'),
+    // The form here; whether the integration's scope may read it, in the handler (checkScopedReferences).
+    v.check((s) => checkReference(s, ORGANISATION_WIDE) === null, (issue) => checkReference(String(issue.input), ORGANISATION_WIDE) ?? 'is invalid'),
   ),
   value_format: v.optional(v.picklist(['string', 'json'], 'must be "string" or "json"'), 'string'),
 });
+
+const ORGANISATION_WIDE: ReferenceScope = Object.freeze({ workspaceSlug: null });
+
+/** Each mapping's reference must be one the integration's owner may read: a 400 naming the first that is not. */
+async function checkScopedReferences(cp: ControlPlane, workspaceId: string | null, mappings: readonly SecretMapping[] | null | undefined): Promise<void> {
+  if (!mappings?.length || workspaceId === null) return;
+  const ws = await cp.workspace(workspaceId);
+  const scope: ReferenceScope = { workspaceSlug: ws?.slug ?? workspaceId };
+  mappings.forEach((m, i) => {
+    const problem = checkReference(m.secret_reference, scope);
+    if (problem !== null) {
+      throw new GatewayError('invalid_request', `Invalid request body: 'secret_mappings[${i}].secret_reference' ${problem}.`, { param: `secret_mappings[${i}].secret_reference` });
+    }
+  });
+}
 
 const Configurations = v.pipe(
   plainObject('must be an object of provider settings'),
@@ -177,6 +194,7 @@ export function integrationRoutes(providers: Registry<Provider>): AdminRoute[] {
         checkProvider(providers, body.ai_provider_id);
         // Organisation keys create organisation-wide integrations unless they name a workspace.
         const workspaceId = ctx.auth?.workspaceId || body.workspace_id ? await workspaceFor(ctx, cp, body.workspace_id) : null;
+        await checkScopedReferences(cp, workspaceId, body.secret_mappings);
         const slug = body.slug ?? `${body.ai_provider_id.replace(/[^a-z0-9-]/g, '')}-${randomSlug(6)}`;
         if ((await cp.repo.integration(slug)) !== undefined) throw conflict(`An integration with slug "${slug}" exists.`, 'slug');
         const id = newId();
@@ -243,6 +261,7 @@ export function integrationRoutes(providers: Registry<Provider>): AdminRoute[] {
       async handler(ctx, cp) {
         const row = await visibleIntegration(ctx, cp, ctx.params!.id!, true);
         const body = parseBody(ctx, UpdateBody);
+        await checkScopedReferences(cp, row.workspace_id, body.secret_mappings);
         const patch = patchOf(body, ['name', 'description', 'status'], cp.now());
         if (body.secret_mappings !== undefined) patch.secret_mappings = body.secret_mappings === null ? null : JSON.stringify(body.secret_mappings);
         if (body.pricing_adjustments !== undefined) patch.pricing_multiplier = body.pricing_adjustments?.multiplier ?? null;

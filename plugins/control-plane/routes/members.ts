@@ -1,9 +1,10 @@
 import * as v from 'valibot';
-import { GatewayError, hasScope, type RequestContext } from '../../../sdk/index.js';
+import type { RequestContext } from '../../../sdk/index.js';
 import { insertKey, presentKey, settleRotationPolicy } from '../api-keys.js';
 import { newId } from '../keys.js';
 import type { MemberRow } from '../repository.js';
-import { defaultScopes, ROLE_SCOPES } from '../scopes.js';
+import { requireAuthority, roleHolder } from '../grants.js';
+import { defaultScopes } from '../scopes.js';
 import { PAGE_QUERY, conflict, iso, listResponse, notFound, ok, pageOf, parseBody, parseQuery, docsFor, type AdminRoute } from './http.js';
 import { visibleWorkspace } from './workspaces.js';
 
@@ -25,16 +26,11 @@ const UpdateBody = v.strictObject({ role: Role });
 const ListQuery = v.strictObject({ ...PAGE_QUERY });
 
 /**
- * A caller may only give a role whose powers it holds itself: otherwise a key
- * with only `members.create` could add an admin (whose user key holds more).
+ * A caller may only give a role whose powers it holds itself (its scopes, and at least its rank):
+ * otherwise a key with only `members.create` could add an admin (whose user key holds more).
  */
 export function checkAssignable(ctx: RequestContext, role: string): void {
-  const granted = ctx.auth?.scopes;
-  if (granted === undefined) return;
-  const missing = ROLE_SCOPES[role]!.find((s) => !hasScope(granted, s));
-  if (missing !== undefined) {
-    throw new GatewayError('forbidden', `This API key cannot give the "${role}" role: the role holds the "${missing}" scope, which the key lacks.`, { param: 'role' });
-  }
+  requireAuthority(ctx, roleHolder(role), `give the "${role}" role`, 'role');
 }
 
 function presentMember(row: MemberRow) {
@@ -122,8 +118,12 @@ export const memberRoutes: AdminRoute[] = [
     async handler(ctx, cp) {
       const ws = await visibleWorkspace(ctx, cp, ctx.params!.id!);
       const body = parseBody(ctx, UpdateBody);
+      const current = await cp.repo.member(ws.id, ctx.params!.userId!);
+      if (current === undefined) throw notFound('member', ctx.params!.userId!, 'userId');
+      // Both the role taken away and the role given must be within the caller's own.
+      requireAuthority(ctx, roleHolder(current.role), `change the role of a member who is "${current.role}"`, 'userId');
       checkAssignable(ctx, body.role);
-      const changed = await cp.repo.update('cp_members', { workspace_id: ws.id, user_id: ctx.params!.userId! }, { role: body.role, updated_at: cp.now() });
+      const changed = await cp.repo.update('cp_members', { workspace_id: ws.id, user_id: current.user_id }, { role: body.role, updated_at: cp.now() });
       if (changed === 0) throw notFound('member', ctx.params!.userId!, 'userId');
       cp.invalidate();
       return ok(presentMember((await cp.repo.member(ws.id, ctx.params!.userId!))!));
@@ -137,7 +137,10 @@ export const memberRoutes: AdminRoute[] = [
     doc: doc('Remove a member', { params: MEMBER }),
     async handler(ctx, cp) {
       const ws = await visibleWorkspace(ctx, cp, ctx.params!.id!);
-      if (!(await cp.repo.removeMember(ws.id, ctx.params!.userId!))) throw notFound('member', ctx.params!.userId!, 'userId');
+      const current = await cp.repo.member(ws.id, ctx.params!.userId!);
+      if (current === undefined) throw notFound('member', ctx.params!.userId!, 'userId');
+      requireAuthority(ctx, roleHolder(current.role), `remove a member who is "${current.role}"`, 'userId');
+      if (!(await cp.repo.removeMember(ws.id, current.user_id))) throw notFound('member', ctx.params!.userId!, 'userId');
       cp.invalidate();
       return ok({ object: 'workspace-member', user_id: ctx.params!.userId!, workspace_id: ws.id, deleted: true });
     },

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import * as v from 'valibot';
 import { GatewayError, type Logger } from '../../../sdk/index.js';
 import { hashSecret, maskKey, newId } from '../keys.js';
+import { requireAuthority, roleHolder } from '../grants.js';
 import { checkAssignable, Role } from '../routes/members.js';
 import { Name, PAGE_QUERY, conflict, iso, listResponse, notFound, ok, pageOf, parseBody, parseQuery, requireOrgLevel, workspaceFor, BY_ID, docsFor, type AdminRoute } from '../routes/http.js';
 import type { ControlPlane } from '../service.js';
@@ -131,6 +132,8 @@ export function scimAdminRoutes(logger: Logger): AdminRoute[] {
       async handler(ctx, cp) {
         requireOrgLevel(ctx, 'Deleting a SCIM workspace mapping');
         const row = await mappingOr404(cp, ctx.params!.id!);
+        // Its members lose the role: taking a role away takes as much as giving it.
+        requireAuthority(ctx, roleHolder(row.role), `delete a mapping that gives the "${row.role}" role`, 'id');
         // Members the mapping made lose the membership (unless another mapping still gives it).
         await scimWrite(cp, logger, async (tx, touched) => {
           await tx.run('DELETE FROM cp_scim_workspace_mappings WHERE id = ?', [row.id]);
@@ -148,6 +151,8 @@ export function scimAdminRoutes(logger: Logger): AdminRoute[] {
       async handler(ctx, cp) {
         requireOrgLevel(ctx, 'Creating a SCIM token');
         const body = parseBody(ctx, TokenBody);
+        // The token puts any user in any mapped group, so with any role a mapping gives, up to admin.
+        requireAuthority(ctx, roleHolder('admin'), 'create a SCIM token (it can give the "admin" role through group mappings)', 'x-gateway-api-key');
         const secret = SCIM_TOKEN_PREFIX + randomBytes(32).toString('base64url');
         const row: ScimTokenRow = { id: newId(), name: body.name, token_mask: maskKey(secret), created_at: cp.now(), last_used_at: null };
         await cp.repo.insert('cp_scim_tokens', { ...row, token_hash: hashSecret(secret) });

@@ -34,6 +34,7 @@ export function createLogCheck(warn: WarnSink = processWarning): GuardrailCheck<
       // Per config: whether its endpoint is failing, so only the first failure in a row warns.
       v.transform((p) => ({ ...p, state: { failing: false } })),
     ),
+    credentials: ['headers'],
     run({ url, headers, state }, input) {
       input.upstream.checkUrl(url.href);
       const request = eventRequest(url.href, headers, input);

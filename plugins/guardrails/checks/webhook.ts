@@ -63,6 +63,7 @@ export const webhook = defineCheck({
     ),
     failOpen: v.optional(v.boolean('failOpen must be true or false'), false),
   }),
+  credentials: ['headers'],
   async run({ url, headers, timeoutMs, failOpen }, input) {
     const failed = (reason: string, status: number | null = null): CheckResult =>
       failOpen

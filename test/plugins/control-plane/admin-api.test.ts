@@ -343,12 +343,18 @@ function suite(name: string, makeStore: () => Promise<(() => GatewayPlugin) | nu
       expect((await call('POST', `/workspaces/${ids.A}/members`, keys.A!, { email: 'bob@example.com', role: 'member' })).status).toBe(409);
       const list = await expectOk(call('GET', `/workspaces/${ids.A}/members`, keys.A!));
       expect(list.data.map((x: Json) => x.email).sort()).toEqual(['ann@example.com', 'bob@example.com']);
-      expect((await expectOk(call('PUT', `/workspaces/${ids.A}/members/${m.user_id}`, keys.A!, { role: 'admin' }))).role).toBe('admin');
+      // A workspace-service key acts as a manager: however many scopes it holds, it cannot make an admin.
+      const tooHigh = await call('PUT', `/workspaces/${ids.A}/members/${m.user_id}`, keys.A!, { role: 'admin' });
+      expect(tooHigh.status).toBe(403);
+      expect(tooHigh.body.error).toMatchObject({ code: 'forbidden', param: 'role' });
+      expect((await expectOk(call('PUT', `/workspaces/${ids.A}/members/${m.user_id}`, ADMIN, { role: 'admin' }))).role).toBe('admin');
       expect((await expectOk(call('GET', `/workspaces/${ids.A}/members/${m.user_id}`, keys.A!))).role).toBe('admin');
       const relisted = await expectOk(call('GET', `/workspaces/${ids.A}/members`, keys.A!));
       expect(relisted.data.find((x: Json) => x.user_id === m.user_id)).toMatchObject({ role: 'admin', email: 'bob@example.com' });
       expect(relisted.data.find((x: Json) => x.email === 'ann@example.com').role).toBe('manager');
-      expect((await expectOk(call('DELETE', `/workspaces/${ids.A}/members/${m.user_id}`, keys.A!))).deleted).toBe(true);
+      // Taking an admin's role away takes an admin too.
+      expect((await call('DELETE', `/workspaces/${ids.A}/members/${m.user_id}`, keys.A!)).status).toBe(403);
+      expect((await expectOk(call('DELETE', `/workspaces/${ids.A}/members/${m.user_id}`, ADMIN))).deleted).toBe(true);
       expect((await call('GET', `/workspaces/${ids.A}/members/${m.user_id}`, keys.A!)).status).toBe(404);
     });
 
@@ -549,12 +555,12 @@ function suite(name: string, makeStore: () => Promise<(() => GatewayPlugin) | nu
           ai_provider_id: 'bedrock',
           configurations: { aws_region: 'eu-west-1', aws_access_key_id: 'AKIAABCDEFGHIJKLMNOP', aws_secret_access_key: 'secret-access-key-abcdefgh' },
           pricing_adjustments: { multiplier: 1.5 },
-          secret_mappings: [{ target_field: 'configurations.aws_session_token', secret_reference: 'env:GATEWAY_SECRET_SESSION', value_format: 'string' }],
+          secret_mappings: [{ target_field: 'configurations.aws_session_token', secret_reference: 'file:aws/session', value_format: 'string' }],
         }),
       );
       expect(i).toMatchObject({ object: 'integration', ai_provider_id: 'bedrock', workspace_id: ids.A, masked_key: null, pricing_adjustments: { multiplier: 1.5 } });
       expect(i.configurations).toEqual({ aws_region: 'eu-west-1', aws_access_key_id: '****MNOP', aws_secret_access_key: '****efgh' });
-      expect(i.secret_mappings).toEqual([{ target_field: 'configurations.aws_session_token', secret_reference: 'env:GATEWAY_SECRET_SESSION', value_format: 'string' }]);
+      expect(i.secret_mappings).toEqual([{ target_field: 'configurations.aws_session_token', secret_reference: 'file:aws/session', value_format: 'string' }]);
       const upd = await expectOk(call('PUT', `/integrations/${i.id}`, keys.A!, { name: 'Bedrock EU' }));
       expect(upd.configurations.aws_secret_access_key).toBe('****efgh');
       const models = await expectOk(
@@ -578,8 +584,9 @@ function suite(name: string, makeStore: () => Promise<(() => GatewayPlugin) | nu
       process.env.GATEWAY_SECRET_TEST_OPENAI = 'sk-from-env-0123456789';
       await mkdir(join(dataDir, 'secrets'), { recursive: true });
       await writeFile(join(dataDir, 'secrets', 'org.txt'), 'org-from-file\n');
+      // Environment variables and the top of the secrets directory are the operator's: an organisation-wide integration.
       const i = await expectOk(
-        call('POST', '/integrations', keys.A!, {
+        call('POST', '/integrations', ADMIN, {
           name: 'mapped',
           ai_provider_id: 'openai',
           configurations: { custom_host: mock.baseURL },
@@ -587,14 +594,31 @@ function suite(name: string, makeStore: () => Promise<(() => GatewayPlugin) | nu
             { target_field: 'key', secret_reference: 'env:GATEWAY_SECRET_TEST_OPENAI' },
             { target_field: 'configurations.openai_organization', secret_reference: 'file:org.txt', value_format: 'string' },
           ],
-          create_default_provider: true,
-          default_provider_slug: 'mapped',
         }),
       );
+      expect(i.workspace_id).toBeNull();
       expect(i.masked_key).toBeNull();
+      await expectOk(call('POST', '/providers', keys.A!, { name: 'mapped', slug: 'mapped', integration_id: i.id }));
       expect((await chat(keys.A!, { 'x-gateway-provider': '@mapped' })).status).toBe(200);
       expect(mock.requests.at(-1)!.headers.authorization).toBe('Bearer sk-from-env-0123456789');
       expect(mock.requests.at(-1)!.headers['openai-organization']).toBe('org-from-file');
+      // A workspace's integration reads files from the workspace's own folder, never the operator's.
+      await mkdir(join(dataDir, 'secrets', 'workspaces', 'team-a'), { recursive: true });
+      await writeFile(join(dataDir, 'secrets', 'workspaces', 'team-a', 'org.txt'), 'org-of-team-a\n');
+      const own = await expectOk(
+        call('POST', '/integrations', keys.A!, {
+          name: 'mapped-a',
+          ai_provider_id: 'openai',
+          key: 'sk-team-a-own-0123456789',
+          configurations: { custom_host: mock.baseURL },
+          secret_mappings: [{ target_field: 'configurations.openai_organization', secret_reference: 'file:org.txt' }],
+          create_default_provider: true,
+          default_provider_slug: 'mapped-a',
+        }),
+      );
+      expect(own.workspace_id).toBe(ids.A);
+      expect((await chat(keys.A!, { 'x-gateway-provider': '@mapped-a' })).status).toBe(200);
+      expect(mock.requests.at(-1)!.headers['openai-organization']).toBe('org-of-team-a');
       // A missing secret is a 503 naming the reference, not the value.
       delete process.env.GATEWAY_SECRET_TEST_OPENAI;
       clock.now += 10_001; // past the cache TTL

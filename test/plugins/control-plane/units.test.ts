@@ -93,7 +93,7 @@ describe('secret references', () => {
     ['file:', /inside the secrets directory/],
     ['vault:x', /env: or file:/],
   ])('%s', (ref, expected) => {
-    const message = checkReference(ref);
+    const message = checkReference(ref, { workspaceSlug: null });
     if (expected === null) expect(message).toBeNull();
     else expect(message).toMatch(expected);
   });
