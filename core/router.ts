@@ -1,3 +1,4 @@
+import type { RequestContext } from './context.js';
 import type { RouteDefinition } from './types.js';
 
 interface ParamRoute {
@@ -33,7 +34,7 @@ export class RouteTable {
   readonly #byName = new Map<string, RouteDefinition>();
   /** Every added route in registration order, for {@link list}; never read on the request path. */
   readonly #all: RouteDefinition[] = [];
-  #fallback: { prefix: string; methods: Set<string>; route: RouteDefinition } | null = null;
+  #fallback: { prefix: string; methods: Set<string>; route: RouteDefinition; claims: ((ctx: RequestContext) => boolean) | null } | null = null;
   #frozen = false;
 
   add(route: RouteDefinition): void {
@@ -67,11 +68,15 @@ export class RouteTable {
     return this.#byName.get(name);
   }
 
-  /** Sets the route that serves unmatched paths under `prefix` for `methods`. */
-  setFallback(prefix: string, methods: readonly string[], route: RouteDefinition): void {
+  /**
+   * Sets the route that serves unmatched paths under `prefix` for `methods`. With `claims`, it also serves a
+   * request that a route of its own matched, when `claims(ctx)` holds: every route it could serve defers to it
+   * then (as with `deferToFallback`, checked before auth), so an upstream path a route shadows stays reachable.
+   */
+  setFallback(prefix: string, methods: readonly string[], route: RouteDefinition, claims?: (ctx: RequestContext) => boolean): void {
     if (this.#frozen) throw new Error('route table is frozen after boot');
     if (this.#fallback) throw new Error(`a fallback route is already set (${this.#fallback.route.name})`);
-    this.#fallback = { prefix, methods: new Set(methods), route };
+    this.#fallback = { prefix, methods: new Set(methods), route, claims: claims ?? null };
   }
 
   /** Returns the route for a request, or a string saying why none matched. */
@@ -111,7 +116,20 @@ export class RouteTable {
   }
 
   freeze(): void {
+    if (this.#frozen) return;
     this.#frozen = true;
+    const fb = this.#fallback;
+    if (fb === null || fb.claims === null) return;
+    // Done once all routes are in (a plugin may add routes after the fallback is set). Matching hands out copies
+    // that also defer when the fallback claims the request; the routes as registered (`list`, `byName`) are untouched.
+    const claims = fb.claims;
+    const divert = (route: RouteDefinition): RouteDefinition => {
+      if (!route.path.startsWith(fb.prefix) || !fb.methods.has(route.method)) return route;
+      const own = route.deferToFallback;
+      return { ...route, deferToFallback: own === undefined ? claims : (ctx) => claims(ctx) || own(ctx) };
+    };
+    for (const [key, route] of this.#static) this.#static.set(key, divert(route));
+    for (const p of this.#params) p.route = divert(p.route);
   }
 }
 

@@ -1,5 +1,5 @@
 import { expect, test } from 'vitest';
-import { Registry, RouteTable, type RouteDefinition } from '../../core/index.js';
+import { Registry, RouteTable, type RequestContext, type RouteDefinition } from '../../core/index.js';
 
 const route = (name: string, method: RouteDefinition['method'], path: string): RouteDefinition => ({ name, method, path, kind: 'handler' });
 
@@ -55,4 +55,34 @@ test('registry: duplicates refused, require names the missing item', () => {
   expect(() => r.require('b', 'provider')).toThrow(/Unknown provider "b". Known: a/);
   r.freeze();
   expect(() => r.add('c', 3)).toThrow(/frozen/);
+});
+
+test('a fallback that claims a request: every route it could serve defers to it then; list and byName keep the routes as added', () => {
+  const t = new RouteTable();
+  const logs = route('logs', 'GET', '/v1/logs');
+  const rotate = route('rotate', 'POST', '/v1/api-keys/:id/rotate');
+  const models: RouteDefinition = { ...route('models', 'GET', '/v1/models'), deferToFallback: (ctx) => ctx.header('x-own') === '1' };
+  const patch = route('patch', 'PATCH', '/v1/things');
+  const health = route('health', 'GET', '/health');
+  for (const r of [logs, rotate, models, patch, health]) t.add(r);
+  t.setFallback('/v1/', ['GET', 'POST'], route('proxy', 'POST', '/v1/*'), (ctx) => ctx.header('x-claim') === 'yes');
+  t.freeze();
+  const ctx = (headers: Record<string, string>) => ({ header: (name: string) => headers[name] }) as unknown as RequestContext;
+  const defers = (method: string, path: string, headers: Record<string, string>) => {
+    const m = t.match(method, path);
+    if (m === null || m === 'method_not_allowed') throw new Error(`no route for ${method} ${path}`);
+    return m.route.deferToFallback?.(ctx(headers)) ?? false;
+  };
+  expect(defers('GET', '/v1/logs', { 'x-claim': 'yes' })).toBe(true);
+  expect(defers('GET', '/v1/logs', {})).toBe(false);
+  expect(defers('POST', '/v1/api-keys/k1/rotate', { 'x-claim': 'yes' })).toBe(true);
+  // A route's own deferral still holds.
+  expect(defers('GET', '/v1/models', { 'x-own': '1' })).toBe(true);
+  expect(defers('GET', '/v1/models', { 'x-claim': 'yes' })).toBe(true);
+  // A method the fallback does not serve, and a path outside its prefix, are left alone.
+  expect(defers('PATCH', '/v1/things', { 'x-claim': 'yes' })).toBe(false);
+  expect(defers('GET', '/health', { 'x-claim': 'yes' })).toBe(false);
+  expect(t.list().map((e) => e.route).slice(0, 5)).toEqual([logs, rotate, models, patch, health]);
+  expect(t.list()[0]!.route).toBe(logs);
+  expect(t.byName('logs')).toBe(logs);
 });
