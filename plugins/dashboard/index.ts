@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { GatewayError, type GatewayPlugin, type GatewayResponse, parseOptions, type RequestContext, staticAnswer } from '../../sdk/index.js';
+import { GatewayError, type GatewayPlugin, type GatewayResponse, jsonResponse, parseOptions, type PluginAPI, type RequestContext, staticAnswer } from '../../sdk/index.js';
 import { loadAssets, type Asset } from './assets.js';
 import { DEFAULT_OUT_DIR } from './build.js';
 
@@ -13,6 +13,39 @@ const OptionsSchema = v.strictObject({
 });
 
 export type DashboardOptions = v.InferInput<typeof OptionsSchema>;
+
+/** The answer of the sign-in probe (`GET {path}/session`). */
+export const SessionAnswerSchema = v.strictObject({
+  object: v.literal('dashboard.session'),
+  signed_in: v.boolean(),
+  reason: v.nullable(v.string()),
+});
+type SessionAnswer = v.InferOutput<typeof SessionAnswerSchema>;
+
+/**
+ * Whether the request carries a credential the gateway accepts (a key, a session cookie), found by the
+ * same auth taps, in the same order, as any route's: accepted, or refused with its reason. Never an
+ * error status: a browser logs every 4xx answer to a page's own fetch as a console error, and the page
+ * asks this before anyone signed in. A 403 (a credential that is valid but may not do this, such as a
+ * session of someone in no workspace yet) counts as signed in: whoami, which the page asks next, says what it may do.
+ */
+async function probe(api: PluginAPI, ctx: RequestContext): Promise<SessionAnswer> {
+  // A build without auth accepts every request, as the pipeline does.
+  if (!api.hooks.auth.isUsed()) return { object: 'dashboard.session', signed_in: true, reason: null };
+  try {
+    const auth = await api.hooks.auth.promise(ctx);
+    if (auth === undefined) {
+      const key = ctx.header('x-gateway-api-key');
+      return { object: 'dashboard.session', signed_in: false, reason: key === undefined || key === '' ? null : 'This key is not accepted by the gateway.' };
+    }
+    // So the log names who probed.
+    ctx.auth = auth;
+    return { object: 'dashboard.session', signed_in: true, reason: null };
+  } catch (err) {
+    if (!(err instanceof GatewayError) || (err.status !== 401 && err.status !== 403)) throw err;
+    return { object: 'dashboard.session', signed_in: err.status === 403, reason: err.message };
+  }
+}
 
 /**
  * Everything the page may load comes from this gateway; no inline script or
@@ -75,6 +108,22 @@ export function dashboard(options: DashboardOptions = {}): GatewayPlugin {
         path: `${base}/assets/:file`,
         doc: { ...doc, summary: 'A file of the web dashboard (content-hashed, cached for a year)', params: { file: 'The file name, as index.html names it.' }, responseTypes: ['text/javascript', 'text/css'] },
         handler: (ctx) => serve(ctx, `assets/${ctx.params!.file!}`),
+      });
+      // The page's sign-in probe: always a 200 (see probe), so signing in leaves nothing in the browser's console.
+      api.routes.add({
+        ...page,
+        name: 'dashboard.session',
+        path: `${base}/session`,
+        doc: {
+          ...doc,
+          summary: "Whether the caller is signed in (the dashboard's sign-in probe)",
+          description:
+            'Runs the gateway\'s auth on the request (`x-gateway-api-key`, or a single sign-on session cookie) and answers 200 either way: `signed_in`, and the reason when refused. ' +
+            'The dashboard asks this before `GET /v1/auth/whoami`, which answers 401 to a caller that is not signed in.',
+          response: SessionAnswerSchema,
+          responseTypes: ['application/json'],
+        },
+        handler: async (ctx) => jsonResponse(200, await probe(api, ctx), { 'cache-control': 'no-store', ...SECURITY_HEADERS }),
       });
     },
   };

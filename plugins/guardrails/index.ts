@@ -201,7 +201,7 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
             ctx.bodyChanged = true;
           }
           if (!outcome.verdict) {
-            if (hook.deny) return denied(state, outcome, checks);
+            if (hook.deny) return denied(ctx, state, outcome, checks);
             state.failed = true;
           }
         }
@@ -222,7 +222,7 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
             guardStream(async (text) => {
               if (later.length > 0) ctx.state.set(`${PLUGIN_NAME}:async`, () => runAll(later, inputOf(ctx, 'output', text, null), state));
               const deny = await runAll(sync, inputOf(ctx, 'output', text, null), state);
-              return deny === null ? null : (deniedBody(state, deny, checks) as unknown as Record<string, unknown>);
+              return deny === null ? null : (deniedBody(ctx, state, deny, checks) as unknown as Record<string, unknown>);
             }, streamFormatOf(ctx.route!.name)),
           );
           return response;
@@ -253,7 +253,7 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
           const snapshot = answer;
           ctx.state.set(`${PLUGIN_NAME}:async`, () => runAll(later, inputOf(ctx, 'output', responseText(snapshot), snapshot), state));
         }
-        if (deny !== null) return denied(state, deny, checks);
+        if (deny !== null) return denied(ctx, state, deny, checks);
         const headers = response.headers;
         delete headers['content-length'];
         headers['content-type'] = 'application/json';
@@ -303,12 +303,15 @@ function denial(hook: HookOutcome, checks: Registry<GuardrailCheck>): GatewayErr
   return new GatewayError(code, `Denied by hook "${hook.id}" (check ${failing?.id ?? 'unknown'})${why}`);
 }
 
-function deniedBody(state: RunState, hook: HookOutcome, checks: Registry<GuardrailCheck>) {
-  return { error: denial(hook, checks).toEnvelope().error, hook_results: results(state) };
+/** A denial's body. The denial is also the request's error: answered here rather than thrown, it would else reach the log (its `error_code`) and the metrics as no error at all. */
+function deniedBody(ctx: RequestContext, state: RunState, hook: HookOutcome, checks: Registry<GuardrailCheck>) {
+  const error = denial(hook, checks);
+  ctx.error = error;
+  return { error: error.toEnvelope().error, hook_results: results(state) };
 }
 
-function denied(state: RunState, hook: HookOutcome, checks: Registry<GuardrailCheck>): GatewayResponse {
-  return { status: DENIED_STATUS, headers: { 'content-type': 'application/json' }, body: JSON.stringify(deniedBody(state, hook, checks)), observers: null };
+function denied(ctx: RequestContext, state: RunState, hook: HookOutcome, checks: Registry<GuardrailCheck>): GatewayResponse {
+  return { status: DENIED_STATUS, headers: { 'content-type': 'application/json' }, body: JSON.stringify(deniedBody(ctx, state, hook, checks)), observers: null };
 }
 
 function isEventStream(response: GatewayResponse): boolean {

@@ -6,6 +6,31 @@ import { headerChars } from './headers.js';
 /** How request and response bodies are kept: whole (up to the scan limit), cut at `captureBytes`, or not at all. */
 export type CaptureMode = 'full' | 'truncated' | 'off';
 
+/**
+ * What a request was, for analytics: `api`, traffic through the gateway's API (counted by the analytics
+ * routes, the overview and the breakdowns), or `housekeeping`, the gateway serving itself to the people
+ * and tools that run it (its dashboard and API reference, sign-in probes, health checks, metric scrapes,
+ * reads of this very log), which is stored and listed like any request but left out of analytics unless asked for.
+ */
+export type EntryKind = 'api' | 'housekeeping';
+export const ENTRY_KINDS: readonly EntryKind[] = ['api', 'housekeeping'];
+
+/**
+ * The routes whose requests are `housekeeping` unless the `log-store` option `housekeepingRoutes` says
+ * otherwise, by route name (a name stays the same wherever a plugin mounts its route): the dashboard's
+ * page, files and sign-in probe; the API reference (`/v1/openapi.json`, the `/docs` viewer and its
+ * files); who-am-I and single sign-on (the sign-in page's probes, the login round trip, sign-out);
+ * `/health`; `/metrics`; and the log and analytics routes (the dashboard's every page view reads them,
+ * and counting the reads of the log in the log's own figures only measures who looks).
+ */
+export const DEFAULT_HOUSEKEEPING_ROUTES: readonly string[] = [
+  'dashboard.redirect', 'dashboard.index', 'dashboard.asset', 'dashboard.session',
+  'openapi.document', 'openapi.viewer', 'openapi.viewer.file',
+  'auth.whoami', 'auth.sso.config', 'auth.sso.login', 'auth.sso.callback', 'auth.logout',
+  'health', 'metrics',
+  'logs.list', 'logs.get', 'logs.groups', 'analytics.groups', 'analytics.timeseries',
+];
+
 /** One stored log entry; the column names of the `gateway_logs` table. Times are epoch ms. */
 export interface LogEntry {
   id: string;
@@ -88,6 +113,8 @@ export interface LogEntry {
    * redacted): one refused or never read may carry a credential in any field.
    */
   config_accepted: boolean;
+  /** `api` or `housekeeping` (see {@link EntryKind}); `api` for entries written before migration 8, but those of the default routes. */
+  kind: EntryKind;
 }
 
 /** Column order of an insert; every LogEntry field. */
@@ -98,6 +125,7 @@ export const COLUMNS = [
   'completion_tokens', 'total_tokens', 'cached_tokens', 'reasoning_tokens', 'tokens_estimated', 'cost', 'cost_status',
   'pricing_multiplier', 'cache_status', 'retry_count', 'attempt_count', 'fallback_count', 'attempts', 'metadata', 'hook_results',
   'error_code', 'error_message', 'limit_policy_id', 'rpc_method', 'tool_name', 'request_headers', 'request_body', 'request_body_truncated', 'response_body', 'response_body_truncated',
+  'kind',
 ] as const satisfies readonly (keyof LogEntry)[];
 
 /** Columns holding JSON text. */
@@ -135,6 +163,8 @@ export interface EntryOptions {
   scanLimit: number;
   /** Saved config id when the server default config is a saved one (the request sent no header). */
   defaultConfigId: string | null;
+  /** Names of the routes whose requests are `housekeeping`. */
+  housekeeping: ReadonlySet<string>;
 }
 
 const round3 = (ms: number | null): number | null => (ms === null ? null : Math.round(ms * 1000) / 1000);
@@ -217,6 +247,8 @@ export function buildEntry(ctx: RequestContext, s: RequestSummary, options: Entr
     // A target was resolved, so an inline config the route reads passed the config schema. (A route that names its own
     // target, such as the prompt completions route, never reads the header: its config is stored redacted by field names.)
     config_accepted: ctx.target !== null && ctx.error?.param !== 'x-gateway-config',
+    // By the route that matched, even when it refused (a sign-in probe's 401 is housekeeping too); no route: the API's.
+    kind: ctx.route !== null && options.housekeeping.has(ctx.route.name) ? 'housekeeping' : 'api',
   };
 }
 

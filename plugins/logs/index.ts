@@ -15,7 +15,7 @@ import {
   type SqlStore,
   withoutUserInfo,
 } from '../../sdk/index.js';
-import { buildEntry, entrySize, headLength, type CaptureMode, type LogEntry } from './entry.js';
+import { buildEntry, DEFAULT_HOUSEKEEPING_ROUTES, entrySize, headLength, type CaptureMode, type LogEntry } from './entry.js';
 import { finishEntry, type FinishOptions } from './finish.js';
 import { BatchQueue, type LogSink } from './queue.js';
 import { LOG_MIGRATIONS, LOGS_NAMESPACE } from './store/migrations.js';
@@ -25,7 +25,8 @@ import { ThreadSink } from './thread/sink.js';
 export const PLUGIN_NAME = 'log-store';
 
 
-export type { LogEntry } from './entry.js';
+export type { EntryKind, LogEntry } from './entry.js';
+export { DEFAULT_HOUSEKEEPING_ROUTES, ENTRY_KINDS } from './entry.js';
 export type { QueueStats } from './queue.js';
 export { LogRepository } from './store/repository.js';
 
@@ -79,6 +80,11 @@ const OptionsSchema = v.strictObject({
   skipPaths: v.optional(v.array(v.string()), []),
   /** The server's default config id, recorded as `config_id` for provider requests that send no `x-gateway-config`. */
   defaultConfigId: v.optional(v.string()),
+  /**
+   * Names of the routes whose requests are stored with `kind: "housekeeping"`, which the analytics routes
+   * leave out unless asked (docs/logs.md, "Housekeeping traffic"). Replaces the default list.
+   */
+  housekeepingRoutes: v.optional(v.array(v.pipe(v.string(), v.minLength(1, 'must be a route name'))), [...DEFAULT_HOUSEKEEPING_ROUTES]),
 });
 
 export type LogStoreOptions = v.InferInput<typeof OptionsSchema>;
@@ -95,7 +101,7 @@ export function logStore(options: LogStoreOptions = {}): GatewayPlugin {
   const opts = parseOptions(PLUGIN_NAME, OptionsSchema, options);
   const capture = opts.capture as CaptureMode;
   const finishOptions: FinishOptions = { capture, captureBytes: opts.captureBytes, scanLimit: opts.scanLimitBytes };
-  const entryOptions = { ...finishOptions, defaultConfigId: opts.defaultConfigId ?? null };
+  const entryOptions = { ...finishOptions, defaultConfigId: opts.defaultConfigId ?? null, housekeeping: new Set(opts.housekeepingRoutes) };
   const skip = new Set(opts.skipPaths);
   return {
     name: PLUGIN_NAME,

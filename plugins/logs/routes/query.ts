@@ -1,5 +1,6 @@
 import * as v from 'valibot';
 import { GatewayError, type RequestContext } from '../../../sdk/index.js';
+import { ENTRY_KINDS } from '../entry.js';
 import { GROUP_COLUMNS, GROUP_KEYS, type Cursor, type GroupBy, type GroupColumn, type LogFilters } from '../store/repository.js';
 
 const param = (description: string) => v.optional(v.pipe(v.string(), v.description(description)));
@@ -25,6 +26,10 @@ const FILTER_ENTRIES = {
   prompt_version: param('The stored prompt\'s version (with prompt_id).'),
   rpc_method: param('The JSON-RPC method of an MCP or A2A call.'),
   tool_name: param('The tool of an MCP tools/call.'),
+  kind: param(
+    '`api` (traffic through the API), `housekeeping` (the gateway serving itself: dashboard, API reference, sign-in probes, health, metrics, reads of the log) or `all`. ' +
+      'The list shows all by default; the groups and the time series count `api` only unless asked.',
+  ),
   workspace_id: param('The workspace (a workspace key is confined to its own). Also `metadata.<key>=<value>` filters on a metadata value.'),
   metadata_key: param('A metadata key, with metadata_value.'),
   metadata_value: param('The value of metadata_key.'),
@@ -82,8 +87,19 @@ function checkKnown(params: URLSearchParams, known: Set<string>): void {
   }
 }
 
+/** What `kind` a route shows without the parameter: the list everything, analytics the API's traffic. */
+type DefaultKind = 'api' | 'all';
+
+/** The `kind` filter: one of the kinds, or `all` (no filter). */
+function kindOf(raw: string | undefined, fallback: DefaultKind): string | undefined {
+  const kind = raw ?? fallback;
+  if (kind === 'all') return undefined;
+  if (!(ENTRY_KINDS as readonly string[]).includes(kind)) throw bad('kind', `Invalid kind "${kind.slice(0, 32)}": expected ${ENTRY_KINDS.join(', ')} or all.`);
+  return kind;
+}
+
 /** The filters of a list or groups request, confined to the caller's workspace. */
-function filtersOf(ctx: RequestContext, params: URLSearchParams): LogFilters {
+function filtersOf(ctx: RequestContext, params: URLSearchParams, defaultKind: DefaultKind): LogFilters {
   const f: LogFilters = {};
   const from = single(params, 'from');
   const to = single(params, 'to');
@@ -116,6 +132,7 @@ function filtersOf(ctx: RequestContext, params: URLSearchParams): LogFilters {
   }
   f.rpcMethod = text('rpc_method');
   f.toolName = text('tool_name');
+  f.kind = kindOf(text('kind'), defaultKind);
   const own = callerWorkspace(ctx);
   const asked = text('workspace_id');
   if (own !== undefined) {
@@ -148,7 +165,7 @@ export function listQuery(ctx: RequestContext): ListQuery {
   const params = new URLSearchParams(ctx.query);
   checkKnown(params, LIST_PARAMS);
   const raw = single(params, 'cursor');
-  return { filters: filtersOf(ctx, params), limit: integer(params, 'limit', 1, MAX_PAGE, DEFAULT_PAGE), cursor: raw === undefined ? null : decodeCursor(raw) };
+  return { filters: filtersOf(ctx, params, 'all'), limit: integer(params, 'limit', 1, MAX_PAGE, DEFAULT_PAGE), cursor: raw === undefined ? null : decodeCursor(raw) };
 }
 
 export function encodeCursor(c: Cursor): string {
@@ -196,7 +213,8 @@ export function groupQuery(ctx: RequestContext): GroupQuery {
   return {
     groupBy: groupBy as GroupBy,
     columns,
-    filters: filtersOf(ctx, params),
+    // Analytics: the gateway's own traffic is left out unless asked for (docs/logs.md, "Housekeeping traffic").
+    filters: filtersOf(ctx, params, 'api'),
     limit: integer(params, 'limit', 1, MAX_GROUPS, DEFAULT_GROUPS),
     offset: integer(params, 'offset', 0, 1_000_000, 0),
   };
@@ -224,7 +242,7 @@ export interface TimeseriesQuery {
 export function timeseriesQuery(ctx: RequestContext, now = Date.now()): TimeseriesQuery {
   const params = new URLSearchParams(ctx.query);
   checkKnown(params, TIMESERIES_PARAMS);
-  const filters = filtersOf(ctx, params);
+  const filters = filtersOf(ctx, params, 'api');
   const to = filters.to ?? now;
   let from = filters.from ?? to - DAY_MS;
   if (from >= to) throw bad('from', 'from must be earlier than to.');

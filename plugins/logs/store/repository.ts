@@ -31,6 +31,8 @@ export interface LogFilters {
   rpcMethod?: string;
   /** The tool of an MCP tools/call. */
   toolName?: string;
+  /** `api` or `housekeeping` (entry.ts, EntryKind). */
+  kind?: string;
 }
 
 /** Position after the last entry of a page (the list is newest first). */
@@ -76,7 +78,7 @@ export type GroupRow = Record<string, string | number | null>;
 const LIST_COLUMNS = COLUMNS.filter((c) => c !== 'request_body' && c !== 'response_body' && c !== 'hook_results' && c !== 'request_headers');
 
 /**
- * Rows per INSERT statement. PostgreSQL: 100 (51 columns, about 5,100 parameters, well under its limit),
+ * Rows per INSERT statement. PostgreSQL: 100 (56 columns, about 5,600 parameters, well under its limit),
  * to save round trips. SQLite: 1, since a prepared one-row statement run in a loop is faster in-process
  * than binding a multi-row one (about 15 against 25 µs a row, measured).
  */
@@ -403,6 +405,7 @@ function whereOf(f: LogFilters): { sql: string[]; params: unknown[] } {
   if (f.promptVersion !== undefined) eq('prompt_version', f.promptVersion);
   if (f.rpcMethod !== undefined) eq('rpc_method', f.rpcMethod);
   if (f.toolName !== undefined) eq('tool_name', f.toolName);
+  if (f.kind !== undefined) eq('kind', f.kind);
   for (const [key, value] of f.metadata ?? []) {
     sql.push('EXISTS (SELECT 1 FROM gateway_log_metadata m WHERE m.log_id = l.id AND m.meta_key = ? AND m.meta_value = ?)');
     params.push(key, value.slice(0, MAX_META_VALUE));
@@ -438,7 +441,7 @@ export function rowValues(e: LogEntry): unknown[] {
     json(e.attempts), json(e.metadata), json(e.hook_results),
     e.error_code ?? null, e.error_message ?? null, e.limit_policy_id ?? null, e.rpc_method ?? null, e.tool_name ?? null,
     json(e.request_headers), e.request_body ?? null, e.request_body_truncated ? 1 : 0, e.response_body ?? null,
-    e.response_body_truncated ? 1 : 0,
+    e.response_body_truncated ? 1 : 0, e.kind ?? 'api',
   ];
 }
 

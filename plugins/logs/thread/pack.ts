@@ -74,7 +74,7 @@ export function packEntries(entries: readonly LogEntry[], sizes: readonly number
     text(e.config_id); text(e.prompt_id); text(e.route); text(e.front_door); text(e.method); text(e.path); text(e.provider_requested);
     text(e.provider); text(e.model_requested); text(e.model); text(e.target_path); text(e.cost_status); text(e.cache_status);
     text(e.error_code); text(e.error_message); text(e.limit_policy_id); text(e.rpc_method); text(e.tool_name); text(e.request_body);
-    text(e.response_body);
+    text(e.response_body); text(e.kind);
     // Attempts of the core's shape are packed too (one each, usually; cloned as objects they cost as much as the rest).
     const attempts = e.attempts;
     if (attempts.every(plainAttempt)) {
@@ -136,8 +136,8 @@ function plainAttempt(a: Attempt): boolean {
   );
 }
 
-/** Numbers per entry besides its attempts and headers: 18 numbers, 8 booleans, 27 texts (two each). */
-const PER_ENTRY = 18 + 8 + 27 * 2;
+/** Numbers per entry besides its attempts and headers: 18 numbers, 8 booleans, 28 texts (two each). */
+const PER_ENTRY = 18 + 8 + 28 * 2;
 
 /** The entries of a packed group, as the main thread built them (header values given as several are joined by `, `). */
 export function unpackEntries(p: PackedEntries): LogEntry[] {
@@ -167,7 +167,7 @@ export function unpackEntries(p: PackedEntries): LogEntry[] {
     const api_key_id = str(), config_id = str(), prompt_id = str(), route = str(), front_door = str(), method = str()!, path = str()!;
     const provider_requested = str(), provider = str(), model_requested = str(), model = str(), target_path = str();
     const cost_status = str()!, cache_status = str(), error_code = str(), error_message = str(), limit_policy_id = str();
-    const rpc_method = str(), tool_name = str(), request_body = str(), response_body = str();
+    const rpc_method = str(), tool_name = str(), request_body = str(), response_body = str(), kind = (str() ?? 'api') as LogEntry['kind'];
     const attemptCount = numbers[at++]!;
     let attempts = objects[o++] as LogEntry['attempts'];
     if (attemptCount >= 0) {
@@ -196,7 +196,7 @@ export function unpackEntries(p: PackedEntries): LogEntry[] {
       latency_ms, upstream_latency_ms, first_byte_ms, ttft_ms, prompt_tokens, completion_tokens, total_tokens, cached_tokens, reasoning_tokens,
       tokens_estimated, cost, cost_status, pricing_multiplier, cache_status, retry_count, attempt_count, fallback_count, attempts, metadata,
       hook_results, error_code, error_message, limit_policy_id, rpc_method, tool_name, request_headers, request_body, request_body_truncated,
-      response_body, response_body_truncated, response_stream, received_headers, config_accepted,
+      response_body, response_body_truncated, response_stream, received_headers, config_accepted, kind,
     });
   }
   return out;

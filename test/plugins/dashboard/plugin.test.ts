@@ -96,6 +96,13 @@ describe('serving', () => {
     expect((await fetch(`${gw.url}/dashboard/`, { method: 'POST', body: '{}' })).status).toBe(405);
   });
 
+  test('the sign-in probe in a build without auth: signed in (every call is accepted there), a 200 that is never cached', async () => {
+    const res = await fetch(`${gw.url}/dashboard/session`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    expect(await res.json()).toEqual({ object: 'dashboard.session', signed_in: true, reason: null });
+  });
+
   test('without a build: 503 saying how to build it, and a warning at start', async () => {
     const res = await fetch(`${missing.url}/dashboard/`);
     expect(res.status).toBe(503);

@@ -324,6 +324,7 @@ export function matches(e: LogEntry, f: LogFilters): boolean {
   if (f.promptVersion !== undefined && e.prompt_version !== f.promptVersion) return false;
   if (f.rpcMethod !== undefined && e.rpc_method !== f.rpcMethod) return false;
   if (f.toolName !== undefined && e.tool_name !== f.toolName) return false;
+  if (f.kind !== undefined && e.kind !== f.kind) return false;
   for (const [k, v] of f.metadata ?? []) {
     if (e.metadata === null || !(k in e.metadata)) return false;
     const value = e.metadata[k];
@@ -398,6 +399,7 @@ export function sampleEntry(overrides: Partial<LogEntry> = {}): LogEntry {
     response_stream: false,
     received_headers: null,
     config_accepted: false,
+    kind: 'api',
     ...overrides,
   };
 }

@@ -60,6 +60,7 @@ function sampleRows(): LogEntry[] {
         limit_policy_id: status === 429 ? pick(['pol-1', 'pol-2']) : null,
         rpc_method: i % 7 === 0 ? pick(['tools/call', 'tools/list', 'message/send']) : null,
         tool_name: i % 14 === 0 ? pick(['search', 'fetch']) : null,
+        kind: i % 6 === 0 ? 'housekeeping' : 'api',
         metadata: r() < 0.5 ? { team: pick(['blue', 'red']), n: Math.floor(r() * 3), flag: r() < 0.5 } : null,
       }),
     );
@@ -90,8 +91,35 @@ function distinctEntry(seed: number): LogEntry {
 
 const newestFirst = (a: LogEntry, b: LogEntry) => b.created_at - a.created_at || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
 
-function contract(name: string, open: () => Promise<SqlClient | null>) {
+function contract(name: string, open: () => Promise<SqlClient | null>, openEmpty: () => Promise<SqlClient | null>) {
   describe(`log store on ${name}`, () => {
+    test('migration 8 adds kind: new rows default to api, and rows stored before of the default housekeeping routes become housekeeping', async () => {
+      const empty = await openEmpty();
+      if (empty === null) return;
+      try {
+        expect(await migrate(empty, LOGS_NAMESPACE, LOG_MIGRATIONS.filter((m) => m.version < 8))).toEqual([1, 2, 3, 4, 5, 6, 7]);
+        const before = ['dashboard.asset', 'auth.whoami', 'analytics.timeseries', 'health', 'chat.completions', null];
+        for (const [i, route] of before.entries()) {
+          await empty.run(
+            `INSERT INTO gateway_logs (id, created_at, ended_at, route, method, path, status, stream, internal, aborted, tokens_estimated, cost_status, pricing_multiplier, retry_count, attempt_count, fallback_count, request_body_truncated, response_body_truncated)
+             VALUES (?, ?, ?, ?, 'GET', '/x', 200, 0, 0, 0, 0, 'no_usage', 1, 0, 0, 0, 0, 0)`,
+            [`log_old_${i}`, T0 + i, T0 + i, route],
+          );
+        }
+        expect(await migrate(empty, LOGS_NAMESPACE, LOG_MIGRATIONS)).toEqual([8]);
+        const kinds = await empty.all<{ id: string; kind: string }>('SELECT id, kind FROM gateway_logs ORDER BY id');
+        expect(kinds.map((k) => k.kind)).toEqual(['housekeeping', 'housekeeping', 'housekeeping', 'housekeeping', 'api', 'api']);
+        // A row written without the column (an older writer still running during an upgrade) is api.
+        await empty.run(
+          `INSERT INTO gateway_logs (id, created_at, ended_at, route, method, path, status, stream, internal, aborted, tokens_estimated, cost_status, pricing_multiplier, retry_count, attempt_count, fallback_count, request_body_truncated, response_body_truncated)
+           VALUES ('log_new', 1, 1, 'health', 'GET', '/health', 200, 0, 0, 0, 0, 'no_usage', 1, 0, 0, 0, 0, 0)`,
+        );
+        expect((await empty.get<{ kind: string }>("SELECT kind FROM gateway_logs WHERE id = 'log_new'"))!.kind).toBe('api');
+      } finally {
+        await empty.close();
+      }
+    });
+
     let client: SqlClient | null = null;
     let repo: LogRepository;
     const rows = sampleRows();
@@ -200,6 +228,8 @@ function contract(name: string, open: () => Promise<SqlClient | null>) {
       { metadata: [['team', 'blue']] },
       { metadata: [['n', '2'], ['flag', 'true']] },
       { workspace: 'ws-2', status: [200], metadata: [['team', 'red']], from: T0 + 10_000 },
+      { kind: 'housekeeping' },
+      { kind: 'api', provider: 'openai' },
     ];
 
     test.each(FILTERS.map((f) => [JSON.stringify(f), f] as const))('filter %s: the cursor walk returns exactly the matching rows, newest first', async (_, filters) => {
@@ -224,6 +254,7 @@ function contract(name: string, open: () => Promise<SqlClient | null>) {
       cases.push([g, { from: T0 + 30_000, to: T0 + 150_000 }]);
     }
     cases.push(['model', { workspace: 'ws-1', status: [200, 201] }]);
+    cases.push(['model', { kind: 'api' }], ['status_code', { kind: 'housekeeping' }]);
 
     test.each(cases.map(([g, f]) => [g, JSON.stringify(f), f] as const))('groups by %s %s: every column equals a brute-force computation', async (groupBy, _, filters) => {
       if (client === null) return;
@@ -258,6 +289,7 @@ function contract(name: string, open: () => Promise<SqlClient | null>) {
     test.each([
       ['every bucket, no filter', {}, 20_000, T0 + 190_000],
       ['a workspace, uneven last bucket, empty buckets after the data', { workspace: 'ws-1' }, 45_000, T0 + 400_000],
+      ['api traffic only', { kind: 'api' }, 30_000, T0 + 200_000],
     ] as const)('time series (%s): every bucket and the totals equal a brute-force computation', async (_, extra, bucketMs, to) => {
       if (client === null) return;
       const from = T0 + 5_000;
@@ -316,13 +348,22 @@ function contract(name: string, open: () => Promise<SqlClient | null>) {
   });
 }
 
-contract('sqlite', async () => sqliteClient(await tempFile('contract.db')));
+contract(
+  'sqlite',
+  async () => sqliteClient(await tempFile('contract.db')),
+  async () => sqliteClient(await tempFile('migration.db')),
+);
 
 describe('postgres', async () => {
   const available = await requireService('PostgreSQL', DATABASE_URL);
   const schema = uniqueSchema('logs');
+  const empty = `${schema}_m8`;
   afterAll(async () => {
-    if (available) await dropSchema(schema);
+    if (available) await Promise.all([dropSchema(schema), dropSchema(empty)]);
   });
-  contract('postgres', async () => (available ? postgresClient({ url: DATABASE_URL, schema }) : null));
+  contract(
+    'postgres',
+    async () => (available ? postgresClient({ url: DATABASE_URL, schema }) : null),
+    async () => (available ? postgresClient({ url: DATABASE_URL, schema: empty }) : null),
+  );
 });
