@@ -72,8 +72,20 @@ export const get = <T = any>(path: string, query?: Record<string, string | numbe
   return request<T>('GET', s === '' ? path : `${path}?${s}`);
 };
 
-/** Who the key or session is, with its scopes; null when neither is accepted. */
+/** Why the last sign-in probe found no one signed in (a refused key, an ended session), if it said. */
+let refusal: string | null = null;
+export const lastRefusal = (): string | null => refusal;
+
+/**
+ * Who the key or session is, with its scopes; null when neither is accepted. The dashboard's own probe
+ * (`session`, beside the page: `/dashboard/session`) answers 200 whether or not the caller is signed in,
+ * and whoami is asked only when it is: whoami's 401 to someone not signed in would be logged by the
+ * browser as a console error on every visit to the sign-in page.
+ */
 export async function whoami(): Promise<Who | null> {
+  const session = await request<{ signed_in: boolean; reason: string | null }>('GET', 'session');
+  refusal = session.reason;
+  if (!session.signed_in) return null;
   try {
     const who = await request<Who>('GET', '/v1/auth/whoami');
     setCsrf(who.csrf_token ?? null);

@@ -23,6 +23,8 @@ let browser: BrowserContext | null = null;
 let page: Page;
 /** Every URL the page asked for: all must be this gateway's. */
 const requested: string[] = [];
+/** What the browser logged as errors (a failed request of the page's own is one: Chromium logs every 4xx), and uncaught exceptions. */
+const consoleErrors: string[] = [];
 /** The secret of a key made in the admin test, with the logs.read scope only. */
 let readerKey = '';
 
@@ -67,6 +69,10 @@ beforeAll(async () => {
   page = await browser.newPage();
   await page.setViewportSize({ width: 1280, height: 900 });
   page.on('request', (r) => requested.push(r.url()));
+  page.on('console', (m) => {
+    if (m.type() === 'error') consoleErrors.push(`${m.text()} (${m.location().url})`);
+  });
+  page.on('pageerror', (err) => consoleErrors.push(`uncaught: ${err.message}`));
 }, 60_000);
 
 afterAll(async () => {
@@ -89,6 +95,9 @@ describe('dashboard in Chromium', () => {
     await page.getByTestId('stat-requests').waitFor();
     // The key lives in this tab's session storage only.
     expect(await page.evaluate(() => [sessionStorage.getItem('gateway.dashboard.key'), localStorage.getItem('gateway.dashboard.key')])).toEqual([GATEWAY_KEY, null]);
+    // Opening the sign-in page, a refused key and signing in left nothing in the console: the page's probe
+    // answers 200 whether or not the key is accepted, and whoami (a 401 to a stranger) is asked only after it.
+    expect(consoleErrors).toEqual([]);
   });
 
   test('overview: narrowed to provider openai, the numbers are the known calls and the analytics route', async () => {
@@ -148,6 +157,42 @@ describe('dashboard in Chromium', () => {
     expect(text).toContain('dash-error-500-');
     expect(text).toMatch(/authorization\s*\[REDACTED\]/i);
     await shot('log-detail');
+  });
+
+  test('logs: a guardrail denial shows its code in the request detail; the housekeeping traffic is a kind of its own', async () => {
+    if (browser === null) return;
+    const deny = { id: 'no-secret', type: 'guardrail', checks: [{ id: 'default.regexMatch', parameters: { rule: '\\bsecret\\b', not: true } }], on_fail: { deny: true } };
+    const denied = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-gateway-api-key': GATEWAY_KEY, 'x-gateway-trace-id': 'dash-denied', 'x-gateway-config': JSON.stringify({ provider: 'openai', api_key: 'sk-upstream-0001', custom_host: mock.baseURL, before_request_hooks: [deny] }) },
+      body: JSON.stringify({ model: 'guarded-model', messages: [{ role: 'user', content: 'the secret' }] }),
+    });
+    expect(denied.status).toBe(446);
+    for (let tries = 0; (await api('/v1/logs?trace_id=dash-denied')).data.length === 0; tries++) {
+      if (tries > 200) throw new Error('the denial never reached the log');
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    await page.goto(`${gw.url}/dashboard/#/logs?trace_id=dash-denied`);
+    const rows = page.getByTestId('logs').locator('tbody tr');
+    await expect.poll(() => rows.count()).toBe(1);
+    await rows.first().click();
+    const error = page.getByTestId('log-summary').locator('[data-field="error_code"]');
+    await expect.poll(() => error.textContent()).toContain('guardrail_denied');
+    expect(await error.textContent()).toContain('no-secret');
+    expect(await page.getByTestId('log-summary').locator('[data-field="kind"]').textContent()).toBe('api');
+    // The dashboard's own requests are in the log, under the kind the overview leaves out.
+    await page.goto(`${gw.url}/dashboard/#/logs`);
+    await page.getByTestId('logs').waitFor();
+    await page.getByLabel('Kind').selectOption('housekeeping');
+    const listed = page.waitForResponse((r) => r.url().includes('/v1/logs?') && r.url().includes('kind=housekeeping'));
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    const answer = (await (await listed).json()) as { data: { kind: string; path: string }[] };
+    expect(page.url()).toContain('kind=housekeeping');
+    expect(answer.data.length).toBeGreaterThan(0);
+    expect(answer.data.every((e) => e.kind === 'housekeeping')).toBe(true);
+    expect(answer.data.some((e) => e.path === '/dashboard/')).toBe(true);
+    await expect.poll(() => page.getByTestId('logs').textContent()).not.toContain('/v1/chat/completions');
+    expect(await page.getByTestId('logs').textContent()).toContain('GET /dashboard/');
   });
 
   test('breakdowns: by model, with bars', async () => {

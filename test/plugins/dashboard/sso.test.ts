@@ -66,6 +66,11 @@ test('the sign-in page offers single sign-on; the session signs the dashboard in
   const page = await browser.newPage();
   const hosts = new Set<string>();
   page.on('request', (r) => hosts.add(new URL(r.url()).host));
+  // Errors the browser logged for the gateway's pages (a 4xx of the page's own requests is one).
+  const consoleErrors: string[] = [];
+  page.on('console', (m) => {
+    if (m.type() === 'error' && m.location().url.startsWith(gw.url)) consoleErrors.push(`${m.text()} (${m.location().url})`);
+  });
   await page.goto(`${gw.url}/dashboard/`);
   await page.getByRole('link', { name: 'Sign in with single sign-on' }).click();
   // Provider, callback, and back to the dashboard, signed in as Dana.
@@ -89,6 +94,8 @@ test('the sign-in page offers single sign-on; the session signs the dashboard in
   await page.getByLabel('API key').waitFor();
   await page.reload();
   await page.getByLabel('API key').waitFor();
+  // Opening the sign-in page without a session, signing in, and signing out left no console error.
+  expect(consoleErrors).toEqual([]);
   // Only loopback hosts were asked: the gateway, the hop and the provider.
   for (const host of hosts) expect(host.startsWith('127.0.0.1:'), host).toBe(true);
 });

@@ -65,6 +65,7 @@ export function Breakdowns({ route }: { route: Route }) {
       </div>
       <ErrorBox error={groups.error} />
       {groups.data ? <Table testid="groups" columns={columns} rows={rows} empty="No requests in this range." /> : null}
+      <p class="muted small">API traffic only: the gateway's housekeeping (this dashboard, the API reference, sign-in probes, health checks, metric scrapes, reads of the log) is in the Logs page, kind “Housekeeping”.</p>
     </div>
   );
 }

@@ -23,6 +23,7 @@ const SUMMARY: [string, string, (e: Entry) => string][] = [
   ['Stream', 'stream', (e) => (e.stream ? 'yes' : 'no')],
   ['Retries / fallbacks', 'retry_count', (e) => `${e.retry_count ?? 0} / ${e.fallback_count ?? 0}`],
   ['Error', 'error_code', (e) => (e.error_code ? `${e.error_code}: ${e.error_message ?? ''}` : '—')],
+  ['Kind', 'kind', (e) => (e.kind === 'housekeeping' ? 'housekeeping (not counted in the overview and breakdowns)' : (e.kind ?? 'api'))],
 ];
 
 /** One request: what was asked, what came back, every attempt, the hooks' verdicts and where it sits in its trace. */

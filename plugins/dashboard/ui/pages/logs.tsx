@@ -19,6 +19,13 @@ const FILTERS = [
   ['cache_status', 'Cache', 'HIT, MISS, …'],
 ] as const;
 
+/** The `kind` filter's choices: the list shows both kinds unless one is asked for (docs/logs.md, "Housekeeping traffic"). */
+const KINDS = [
+  ['', 'All'],
+  ['api', 'API traffic'],
+  ['housekeeping', 'Housekeeping (dashboard, docs, health, metrics, log reads)'],
+] as const;
+
 const PAGE = 50;
 
 const COLUMNS: Column<Entry>[] = [
@@ -46,13 +53,14 @@ export function Logs({ route }: { route: Route }) {
   }
   const from = route.query.get('from') ?? '';
   const to = route.query.get('to') ?? '';
-  const [draft, setDraft] = useState<Record<string, string>>({ ...filters, from, to });
+  const kind = route.query.get('kind') ?? '';
+  const [draft, setDraft] = useState<Record<string, string>>({ ...filters, from, to, kind });
   // Cursors of the pages before this one, so "Previous" walks back without the server keeping state.
   const [cursors, setCursors] = useState<string[]>([]);
   const cursor = cursors.at(-1);
   const key = route.query.toString();
   const page = useLoad(
-    () => get<{ data: Entry[]; has_more: boolean; next_cursor: string | null }>('/v1/logs', { ...filters, from: from || undefined, to: to || undefined, limit: PAGE, cursor }),
+    () => get<{ data: Entry[]; has_more: boolean; next_cursor: string | null }>('/v1/logs', { ...filters, from: from || undefined, to: to || undefined, kind: kind || undefined, limit: PAGE, cursor }),
     [key, cursor],
   );
   const apply = (e: Event) => {
@@ -75,6 +83,13 @@ export function Logs({ route }: { route: Route }) {
         </Field>
         <Field label="To">
           <input name="to" value={draft.to ?? ''} onInput={(e) => setDraft({ ...draft, to: valueOf(e) })} />
+        </Field>
+        <Field label="Kind">
+          <select name="kind" value={draft.kind ?? ''} onChange={(e) => setDraft({ ...draft, kind: valueOf(e) })}>
+            {KINDS.map(([value, label]) => (
+              <option value={value}>{label}</option>
+            ))}
+          </select>
         </Field>
         <div class="row">
           <button type="submit">Apply filters</button>

@@ -102,7 +102,8 @@ export function Overview() {
       )}
       {ts.data ? (
         <p class="muted small">
-          {ts.data.data.length} buckets of {ts.data.interval}, from the analytics route (<code>GET /v1/analytics/timeseries</code>).
+          {ts.data.data.length} buckets of {ts.data.interval}, from the analytics route (<code>GET /v1/analytics/timeseries</code>). The gateway's housekeeping traffic (this
+          dashboard, the API reference, sign-in probes, health checks, metric scrapes, reads of the log) is not counted: the Logs page lists it as kind “Housekeeping”.
         </p>
       ) : null}
     </div>

@@ -1,12 +1,16 @@
 import { useState } from 'preact/hooks';
-import { get, setKey, whoami, type Who } from '../api.js';
+import { get, lastRefusal, setKey, whoami, type Who } from '../api.js';
 import { ErrorBox, Field, valueOf } from '../components.js';
 import { useLoad } from '../hooks.js';
 
 /** Sign-in with a gateway API key (kept in this tab's session storage) or, where configured, single sign-on. */
 export function SignIn({ onSignedIn }: { onSignedIn: (who: Who) => void }) {
   const [key, setDraft] = useState('');
-  const [error, setError] = useState<unknown>(null);
+  // A stored key or a session the gateway no longer accepts: say why (an ended session, a revoked key).
+  const [error, setError] = useState<unknown>(() => {
+    const why = lastRefusal();
+    return why === null ? null : new Error(why);
+  });
   const sso = useLoad(() => get<{ enabled: boolean; login_url: string | null }>('/v1/auth/sso/config').catch(() => ({ enabled: false, login_url: null })), []);
   const submit = async (e: Event) => {
     e.preventDefault();
@@ -16,7 +20,7 @@ export function SignIn({ onSignedIn }: { onSignedIn: (who: Who) => void }) {
       const who = await whoami();
       if (who === null) {
         setKey(null);
-        setError(new Error('This key is not accepted by the gateway.'));
+        setError(new Error(lastRefusal() ?? 'This key is not accepted by the gateway.'));
       } else onSignedIn(who);
     } catch (err) {
       setKey(null);
