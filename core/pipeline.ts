@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { inject, injectable } from 'tsyringe';
+import { requireScope } from './auth.js';
 import { RequestContext } from './context.js';
 import { GatewayError, toGatewayError } from './errors.js';
 import type { GatewayHooks } from './hooks.js';
@@ -205,6 +206,8 @@ export class Pipeline {
       }
       ctx.auth = auth;
     }
+    // Before the body: a key without the scope learns nothing from how its input would have been judged.
+    if (route.scope !== undefined) requireScope(ctx, route.scope);
 
     const bodyMode = route.body ?? (ctx.method === 'GET' || ctx.method === 'DELETE' ? 'none' : 'json');
     if (bodyMode === 'stream') ctx.bodyStream = req;

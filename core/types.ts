@@ -218,6 +218,12 @@ export interface RouteDefinition {
   /** Whether the auth hook runs. Default true. */
   auth?: boolean;
   /**
+   * The scope an API key needs (`logs.read`), checked right after auth and before the body is read
+   * or the handler runs, so a key without it gets the 403 whatever it sent. Absent: any caller the
+   * auth hook accepted. The API reference shows it (as `doc.scope` when that is absent).
+   */
+  scope?: string;
+  /**
    * `json` parses the body (400 on bad JSON); `raw` keeps the bytes; `none` ignores it; `stream` leaves it
    * unread in `ctx.bodyStream` for the handler to consume as it arrives (uploads). Default `json` for POST/PUT/PATCH.
    */

@@ -74,6 +74,12 @@ export function isRefusedAddress(address: string): boolean {
   }
 }
 
+/** `localhost` and the names under it, which resolve to loopback by definition (RFC 6761, section 6.3). */
+function isLoopbackName(hostname: string): boolean {
+  const name = hostname.endsWith('.') ? hostname.slice(0, -1) : hostname;
+  return name === 'localhost' || name.endsWith('.localhost');
+}
+
 /** How to allow a refused host, for the message a caller gets. */
 const HOW_TO_ALLOW = 'GATEWAY_ALLOW_HOSTS for the bundled server, options.outbound.allowHosts for createGateway';
 
@@ -243,16 +249,23 @@ export class HostPolicy {
     const url = new URL(rawUrl);
     const host = bareHost(url.hostname);
     const port = url.port === '' ? defaultPort(url.protocol) : Number(url.port);
-    if (isIP(host) !== 0 && !this.allowsAddress(host, port)) throw hostNotAllowed(host, port, 'is', param);
+    if (isIP(host) !== 0) {
+      if (!this.allowsAddress(host, port)) throw hostNotAllowed(host, port, 'is', param);
+    } else if (isLoopbackName(host) && !this.allowsName(host, port) && !this.allowsAddress('127.0.0.1', port) && !this.allowsAddress('::1', port)) {
+      // A name that is loopback by definition (RFC 6761) is known without a lookup: refused here, as an address is,
+      // so a stored URL naming it is refused when it is written, not only when it is first called.
+      throw hostNotAllowed(host, port, 'names', param);
+    }
   }
 }
 
 /**
  * The 400 for a refused host: names it (never user info, which never gets
- * this far) and says how to allow it. `how` is `is` for an address, or
- * `resolves only to` for a name whose addresses were all refused.
+ * this far) and says how to allow it. `how` is `is` for an address, `names`
+ * for `localhost` (loopback by definition), or `resolves only to` for a name
+ * whose addresses were all refused.
  */
-export function hostNotAllowed(host: string, port: number, how: 'is' | 'resolves only to', param: string | null = null): GatewayError {
+export function hostNotAllowed(host: string, port: number, how: 'is' | 'names' | 'resolves only to', param: string | null = null): GatewayError {
   const where = hostPort(host, port);
   return new GatewayError(
     'host_not_allowed',

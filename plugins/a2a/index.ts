@@ -20,7 +20,6 @@ import {
   readJsonRpc,
   readText,
   type RequestContext,
-  requireScope,
   type RouteDoc,
   setJsonRpcId,
   type UpstreamResponse,
@@ -101,9 +100,8 @@ export function a2a(options: A2AOptions = {}): GatewayPlugin {
       });
       const base = `${api.options.basePath}/a2a`;
 
-      /** The agent of the path, after the scope check; unknown, archived or another workspace's: 404. */
+      /** The agent of the path (the core checked the routes' scope, `agents.invoke`); unknown, archived or another workspace's: 404. */
       const agentOf = async (ctx: RequestContext): Promise<{ store: AgentServerStore; server: AgentServerConfig }> => {
-        requireScope(ctx, 'agents.invoke');
         if (store === null) throw new GatewayError('service_unavailable', 'Agents need the control plane, which is not loaded.');
         const id = ctx.params!.id!;
         const server = await store.server(ctx, id);
@@ -133,6 +131,7 @@ export function a2a(options: A2AOptions = {}): GatewayPlugin {
         path: `${base}/:id`,
         kind: 'handler',
         body: 'raw',
+        scope: 'agents.invoke',
         errorFormat: JSON_RPC_ERRORS,
         doc: postDoc,
         async handler(ctx) {
@@ -230,6 +229,7 @@ export function a2a(options: A2AOptions = {}): GatewayPlugin {
         path: `${base}/:id/.well-known/agent-card.json`,
         kind: 'handler',
         body: 'none',
+        scope: 'agents.invoke',
         doc: {
           summary: "Get an agent's card as the gateway serves it",
           description: "The agent's description and skills as it published them, its endpoint replaced by the gateway's and its security by the gateway key.",

@@ -12,7 +12,6 @@ import {
   randomHex,
   readNative,
   type RequestContext,
-  requireScope,
   resolveLeaf,
   type SecretBox,
   selectedTarget,
@@ -50,9 +49,6 @@ const NATIVE_PURPOSES: ReadonlySet<string> = new Set(['batch', 'fine-tune', 'ass
 /** The workspace that owns what a caller creates: its key's, or '' for organisation-level callers. */
 export const ownerOf = (ctx: RequestContext): string => ctx.auth?.workspaceId ?? '';
 
-/** Files, batches and fine-tuning jobs are model work: the caller needs the scope completions need. */
-export const requireWork = (ctx: RequestContext): void => requireScope(ctx, 'completions.write');
-
 /**
  * The provider the request selects when it serves `kind` natively; null when
  * the request selects none, a strategy tree, or a provider without that API
@@ -82,7 +78,6 @@ async function nativeJson(deps: Deps, ctx: RequestContext, native: NativeTarget,
 
 /** `POST /v1/files`: streamed to a temp file and checked, then kept by the gateway or sent on to the provider. */
 export async function uploadFile(deps: Deps, ctx: RequestContext): Promise<GatewayResponse> {
-  requireWork(ctx);
   const native = await nativeFor(deps, ctx, 'files');
   const store = deps.store();
   const upload = await receiveUpload(ctx, {
@@ -131,7 +126,6 @@ export const ListFilesQuery = v.strictObject({
 
 /** `GET /v1/files`: the provider's list when it keeps files, else the caller's workspace's, newest first. */
 export async function listFilesRoute(deps: Deps, ctx: RequestContext): Promise<GatewayResponse> {
-  requireWork(ctx);
   const q = parseQuery(ctx, ListFilesQuery);
   const native = await nativeFor(deps, ctx, 'files');
   if (native !== null) {
@@ -147,7 +141,6 @@ export async function listFilesRoute(deps: Deps, ctx: RequestContext): Promise<G
 
 /** `GET /v1/files/{id}`. */
 export async function getFileRoute(deps: Deps, ctx: RequestContext): Promise<GatewayResponse> {
-  requireWork(ctx);
   const id = ctx.params!.file_id!;
   if (!id.startsWith(LOCAL_FILE_PREFIX)) {
     const native = await nativeFor(deps, ctx, 'files');
@@ -158,7 +151,6 @@ export async function getFileRoute(deps: Deps, ctx: RequestContext): Promise<Gat
 
 /** `GET /v1/files/{id}/content`: the bytes, streamed from the store (or from the provider, as it sends them). */
 export async function fileContentRoute(deps: Deps, ctx: RequestContext): Promise<GatewayResponse> {
-  requireWork(ctx);
   const id = ctx.params!.file_id!;
   if (!id.startsWith(LOCAL_FILE_PREFIX)) {
     const native = await nativeFor(deps, ctx, 'files');
@@ -176,7 +168,6 @@ export async function fileContentRoute(deps: Deps, ctx: RequestContext): Promise
 
 /** `DELETE /v1/files/{id}`; refused while a batch still reads it. */
 export async function deleteFileRoute(deps: Deps, ctx: RequestContext): Promise<GatewayResponse> {
-  requireWork(ctx);
   const id = ctx.params!.file_id!;
   if (!id.startsWith(LOCAL_FILE_PREFIX)) {
     const native = await nativeFor(deps, ctx, 'files');

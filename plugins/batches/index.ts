@@ -117,7 +117,9 @@ export function batches(options: BatchesOptions = {}): GatewayPlugin {
         path: base + path,
         kind: 'handler',
         body,
-        doc: { scope: 'completions.write', selectsProvider: true, ...doc },
+        // Files, batches and fine-tuning jobs are model work: the scope completions need, checked before an upload is read.
+        scope: 'completions.write',
+        doc: { selectsProvider: true, ...doc },
         handler: (ctx) => handler(deps, ctx),
       });
       const NATIVE = "The selected provider's own when it keeps them (OpenAI, Azure OpenAI, Mistral), else the gateway's, in the caller's workspace.";

@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import { GatewayError, type GatewayResponse, invalidBody, jsonResponse, readNative, type RequestContext, resolveLeaf, selectedTarget, sendNative, nativeFormat, uuidv7 } from '../../sdk/index.js';
-import { type Deps, LOCAL_FILE_PREFIX, nativeFor, ownerOf, requireWork } from './files.js';
+import { type Deps, LOCAL_FILE_PREFIX, nativeFor, ownerOf } from './files.js';
 import { cancelBatch, getBatch, getFile, insertBatch, listBatches, type BatchRow } from './repository.js';
 import { keptHeaders, type BatchRequest } from './runner.js';
 import { CreateBatchSchema, cursorPage, GATEWAY_ENDPOINTS, limitParam, normaliseBatch, parseQuery, presentBatch, windowMs } from './shapes.js';
@@ -29,7 +29,6 @@ async function nativeBatch(deps: Deps, ctx: RequestContext, call: Parameters<typ
  * `validating`, and the runner takes it from there.
  */
 export async function createBatch(deps: Deps, ctx: RequestContext): Promise<GatewayResponse> {
-  requireWork(ctx);
   const parsed = v.safeParse(CreateBatchSchema, ctx.body ?? {});
   if (!parsed.success) throw invalidBody(parsed.issues);
   const body = parsed.output;
@@ -94,7 +93,6 @@ export async function createBatch(deps: Deps, ctx: RequestContext): Promise<Gate
 
 /** `GET /v1/batches/{batch_id}` (the spec's route). */
 export async function getBatchRoute(deps: Deps, ctx: RequestContext): Promise<GatewayResponse> {
-  requireWork(ctx);
   const id = ctx.params!.batch_id!;
   if (!id.startsWith(LOCAL_BATCH_PREFIX)) {
     const native = await nativeFor(deps, ctx, 'batches');
@@ -107,7 +105,6 @@ export const ListBatchesQuery = v.strictObject({ after: v.optional(v.string()), 
 
 /** `GET /v1/batches`: the provider's when it runs batches, else the caller's workspace's gateway-run ones, newest first. */
 export async function listBatchesRoute(deps: Deps, ctx: RequestContext): Promise<GatewayResponse> {
-  requireWork(ctx);
   const q = parseQuery(ctx, ListBatchesQuery);
   const native = await nativeFor(deps, ctx, 'batches');
   if (native !== null) {
@@ -123,7 +120,6 @@ export async function listBatchesRoute(deps: Deps, ctx: RequestContext): Promise
 
 /** `POST /v1/batches/{batch_id}/cancel`: lines not started never start; those in flight finish; then `cancelled`. */
 export async function cancelBatchRoute(deps: Deps, ctx: RequestContext): Promise<GatewayResponse> {
-  requireWork(ctx);
   const id = ctx.params!.batch_id!;
   if (!id.startsWith(LOCAL_BATCH_PREFIX)) {
     const native = await nativeFor(deps, ctx, 'batches');

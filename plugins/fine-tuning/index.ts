@@ -10,7 +10,6 @@ import {
   parseOptions,
   readNative,
   type RequestContext,
-  requireScope,
   resolveLeaf,
   type RouteDefinition,
   type RouteDoc,
@@ -62,7 +61,6 @@ export function fineTuning(options: FineTuningOptions = {}): GatewayPlugin {
     apply(api) {
       /** The selected provider's dialect and a sender bound to it; a 400 when none is selected or it has no fine-tuning API. */
       const connect = async (ctx: RequestContext): Promise<{ dialect: Dialect; send: Send }> => {
-        requireScope(ctx, 'completions.write');
         const target = await selectedTarget(api, ctx);
         if (target === null) {
           throw new GatewayError('provider_required', 'Select the provider that runs the job: x-gateway-provider (and Authorization), x-gateway-virtual-key, a slug or x-gateway-config.', {
@@ -168,7 +166,8 @@ export function fineTuning(options: FineTuningOptions = {}): GatewayPlugin {
           path: api.options.basePath + path,
           kind: 'handler',
           body: method === 'POST' && name === 'fine_tuning.create' ? 'json' : 'none',
-          doc: { tags: ['Fine-tuning'], scope: 'completions.write', selectsProvider: true, ...doc },
+          scope: 'completions.write',
+          doc: { tags: ['Fine-tuning'], selectsProvider: true, ...doc },
           handler,
         });
       }

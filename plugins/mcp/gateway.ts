@@ -21,7 +21,6 @@ import {
   readJsonRpc,
   readText,
   type RequestContext,
-  requireScope,
   setJsonRpcId,
   type UpstreamClient,
   type UpstreamResponse,
@@ -234,13 +233,12 @@ export class McpGateway {
     return { userId: ctx.auth?.userId ?? null, apiKeyId: ctx.auth?.keyId ?? 'anonymous' };
   }
 
-  /** The server of the path, checked: the caller's scope, then the server (unknown, archived or another workspace's: 404). */
+  /** The server of the path (the routes carry the scope, completions.write, checked by the core); unknown, archived or another workspace's: 404. */
   async server(ctx: RequestContext): Promise<McpServerConfig> {
     return this.#server(ctx);
   }
 
   async #server(ctx: RequestContext): Promise<McpServerConfig> {
-    requireScope(ctx, 'completions.write');
     const id = ctx.params!.id!;
     const server = await this.#d.store().server(ctx, id);
     if (server === undefined) throw new GatewayError('not_found', `No MCP server "${id.slice(0, 128)}".`, { param: 'id' });

@@ -125,7 +125,8 @@ export function mcp(options: McpOptions = {}): GatewayPlugin {
       });
 
       const base = `${api.options.basePath}/mcp`;
-      const jsonRpc = { kind: 'handler' as const, errorFormat: JSON_RPC_ERRORS };
+      // Every route of a server needs completions.write, checked by the core before the body is read.
+      const jsonRpc = { kind: 'handler' as const, errorFormat: JSON_RPC_ERRORS, scope: 'completions.write' };
       const SERVER = { id: 'The MCP server id (from `POST /v1/mcp-servers`).' };
       const doc = (summary: string, more: Partial<RouteDoc>): RouteDoc => ({
         summary,
@@ -176,6 +177,7 @@ export function mcp(options: McpOptions = {}): GatewayPlugin {
         path: `${base}/:id/authorize`,
         kind: 'handler',
         body: 'none',
+        scope: 'completions.write',
         sensitive: true,
         doc: {
           summary: 'Start OAuth for an MCP server',

@@ -16,7 +16,6 @@ import {
   type RequestContext,
   type RouteDoc,
   requestSummary,
-  requireScope,
 } from '../../sdk/index.js';
 import { FastCounter, FastHistogram } from './fast.js';
 import { guardrailOutcomes } from './guardrails.js';
@@ -229,8 +228,11 @@ export function metrics(options: MetricsOptions = {}): GatewayPlugin {
           if (given === undefined || !timingSafeEqual(digest(given), tokenDigest)) {
             throw new GatewayError('unauthorized', 'Send the metrics token as Authorization: Bearer <token>.', { headers: { 'www-authenticate': 'Bearer realm="metrics"' } });
           }
-        } else {
-          requireScope(ctx, opts.scope);
+        } else if (ctx.auth !== null && ctx.auth.workspaceId !== null) {
+          // The series count every workspace's requests, cost and tokens: a workspace's key would read the others'.
+          throw new GatewayError('forbidden', `GET ${ctx.path} shows the whole organisation's traffic and cost: it needs an organisation-level API key (or the metrics token); this key belongs to a workspace.`, {
+            param: 'x-gateway-api-key',
+          });
         }
         const text = await registry.metrics();
         return { status: 200, headers: { 'content-type': registry.contentType, 'cache-control': 'no-store' }, body: text, observers: null };
@@ -243,7 +245,7 @@ export function metrics(options: MetricsOptions = {}): GatewayPlugin {
         ...(tokenDigest === null ? { scope: opts.scope } : { bearer: 'the metrics token (`GATEWAY_METRICS_TOKEN`)' }),
       };
       for (const path of opts.paths) {
-        api.routes.add({ name: 'metrics', method: 'GET', path, kind: 'handler', body: 'none', auth: tokenDigest === null, doc, handler });
+        api.routes.add({ name: 'metrics', method: 'GET', path, kind: 'handler', body: 'none', auth: tokenDigest === null, ...(tokenDigest === null ? { scope: opts.scope } : {}), doc, handler });
       }
     },
   };

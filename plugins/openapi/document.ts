@@ -75,6 +75,7 @@ export function buildDocument(input: DocumentInput): Json {
     const doc = route.doc;
     for (const tag of tagsOf(route)) if (!tags.includes(tag)) tags.push(tag);
     const isPublic = doc?.public === true || (route.auth === false && doc?.bearer === undefined);
+    const scope = route.scope ?? doc?.scope;
     const isInference = doc?.selectsProvider ?? route.kind === 'provider';
     if (doc?.bearer !== undefined) usesBearer = true;
     if (isInference) usesProviderKey = true;
@@ -83,7 +84,7 @@ export function buildDocument(input: DocumentInput): Json {
       tags: tagsOf(route),
       security: isPublic ? [] : doc?.bearer !== undefined ? [{ [BEARER_SCHEME]: [] }] : isInference ? [{ [KEY_SCHEME]: [], [PROVIDER_KEY_SCHEME]: [] }, { [KEY_SCHEME]: [] }] : undefined,
       responses: responsesOf(route, convert, ownError, isPublic),
-      ...(doc?.scope === undefined ? {} : { 'x-gateway-scope': doc.scope }),
+      ...(scope === undefined ? {} : { 'x-gateway-scope': scope }),
       'x-gateway-route': route.name,
     };
 
@@ -94,7 +95,7 @@ export function buildDocument(input: DocumentInput): Json {
         const op: Json = {
           operationId: uniqueId(`${route.name}.${method.toLowerCase()}`),
           summary: doc?.summary ?? `Forward ${method} to the selected provider`,
-          description: describe(doc, proxyDescription(entry.fallback.prefix)),
+          description: describe(doc, proxyDescription(entry.fallback.prefix), scope),
           parameters: [
             {
               name: 'path',
@@ -128,7 +129,7 @@ export function buildDocument(input: DocumentInput): Json {
     const op: Json = {
       operationId: uniqueId(route.name),
       summary: doc?.summary ?? route.name,
-      description: describe(doc, null),
+      description: describe(doc, null, scope),
       ...(parameters.length === 0 ? {} : { parameters }),
       ...requestBodyOf(route, convert),
       ...common,
@@ -206,11 +207,11 @@ function tagsOf(route: RouteDefinition): string[] {
   return [route.name.split('.')[0] ?? route.name];
 }
 
-function describe(doc: RouteDoc | undefined, lead: string | null): string | undefined {
+function describe(doc: RouteDoc | undefined, lead: string | null, scope: string | undefined): string | undefined {
   const parts: string[] = [];
   if (lead !== null) parts.push(lead);
   if (doc?.description !== undefined) parts.push(doc.description);
-  if (doc?.scope !== undefined) parts.push(`Needs the scope \`${doc.scope}\`.`);
+  if (scope !== undefined) parts.push(`Needs the scope \`${scope}\`.`);
   if (doc?.bearer !== undefined) parts.push(`Takes ${doc.bearer} as \`Authorization: Bearer …\`, not a gateway key.`);
   return parts.length === 0 ? undefined : parts.join('\n\n');
 }
@@ -278,7 +279,7 @@ function responsesOf(route: RouteDefinition, convert: (schema: v.GenericSchema) 
   const applies: Record<string, boolean> = {
     '400': doc?.body !== undefined || doc?.query !== undefined || route.kind === 'provider',
     '401': !isPublic,
-    '403': doc?.scope !== undefined,
+    '403': (route.scope ?? doc?.scope) !== undefined,
     '404': names.length > 0,
     '4XX': true,
     '5XX': true,

@@ -9,7 +9,6 @@ import {
   parsePromptRef,
   PROMPT_SOURCE,
   PROMPT_TEMPLATES,
-  requireScope,
   STAGES,
   type ConfigSource,
   type GatewayPlugin,
@@ -279,9 +278,9 @@ export function prompts(options: PromptsOptions = {}): GatewayPlugin {
         path: `${base}/prompts/:promptId/render`,
         kind: 'handler',
         body: 'json',
+        scope: 'prompts.read',
         doc: RENDER_DOC,
         async handler(ctx) {
-          requireScope(ctx, 'prompts.read');
           const prepared = await load(ctx, ctx.params!.promptId!, 'promptId', 'route');
           const { release } = prepared;
           const partials: Record<string, number> = {};

@@ -1,4 +1,4 @@
-import { GatewayError, jsonResponse, type PluginAPI, type RequestContext, requireScope, responses, type GatewayResponse, type RouteDoc, v } from '../../sdk/index.js';
+import { GatewayError, jsonResponse, type PluginAPI, type RequestContext, responses, type GatewayResponse, type RouteDoc, v } from '../../sdk/index.js';
 import { INCLUDE_VALUES } from './schema.js';
 import type { ResponseRepository } from './store.js';
 
@@ -97,7 +97,6 @@ export function storedResponseRoutes(
   pendingWrite: (ctx: RequestContext, id: string) => Promise<void> | undefined,
 ): void {
   const find = async (ctx: RequestContext) => {
-    requireScope(ctx, 'completions.write');
     const repo = repository();
     const id = ctx.params!.response_id!;
     if (repo === null) return null;
@@ -110,6 +109,8 @@ export function storedResponseRoutes(
     method: 'GET',
     path: `${path}/:response_id`,
     kind: 'handler',
+    // Checked by the core before the query is judged: a key without it gets the 403 whatever it sent.
+    scope: 'completions.write',
     doc: doc('Get a stored response', { query: RetrieveQuery, description: `From the caller's workspace. ${STORED}`, responseTypes: ['application/json', 'text/event-stream'] }),
     async handler(ctx): Promise<GatewayResponse | null> {
       const q = query(ctx, RETRIEVE_PARAMS);
@@ -134,10 +135,11 @@ export function storedResponseRoutes(
     method: 'DELETE',
     path: `${path}/:response_id`,
     kind: 'handler',
+    // Checked by the core before the query is judged: a key without it gets the 403 whatever it sent.
+    scope: 'completions.write',
     doc: doc('Delete a stored response', { query: DeleteQuery, description: STORED }),
     async handler(ctx) {
       query(ctx, DELETE_PARAMS);
-      requireScope(ctx, 'completions.write');
       const repo = repository();
       const id = ctx.params!.response_id!;
       if (repo === null) return notHeld(ctx, id);
@@ -152,6 +154,8 @@ export function storedResponseRoutes(
     method: 'GET',
     path: `${path}/:response_id/input_items`,
     kind: 'handler',
+    // Checked by the core before the query is judged: a key without it gets the 403 whatever it sent.
+    scope: 'completions.write',
     doc: doc("List a stored response's input items", { query: InputItemsQuery, description: STORED }),
     async handler(ctx) {
       const q = query(ctx, INPUT_ITEMS_PARAMS);

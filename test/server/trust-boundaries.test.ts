@@ -285,3 +285,56 @@ describe('stored credentials are sealed and masked', () => {
     expect(Buffer.concat([bytes, wal]).includes(mock.baseURL)).toBe(true);
   });
 });
+
+describe('smaller holes', () => {
+  test('scope before input: a key without the scope gets 403 whatever its body or query says', async () => {
+    const narrow = (await ok('POST', '/api-keys', BOOTSTRAP_KEY, { type: 'workspace-service', name: 'narrow', workspace_id: ids.ws, scopes: ['logs.read'] })).key;
+    for (const [method, path, body, rawBody] of [
+      ['POST', '/fine_tuning/jobs', { nonsense: true }, undefined],
+      ['POST', '/fine_tuning/jobs', undefined, '{not json'],
+      ['GET', '/fine_tuning/jobs?limit=banana', undefined, undefined],
+      ['POST', '/configs', { bogus: 1 }, undefined],
+      ['POST', '/api-keys', undefined, '[1,2'],
+      ['POST', '/batches', { bogus: 1 }, undefined],
+      ['POST', '/a2a/unknown', undefined, 'not json-rpc'],
+    ] as const) {
+      const res = await fetch(`${gw.url}/v1${path}`, {
+        method,
+        headers: { 'x-gateway-api-key': narrow, 'content-type': 'application/json' },
+        body: rawBody ?? (body === undefined ? undefined : JSON.stringify(body)),
+      });
+      const text = await res.text();
+      expect(res.status, `${method} ${path}: ${text}`).toBe(403);
+      expect(text).toMatch(/scope/);
+    }
+  });
+
+  test('a stored custom_host or webhook URL on a refused address is refused when written, naming the field', async () => {
+    const refused = 'http://127.0.0.2:9/v1'; // loopback, not on the test server's allow-list
+    const config = await call('POST', '/configs', keys.admin!, { name: 'x', config: { strategy: { mode: 'fallback' }, targets: [{ provider: 'openai', api_key: 'sk-x', custom_host: mock.baseURL }, { provider: 'openai', api_key: 'sk-y', custom_host: refused }] } });
+    expect(config.status).toBe(400);
+    expect(config.body.error).toMatchObject({ code: 'host_not_allowed', param: 'config.targets[1].custom_host' });
+    const hook = await call('POST', '/configs', keys.admin!, { name: 'x', config: { provider: 'openai', api_key: 'sk-x', input_guardrails: [{ 'default.webhook': { url: 'http://127.0.0.2:9/h' } }] } });
+    expect(hook.status).toBe(400);
+    expect(hook.body.error).toMatchObject({ code: 'host_not_allowed', param: "config.input_guardrails[0].default.webhook.url" });
+    const guardrail = await call('POST', '/guardrails', keys.admin!, { name: 'x', 'default.webhook': { url: refused } });
+    expect(guardrail.status).toBe(400);
+    expect(guardrail.body.error.code).toBe('host_not_allowed');
+    const integration = await call('POST', '/integrations', keys.admin!, { name: 'x', ai_provider_id: 'openai', key: 'sk-x', configurations: { custom_host: refused } });
+    expect(integration.status).toBe(400);
+    expect(integration.body.error).toMatchObject({ code: 'host_not_allowed', param: 'configurations.custom_host' });
+  });
+
+  test('/metrics shows organisation-wide counters to organisation-level keys only', async () => {
+    const wsMetrics = (await ok('POST', '/api-keys', BOOTSTRAP_KEY, { type: 'workspace-service', name: 'prom', workspace_id: ids.ws, scopes: ['metrics.read'] })).key;
+    const denied = await fetch(`${gw.url}/metrics`, { headers: { 'x-gateway-api-key': wsMetrics } });
+    expect(denied.status).toBe(403);
+    const body = (await denied.json()) as Json;
+    expect(body.error).toMatchObject({ code: 'forbidden' });
+    expect(body.error.message).toMatch(/organisation-level/);
+    const org = (await ok('POST', '/api-keys', BOOTSTRAP_KEY, { type: 'organisation-service', name: 'prom', scopes: ['metrics.read'] })).key;
+    const allowed = await fetch(`${gw.url}/metrics`, { headers: { 'x-gateway-api-key': org } });
+    expect(allowed.status).toBe(200);
+    expect(await allowed.text()).toMatch(/gateway_requests_total/);
+  });
+});

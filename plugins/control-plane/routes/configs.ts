@@ -1,6 +1,7 @@
 import * as v from 'valibot';
 import { GatewayError, plainObject, type RequestContext, type SealedJson } from '../../../sdk/index.js';
 import { randomSlug } from '../keys.js';
+import { checkStoredUrls } from '../stored-urls.js';
 import type { ConfigRow, ConfigVersionRow } from '../repository.js';
 import type { ControlPlane } from '../service.js';
 import {
@@ -44,6 +45,7 @@ function checkConfig(cp: ControlPlane, config: Record<string, unknown>): void {
 /** A version to store: checked, its credentials sealed (a mask sent back keeps the credential `previous` holds there). */
 function configVersion(cp: ControlPlane, configId: string, config: Record<string, unknown>, previous: ConfigVersionRow | null): SealedJson {
   checkConfig(cp, config);
+  checkStoredUrls(cp.upstream, config, 'config');
   return cp.sealDocument('config', configId, config, previous, 'config');
 }
 
@@ -80,6 +82,7 @@ export const configRoutes: AdminRoute[] = [
     async handler(ctx, cp) {
       const body = parseBody(ctx, CreateBody);
       checkConfig(cp, body.config);
+      checkStoredUrls(cp.upstream, body.config, 'config');
       const workspaceId = await workspaceFor(ctx, cp, body.workspace_id);
       const slug = body.slug ?? randomSlug(10);
       if ((await cp.repo.config(workspaceId, slug)) !== undefined) throw conflict(`A config with slug "${slug}" exists in this workspace.`, 'slug');

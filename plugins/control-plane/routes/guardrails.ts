@@ -1,6 +1,7 @@
 import * as v from 'valibot';
 import { GatewayError, type RequestContext, type SealedJson } from '../../../sdk/index.js';
 import { randomSlug } from '../keys.js';
+import { checkStoredUrls } from '../stored-urls.js';
 import type { GuardrailRow, GuardrailWithBody } from '../repository.js';
 import type { ControlPlane } from '../service.js';
 import { Name, PAGE_QUERY, Slug, conflict, iso, listResponse, notFound, ok, pageOf, parseQuery, parseValue, patchOf, workspaceFor, BY_REF, docsFor, type AdminRoute } from './http.js';
@@ -64,6 +65,7 @@ function checkEntry(cp: ControlPlane, entry: Record<string, unknown>): void {
 /** A version to store: checked, its credentials (a webhook's headers) sealed; a mask sent back keeps what `previous` holds there. */
 function entryVersion(cp: ControlPlane, guardrailId: string, entry: Record<string, unknown>, previous: { body: string; sealed: string | null } | null): SealedJson {
   checkEntry(cp, entry);
+  checkStoredUrls(cp.upstream, entry, '', true);
   return cp.sealDocument('guardrail', guardrailId, entry, previous);
 }
 
@@ -102,6 +104,7 @@ export const guardrailRoutes: AdminRoute[] = [
       const { meta, entry } = split(ctx.body ?? {}, CREATE_FIELDS);
       const m = parseValue(CreateMeta, meta);
       checkEntry(cp, entry);
+      checkStoredUrls(cp.upstream, entry, '', true);
       const workspaceId = await workspaceFor(ctx, cp, m.workspace_id);
       const slug = m.slug ?? randomSlug(10);
       if ((await cp.repo.guardrail(workspaceId, slug)) !== undefined) throw conflict(`A guardrail with slug "${slug}" exists in this workspace.`, 'slug');

@@ -7,7 +7,6 @@ import {
   jsonResponse,
   parseJsonObject,
   type RequestContext,
-  requireScope,
   type RouteDefinition,
   type RouteDoc,
 } from '../../../sdk/index.js';
@@ -183,7 +182,7 @@ export function json<T>(text: string | null): T | null {
   return text === null ? null : (JSON.parse(text) as T);
 }
 
-/** Registers admin routes under the base path, each checking its scope first. */
+/** Registers admin routes under the base path, each with its scope for the core to check first. */
 export function toRouteDefinitions(base: string, routes: readonly AdminRoute[], cp: () => ControlPlane): RouteDefinition[] {
   return routes.map((r) => ({
     name: `admin.${r.name}`,
@@ -193,11 +192,10 @@ export function toRouteDefinitions(base: string, routes: readonly AdminRoute[], 
     sensitive: true,
     deferToFallback: r.deferToFallback,
     body: r.body === 'optional' ? ('raw' as const) : r.method === 'GET' || r.method === 'DELETE' ? ('none' as const) : ('json' as const),
-    doc: r.scope === null ? r.doc : { ...r.doc, scope: r.scope },
-    handler: (ctx: RequestContext) => {
-      if (r.scope !== null) requireScope(ctx, r.scope);
-      return r.handler(ctx, cp());
-    },
+    // Checked by the core before the body is read: a key without the scope gets the 403 whatever it sent.
+    ...(r.scope === null ? {} : { scope: r.scope }),
+    doc: r.doc,
+    handler: (ctx: RequestContext) => r.handler(ctx, cp()),
   }));
 }
 

@@ -11,6 +11,7 @@ import {
   type SecretMapping,
 } from '../credentials.js';
 import { newId, randomSlug } from '../keys.js';
+import { checkStoredUrls } from '../stored-urls.js';
 import type { IntegrationModelRow, IntegrationRow } from '../repository.js';
 import type { ControlPlane } from '../service.js';
 import { insertProvider } from './providers.js';
@@ -195,6 +196,7 @@ export function integrationRoutes(providers: Registry<Provider>): AdminRoute[] {
         // Organisation keys create organisation-wide integrations unless they name a workspace.
         const workspaceId = ctx.auth?.workspaceId || body.workspace_id ? await workspaceFor(ctx, cp, body.workspace_id) : null;
         await checkScopedReferences(cp, workspaceId, body.secret_mappings);
+        checkStoredUrls(cp.upstream, body.configurations, 'configurations');
         const slug = body.slug ?? `${body.ai_provider_id.replace(/[^a-z0-9-]/g, '')}-${randomSlug(6)}`;
         if ((await cp.repo.integration(slug)) !== undefined) throw conflict(`An integration with slug "${slug}" exists.`, 'slug');
         const id = newId();
@@ -262,6 +264,7 @@ export function integrationRoutes(providers: Registry<Provider>): AdminRoute[] {
         const row = await visibleIntegration(ctx, cp, ctx.params!.id!, true);
         const body = parseBody(ctx, UpdateBody);
         await checkScopedReferences(cp, row.workspace_id, body.secret_mappings);
+        checkStoredUrls(cp.upstream, body.configurations, 'configurations');
         const patch = patchOf(body, ['name', 'description', 'status'], cp.now());
         if (body.secret_mappings !== undefined) patch.secret_mappings = body.secret_mappings === null ? null : JSON.stringify(body.secret_mappings);
         if (body.pricing_adjustments !== undefined) patch.pricing_multiplier = body.pricing_adjustments?.multiplier ?? null;
@@ -313,6 +316,7 @@ export function integrationRoutes(providers: Registry<Provider>): AdminRoute[] {
       async handler(ctx, cp) {
         const row = await visibleIntegration(ctx, cp, ctx.params!.id!, true);
         const body = parseBody(ctx, ModelsBody);
+        body.models.forEach((m, i) => checkStoredUrls(cp.upstream, m.configurations, `models[${i}].configurations`));
         const now = cp.now();
         await cp.repo.setIntegrationModels(
           row.id,

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { GatewayError, type GatewayPlugin, jsonResponse, parseOptions, type RequestContext, requireScope } from '../../../sdk/index.js';
+import { GatewayError, type GatewayPlugin, jsonResponse, parseOptions, type RequestContext } from '../../../sdk/index.js';
 import type { TimeseriesAnswer } from '../../../sdk/analytics.js';
 import { LOG_STORE_SERVICE, type LogStoreService } from '../index.js';
 import { GROUP_KEYS } from '../store/repository.js';
@@ -44,9 +44,9 @@ export function logApi(options: LogApiOptions = {}): GatewayPlugin {
         method: 'GET',
         path: `${base}/logs`,
         kind: 'handler',
+        scope,
         doc: { summary: 'List stored request logs', description: 'Newest first, without bodies and headers (GET /v1/logs/{id} has them); cursor pages.', tags: ['Logs'], scope, query: LogListQuery },
         handler: async (ctx) => {
-          requireScope(ctx, scope);
           const q = listQuery(ctx);
           const page = await repository().list(q.filters, q.limit, q.cursor);
           return jsonResponse(200, { object: 'list', data: page.data, has_more: page.next !== null, next_cursor: page.next === null ? null : encodeCursor(page.next) });
@@ -58,9 +58,9 @@ export function logApi(options: LogApiOptions = {}): GatewayPlugin {
         method: 'GET',
         path: `${base}/logs/:id`,
         kind: 'handler',
+        scope,
         doc: { summary: 'Get one stored request log', description: 'The whole entry: bodies as captured, request headers without secrets, attempts, hook results.', tags: ['Logs'], scope, params: { id: 'The log entry id (`log_…`).' } },
         handler: async (ctx) => {
-          requireScope(ctx, scope);
           const id = ctx.params!.id!;
           const entry = id.length > 128 ? null : await repository().get(id, callerWorkspace(ctx));
           if (entry === null) throw new GatewayError('not_found', `No log entry "${id.slice(0, 128)}".`, { param: 'id' });
@@ -69,7 +69,6 @@ export function logApi(options: LogApiOptions = {}): GatewayPlugin {
       });
 
       const groups = async (ctx: RequestContext) => {
-        requireScope(ctx, scope);
         const q = groupQuery(ctx);
         const result = await repository().groups(q.groupBy, q.columns, q.filters, q.limit, q.offset);
         return jsonResponse(200, { object: 'list', group_by: q.groupBy, columns: ['requests', ...q.columns], data: result.data, has_more: result.hasMore });
@@ -82,14 +81,15 @@ export function logApi(options: LogApiOptions = {}): GatewayPlugin {
         params: { groupBy: `One of ${Object.keys(GROUP_KEYS).join(', ')}.` },
         query: LogGroupsQuery,
       });
-      api.routes.add({ name: 'logs.groups', method: 'GET', path: `${base}/logs/groups/:groupBy`, kind: 'handler', handler: groups, doc: groupsDoc('Logs') });
-      api.routes.add({ name: 'analytics.groups', method: 'GET', path: `${base}/analytics/groups/:groupBy`, kind: 'handler', handler: groups, doc: groupsDoc('Analytics') });
+      api.routes.add({ name: 'logs.groups', method: 'GET', path: `${base}/logs/groups/:groupBy`, kind: 'handler', scope, handler: groups, doc: groupsDoc('Logs') });
+      api.routes.add({ name: 'analytics.groups', method: 'GET', path: `${base}/analytics/groups/:groupBy`, kind: 'handler', scope, handler: groups, doc: groupsDoc('Analytics') });
 
       api.routes.add({
         name: 'analytics.timeseries',
         method: 'GET',
         path: `${base}/analytics/timeseries`,
         kind: 'handler',
+        scope,
         doc: {
           summary: 'Requests, errors, cost, tokens, latency and cache hits over time',
           description: 'The range in equal buckets, every bucket present, with totals over the range (docs/logs.md).',
@@ -98,7 +98,6 @@ export function logApi(options: LogApiOptions = {}): GatewayPlugin {
           query: TimeseriesQuerySchema,
         },
         handler: async (ctx) => {
-          requireScope(ctx, scope);
           const q = timeseriesQuery(ctx);
           const result = await repository().timeseries(q.filters, q.bucketMs);
           const answer: TimeseriesAnswer = {

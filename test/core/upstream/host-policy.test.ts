@@ -68,9 +68,21 @@ describe('check(url): up front, before any connection', () => {
   });
 
   test('public addresses and every host name pass (names are checked on their addresses, at connect time)', () => {
-    for (const url of ['https://api.openai.com/v1', 'http://8.8.8.8/', 'https://[2606:4700:4700::1111]/', 'http://localhost:11434/v1', 'http://rebind.test/']) {
+    for (const url of ['https://api.openai.com/v1', 'http://8.8.8.8/', 'https://[2606:4700:4700::1111]/', 'http://rebind.test/', 'http://notlocalhost.test/']) {
       expect(() => policy.check(url)).not.toThrow();
     }
+  });
+
+  test('localhost and names under it are loopback by definition: refused up front, unless allowed by name or loopback address', () => {
+    for (const url of ['http://localhost:11434/v1', 'http://LOCALHOST./', 'http://api.localhost:8080/']) {
+      const err = refusal(url);
+      expect(err.code).toBe('host_not_allowed');
+      expect(err.message).toMatch(/names a loopback/);
+    }
+    expect(() => new HostPolicy({ allowHosts: ['localhost:11434'] }).check('http://localhost:11434/v1')).not.toThrow();
+    expect(() => new HostPolicy({ allowHosts: ['127.0.0.1:11434'] }).check('http://localhost:11434/v1')).not.toThrow();
+    expect(() => new HostPolicy({ allowHosts: ['127.0.0.1:11434'] }).check('http://localhost:9999/v1')).toThrow();
+    expect(() => new HostPolicy({ allowPrivateHosts: true }).check('http://localhost/')).not.toThrow();
   });
 
   test('not http(s), or with user info: 400 invalid_request that does not repeat the URL', () => {

@@ -287,24 +287,21 @@ describe('integration models', () => {
     expect(since(modelHost, hostBefore)).toHaveLength(3);
   });
 
-  test('a model custom_host on a host the outbound policy refuses is a 400 host_not_allowed, nothing sent', async () => {
+  test('a model custom_host on a host the outbound policy refuses is a 400 host_not_allowed when written, nothing stored or sent', async () => {
     // 127.0.0.2 is loopback but not on the test server's allow-list (127.0.0.1, ::1, localhost).
     const refused = `http://127.0.0.2:${new URL(modelHost.baseURL).port}/v1`;
     const models = [{ slug: 'gpt-special', configurations: { custom_host: modelHost.baseURL } }, { slug: 'gpt-4o-mini' }];
-    await ok('PUT', `/integrations/${integration.id}/integration-models`, { models: [...models, { slug: 'gpt-private', configurations: { custom_host: refused } }] });
-    try {
-      const hostBefore = modelHost.requests.length;
-      const res = await fetch(`${gw.url}/v1/chat/completions`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'x-gateway-api-key': key1, 'x-gateway-provider': '@team-openai' },
-        body: JSON.stringify({ model: 'gpt-private', messages }),
-      });
-      expect(res.status).toBe(400);
-      expect((await res.json()).error).toMatchObject({ code: 'host_not_allowed', type: 'invalid_request_error' });
-      expect(since(modelHost, hostBefore)).toHaveLength(0);
-    } finally {
-      await ok('PUT', `/integrations/${integration.id}/integration-models`, { models });
-    }
+    const hostBefore = modelHost.requests.length;
+    const put = await fetch(`${gw.url}/v1/integrations/${integration.id}/integration-models`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json', 'x-gateway-api-key': BOOTSTRAP_KEY },
+      body: JSON.stringify({ models: [...models, { slug: 'gpt-private', configurations: { custom_host: refused } }] }),
+    });
+    expect(put.status).toBe(400);
+    expect((await put.json()).error).toMatchObject({ code: 'host_not_allowed', type: 'invalid_request_error', param: 'models[2].configurations.custom_host' });
+    const list = await ok('GET', `/integrations/${integration.id}/integration-models`);
+    expect(list.data.map((m: any) => m.slug)).not.toContain('gpt-private');
+    expect(since(modelHost, hostBefore)).toHaveLength(0);
   });
 
   test('GET /v1/models now lists the integration models (source integration), not the catalog', async () => {
