@@ -239,7 +239,8 @@ describe('dashboard in Chromium', () => {
     if (browser === null) return;
     await page.getByRole('link', { name: 'Saved configs' }).click();
     await page.getByRole('button', { name: 'New' }).click();
-    await page.getByTestId('json-editor').fill(JSON.stringify({ name: 'broken', slug: 'broken', config: { provider: 'openai', retry: { attempts: 99 } } }));
+    // Retry attempts have no upper cap (the spec sets none): a negative count is what the server refuses.
+    await page.getByTestId('json-editor').fill(JSON.stringify({ name: 'broken', slug: 'broken', config: { provider: 'openai', retry: { attempts: -1 } } }));
     await page.getByRole('button', { name: 'Save' }).click();
     const error = page.getByTestId('error');
     await expect.poll(() => error.textContent()).toContain('400');
