@@ -337,4 +337,23 @@ describe('smaller holes', () => {
     expect(allowed.status).toBe(200);
     expect(await allowed.text()).toMatch(/gateway_requests_total/);
   });
+
+  test('a key in a custom host\'s query string is not stored in the log', async () => {
+    const SECRET = 'plainkey-quokka-3141-lantern';
+    // (Whatever the upstream answers is its own; what the gateway keeps is checked here.)
+    await chat(keys.member!, { 'x-gateway-provider': 'openai', authorization: 'Bearer sk-x', 'x-gateway-custom-host': `${mock.baseURL}?key=${SECRET}`, 'x-gateway-trace-id': 'query-key-trace' });
+    let entry: Json | undefined;
+    for (let i = 0; i < 100 && entry === undefined; i++) {
+      const list = await ok('GET', '/logs?trace_id=query-key-trace', BOOTSTRAP_KEY);
+      entry = list.data[0];
+      if (entry === undefined) await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(entry).toBeDefined();
+    const full = await ok('GET', `/logs/${entry!.id}`, BOOTSTRAP_KEY);
+    expect(full.request_headers['x-gateway-custom-host']).toBe(`${mock.baseURL}?key=[REDACTED]`);
+    expect(JSON.stringify(full)).not.toContain(SECRET);
+    const bytes = Buffer.concat([await readFile(join(gw.dataDir, 'gateway.db')), await readFile(join(gw.dataDir, 'gateway.db-wal')).catch(() => Buffer.alloc(0))]);
+    expect(bytes.includes(SECRET)).toBe(false);
+    expect(gw.logs.text()).not.toContain(SECRET);
+  });
 });

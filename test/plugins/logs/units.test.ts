@@ -98,6 +98,11 @@ describe('redaction', () => {
     expect(out.messages[0].content).toBe('use [REDACTED] and [REDACTED] please');
     expect(redactBody('a=1&api_key=secret&b=2')).toBe('a=1&api_key=[REDACTED]&b=2');
     expect(scrubText('key AIzaSyA1234567890abcdefghijklmnopqrstu end')).toBe('key [REDACTED] end');
+    // Credential-named query parameters of a URL lose their value, whatever it looks like; other parameters stay.
+    expect(scrubText('http://127.0.0.1:9/v1?key=plain-zebra-77&alt=sse')).toBe('http://127.0.0.1:9/v1?key=[REDACTED]&alt=sse');
+    expect(scrubText('https://h/x?a=1&sig=abc%2Fdef&X-Amz-Credential=AK/2026&token=t0k')).toBe('https://h/x?a=1&sig=[REDACTED]&X-Amz-Credential=[REDACTED]&token=[REDACTED]');
+    expect(scrubText('https://h/cb?code=oauth-code&state=s')).toBe('https://h/cb?code=[REDACTED]&state=s');
+    expect(scrubText('?monkey=1&keyboard=2')).toBe('?monkey=1&keyboard=2');
     expect(redactBody('{not json, sk-abcdefghijklmnopqrstuvwxyz')).toBe('{not json, [REDACTED]');
     // JSON cut short no longer parses: its credential fields are still found.
     expect(redactBody('{"model":"m","api_key": "short","text":"a \\"quoted\\" word","password":"p')).toBe('{"model":"m","api_key": "[REDACTED]","text":"a \\"quoted\\" word","password":"p');
