@@ -42,9 +42,12 @@ export interface Gateway {
   /** Requests being served now. */
   readonly inFlight: number;
   /**
-   * Stops the gateway: waits up to `graceMs` for in-flight requests and
-   * streams, runs plugins' `onClose` in reverse order, closes upstream pools
-   * and flushes logs. The HTTP server must stop accepting first.
+   * Stops the gateway: from the call on, a new request is answered 503
+   * `service_unavailable` (with `connection: close`) and not run; requests
+   * already received, those still waiting for `ready` included, get up to
+   * `graceMs` to finish (streams too); then plugins' `onClose` run in reverse
+   * order, upstream pools close and logs are flushed. The HTTP server should
+   * stop accepting connections first.
    */
   close(graceMs?: number): Promise<void>;
 }
@@ -190,15 +193,23 @@ export function createGateway(init: CreateGatewayOptions): Gateway {
   // A boot failure is reported through `ready` and on each waiting request, not as an unhandled rejection.
   ready.catch(() => undefined);
 
-  // Set once close() has waited for the requests in flight: from then on plugins close, so a request that still
-  // comes in (on a keep-alive connection the server has not closed yet) is refused, not run against closed stores.
-  let shutDown = false;
+  // Set as soon as close() is called: a request that comes in from then on (on a keep-alive connection the server has
+  // not closed, or sent just as the signal came) is answered 503 and never run, so the drain has a fixed set of
+  // requests to wait for and none of them starts once plugins close.
+  let refusing = false;
+  // Requests received before `ready`: not in the pipeline's count yet, but accepted, so close() waits for them too.
+  let waitingForReady = 0;
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
-    if (shutDown) return refuse(req, res, logger);
+    if (refusing) return refuse(req, res, logger);
     if (isReady) return pipeline.handle(req, res);
+    waitingForReady++;
     ready.then(
-      () => pipeline.handle(req, res),
       () => {
+        waitingForReady--;
+        pipeline.handle(req, res);
+      },
+      () => {
+        waitingForReady--;
         const ctx = new RequestContext(req.method ?? 'GET', req.url ?? '/', req.headers, null, logger);
         void writeResponse(res, ctx, errorResponse(new GatewayError('service_unavailable', 'The gateway failed to start; see its logs.')));
       },
@@ -207,6 +218,8 @@ export function createGateway(init: CreateGatewayOptions): Gateway {
 
   let closing: Promise<void> | null = null;
   const close = (graceMs = 10_000): Promise<void> => {
+    // Synchronously, before any await: a request dispatched after this call is refused.
+    refusing = true;
     closing ??= (async () => {
       for (const fn of drainFns) {
         try {
@@ -215,8 +228,10 @@ export function createGateway(init: CreateGatewayOptions): Gateway {
           logger.error({ err }, 'a plugin failed to drain');
         }
       }
-      await Promise.race([pipeline.idle(), delay(graceMs)]);
-      shutDown = true;
+      const grace = delay(graceMs);
+      // Requests waiting for `ready` reach the pipeline (and its count) in the same turn as `ready` settles, before this.
+      if (waitingForReady > 0) await Promise.race([ready.catch(() => undefined), grace]);
+      await Promise.race([pipeline.idle(), grace]);
       if (pipeline.inFlight > 0) logger.warn({ in_flight: pipeline.inFlight }, 'closing with requests still in flight');
       for (const fn of closeFns.reverse()) {
         try {
@@ -243,7 +258,7 @@ export function createGateway(init: CreateGatewayOptions): Gateway {
   };
 }
 
-/** The answer to a request that arrives once the gateway is closing: 503, and the connection closes. */
+/** The answer to a request that arrives once close() was called: 503, and the connection closes. Not logged, as a refused connection would not be. */
 function refuse(req: IncomingMessage, res: ServerResponse, logger: Logger): void {
   const ctx = new RequestContext(req.method ?? 'GET', req.url ?? '/', req.headers, null, logger);
   res.shouldKeepAlive = false;

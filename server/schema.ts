@@ -14,7 +14,7 @@ export const PluginEntrySchema = v.strictObject({
 });
 
 /** Defaults of the `server` timeouts. */
-export const SERVER_TIMEOUTS = Object.freeze({ headersTimeoutMs: 30_000, requestTimeoutMs: 120_000, keepAliveTimeoutMs: 65_000 });
+export const SERVER_TIMEOUTS = Object.freeze({ headersTimeoutMs: 30_000, requestTimeoutMs: 120_000, keepAliveTimeoutMs: 65_000, bodyIdleTimeoutMs: 60_000 });
 
 /** The server config file (`--config FILE` or `GATEWAY_CONFIG`). */
 export const ServerConfigSchema = v.strictObject({
@@ -66,6 +66,8 @@ export const ServerConfigSchema = v.strictObject({
         requestTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
         /** How long an idle keep-alive connection stays open. Default 65 000 ms. */
         keepAliveTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+        /** Longest pause while a request body arrives; then 408 and the connection closes. Default 60 000 ms. */
+        bodyIdleTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
       }),
       v.forward(
         v.check((s) => (s.headersTimeoutMs ?? SERVER_TIMEOUTS.headersTimeoutMs) <= (s.requestTimeoutMs ?? SERVER_TIMEOUTS.requestTimeoutMs), 'must not be more than requestTimeoutMs'),

@@ -1,13 +1,16 @@
 import { randomBytes } from 'node:crypto';
-import { createServer, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Duplex } from 'node:stream';
 import { dirname, resolve } from 'node:path';
-import { createGateway, createLogger, type Gateway, type Logger } from '../core/index.js';
+import { performance } from 'node:perf_hooks';
+import { createGateway, createLogger, DEFAULT_OPTIONS, type Gateway, type Logger } from '../core/index.js';
+import { hasBody, watchBodyIdle } from './body-idle.js';
 import { loadPlugins } from './catalog.js';
+import { answerClientErrors, answerHostProblem, hostProblem } from './client-errors.js';
 import { configFileFrom, loadServerConfig } from './config.js';
+import { Connections, IDLE_CLOSE_GRACE_MS } from './connections.js';
 import { readEnv, type ServerEnv } from './env.js';
-import { answerClientErrors } from './client-errors.js';
+import { lingerIfBodyPending } from './linger.js';
 import { SERVER_TIMEOUTS, type ServerConfig } from './schema.js';
 
 export interface StartOptions {
@@ -28,7 +31,12 @@ export interface RunningServer {
   gateway: Gateway;
   port: number;
   url: string;
-  /** Stops accepting, lets in-flight requests and streams finish (up to the shutdown timeout), closes plugins, flushes logs. */
+  /**
+   * Stops accepting connections; answers a request that still arrives on an
+   * open one with 503 and `connection: close`; lets every request received
+   * before finish, streams included (up to `shutdownTimeoutMs`); closes
+   * plugins, flushes logs, then closes the connections.
+   */
   close(): Promise<void>;
 }
 
@@ -60,11 +68,21 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     },
   });
   await gateway.ready;
+  const host = options.host ?? config.host ?? '0.0.0.0';
 
-  let draining = false;
   const timeouts = { ...SERVER_TIMEOUTS, ...config.server };
-  // The response in progress on each socket, so a client error that comes mid-answer never writes a second status line.
-  const responses = new WeakMap<Duplex, ServerResponse>();
+  const maxBodyBytes = config.maxBodyBytes ?? DEFAULT_OPTIONS.maxBodyBytes;
+  const handle = (req: IncomingMessage, res: ServerResponse): void => {
+    connections.track(req, res);
+    if (hasBody(req)) {
+      lingerIfBodyPending(req, res);
+      watchBodyIdle(req, res, timeouts.bodyIdleTimeoutMs);
+    }
+    // Node's own check answers a bare 400 (requireHostHeader, turned off below); this one answers in the envelope.
+    const problem = hostProblem(req);
+    if (problem !== null) return answerHostProblem(res, problem);
+    gateway.handler(req, res);
+  };
   const server = createServer(
     {
       // Both cover receiving the request only: once it is in, a stream may run as long as the upstream keeps sending.
@@ -73,53 +91,49 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
       keepAliveTimeout: timeouts.keepAliveTimeoutMs,
       // Node checks the two timeouts on this period (30 s by default), so they fire within a quarter of the shorter one.
       connectionsCheckingInterval: Math.min(30_000, Math.max(25, Math.floor(timeouts.headersTimeoutMs / 4))),
+      requireHostHeader: false,
     },
-    (req, res) => {
-      responses.set(req.socket, res);
-      // Once shutdown began, every answer closes its connection, so keep-alive clients stop sending here and in-flight work can drain.
-      if (draining) res.setHeader('connection', 'close');
-      gateway.handler(req, res);
-    },
+    handle,
   );
-  answerClientErrors(server, responses);
-  // Open connections, so a shutdown can end each keep-alive one once its answer is out (per connection, not per request).
-  const sockets = new Set<Duplex>();
-  server.on('connection', (socket: Duplex) => {
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
+  const connections = new Connections(server);
+  answerClientErrors(server, (socket) => connections.answering(socket));
+  // `expect: 100-continue`: a body over the limit is not asked for; the gateway answers 413 (or 401) without it.
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    if (!(Number(req.headers['content-length']) > maxBodyBytes)) res.writeContinue();
+    handle(req, res);
   });
+  // Any other expectation is ignored (RFC 9110 allows it) rather than answered with Node's bare 417.
+  server.on('checkExpectation', handle);
+
   const port = options.port ?? env.port ?? config.port ?? 8787;
-  const host = options.host ?? config.host ?? '0.0.0.0';
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, () => {
+        server.off('error', reject);
+        resolve();
+      });
     });
-  });
-  const actual = (server.address() as AddressInfo).port;
+  } catch (err) {
+    await gateway.close(0);
+    throw err;
+  }
+  const address = server.address() as AddressInfo;
   const shutdownTimeoutMs = config.shutdownTimeoutMs ?? 10_000;
 
   let closing: Promise<void> | null = null;
   const close = () =>
     (closing ??= (async () => {
-      draining = true;
-      const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeIdleConnections();
-      // An answer already under way closes its connection too: before its headers (Connection: close), or right after
-      // it, so the client opens its next request elsewhere instead of sending it here while the gateway closes.
-      for (const socket of sockets) {
-        const res = responses.get(socket);
-        if (res === undefined || res.writableFinished) continue;
-        if (!res.headersSent) res.shouldKeepAlive = false;
-        else res.once('finish', () => socket.end());
-      }
+      const deadline = performance.now() + shutdownTimeoutMs;
+      const stopped = connections.stopAccepting();
+      // Refuses what arrives from now on (503), waits for what it accepted, closes plugins and flushes logs.
       await gateway.close(shutdownTimeoutMs);
-      server.closeAllConnections();
+      // A request sent right after the last answers still gets its 503, even when the drain used the whole grace.
+      await connections.closeAll(Math.max(deadline, performance.now() + IDLE_CLOSE_GRACE_MS));
       await stopped;
     })());
 
-  return { server, gateway, port: actual, url: `http://127.0.0.1:${actual}`, close };
+  return { server, gateway, port: address.port, url: `http://127.0.0.1:${address.port}`, close };
 }
 
 /**

@@ -5,7 +5,10 @@ import { DEFAULT_MAX_JSON_DEPTH, exceedsJsonDepth } from '../json-limits.js';
 /**
  * Reads the whole request body, refusing anything over `limit` bytes with a
  * 413 before or while reading. Bodies are buffered because retries and
- * fallbacks may send them more than once.
+ * fallbacks may send them more than once. A request that times out while its
+ * body is read (the 'timeout' Node emits on an incomplete request when its
+ * socket's inactivity timer, set with `req.setTimeout`, expires: the bundled
+ * server's `server.bodyIdleTimeoutMs`) is a 408 that closes the connection.
  */
 export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   const declared = req.headers['content-length'];
@@ -19,7 +22,7 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
       size += chunk.length;
       if (size > limit) {
         cleanup();
-        // Stop reading; the response carries `connection: close` so the rest is never parsed.
+        // Stop reading: the answer closes the connection (the bundled server drops what still comes, bounded: server/linger.ts).
         req.pause();
         reject(tooLarge(limit));
         return;
@@ -37,17 +40,29 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
     const onClose = () => {
       if (!req.complete) onError(new Error('client closed the connection'));
     };
+    const onTimeout = () => {
+      cleanup();
+      req.pause();
+      reject(stalled(req.socket.timeout));
+    };
     const cleanup = () => {
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('error', onError);
       req.off('close', onClose);
+      req.off('timeout', onTimeout);
     };
     req.on('data', onData);
     req.on('end', onEnd);
     req.on('error', onError);
     req.on('close', onClose);
+    req.on('timeout', onTimeout);
   });
+}
+
+function stalled(idleMs: number | undefined): GatewayError {
+  const pause = idleMs === undefined ? '' : `: nothing of it came for ${idleMs} ms`;
+  return new GatewayError('request_timeout', `The request body stopped arriving before it was complete${pause}.`, { headers: { connection: 'close' } });
 }
 
 function tooLarge(limit: number): GatewayError {
