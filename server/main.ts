@@ -4,7 +4,7 @@ import { startServer } from './server.js';
 /** `npm start`: serve until SIGTERM or SIGINT, then shut down gracefully and exit 0. */
 async function main(): Promise<void> {
   const running = await startServer({ argv: process.argv.slice(2) });
-  running.gateway.logger.info({ port: running.port }, `gateway listening on ${running.url}`);
+  running.gateway.logger.info({ port: running.port, url: running.url }, `gateway listening on ${running.listening}`);
   let signalled = false;
   const shutdown = (signal: string) => {
     if (signalled) return;

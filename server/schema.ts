@@ -20,8 +20,14 @@ export const SERVER_TIMEOUTS = Object.freeze({ headersTimeoutMs: 30_000, request
 export const ServerConfigSchema = v.strictObject({
   /** Listening port; `PORT` wins over it. Default 8787. */
   port: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(65535))),
-  /** Listening address. Default `0.0.0.0`. */
+  /** Listening address. Default `0.0.0.0`. Without an auth plugin, only a loopback address unless `auth` is `none`. */
   host: v.optional(v.string()),
+  /**
+   * `none`: serve requests without authentication on purpose. Without it, a
+   * config whose plugins authenticate nobody starts only on a loopback
+   * address (docs/security.md#authentication-at-start).
+   */
+  auth: v.optional(v.picklist(['none'])),
   /** Largest request body in bytes. Default 50 MiB. */
   maxBodyBytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
   /** Deepest nesting of objects and arrays in a JSON body, config or metadata. Default 100. */

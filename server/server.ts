@@ -10,6 +10,7 @@ import { answerClientErrors, answerHostProblem, hostProblem } from './client-err
 import { configFileFrom, loadServerConfig } from './config.js';
 import { Connections, IDLE_CLOSE_GRACE_MS } from './connections.js';
 import { readEnv, type ServerEnv } from './env.js';
+import { checkAuthSetup, describeListening, localUrl } from './exposure.js';
 import { lingerIfBodyPending } from './linger.js';
 import { SERVER_TIMEOUTS, type ServerConfig } from './schema.js';
 
@@ -30,7 +31,10 @@ export interface RunningServer {
   server: Server;
   gateway: Gateway;
   port: number;
+  /** A URL this machine reaches the server at: loopback (127.0.0.1 or ::1) when it listens on every interface. */
   url: string;
+  /** The address really bound, for the start line: `http://0.0.0.0:8787 (all interfaces; …)`, `http://127.0.0.1:8787`. */
+  listening: string;
   /**
    * Stops accepting connections; answers a request that still arrives on an
    * open one with 503 and `connection: close`; lets every request received
@@ -69,6 +73,13 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   });
   await gateway.ready;
   const host = options.host ?? config.host ?? '0.0.0.0';
+  let warning: string | null;
+  try {
+    warning = checkAuthSetup({ authenticators: gateway.hooks.auth.taps.map((t) => t.name), authNone: config.auth === 'none', host });
+  } catch (err) {
+    await gateway.close(0);
+    throw err;
+  }
 
   const timeouts = { ...SERVER_TIMEOUTS, ...config.server };
   const maxBodyBytes = config.maxBodyBytes ?? DEFAULT_OPTIONS.maxBodyBytes;
@@ -119,6 +130,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
     throw err;
   }
   const address = server.address() as AddressInfo;
+  if (warning !== null) logger.warn({ address: address.address, port: address.port }, warning);
   const shutdownTimeoutMs = config.shutdownTimeoutMs ?? 10_000;
 
   let closing: Promise<void> | null = null;
@@ -133,7 +145,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
       await stopped;
     })());
 
-  return { server, gateway, port: address.port, url: `http://127.0.0.1:${address.port}`, close };
+  return { server, gateway, port: address.port, url: localUrl(address), listening: describeListening(address), close };
 }
 
 /**

@@ -38,7 +38,8 @@ export function startProcess(args: string[], env: Record<string, string>, option
       reject(new Error(`server did not start: ${out}`));
     }, 20_000);
     child.stdout!.on('data', () => {
-      const m = out.match(/gateway listening on http:\/\/127\.0\.0\.1:(\d+)/);
+      // The address really bound (0.0.0.0 unless the config says otherwise); the tests connect to 127.0.0.1 on its port.
+      const m = out.match(/gateway listening on http:\/\/(?:\[[^\]]*\]|[^\s:/]+):(\d+)/);
       if (m) {
         clearTimeout(timer);
         resolve({ child, port: Number(m[1]), output: () => out, exited });
