@@ -12,6 +12,7 @@ import { Pipeline } from './pipeline.js';
 import type { GatewayPlugin, PluginAPI, Registries } from './plugin.js';
 import { Registry } from './registry.js';
 import { RouteTable } from './router.js';
+import { unreadRoutingHeaders } from './routing-headers.js';
 import { TOKENS } from './tokens.js';
 import type { Dispatch, GatewayOptions, Interceptor } from './types.js';
 import { UpstreamClient } from './upstream/client.js';
@@ -77,9 +78,11 @@ export function createGateway(init: CreateGatewayOptions): Gateway {
   targetFields.declare('core', CORE_TARGET_FIELDS);
   const errorCodes = new Map<string, ErrorCodeSpec & { owner: string }>(Object.entries(CORE_ERROR_CODES).map(([code, spec]) => [code, { ...spec, owner: 'core' }]));
   const names = new Set<string>();
+  const readHeaders = new Set<string>();
   for (const plugin of init.plugins) {
     if (names.has(plugin.name)) throw new Error(`plugin "${plugin.name}" is applied twice`);
     names.add(plugin.name);
+    for (const h of plugin.headers ?? []) readHeaders.add(h.toLowerCase());
     checkGatewayApi(plugin.name, plugin.gatewayApi);
     if (plugin.targetFields !== undefined) targetFields.declare(plugin.name, plugin.targetFields);
     for (const [code, spec] of Object.entries(plugin.errorCodes ?? {})) {
@@ -182,7 +185,7 @@ export function createGateway(init: CreateGatewayOptions): Gateway {
   routes.freeze();
 
   const pipeline = container.resolve(Pipeline);
-  pipeline.seal(compose(interceptors, pipeline.transport()));
+  pipeline.seal(compose(interceptors, pipeline.transport()), unreadRoutingHeaders(readHeaders));
   pipelineRef = pipeline;
 
   let isReady = false;

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { inject, injectable } from 'tsyringe';
 import { requireScope } from './auth.js';
 import { RequestContext } from './context.js';
+import { refuseUnreadRoutingHeaders } from './routing-headers.js';
 import { GatewayError, toGatewayError } from './errors.js';
 import type { GatewayHooks } from './hooks.js';
 import { bearerToken } from './http/headers.js';
@@ -84,6 +85,7 @@ interface UsedHooks {
 export class Pipeline {
   #used: UsedHooks | null = null;
   #dispatch: Dispatch | null = null;
+  #unreadHeaders: readonly string[] = [];
   #inFlight = 0;
   #idle: (() => void) | null = null;
 
@@ -96,8 +98,12 @@ export class Pipeline {
     @inject(TOKENS.Upstream) private readonly upstream: UpstreamClient,
   ) {}
 
-  /** Freezes the set of used hooks and composes the interceptor chain around the transport. */
-  seal(dispatch: Dispatch): void {
+  /**
+   * Freezes the set of used hooks and composes the interceptor chain around the transport.
+   * `unreadHeaders`: the routing headers no loaded plugin reads (refused when a request sends one).
+   */
+  seal(dispatch: Dispatch, unreadHeaders: readonly string[] = []): void {
+    this.#unreadHeaders = unreadHeaders;
     const h = this.hooks;
     this.#used = {
       request: h.request.isUsed(),
@@ -235,6 +241,7 @@ export class Pipeline {
       }
     }
 
+    if (this.#unreadHeaders.length > 0) this.refuseUnreadHeaders(ctx);
     const target = (used.resolveProvider ? await this.hooks.resolveProvider.promise(ctx) : undefined) ?? this.defaultTarget(ctx);
     ctx.target = target;
 
@@ -318,6 +325,7 @@ export class Pipeline {
       ctx.rawBody = Buffer.from(JSON.stringify(request.body));
       if (typeof request.body.model === 'string') ctx.model = request.body.model;
       ctx.stream = request.body.stream === true;
+      if (request.target === null && this.#unreadHeaders.length > 0) this.refuseUnreadHeaders(ctx);
       const target = request.target ?? (used.resolveProvider ? await this.hooks.resolveProvider.promise(ctx) : undefined) ?? this.defaultTarget(ctx);
       ctx.target = target;
       let answer = used.beforeRequest ? await this.hooks.beforeRequest.promise(ctx) : undefined;
@@ -361,13 +369,26 @@ export class Pipeline {
   };
 
   /**
+   * A routing header no loaded plugin reads is a 400, not a request sent elsewhere. The one-provider
+   * default (see {@link defaultTarget}) reads `x-gateway-provider` itself when it names that provider.
+   */
+  private refuseUnreadHeaders(ctx: RequestContext): void {
+    refuseUnreadRoutingHeaders(ctx.headers, this.#unreadHeaders, (name, value) => name === 'x-gateway-provider' && this.usesOnlyProvider() && value === this.registries.providers.names()[0]);
+  }
+
+  /** Whether requests go to the only provider by default (one provider, no resolver plugin: the minimal build). */
+  private usesOnlyProvider(): boolean {
+    return this.registries.providers.size === 1 && !this.#used!.resolveProvider;
+  }
+
+  /**
    * With no resolver answer. A build with one provider and no resolver plugin
    * at all (the minimal build) sends everything to that provider, with the
    * client's bearer token as its key. Otherwise the client must choose.
    */
   private defaultTarget(ctx: RequestContext): Target {
     const providers = this.registries.providers;
-    if (providers.size === 1 && !this.#used!.resolveProvider) return { provider: providers.names()[0]!, api_key: bearerToken(ctx.headers) };
+    if (this.usesOnlyProvider()) return { provider: providers.names()[0]!, api_key: bearerToken(ctx.headers) };
     if (this.routes.isFallback(ctx.route!)) {
       throw new GatewayError('not_found', `Unknown route ${ctx.method} ${ctx.path}, and no provider was selected to proxy it to (x-gateway-provider).`);
     }

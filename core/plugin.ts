@@ -33,6 +33,13 @@ export interface GatewayPlugin {
   readonly targetFields?: Readonly<Record<string, TargetField>>;
   /** Error codes this plugin raises, with their HTTP status and type. Building a GatewayError with an undeclared code throws. */
   readonly errorCodes?: Readonly<Record<string, ErrorCodeSpec>>;
+  /**
+   * Request headers this plugin reads that choose where a request goes (`x-gateway-provider`,
+   * `x-gateway-custom-host`, `x-gateway-config`, … lower case; see `ROUTING_HEADERS`). A request
+   * carrying a routing header that no loaded plugin declares is refused with a 400 naming it,
+   * rather than sent somewhere its sender did not choose.
+   */
+  readonly headers?: readonly string[];
   apply(api: PluginAPI): void;
 }
 

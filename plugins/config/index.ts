@@ -54,6 +54,8 @@ export function config(options: ConfigOptions = {}): GatewayPlugin {
   const opts = parseOptions(PLUGIN_NAME, OptionsSchema, options);
   return {
     name: PLUGIN_NAME,
+    // Routing headers it reads: without a plugin that does, a request sending one is refused (core/routing-headers.ts).
+    headers: ['x-gateway-config'],
     targetFields: CONFIG_FIELDS,
     apply(api) {
       // Every field is declared before any plugin is applied, so the schema is complete here.

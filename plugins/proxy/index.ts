@@ -22,6 +22,8 @@ const DROPPED = new Set(['host', 'content-length', 'authorization', 'cookie', 'x
 export function proxy(): GatewayPlugin {
   return {
     name: PLUGIN_NAME,
+    // Routing headers it reads: without a plugin that does, a request sending one is refused (core/routing-headers.ts).
+    headers: [PROXY_HEADER],
     apply(api) {
       const prefix = api.options.basePath;
       const route: RouteDefinition = {

@@ -40,3 +40,38 @@ test('createGateway({ plugins: [openai()] }) serves a chat completion', async ()
   // The client's provider key reaches the upstream.
   expect(mock.requests.at(-1)!.headers.authorization).toBe('Bearer sk-minimal');
 });
+
+test('a routing header no loaded plugin reads is a 400 naming it and the plugin; nothing is sent', async () => {
+  const other = await startMockOpenAI();
+  try {
+    const before = mock.requests.length;
+    for (const [name, value, plugin] of [
+      ['x-gateway-custom-host', other.baseURL, 'provider-headers'],
+      ['x-gateway-config', JSON.stringify({ provider: 'openai', api_key: 'sk-x' }), 'config'],
+      ['x-gateway-provider', 'anthropic', 'provider-headers'],
+      ['x-gateway-virtual-key', 'prod', 'provider-headers'],
+      ['x-gateway-proxy', 'true', 'proxy'],
+    ] as const) {
+      const res = await fetch(`${url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: 'Bearer sk-minimal', [name]: value },
+        body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }),
+      });
+      expect(res.status, name).toBe(400);
+      const body = (await res.json()) as { error: Record<string, string> };
+      expect(body.error).toMatchObject({ code: 'invalid_header', type: 'invalid_request_error', param: name });
+      expect(body.error.message).toContain(plugin);
+    }
+    expect(mock.requests.length).toBe(before);
+    expect(other.requests).toHaveLength(0);
+    // x-gateway-provider naming the one provider is what the build does anyway: taken.
+    const same = await fetch(`${url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer sk-minimal', 'x-gateway-provider': 'openai' },
+      body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    expect(same.status).toBe(200);
+  } finally {
+    await other.close();
+  }
+});
