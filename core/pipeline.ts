@@ -192,7 +192,7 @@ export class Pipeline {
     if (match === 'method_not_allowed') throw new GatewayError('method_not_allowed', `Method ${ctx.method} is not allowed on ${ctx.path}.`);
     let route = match.route;
     ctx.params = match.params;
-    if (route.deferToFallback !== undefined && route.deferToFallback(ctx)) {
+    if (this.routes.defersToFallback(route, ctx)) {
       const fallback = this.routes.fallbackFor(ctx.method, ctx.path);
       if (fallback !== null) {
         route = fallback;

@@ -115,21 +115,19 @@ export class RouteTable {
     return this.#fallback !== null && this.#fallback.route === route;
   }
 
-  freeze(): void {
-    if (this.#frozen) return;
-    this.#frozen = true;
+  /**
+   * Whether the fallback serves a request that `route` matched: the route's own `deferToFallback`, or the
+   * fallback's `claims` for a route it could serve. Checked by the pipeline before auth. Routes are never
+   * copied for this, so a plugin that compares `ctx.route` with a route it registered still finds it.
+   */
+  defersToFallback(route: RouteDefinition, ctx: RequestContext): boolean {
+    if (route.deferToFallback !== undefined && route.deferToFallback(ctx)) return true;
     const fb = this.#fallback;
-    if (fb === null || fb.claims === null) return;
-    // Done once all routes are in (a plugin may add routes after the fallback is set). Matching hands out copies
-    // that also defer when the fallback claims the request; the routes as registered (`list`, `byName`) are untouched.
-    const claims = fb.claims;
-    const divert = (route: RouteDefinition): RouteDefinition => {
-      if (!route.path.startsWith(fb.prefix) || !fb.methods.has(route.method)) return route;
-      const own = route.deferToFallback;
-      return { ...route, deferToFallback: own === undefined ? claims : (ctx) => claims(ctx) || own(ctx) };
-    };
-    for (const [key, route] of this.#static) this.#static.set(key, divert(route));
-    for (const p of this.#params) p.route = divert(p.route);
+    return fb !== null && fb.claims !== null && route !== fb.route && route.path.startsWith(fb.prefix) && fb.methods.has(route.method) && fb.claims(ctx);
+  }
+
+  freeze(): void {
+    this.#frozen = true;
   }
 }
 

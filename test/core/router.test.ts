@@ -57,7 +57,7 @@ test('registry: duplicates refused, require names the missing item', () => {
   expect(() => r.add('c', 3)).toThrow(/frozen/);
 });
 
-test('a fallback that claims a request: every route it could serve defers to it then; list and byName keep the routes as added', () => {
+test('a fallback that claims a request: every route it could serve defers to it then; matching, list and byName keep the routes as added', () => {
   const t = new RouteTable();
   const logs = route('logs', 'GET', '/v1/logs');
   const rotate = route('rotate', 'POST', '/v1/api-keys/:id/rotate');
@@ -71,7 +71,7 @@ test('a fallback that claims a request: every route it could serve defers to it 
   const defers = (method: string, path: string, headers: Record<string, string>) => {
     const m = t.match(method, path);
     if (m === null || m === 'method_not_allowed') throw new Error(`no route for ${method} ${path}`);
-    return m.route.deferToFallback?.(ctx(headers)) ?? false;
+    return t.defersToFallback(m.route, ctx(headers));
   };
   expect(defers('GET', '/v1/logs', { 'x-claim': 'yes' })).toBe(true);
   expect(defers('GET', '/v1/logs', {})).toBe(false);
@@ -85,4 +85,7 @@ test('a fallback that claims a request: every route it could serve defers to it 
   expect(t.list().map((e) => e.route).slice(0, 5)).toEqual([logs, rotate, models, patch, health]);
   expect(t.list()[0]!.route).toBe(logs);
   expect(t.byName('logs')).toBe(logs);
+  // The route matched is the one registered (plugins compare ctx.route with their own routes).
+  expect((t.match('GET', '/v1/logs') as { route: RouteDefinition }).route).toBe(logs);
+  expect((t.match('POST', '/v1/api-keys/k1/rotate') as { route: RouteDefinition }).route).toBe(rotate);
 });

@@ -88,14 +88,7 @@ const ORGANISATION_ONLY: Readonly<Record<string, string>> = {
  * added to the failure message; the case keeps failing until the defect is fixed
  * (then remove the entry).
  */
-const KNOWN_DEFECTS: Readonly<Record<string, string>> = {
-  // TODO(prompts): since f0531dc the route table hands out copies of every /v1 route (router.ts freeze(), for the
-  // proxy's x-gateway-proxy claim), so plugins/prompts/index.ts `ctx.route !== completions` is always true: the stored
-  // prompt is never loaded, for any caller, and the body is validated as a bare chat body (400 "model"). Workspace B
-  // gets that 400 instead of the 404 of a prompt it cannot see (nothing of A's is used or shown). Fix: compare the
-  // route by method and path (or name and path) in the prompts plugin, or keep route identity in the router.
-  'POST /v1/prompts/{promptId}/completions': 'the prompt is never loaded (route identity lost since f0531dc): see KNOWN_DEFECTS',
-};
+const KNOWN_DEFECTS: Readonly<Record<string, string>> = {};
 
 /** Scopes given to the key "holding only some other scope": the first that does not cover the route's. */
 const OTHER_SCOPES = ['agents.invoke', 'logs.read'] as const;

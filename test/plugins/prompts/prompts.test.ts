@@ -19,6 +19,7 @@ import { logApi } from '../../../plugins/logs/routes/index.js';
 import { prompts } from '../../../plugins/prompts/index.js';
 import { providerHeaders } from '../../../plugins/provider-headers/index.js';
 import { providerRegistry } from '../../../plugins/provider-registry/index.js';
+import { proxy } from '../../../plugins/proxy/index.js';
 import { openai } from '../../../plugins/providers/openai/index.js';
 import { postgresStore } from '../../../plugins/stores/postgres/index.js';
 import { sqliteStore } from '../../../plugins/stores/sqlite/index.js';
@@ -63,6 +64,9 @@ function startGateway(store: () => GatewayPlugin, clock: { now: number }, dataDi
       openai(),
       logStore({ flushIntervalMs: 20, retentionDays: 0 }),
       logApi(),
+      // As in the default config: the proxy claims x-gateway-proxy requests of every /v1 route, which must not
+      // change which route a prompt completion matched (the prompts plugin compares ctx.route with its own).
+      proxy(),
     ],
   });
 }
