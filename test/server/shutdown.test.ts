@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { startProcess } from '../helpers/process.js';
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect, test } from 'vitest';
 import { startMockOpenAI, type MockUpstream } from '../mocks/openai-upstream.js';
 
 let mock: MockUpstream;
@@ -11,7 +11,16 @@ beforeAll(async () => {
 });
 afterAll(() => mock.close());
 
-const start = (env: Record<string, string>) => startProcess([], { GATEWAY_API_KEYS: 'shutdown-key-1', ...env });
+const started: ChildProcess[] = [];
+// A test that fails before its signal must not leave its server running.
+afterEach(() => {
+  for (const child of started.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+});
+const start = async (env: Record<string, string>) => {
+  const gw = await startProcess([], { GATEWAY_API_KEYS: 'shutdown-key-1', ...env });
+  started.push(gw.child);
+  return gw;
+};
 /**
  * Resolves once the mock upstream has the request whose message is `text`: the request is in flight
  * then. A fixed wait was not always enough on a loaded machine, and a signal that beats the request
