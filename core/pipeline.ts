@@ -87,7 +87,8 @@ export class Pipeline {
   #dispatch: Dispatch | null = null;
   #unreadHeaders: readonly string[] = [];
   #inFlight = 0;
-  #idle: (() => void) | null = null;
+  /** Who waits for no request in flight: every caller of idle() since the count was last zero. */
+  #idle: Array<() => void> = [];
 
   constructor(
     @inject(TOKENS.Hooks) private readonly hooks: GatewayHooks,
@@ -130,7 +131,7 @@ export class Pipeline {
   idle(): Promise<void> {
     if (this.#inFlight === 0) return Promise.resolve();
     return new Promise((resolve) => {
-      this.#idle = resolve;
+      this.#idle.push(resolve);
     });
   }
 
@@ -144,9 +145,8 @@ export class Pipeline {
     });
     this.#inFlight++;
     this.run(ctx, req, res).finally(() => {
-      if (--this.#inFlight === 0 && this.#idle !== null) {
-        this.#idle();
-        this.#idle = null;
+      if (--this.#inFlight === 0 && this.#idle.length > 0) {
+        for (const resolve of this.#idle.splice(0)) resolve();
       }
     });
   }
