@@ -13,7 +13,7 @@ import type { GatewayPlugin, PluginAPI, Registries } from './plugin.js';
 import { Registry } from './registry.js';
 import { RouteTable } from './router.js';
 import { unreadRoutingHeaders } from './routing-headers.js';
-import { TOKENS } from './tokens.js';
+import { describeToken, TOKENS } from './tokens.js';
 import type { Dispatch, GatewayOptions, Interceptor } from './types.js';
 import { UpstreamClient } from './upstream/client.js';
 import { checkGatewayApi } from './version.js';
@@ -79,6 +79,8 @@ export function createGateway(init: CreateGatewayOptions): Gateway {
   const errorCodes = new Map<string, ErrorCodeSpec & { owner: string }>(Object.entries(CORE_ERROR_CODES).map(([code, spec]) => [code, { ...spec, owner: 'core' }]));
   const names = new Set<string>();
   const readHeaders = new Set<string>();
+  // What plugins say they provide, known before any is applied (api.provided).
+  const declaredProvides = new Set<symbol>(init.plugins.flatMap((p) => p.provides ?? []));
   for (const plugin of init.plugins) {
     if (names.has(plugin.name)) throw new Error(`plugin "${plugin.name}" is applied twice`);
     names.add(plugin.name);
@@ -157,6 +159,9 @@ export function createGateway(init: CreateGatewayOptions): Gateway {
     tryResolve<T>(token: symbol): T | undefined {
       return container.isRegistered(token, true) ? container.resolve<T>(token) : undefined;
     },
+    provided(token) {
+      return declaredProvides.has(token) || container.isRegistered(token, true);
+    },
     internalRequest(request) {
       if (pipelineRef === null) return Promise.reject(new Error('internalRequest is only valid after boot'));
       return pipelineRef.internal(request);
@@ -181,6 +186,7 @@ export function createGateway(init: CreateGatewayOptions): Gateway {
 
   for (const plugin of init.plugins) plugin.apply(api);
   booting = false;
+  checkServices(init.plugins, (token) => container.isRegistered(token, true));
   for (const r of Object.values(registries)) (r as Registry<unknown>).freeze();
   routes.freeze();
 
@@ -259,6 +265,23 @@ export function createGateway(init: CreateGatewayOptions): Gateway {
     },
     close,
   };
+}
+
+/**
+ * What plugins declared against what they did: a required service no plugin provides, or a declared
+ * one its plugin never provided, stops the boot with the plugin and the service named.
+ */
+function checkServices(plugins: readonly GatewayPlugin[], registered: (token: symbol) => boolean): void {
+  for (const plugin of plugins) {
+    for (const token of plugin.provides ?? []) {
+      if (!registered(token)) throw new Error(`plugin "${plugin.name}" declares that it provides ${describeToken(token)} but did not provide it in apply()`);
+    }
+  }
+  for (const plugin of plugins) {
+    for (const token of plugin.requires ?? []) {
+      if (!registered(token)) throw new Error(`plugin "${plugin.name}" requires the service ${describeToken(token)}, which no loaded plugin provides: load that plugin (before or after it), or leave "${plugin.name}" out`);
+    }
+  }
 }
 
 /** The answer to a request that arrives once close() was called: 503, and the connection closes. Not logged, as a refused connection would not be. */

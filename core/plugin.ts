@@ -40,6 +40,16 @@ export interface GatewayPlugin {
    * rather than sent somewhere its sender did not choose.
    */
   readonly headers?: readonly string[];
+  /** Service tokens this plugin registers with `api.provide`; a declared one it does not provide stops the boot. */
+  readonly provides?: readonly ServiceToken<unknown>[];
+  /**
+   * Service tokens this plugin cannot work without: when no loaded plugin provides one, the boot
+   * stops with an error naming the token and the plugin that provides it, rather than the plugin
+   * degrading silently. Resolve them with `api.resolve` from `onReady` on.
+   */
+  readonly requires?: readonly ServiceToken<unknown>[];
+  /** Service tokens this plugin uses when present and works without (documented, never checked); see `api.provided`. */
+  readonly uses?: readonly ServiceToken<unknown>[];
   apply(api: PluginAPI): void;
 }
 
@@ -83,6 +93,11 @@ export interface PluginAPI extends Registries {
   resolve<T>(token: ServiceToken<T>): T;
   /** Like `resolve`, but undefined when no plugin provides the service (an optional collaborator). */
   tryResolve<T>(token: ServiceToken<T>): T | undefined;
+  /**
+   * Whether a loaded plugin provides the service: one that declared it in `provides` (known before
+   * any `apply`, so a plugin can decide what to register), or one that already provided it.
+   */
+  provided(token: ServiceToken<unknown>): boolean;
   /**
    * Makes a request through the gateway's own strategy, interceptors and
    * transport (logged, marked internal), e.g. an embedding for a cache.

@@ -6,9 +6,24 @@
  */
 export type ServiceToken<T> = symbol & { readonly __service?: T };
 
-/** A token for services of type `T`, named `name` (namespaced, e.g. `acme.quota`). */
-export function serviceToken<T>(name: string): ServiceToken<T> {
-  return Symbol.for(name) as ServiceToken<T>;
+/** The bundled plugin that provides each token, where one was named: said when a requirement is missing. */
+const PROVIDED_BY = new Map<symbol, string>();
+
+/**
+ * A token for services of type `T`, named `name` (namespaced, e.g. `acme.quota`).
+ * `providedBy` names the plugin that provides it, for the boot error of a
+ * plugin that requires it when none is loaded.
+ */
+export function serviceToken<T>(name: string, providedBy?: string): ServiceToken<T> {
+  const token = Symbol.for(name) as ServiceToken<T>;
+  if (providedBy !== undefined) PROVIDED_BY.set(token, providedBy);
+  return token;
+}
+
+/** How a boot error names a token: its name, and the plugin that provides it when one was named. */
+export function describeToken(token: symbol): string {
+  const by = PROVIDED_BY.get(token);
+  return `"${token.description ?? String(token)}"${by === undefined ? '' : ` (provided by the ${by} plugin)`}`;
 }
 
 /**

@@ -20,6 +20,13 @@ export interface Migration {
   version: number;
   name: string;
   up: string | { sqlite: string; postgres: string };
+  /**
+   * The same change applied before under another namespace (tables a feature took over from another
+   * plugin): when that namespace's version is recorded, this one is recorded as applied without
+   * running. So a database made before the move keeps its tables and data, and a new one gets them
+   * from the feature that owns them now.
+   */
+  adopts?: { namespace: string; version: number };
 }
 
 /**
@@ -43,8 +50,13 @@ export async function migrate(client: SqlClient, namespace: string, migrations: 
       'CREATE TABLE IF NOT EXISTS schema_migrations (namespace TEXT NOT NULL, version INTEGER NOT NULL, name TEXT NOT NULL, applied_at BIGINT NOT NULL, PRIMARY KEY (namespace, version))',
     );
     const done = new Set((await tx.all<{ version: number }>('SELECT version FROM schema_migrations WHERE namespace = ?', [namespace])).map((r) => Number(r.version)));
+    const recorded = async (ns: string, version: number) => (await tx.get('SELECT 1 AS x FROM schema_migrations WHERE namespace = ? AND version = ?', [ns, version])) !== undefined;
     for (const m of sorted) {
       if (done.has(m.version)) continue;
+      if (m.adopts !== undefined && (await recorded(m.adopts.namespace, m.adopts.version))) {
+        await tx.run('INSERT INTO schema_migrations (namespace, version, name, applied_at) VALUES (?, ?, ?, ?)', [namespace, m.version, m.name, Date.now()]);
+        continue;
+      }
       const sql = typeof m.up === 'string' ? m.up : m.up[tx.dialect];
       for (const statement of splitStatements(sql)) await tx.run(statement);
       await tx.run('INSERT INTO schema_migrations (namespace, version, name, applied_at) VALUES (?, ?, ?, ?)', [namespace, m.version, m.name, Date.now()]);

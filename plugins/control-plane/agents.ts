@@ -1,6 +1,6 @@
 import type { AgentCardEntry, AgentServerConfig, AgentServerStore, Logger, RequestContext, UpstreamClient } from '../../sdk/index.js';
 import { fetchAgentCard, validateCard, type ValidCard } from './agent-cards.js';
-import { TtlCache } from './cache.js';
+import { TtlCache } from '../../sdk/admin/index.js';
 import type { AgentServerRow, ControlPlaneRepository, WorkspaceRow } from './repository.js';
 import type { SecretBox } from './secret-box.js';
 import { openAuth } from './upstream-auth.js';

@@ -33,6 +33,7 @@ import {
   type SqlStore,
   STAGES,
 } from '../../sdk/index.js';
+import { IDENTITY } from '../../sdk/admin/index.js';
 import { bootstrap } from './bootstrap.js';
 import { authenticateJwt, DEFAULT_CLAIMS } from './jwt-auth.js';
 import { createJwtVerifier, loadJwksFile, looksLikeJwt, type JwtPayload } from './jwt.js';
@@ -120,6 +121,7 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
   const claims = { ...DEFAULT_CLAIMS, ...(opts.jwt?.claims ?? {}) };
   return {
     name: PLUGIN_NAME,
+    provides: [CONTROL_PLANE, IDENTITY, MCP_SERVERS, AGENT_SERVERS, PROVIDER_SOURCE, CONFIG_SOURCE, GUARDRAIL_SOURCE, LIMIT_POLICY_SOURCE, PROMPT_SOURCE],
     errorCodes: {
       agent_card_unavailable: { status: 502, type: 'upstream_error' },
       agent_card_invalid: { status: 502, type: 'upstream_error' },
@@ -155,6 +157,8 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
         logger: () => api.logger,
       });
       api.provide(CONTROL_PLANE, cp);
+      // Workspaces, the store and the encryption key, for the features that keep state per workspace (sdk/admin).
+      api.provide(IDENTITY, cp);
       // MCP servers and agents (with their connections, sessions and cards), for the `mcp` and `a2a` plugins.
       api.provide(MCP_SERVERS, cp.mcp);
       api.provide(AGENT_SERVERS, cp.agents);

@@ -10,7 +10,7 @@ import type {
   RequestContext,
   Logger,
 } from '../../sdk/index.js';
-import { TtlCache } from './cache.js';
+import { TtlCache } from '../../sdk/admin/index.js';
 import { newId } from './keys.js';
 import type { ControlPlaneRepository, McpConnectionRow, McpServerRow, WorkspaceRow } from './repository.js';
 import type { SecretBox } from './secret-box.js';

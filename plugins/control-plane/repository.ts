@@ -1,4 +1,5 @@
 import type { SqlClient } from '../../sdk/index.js';
+import { SqlTables, type Page, type Paged } from '../../sdk/admin/index.js';
 
 /** Rows as stored. JSON columns are TEXT; times are epoch ms. */
 export interface OrganisationRow {
@@ -280,82 +281,53 @@ export interface AgentServerRow {
   archived_at: number | null;
 }
 
-/** A page request: `current_page` from 0, `page_size` rows. */
-export interface Page {
-  current: number;
-  size: number;
-}
-export interface Paged<T> {
-  data: T[];
-  total: number;
-}
-
-type Row = Record<string, unknown>;
+export type { Page, Paged } from '../../sdk/admin/index.js';
 
 /** The resources kept in versions, and the column of each that counts them (see `nextVersion`). */
 const VERSION_COUNTERS = Object.freeze({ cp_configs: 'version', cp_guardrails: 'version', cp_prompts: 'latest_version', cp_prompt_partials: 'latest_version' });
 
-/** Numeric columns come back as strings from pg for BIGINT; normalise once here. */
-const NUMERIC = new Set([
+/** Numeric columns come back as strings from pg for BIGINT; normalised once, by the tables helper. */
+const NUMERIC: ReadonlySet<string> = new Set([
   'created_at', 'updated_at', 'archived_at', 'previous_expires_at', 'last_rotated_at', 'expires_at', 'version', 'enabled', 'pricing_multiplier',
   'value', 'credit_limit', 'alert_threshold', 'periodic_reset_days', 'next_usage_reset_at', 'period_start_at', 'fail_open',
   'request_timeout_ms', 'token_expires_at', 'last_used_at', 'active_sessions', 'agent_card_fetched_at',
   'latest_version', 'published_version',
 ]);
-function normalise<T>(row: Row | undefined): T | undefined {
-  if (row === undefined) return undefined;
-  for (const k in row) if (NUMERIC.has(k) && row[k] !== null && typeof row[k] !== 'number') row[k] = Number(row[k]);
-  return row as T;
-}
 
 /**
  * Every statement the control plane runs, against either SQL store. Column
  * and table names come from this file only; values always go as parameters.
  */
 export class ControlPlaneRepository {
-  constructor(readonly db: () => SqlClient) {}
+  readonly tables: SqlTables;
 
-  async #get<T>(sql: string, params: readonly unknown[], client = this.db()): Promise<T | undefined> {
-    return normalise<T>(await client.get<Row>(sql, params));
+  constructor(readonly db: () => SqlClient) {
+    this.tables = new SqlTables(db, NUMERIC);
   }
 
-  async #all<T>(sql: string, params: readonly unknown[], client = this.db()): Promise<T[]> {
-    return (await client.all<Row>(sql, params)).map((r) => normalise<T>(r)!);
+  #get<T>(sql: string, params: readonly unknown[], client = this.db()): Promise<T | undefined> {
+    return this.tables.get<T>(sql, params, client);
   }
 
-  async #paged<T>(from: string, params: readonly unknown[], order: string, page: Page, select = '*'): Promise<Paged<T>> {
-    const count = await this.db().get<{ n: number | string }>(`SELECT COUNT(*) AS n ${from}`, params);
-    const data = await this.#all<T>(`SELECT ${select} ${from} ORDER BY ${order} LIMIT ? OFFSET ?`, [...params, page.size, page.current * page.size]);
-    return { data, total: Number(count?.n ?? 0) };
+  #all<T>(sql: string, params: readonly unknown[], client = this.db()): Promise<T[]> {
+    return this.tables.all<T>(sql, params, client);
   }
 
-  async insert(table: string, row: Row, client = this.db()): Promise<void> {
-    const cols = Object.keys(row);
-    await client.run(`INSERT INTO ${table} (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`, cols.map((c) => row[c]));
+  #paged<T>(from: string, params: readonly unknown[], order: string, page: Page, select = '*'): Promise<Paged<T>> {
+    return this.tables.paged<T>(from, params, order, page, select);
   }
 
-  async update(table: string, where: Row, patch: Row, client = this.db()): Promise<number> {
-    const cols = Object.keys(patch);
-    if (cols.length === 0) return 0;
-    const keys = Object.keys(where);
-    const { changes } = await client.run(
-      `UPDATE ${table} SET ${cols.map((c) => `${c} = ?`).join(', ')} WHERE ${keys.map((k) => `${k} = ?`).join(' AND ')}`,
-      [...cols.map((c) => patch[c]), ...keys.map((k) => where[k])],
-    );
-    return changes;
+  insert(table: string, row: Record<string, unknown>, client = this.db()): Promise<void> {
+    return this.tables.insert(table, row, client);
   }
 
-  /**
-   * Takes the next version number of a versioned resource inside the transaction `tx`. The row's
-   * counter is raised before it is read: a concurrent writer blocks on the row's lock and then counts
-   * from the committed number, so two versions never get one number. (A plain SELECT first would let
-   * both read the same number on PostgreSQL, where the second INSERT then fails on the primary key.)
-   */
-  async nextVersion(table: keyof typeof VERSION_COUNTERS, id: string, now: number, tx: SqlClient): Promise<number> {
-    const column = VERSION_COUNTERS[table];
-    await tx.run(`UPDATE ${table} SET ${column} = ${column} + 1, updated_at = ? WHERE id = ?`, [now, id]);
-    const current = await tx.get<Record<string, number | string>>(`SELECT ${column} AS version FROM ${table} WHERE id = ?`, [id]);
-    return Number(current!.version);
+  update(table: string, where: Record<string, unknown>, patch: Record<string, unknown>, client = this.db()): Promise<number> {
+    return this.tables.update(table, where, patch, client);
+  }
+
+  /** The next version number of a versioned resource, inside `tx` (see {@link SqlTables.nextVersion}). */
+  nextVersion(table: keyof typeof VERSION_COUNTERS, id: string, now: number, tx: SqlClient): Promise<number> {
+    return this.tables.nextVersion(table, VERSION_COUNTERS[table], id, now, tx);
   }
 
   // Organisation
@@ -481,7 +453,7 @@ export class ControlPlaneRepository {
   async setIntegrationModels(integrationId: string, rows: IntegrationModelRow[]): Promise<void> {
     await this.db().transaction(async (tx) => {
       await tx.run('DELETE FROM cp_integration_models WHERE integration_id = ?', [integrationId]);
-      for (const row of rows) await this.insert('cp_integration_models', row as unknown as Row, tx);
+      for (const row of rows) await this.insert('cp_integration_models', row as unknown as Record<string, unknown>, tx);
     });
   }
 

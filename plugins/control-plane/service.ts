@@ -22,8 +22,9 @@ import {
   type Target,
   type UpstreamClient,
 } from '../../sdk/index.js';
+import type { Identity } from '../../sdk/admin/index.js';
 import { AgentStore } from './agents.js';
-import { TtlCache } from './cache.js';
+import { TtlCache } from '../../sdk/admin/index.js';
 import { applySecretMappings, openCredentials, type SecretMapping } from './credentials.js';
 import { hashSecret } from './keys.js';
 import { McpStore } from './mcp.js';
@@ -141,8 +142,10 @@ const NO_MEMBER = 'none';
  * TTL cache. Admin writes call `invalidate()`, so this instance sees them at
  * once and other instances within `cacheTtlMs`.
  */
-export class ControlPlane {
+export class ControlPlane implements Identity {
   readonly repo: ControlPlaneRepository;
+  readonly cacheTtlMs: number;
+  readonly #listeners: Array<() => void> = [];
   readonly now: () => number;
   readonly #deps: ControlPlaneDeps;
   readonly #keys: TtlCache<KeyEntry | null>;
@@ -164,6 +167,7 @@ export class ControlPlane {
   constructor(deps: ControlPlaneDeps) {
     this.#deps = deps;
     this.now = deps.now;
+    this.cacheTtlMs = deps.cacheTtlMs;
     this.repo = new ControlPlaneRepository(deps.db);
     const cache = <V>() => new TtlCache<V>(deps.cacheTtlMs, MAX_CACHED, deps.now);
     this.#keys = cache();
@@ -311,8 +315,28 @@ export class ControlPlane {
     return count;
   }
 
-  /** Drops every cached lookup; called after each admin write. */
+  /** The store's client (identity's and every feature's tables). */
+  sql(): SqlClient {
+    return this.#deps.db();
+  }
+
+  async organisationId(): Promise<string> {
+    const org = await this.repo.organisation();
+    if (org === undefined) throw new Error('control plane: no organisation (the gateway is not ready)');
+    return org.id;
+  }
+
+  async memberRole(workspaceId: string, userId: string): Promise<string | null> {
+    return (await this.repo.member(workspaceId, userId))?.role ?? null;
+  }
+
+  onInvalidate(listener: () => void): void {
+    this.#listeners.push(listener);
+  }
+
+  /** Drops every cached lookup, the features' too; called after each admin write. */
   invalidate(): void {
+    for (const listener of this.#listeners) listener();
     this.#keys.clear();
     this.#workspaces.clear();
     this.#providers.clear();

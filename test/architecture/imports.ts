@@ -43,4 +43,4 @@ export function pluginPackage(file: string): string {
  * nothing from the core, for worker threads that must start light (the log writer); `analytics`
  * is answer types only, for the dashboard's browser bundle.
  */
-export const SDK_ENTRIES = new Set(['sdk/index.ts', 'sdk/sqlite.ts', 'sdk/observe/assemble.ts', 'sdk/anthropic/index.ts', 'sdk/gemini/index.ts', 'sdk/analytics.ts']);
+export const SDK_ENTRIES = new Set(['sdk/index.ts', 'sdk/admin/index.ts', 'sdk/sqlite.ts', 'sdk/observe/assemble.ts', 'sdk/anthropic/index.ts', 'sdk/gemini/index.ts', 'sdk/analytics.ts']);

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { hasScope } from '../../../core/index.js';
 import { settleRotationPolicy } from '../../../plugins/control-plane/api-keys.js';
-import { TtlCache } from '../../../plugins/control-plane/cache.js';
+import { TtlCache } from '../../../sdk/admin/cache.js';
 import { checkReference } from '../../../plugins/control-plane/credentials.js';
 import { addPeriod, hashSecret, maskKey, newSecret } from '../../../plugins/control-plane/keys.js';
 import { ALL_SCOPES, capScopes, isKnownScope, ROLE_SCOPES } from '../../../plugins/control-plane/scopes.js';

@@ -31,6 +31,29 @@ function contract(name: string, open: () => Promise<SqlClient | null>) {
       await expect(migrate(db, 'dup', [MIGRATIONS[0]!, { ...MIGRATIONS[0]!, name: 'again' }])).rejects.toThrow(/twice/);
     });
 
+    test('a migration that adopts another namespace\'s version is recorded without running when that one is, and runs when not', async () => {
+      if (db === null) return;
+      const legacy: Migration[] = [
+        { version: 1, name: 'things', up: 'CREATE TABLE things (id TEXT PRIMARY KEY)' },
+        { version: 2, name: 'note', up: 'ALTER TABLE things ADD COLUMN note TEXT' },
+      ];
+      await migrate(db, 'legacy', legacy);
+      // A feature takes `things` over: it adopts what the old namespace applied and runs only what is new.
+      const taken: Migration[] = [
+        { ...legacy[0]!, adopts: { namespace: 'legacy', version: 1 } },
+        { ...legacy[1]!, adopts: { namespace: 'legacy', version: 2 } },
+        { version: 3, name: 'extra', up: 'ALTER TABLE things ADD COLUMN extra TEXT', adopts: { namespace: 'legacy', version: 3 } },
+      ];
+      expect(await migrate(db, 'taken', taken)).toEqual([3]);
+      const rows = await db.all<{ version: number }>('SELECT version FROM schema_migrations WHERE namespace = ? ORDER BY version', ['taken']);
+      expect(rows.map((r) => Number(r.version))).toEqual([1, 2, 3]);
+      await db.run("INSERT INTO things (id, note, extra) VALUES ('x', 'n', 'e')");
+      // A new database, where the old namespace never ran: everything runs.
+      const fresh: Migration[] = [{ version: 1, name: 'fresh', up: 'CREATE TABLE fresh_things (id TEXT PRIMARY KEY)', adopts: { namespace: 'never', version: 1 } }];
+      expect(await migrate(db, 'fresh', fresh)).toEqual([1]);
+      expect(await db.all('SELECT id FROM fresh_things')).toEqual([]);
+    });
+
     test('insert, select, update, delete; JSON as text, BIGINT as numbers, defaults with semicolons', async () => {
       if (db === null) return;
       const at = Date.now();

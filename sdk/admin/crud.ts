@@ -1,0 +1,154 @@
+import type * as v from 'valibot';
+import type { RequestContext } from '../../core/index.js';
+import type { SqlClient } from '../sql.js';
+import { BY_REF, docsFor, listResponse, notFound, ok, parseBody, parseQuery, type AdminDoc, type AdminRoute } from './http.js';
+import { workspaceFor, type Identity } from './identity.js';
+import type { Paged, SqlTables } from './table.js';
+
+/** What one operation of a stored resource says in the API reference. */
+interface OpDoc {
+  summary: string;
+  description?: string;
+}
+
+/**
+ * The admin routes of one stored resource, from what differs between
+ * resources: the routes' names, paths, scopes, reference entries, the parsing
+ * of bodies and queries and the answer envelopes are the builder's. Every
+ * operation is optional; its `run` does the resource's own work and returns
+ * what to answer (a list op returns a page). Scopes are `<scope>.create`,
+ * `.read`, `.update`, `.delete`.
+ */
+export interface CrudSpec<S, CB extends v.GenericSchema, UB extends v.GenericSchema, LQ extends v.GenericSchema> {
+  /** Route names: `<name>.create`, `<name>.list`, … (`configs`). */
+  name: string;
+  /** Path under the base path (`/configs`); items at `<path>/:id`. */
+  path: string;
+  /** The API reference's tag (`Configs`). */
+  tag: string;
+  /** The scope resource; default `name` (stored guardrails use `configs`). */
+  scope?: string;
+  /** What `:id` is, for the reference; default {@link BY_REF}. */
+  params?: Readonly<Record<string, string>>;
+  create?: OpDoc & { body: CB; run(ctx: RequestContext, service: S, body: v.InferOutput<CB>): Promise<unknown> };
+  list?: OpDoc & { query: LQ; run(ctx: RequestContext, service: S, query: v.InferOutput<LQ>): Promise<Paged<unknown>> };
+  get?: OpDoc & { run(ctx: RequestContext, service: S, id: string): Promise<unknown> };
+  update?: OpDoc & { body: UB; run(ctx: RequestContext, service: S, id: string, body: v.InferOutput<UB>): Promise<unknown> };
+  /** `DELETE <path>/:id`: deletes or archives, as the resource does. */
+  remove?: OpDoc & { run(ctx: RequestContext, service: S, id: string): Promise<unknown> };
+  /** `GET <path>/:id/versions`: the versions, newest first, as `{ object: 'list', total_count, data }`. */
+  versions?: OpDoc & { run(ctx: RequestContext, service: S, id: string): Promise<readonly unknown[]> };
+}
+
+/** The routes of {@link CrudSpec}, in the order create, list, get, versions, update, remove. */
+export function crudRoutes<S, CB extends v.GenericSchema = v.GenericSchema, UB extends v.GenericSchema = v.GenericSchema, LQ extends v.GenericSchema = v.GenericSchema>(
+  spec: CrudSpec<S, CB, UB, LQ>,
+): AdminRoute<S>[] {
+  const doc = docsFor(spec.tag);
+  const scope = spec.scope ?? spec.name;
+  const params = spec.params ?? BY_REF;
+  const item = `${spec.path}/:id`;
+  const more = (op: OpDoc, extra: Omit<AdminDoc, 'summary' | 'tags'>) => doc(op.summary, { ...(op.description === undefined ? {} : { description: op.description }), ...extra });
+  const routes: AdminRoute<S>[] = [];
+  const { create, list, get, versions, update, remove } = spec;
+  if (create) {
+    routes.push({ name: `${spec.name}.create`, method: 'POST', path: spec.path, scope: `${scope}.create`, doc: more(create, { body: create.body }), handler: async (ctx, s) => ok(await create.run(ctx, s, parseBody(ctx, create.body))) });
+  }
+  if (list) {
+    routes.push({
+      name: `${spec.name}.list`,
+      method: 'GET',
+      path: spec.path,
+      scope: `${scope}.read`,
+      doc: more(list, { query: list.query }),
+      handler: async (ctx, s) => listResponse(await list.run(ctx, s, parseQuery(ctx, list.query)), (x) => x),
+    });
+  }
+  if (get) {
+    routes.push({ name: `${spec.name}.get`, method: 'GET', path: item, scope: `${scope}.read`, doc: more(get, { params }), handler: async (ctx, s) => ok(await get.run(ctx, s, ctx.params!.id!)) });
+  }
+  if (versions) {
+    routes.push({
+      name: `${spec.name}.versions`,
+      method: 'GET',
+      path: `${item}/versions`,
+      scope: `${scope}.read`,
+      doc: more(versions, { params }),
+      handler: async (ctx, s) => {
+        const data = await versions.run(ctx, s, ctx.params!.id!);
+        return ok({ object: 'list', total_count: data.length, data });
+      },
+    });
+  }
+  if (update) {
+    routes.push({ name: `${spec.name}.update`, method: 'PUT', path: item, scope: `${scope}.update`, doc: more(update, { params, body: update.body }), handler: async (ctx, s) => ok(await update.run(ctx, s, ctx.params!.id!, parseBody(ctx, update.body))) });
+  }
+  if (remove) {
+    routes.push({ name: `${spec.name}.${removeVerb(remove.summary)}`, method: 'DELETE', path: item, scope: `${scope}.delete`, doc: more(remove, { params }), handler: async (ctx, s) => ok(await remove.run(ctx, s, ctx.params!.id!)) });
+  }
+  return routes;
+}
+
+/** `archive` when the summary says the resource is archived rather than deleted (its route name says so too). */
+function removeVerb(summary: string): string {
+  return /^archive/i.test(summary) ? 'archive' : 'delete';
+}
+
+/**
+ * A workspace-owned resource by id or slug, as a caller may see it: in its
+ * own workspace (a workspace key), or for an organisation-level key by id in
+ * any workspace, or by slug in the workspace it acts in. Else a 404 that does
+ * not tell "elsewhere" from "nowhere".
+ */
+export async function visibleInWorkspace<Row>(
+  ctx: RequestContext,
+  identity: Identity,
+  ref: string,
+  find: (workspaceId: string | null, ref: string) => Promise<Row | undefined>,
+  noun: string,
+): Promise<Row> {
+  const own = ctx.auth?.workspaceId ?? null;
+  const row = (await find(own, ref)) ?? (own === null ? await find(await workspaceFor(ctx, identity, undefined), ref) : undefined);
+  if (row === undefined) throw notFound(noun, ref);
+  return row;
+}
+
+/** A versioned resource's two tables: the resource (with its version counter) and its versions (keyed by `key`, `version`). */
+export interface VersionedTables {
+  table: string;
+  counter: string;
+  versions: string;
+  key: string;
+}
+
+/** Inserts a resource and its first version in one transaction. */
+export async function insertVersioned(tables: SqlTables, t: VersionedTables, row: Record<string, unknown>, version: Record<string, unknown>): Promise<void> {
+  await tables.db().transaction(async (tx) => {
+    await tables.insert(t.table, row, tx);
+    await tables.insert(t.versions, { [t.key]: row.id, ...version }, tx);
+  });
+}
+
+/**
+ * Updates a versioned resource in one transaction: with `version`, a new version numbered from the
+ * counter (never two with one number under concurrent writers), then `patch` on the resource; `read`
+ * runs inside the same transaction, so the answer is the version this update made.
+ */
+export async function updateVersioned<T>(
+  tables: SqlTables,
+  t: VersionedTables,
+  id: string,
+  now: number,
+  version: Record<string, unknown> | null,
+  patch: Record<string, unknown>,
+  read: (tx: SqlClient) => Promise<T>,
+): Promise<T> {
+  return tables.db().transaction(async (tx) => {
+    if (version !== null) {
+      const next = await tables.nextVersion(t.table, t.counter, id, now, tx);
+      await tables.insert(t.versions, { [t.key]: id, version: next, ...version, created_at: now }, tx);
+    }
+    await tables.update(t.table, { id }, patch, tx);
+    return read(tx);
+  });
+}

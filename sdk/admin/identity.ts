@@ -1,0 +1,75 @@
+import { GatewayError, serviceToken, type RequestContext } from '../../core/index.js';
+import type { SecretBox } from '../secret-box.js';
+import type { SqlClient } from '../sql.js';
+import { notFound } from './http.js';
+
+/** A workspace as features see it. */
+export interface WorkspaceInfo {
+  readonly id: string;
+  readonly slug: string;
+  readonly name: string;
+  readonly status: string;
+}
+
+/**
+ * Who is who, for the features that keep state per workspace (stored configs,
+ * guardrails, prompts, limits, integrations, MCP servers, agents). The
+ * `control-plane` plugin provides it under {@link IDENTITY}: the organisation,
+ * its workspaces and members, and the store and encryption key every feature's
+ * tables and secrets share. Features depend on identity, never the reverse.
+ */
+export interface Identity {
+  /** The clock (tests set it). */
+  now(): number;
+  /** How long a request path cache may trust what it read, in ms (`cacheTtlMs`). */
+  readonly cacheTtlMs: number;
+  /** The SQL client of the control plane's store: features keep their tables beside identity's. Valid once the gateway is ready. */
+  sql(): SqlClient;
+  /** Seals and opens the secrets of stored resources (AES-256-GCM under the gateway's encryption key). Valid once ready. */
+  readonly box: SecretBox;
+  /** The organisation's id (every stored resource carries it). */
+  organisationId(): Promise<string>;
+  /** A workspace by id or slug, through the identity cache; null when there is none. */
+  workspace(idOrSlug: string): WorkspaceInfo | null | Promise<WorkspaceInfo | null>;
+  /**
+   * The workspace a request acts in: the key's own, or for an organisation-level key the one named
+   * by `x-gateway-workspace`, else the default workspace; null when there is none (a 404 when the
+   * header names one that does not exist).
+   */
+  requestWorkspace(ctx: RequestContext): Promise<string | null>;
+  /** A user's role in a workspace (`admin`, `manager`, `member`), or null when not a member. */
+  memberRole(workspaceId: string, userId: string): Promise<string | null>;
+  /** Drops every cached lookup of identity and of every feature that listens: call after each admin write. */
+  invalidate(): void;
+  /** Runs `listener` on every {@link invalidate} (a feature's caches clear with identity's). At boot only. */
+  onInvalidate(listener: () => void): void;
+}
+
+/** The control plane's {@link Identity}. */
+export const IDENTITY = serviceToken<Identity>('gateway.identity', 'control-plane');
+
+/**
+ * The workspace a workspace-scoped write or list acts on: a workspace key's
+ * own (naming another is a 404, as if it did not exist), or for an
+ * organisation key the one named (`named`, else `x-gateway-workspace`), else
+ * the default workspace. An archived workspace is a 400.
+ */
+export async function workspaceFor(ctx: RequestContext, identity: Identity, named: string | null | undefined, param = 'workspace_id'): Promise<string> {
+  const own = ctx.auth?.workspaceId ?? null;
+  if (own !== null) {
+    if (named !== undefined && named !== null && named !== own) {
+      const ws = await identity.workspace(named);
+      if (ws === null || ws.id !== own) throw notFound('workspace', named, param);
+    }
+    return own;
+  }
+  const header = ctx.header('x-gateway-workspace');
+  if ((named === undefined || named === null) && header !== undefined && header !== '') {
+    named = header;
+    param = 'x-gateway-workspace';
+  }
+  const ws = await identity.workspace(named ?? 'default');
+  if (ws === null) throw notFound('workspace', named ?? 'default', param);
+  if (ws.status !== 'active') throw new GatewayError('invalid_request', `Workspace "${ws.slug}" is archived.`, { param });
+  return ws.id;
+}

@@ -1,0 +1,45 @@
+/**
+ * The control-plane kit (`ai-gateway/sdk/admin`): what a plugin needs to keep
+ * a stored resource per workspace with admin routes. Identity (workspaces, the
+ * store, the encryption key) comes from the `control-plane` plugin through
+ * {@link IDENTITY}; the rest is here: admin routes with their scope checks and
+ * envelopes, a CRUD route builder, versioned tables, SQL helpers and a
+ * read-through cache. See docs/plugins.md, "A stored resource".
+ */
+export {
+  BY_ID,
+  BY_REF,
+  DEFAULT_PAGE_SIZE,
+  Description,
+  MAX_PAGE_SIZE,
+  Metadata,
+  Name,
+  PAGE_QUERY,
+  Slug,
+  canSee,
+  canWrite,
+  conflict,
+  docsFor,
+  forbidden,
+  isOrgAdmin,
+  isOrgLevel,
+  iso,
+  json,
+  listResponse,
+  notFound,
+  ok,
+  optionalBody,
+  pageOf,
+  parseBody,
+  parseQuery,
+  parseValue,
+  patchOf,
+  requireOrgLevel,
+  toRouteDefinitions,
+  type AdminDoc,
+  type AdminRoute,
+} from './http.js';
+export { IDENTITY, workspaceFor, type Identity, type WorkspaceInfo } from './identity.js';
+export { SqlTables, type Page, type Paged } from './table.js';
+export { TtlCache } from './cache.js';
+export { crudRoutes, insertVersioned, updateVersioned, visibleInWorkspace, type CrudSpec, type VersionedTables } from './crud.js';
