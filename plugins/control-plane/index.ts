@@ -37,7 +37,8 @@ import { IDENTITY } from '../../sdk/admin/index.js';
 import { bootstrap } from './bootstrap.js';
 import { authenticateJwt, DEFAULT_CLAIMS } from './jwt-auth.js';
 import { createJwtVerifier, loadJwksFile, looksLikeJwt, type JwtPayload } from './jwt.js';
-import { CONTROL_PLANE_MIGRATIONS, CONTROL_PLANE_NAMESPACE } from './migrations.js';
+import { FEATURE_TABLES } from './feature-tables.js';
+import { IDENTITY_MIGRATIONS, IDENTITY_NAMESPACE } from './migrations.js';
 import { agentServerRoutes } from './routes/agent-servers.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
 import { configRoutes } from './routes/configs.js';
@@ -175,7 +176,8 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
           throw new Error(`${PLUGIN_NAME}: needs an SQL store named "${opts.store}": list the sqlite or postgres plugin before it`);
         }
         client = store.client();
-        await migrate(client, CONTROL_PLANE_NAMESPACE, CONTROL_PLANE_MIGRATIONS);
+        await migrate(client, IDENTITY_NAMESPACE, IDENTITY_MIGRATIONS);
+        for (const feature of FEATURE_TABLES) await migrate(client, feature.namespace, feature.migrations);
         const key = await loadEncryptionKey({ envValue: opts.encryptionKey, dataDir: opts.dataDir });
         box = createSecretBox(key.key);
         if (key.source === 'generated') api.logger.warn({ file: key.file }, 'generated an encryption key for integration secrets; back it up, or set GATEWAY_ENCRYPTION_KEY');
