@@ -3,7 +3,7 @@ import { fetchAgentCard, validateCard, type ValidCard } from './agent-cards.js';
 import { TtlCache } from '../../sdk/admin/index.js';
 import type { AgentServerRow, ControlPlaneRepository, WorkspaceRow } from './repository.js';
 import type { SecretBox } from './secret-box.js';
-import { openAuth } from './upstream-auth.js';
+import { openAuth } from '../../sdk/admin/index.js';
 
 /** What the agent store needs of the control plane. */
 export interface AgentStoreDeps {

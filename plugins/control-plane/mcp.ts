@@ -14,7 +14,7 @@ import { TtlCache } from '../../sdk/admin/index.js';
 import { newId } from './keys.js';
 import type { ControlPlaneRepository, McpConnectionRow, McpServerRow, WorkspaceRow } from './repository.js';
 import type { SecretBox } from './secret-box.js';
-import { openAuth, registeredClient } from './upstream-auth.js';
+import { openAuth, registeredClient } from '../../sdk/admin/index.js';
 
 /** What the MCP store needs of the control plane. */
 export interface McpStoreDeps {

@@ -7,10 +7,6 @@ import {
   type LimitCounters,
   type LimitPolicySet,
   type Logger,
-  maskedJson,
-  openJson,
-  sealJson,
-  type SealedJson,
   type McpSessionCloser,
   type PartialRelease,
   type PromptLookup,
@@ -22,7 +18,7 @@ import {
   type Target,
   type UpstreamClient,
 } from '../../sdk/index.js';
-import type { Identity } from '../../sdk/admin/index.js';
+import { SealedDocuments, type Identity } from '../../sdk/admin/index.js';
 import { AgentStore } from './agents.js';
 import { TtlCache } from '../../sdk/admin/index.js';
 import { applySecretMappings, openCredentials, type SecretMapping } from './credentials.js';
@@ -101,9 +97,6 @@ export interface ControlPlaneDeps {
   agentCardTtlMs?: number;
   logger?: () => Logger | undefined;
 }
-
-/** Stored documents whose credentials are sealed, each bound to its record's id. */
-export type DocumentKind = 'config' | 'guardrail';
 
 /** A signed-in person's session, as the request path checks it. */
 export interface SessionEntry {
@@ -241,7 +234,7 @@ export class ControlPlane implements Identity {
     const found = this.#guardrails.get(`${workspaceId}\n${ref}`, async () => {
       const row = await this.repo.guardrail(workspaceId, ref);
       if (row === undefined) return null;
-      const entry = this.openDocument('guardrail', row.id, row, `Stored guardrail ${row.slug}`) as Record<string, unknown>;
+      const entry = this.guardrailDocuments.open(row.id, row, `Stored guardrail ${row.slug}`) as Record<string, unknown>;
       return Object.freeze({ id: row.id, version: row.version, status: row.status, entry: Object.freeze(entry) });
     });
     return found instanceof Promise ? found.then((g) => g ?? undefined) : (found ?? undefined);
@@ -257,62 +250,24 @@ export class ControlPlane implements Identity {
     return this.#deps.secretFields;
   }
 
-  #documentKeys: ReadonlySet<string> | null = null;
+  /** The credentials inside saved configs, sealed per version (sdk/admin SealedDocuments). */
+  readonly configDocuments = new SealedDocuments('config', () => this.box, () => this.#documentKeys());
+  /** The credentials inside stored guardrails, sealed per version. */
+  readonly guardrailDocuments = new SealedDocuments('guardrail', () => this.box, () => this.#documentKeys());
 
   /**
    * The keys whose values are credentials in a stored config or guardrail, at any depth: the
    * target fields declared as credentials and the loaded checks' credential parameters.
    */
-  get documentCredentials(): ReadonlySet<string> {
-    if (this.#documentKeys === null) {
-      const checks = this.#deps.guardrailValidator?.()?.credentialKeys() ?? [];
-      this.#documentKeys = new Set([...this.#deps.secretFields, ...checks]);
-    }
-    return this.#documentKeys;
+  #documentKeys(): ReadonlySet<string> {
+    const checks = this.#deps.guardrailValidator?.()?.credentialKeys() ?? [];
+    return new Set([...this.#deps.secretFields, ...checks]);
   }
 
-  /** A config or guardrail version to store: its credentials sealed to the record, masked in the body. */
-  sealDocument(kind: DocumentKind, id: string, value: unknown, previous: { body: string; sealed: string | null } | null, param?: string): SealedJson {
-    const aad = `${kind}:${id}`;
-    // A version from before sealing holds its credentials in its body: sealed here only to compare masks with.
-    const prior = previous === null ? null : previous.sealed === null ? sealJson(this.box, aad, JSON.parse(previous.body), this.documentCredentials) : { body: previous.body, sealed: previous.sealed };
-    return sealJson(this.box, aad, value, this.documentCredentials, { previous: prior, param });
-  }
-
-  /** A stored config or guardrail version with its credentials, for the request path; a 503 when they cannot be decrypted. */
-  openDocument(kind: DocumentKind, id: string, stored: { body: string; sealed: string | null }, what: string): unknown {
-    try {
-      return openJson(this.box, `${kind}:${id}`, stored);
-    } catch {
-      throw new GatewayError('service_unavailable', `${what}: its credentials cannot be decrypted with this gateway's encryption key.`);
-    }
-  }
-
-  /** A stored config or guardrail version as answers show it: credentials masked. */
-  maskedDocument(stored: { body: string; sealed: string | null }): Record<string, unknown> {
-    return maskedJson(stored, this.documentCredentials) as Record<string, unknown>;
-  }
-
-  /**
-   * Seals the credentials of config and guardrail versions written before they were sealed
-   * (`sealed` NULL). Each row is rewritten only while it is still unsealed, so instances
-   * starting together do it once.
-   */
+  /** Seals the configs and guardrails written before sealing existed (see SealedDocuments.sealLegacy). */
   async sealLegacyDocuments(): Promise<number> {
-    let count = 0;
     const db = this.repo.db();
-    const kinds = [
-      { kind: 'config' as const, table: 'cp_config_versions', id: 'config_id' },
-      { kind: 'guardrail' as const, table: 'cp_guardrail_versions', id: 'guardrail_id' },
-    ];
-    for (const { kind, table, id } of kinds) {
-      const rows = await db.all<{ id: string; version: number; body: string }>(`SELECT ${id} AS id, version, body FROM ${table} WHERE sealed IS NULL`, []);
-      for (const row of rows) {
-        const sealed = sealJson(this.box, `${kind}:${row.id}`, JSON.parse(row.body), this.documentCredentials);
-        count += (await db.run(`UPDATE ${table} SET body = ?, sealed = ? WHERE ${id} = ? AND version = ? AND sealed IS NULL`, [sealed.body, sealed.sealed, row.id, row.version])).changes;
-      }
-    }
-    return count;
+    return (await this.configDocuments.sealLegacy(db, 'cp_config_versions', 'config_id')) + (await this.guardrailDocuments.sealLegacy(db, 'cp_guardrail_versions', 'guardrail_id'));
   }
 
   /** The store's client (identity's and every feature's tables). */
@@ -562,7 +517,7 @@ export class ControlPlane implements Identity {
       const row = await this.repo.config(workspaceId, ref);
       if (row === undefined || row.status !== 'active') return null;
       const version = await this.repo.configVersion(row.id, row.version);
-      return version === undefined ? null : this.#deps.parser().parse(this.openDocument('config', row.id, version, `Saved config ${row.slug}`));
+      return version === undefined ? null : this.#deps.parser().parse(this.configDocuments.open(row.id, version, `Saved config ${row.slug}`));
     });
     return target ?? undefined;
   }

@@ -43,3 +43,18 @@ export { IDENTITY, workspaceFor, type Identity, type WorkspaceInfo } from './ide
 export { SqlTables, type Page, type Paged } from './table.js';
 export { TtlCache } from './cache.js';
 export { crudRoutes, insertVersioned, updateVersioned, visibleInWorkspace, type CrudSpec, type VersionedTables } from './crud.js';
+export { checkStoredUrls } from './stored-urls.js';
+export { SealedDocuments, type StoredDocument } from './sealed-documents.js';
+export {
+  AgentAuthSchema,
+  McpAuthSchema,
+  TimeoutField,
+  UrlField,
+  checkUpstreamUrl,
+  openAuth,
+  presentAuth,
+  registeredClient,
+  sealAuth,
+  type AuthColumns,
+  type AuthInput,
+} from './upstream-auth.js';

@@ -3,7 +3,7 @@ import { jsonResponse, type RequestContext } from '../../../sdk/index.js';
 import { newId } from '../keys.js';
 import type { AgentServerRow } from '../repository.js';
 import type { ControlPlane } from '../service.js';
-import { AgentAuthSchema, checkUpstreamUrl, presentAuth, sealAuth, TimeoutField, UrlField } from '../upstream-auth.js';
+import { AgentAuthSchema, checkUpstreamUrl, presentAuth, sealAuth, TimeoutField, UrlField } from '../../../sdk/admin/index.js';
 import { Description, isOrgLevel, iso, listResponse, Name, notFound, ok, PAGE_QUERY, pageOf, parseBody, parseQuery, patchOf, workspaceFor, BY_ID, docsFor, type AdminRoute } from './http.js';
 
 const doc = docsFor('Agent servers');

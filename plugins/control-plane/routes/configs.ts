@@ -1,7 +1,7 @@
 import * as v from 'valibot';
 import { GatewayError, plainObject, type RequestContext, type SealedJson } from '../../../sdk/index.js';
 import { randomSlug } from '../keys.js';
-import { checkStoredUrls } from '../stored-urls.js';
+import { checkStoredUrls } from '../../../sdk/admin/index.js';
 import type { ConfigRow, ConfigVersionRow } from '../repository.js';
 import type { ControlPlane } from '../service.js';
 import {
@@ -46,7 +46,7 @@ function checkConfig(cp: ControlPlane, config: Record<string, unknown>): void {
 function configVersion(cp: ControlPlane, configId: string, config: Record<string, unknown>, previous: ConfigVersionRow | null): SealedJson {
   checkConfig(cp, config);
   checkStoredUrls(cp.upstream, config, 'config');
-  return cp.sealDocument('config', configId, config, previous, 'config');
+  return cp.configDocuments.seal(configId, config, previous, 'config');
 }
 
 function presentConfig(cp: ControlPlane, row: ConfigRow, version?: ConfigVersionRow) {
@@ -58,7 +58,7 @@ function presentConfig(cp: ControlPlane, row: ConfigRow, version?: ConfigVersion
     workspace_id: row.workspace_id,
     status: row.status,
     version: row.version,
-    ...(version === undefined ? {} : { config: cp.maskedDocument(version) }),
+    ...(version === undefined ? {} : { config: cp.configDocuments.masked(version) }),
     created_at: iso(row.created_at),
     updated_at: iso(row.updated_at),
   };
@@ -132,7 +132,7 @@ export const configRoutes: AdminRoute[] = [
       return ok({
         object: 'list',
         total_count: versions.length,
-        data: versions.map((ver) => ({ object: 'config-version', config_id: row.id, version: ver.version, config: cp.maskedDocument(ver), created_at: iso(ver.created_at) })),
+        data: versions.map((ver) => ({ object: 'config-version', config_id: row.id, version: ver.version, config: cp.configDocuments.masked(ver), created_at: iso(ver.created_at) })),
       });
     },
   },

@@ -1,7 +1,7 @@
 import * as v from 'valibot';
 import { GatewayError, type RequestContext, type SealedJson } from '../../../sdk/index.js';
 import { randomSlug } from '../keys.js';
-import { checkStoredUrls } from '../stored-urls.js';
+import { checkStoredUrls } from '../../../sdk/admin/index.js';
 import type { GuardrailRow, GuardrailWithBody } from '../repository.js';
 import type { ControlPlane } from '../service.js';
 import { Name, PAGE_QUERY, Slug, conflict, iso, listResponse, notFound, ok, pageOf, parseQuery, parseValue, patchOf, workspaceFor, BY_REF, docsFor, type AdminRoute } from './http.js';
@@ -66,7 +66,7 @@ function checkEntry(cp: ControlPlane, entry: Record<string, unknown>): void {
 function entryVersion(cp: ControlPlane, guardrailId: string, entry: Record<string, unknown>, previous: { body: string; sealed: string | null } | null): SealedJson {
   checkEntry(cp, entry);
   checkStoredUrls(cp.upstream, entry, '', true);
-  return cp.sealDocument('guardrail', guardrailId, entry, previous);
+  return cp.guardrailDocuments.seal(guardrailId, entry, previous);
 }
 
 function present(cp: ControlPlane, row: GuardrailRow, stored: { body: string; sealed: string | null }) {
@@ -78,7 +78,7 @@ function present(cp: ControlPlane, row: GuardrailRow, stored: { body: string; se
     workspace_id: row.workspace_id,
     status: row.status,
     version: row.version,
-    ...cp.maskedDocument(stored),
+    ...cp.guardrailDocuments.masked(stored),
     created_at: iso(row.created_at),
     updated_at: iso(row.updated_at),
     archived_at: iso(row.archived_at),
@@ -155,7 +155,7 @@ export const guardrailRoutes: AdminRoute[] = [
       return ok({
         object: 'list',
         total_count: versions.length,
-        data: versions.map((ver) => ({ object: 'guardrail-version', guardrail_id: row.id, version: ver.version, ...cp.maskedDocument(ver), created_at: iso(ver.created_at) })),
+        data: versions.map((ver) => ({ object: 'guardrail-version', guardrail_id: row.id, version: ver.version, ...cp.guardrailDocuments.masked(ver), created_at: iso(ver.created_at) })),
       });
     },
   },

@@ -11,7 +11,7 @@ import {
   type SecretMapping,
 } from '../credentials.js';
 import { newId, randomSlug } from '../keys.js';
-import { checkStoredUrls } from '../stored-urls.js';
+import { checkStoredUrls } from '../../../sdk/admin/index.js';
 import type { IntegrationModelRow, IntegrationRow } from '../repository.js';
 import type { ControlPlane } from '../service.js';
 import { insertProvider } from './providers.js';

@@ -4,7 +4,7 @@ import { newId } from '../keys.js';
 import { subjectOf } from '../mcp.js';
 import type { McpConnectionRow, McpServerRow } from '../repository.js';
 import type { ControlPlane } from '../service.js';
-import { checkUpstreamUrl, McpAuthSchema, presentAuth, sealAuth, TimeoutField, UrlField } from '../upstream-auth.js';
+import { checkUpstreamUrl, McpAuthSchema, presentAuth, sealAuth, TimeoutField, UrlField } from '../../../sdk/admin/index.js';
 import {
   Description,
   forbidden,

@@ -1,6 +1,7 @@
 import * as v from 'valibot';
-import { GatewayError, NEVER_FORWARDED, type UpstreamAuth, type UpstreamClient, upstreamUrlProblem } from '../../sdk/index.js';
-import { maskSecret, type SecretBox } from './secret-box.js';
+import { GatewayError, NEVER_FORWARDED, type UpstreamClient, upstreamUrlProblem } from '../../core/index.js';
+import type { UpstreamAuth } from '../tokens.js';
+import { maskSecret, type SecretBox } from '../secret-box.js';
 
 /**
  * How the gateway authenticates to an MCP server or an agent: the body

@@ -1,4 +1,4 @@
-import type { UpstreamClient } from '../../sdk/index.js';
+import type { UpstreamClient } from '../../core/index.js';
 
 /** Where a saved config holds guardrail entries, whose checks may call out (`default.webhook`'s `url`). */
 const GUARDRAIL_KEYS: ReadonlySet<string> = new Set(['input_guardrails', 'output_guardrails', 'before_request_hooks', 'after_request_hooks']);
