@@ -142,6 +142,7 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
         box: () => box!,
         now: opts.now ?? Date.now,
         cacheTtlMs: opts.cacheTtlMs,
+        adminRoutes: opts.routes,
         secretsDir: opts.secretsDir ?? join(opts.dataDir, 'secrets'),
         parser: () => {
           if (parser === null) throw new GatewayError('service_unavailable', 'Saved configs need the config plugin, which is not loaded.');

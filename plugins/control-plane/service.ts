@@ -76,6 +76,8 @@ export interface ControlPlaneDeps {
   box: () => SecretBox;
   now: () => number;
   cacheTtlMs: number;
+  /** Whether the admin API is served (the plugin's `routes` option). Default true. */
+  adminRoutes?: boolean;
   secretsDir: string;
   /** The config plugin's parser (saved configs are validated and built with the same schema as inline ones). */
   parser: () => ConfigParser;
@@ -138,6 +140,7 @@ const NO_MEMBER = 'none';
 export class ControlPlane implements Identity {
   readonly repo: ControlPlaneRepository;
   readonly cacheTtlMs: number;
+  readonly adminRoutes: boolean;
   readonly #listeners: Array<() => void> = [];
   readonly now: () => number;
   readonly #deps: ControlPlaneDeps;
@@ -161,6 +164,7 @@ export class ControlPlane implements Identity {
     this.#deps = deps;
     this.now = deps.now;
     this.cacheTtlMs = deps.cacheTtlMs;
+    this.adminRoutes = deps.adminRoutes ?? true;
     this.repo = new ControlPlaneRepository(deps.db);
     const cache = <V>() => new TtlCache<V>(deps.cacheTtlMs, MAX_CACHED, deps.now);
     this.#keys = cache();

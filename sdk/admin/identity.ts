@@ -23,6 +23,8 @@ export interface Identity {
   now(): number;
   /** How long a request path cache may trust what it read, in ms (`cacheTtlMs`). */
   readonly cacheTtlMs: number;
+  /** Whether admin routes are served (the control plane's `routes` option): a feature registers its own only then. */
+  readonly adminRoutes: boolean;
   /** The SQL client of the control plane's store: features keep their tables beside identity's. Valid once the gateway is ready. */
   sql(): SqlClient;
   /** Seals and opens the secrets of stored resources (AES-256-GCM under the gateway's encryption key). Valid once ready. */
