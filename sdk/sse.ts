@@ -55,6 +55,17 @@ export class SSEParser {
     return out;
   }
 
+  /**
+   * Feeds text and maps each completed event's data through `handle`, joining what it returns;
+   * with `last`, also the event the stream ended without a blank line after.
+   */
+  map(text: string, last: boolean, handle: (data: string) => string): string {
+    let out = '';
+    for (const e of this.push(text)) out += handle(e.data);
+    if (last) for (const e of this.end()) out += handle(e.data);
+    return out;
+  }
+
   /** Flushes an event left without its final blank line (a stream that ended abruptly). */
   end(): SSEEvent[] {
     const out: SSEEvent[] = [];

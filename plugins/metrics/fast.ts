@@ -19,7 +19,21 @@ class SeriesTable<T> {
   /** Every series, in creation order, for the scrape. */
   readonly all: T[] = [];
 
-  constructor(readonly depth: number) {}
+  constructor(
+    readonly depth: number,
+    private readonly labelNames: readonly string[],
+    private readonly make: (labels: Record<string, string>) => T,
+  ) {}
+
+  /** The series of these label values, made (with its labels object, once) on first use. */
+  cell(a: string, b?: string, c?: string, d?: string): T {
+    let cell = this.get(a, b, c, d);
+    if (cell === undefined) {
+      cell = this.make(labelsOf(this.labelNames, a, b, c, d));
+      this.add(cell, a, b, c, d);
+    }
+    return cell;
+  }
 
   get(a: string, b?: string, c?: string, d?: string): T | undefined {
     let node: unknown = this.#root;
@@ -67,18 +81,13 @@ export class FastCounter {
     readonly labelNames: readonly string[],
     registry: Registry,
   ) {
-    this.#cells = new SeriesTable(labelNames.length);
+    this.#cells = new SeriesTable(labelNames.length, labelNames, (labels) => ({ labels, value: 0 }));
     registry.registerMetric(this as never);
   }
 
   /** Adds `by` (default 1) to the series of these label values (one per label name, in order). */
   add(by: number, a: string, b?: string, c?: string, d?: string): void {
-    let cell = this.#cells.get(a, b, c, d);
-    if (cell === undefined) {
-      cell = { labels: labelsOf(this.labelNames, a, b, c, d), value: 0 };
-      this.#cells.add(cell, a, b, c, d);
-    }
-    cell.value += by;
+    this.#cells.cell(a, b, c, d).value += by;
   }
 
   get() {
@@ -109,16 +118,12 @@ export class FastHistogram {
     readonly buckets: readonly number[],
     registry: Registry,
   ) {
-    this.#cells = new SeriesTable(labelNames.length);
+    this.#cells = new SeriesTable(labelNames.length, labelNames, (labels) => ({ labels, counts: new Float64Array(buckets.length + 1), sum: 0, count: 0 }));
     registry.registerMetric(this as never);
   }
 
   observe(value: number, a: string, b?: string, c?: string, d?: string): void {
-    let cell = this.#cells.get(a, b, c, d);
-    if (cell === undefined) {
-      cell = { labels: labelsOf(this.labelNames, a, b, c, d), counts: new Float64Array(this.buckets.length + 1), sum: 0, count: 0 };
-      this.#cells.add(cell, a, b, c, d);
-    }
+    const cell = this.#cells.cell(a, b, c, d);
     let i = 0;
     while (i < this.buckets.length && value > this.buckets[i]!) i++;
     cell.counts[i]!++;

@@ -1,4 +1,4 @@
-import { SSEParser, type BodyObserver } from '../../sdk/index.js';
+import { SSEParser, wholeBodyObserver, type BodyObserver } from '../../sdk/index.js';
 
 type Json = Record<string, unknown>;
 
@@ -18,24 +18,15 @@ const TERMINAL_EVENTS = new Set(['response.completed', 'response.incomplete', 'r
  */
 export function responseObserver(sse: boolean, limit: number, done: (response: Json) => void): BodyObserver {
   if (!sse) {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    return {
-      onChunk(chunk) {
-        size += chunk.length;
-        if (size <= limit) chunks.push(chunk);
-      },
-      onEnd(error) {
-        if (error !== null || size > limit) return;
-        let value: unknown;
-        try {
-          value = JSON.parse(Buffer.concat(chunks, size).toString('utf8'));
-        } catch {
-          return;
-        }
-        if (isObject(value) && value.object === 'response') done(value);
-      },
-    };
+    return wholeBodyObserver(limit, (body) => {
+      let value: unknown;
+      try {
+        value = JSON.parse(body.toString('utf8'));
+      } catch {
+        return;
+      }
+      if (isObject(value) && value.object === 'response') done(value);
+    });
   }
   const parser = new SSEParser();
   const decoder = new TextDecoder();

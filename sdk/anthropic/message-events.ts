@@ -1,4 +1,5 @@
 import type { DoorStreamTranslator } from '../door-stream.js';
+import { toolCallDeltas } from '../openai/tool-deltas.js';
 import { SSEParser } from '../sse.js';
 import { errorTypeForStatus, messageId, messagesUsage, parseInput, stopReason } from './to-message.js';
 
@@ -128,25 +129,12 @@ export function chatToMessagesStream(model: string): DoorStreamTranslator {
     const delta = isObject(choice.delta) ? choice.delta : {};
     if (typeof delta.content === 'string') out += writer.text(delta.content);
     if (typeof delta.refusal === 'string') out += writer.text(delta.refusal);
-    if (Array.isArray(delta.tool_calls)) {
-      for (const t of delta.tool_calls as unknown[]) {
-        if (!isObject(t)) continue;
-        const key = typeof t.index === 'number' ? t.index : 0;
-        const fn = isObject(t.function) ? t.function : {};
-        if (typeof t.id === 'string' || typeof fn.name === 'string') out += writer.toolStart(key, String(t.id ?? `toolu_${key}`), String(fn.name ?? ''));
-        if (typeof fn.arguments === 'string') out += writer.toolInput(key, fn.arguments);
-      }
-    }
+    out += toolCallDeltas(delta, 'toolu_', (key, id, name) => writer.toolStart(key, id, name), (key, text) => writer.toolInput(key, text));
     if (typeof choice.finish_reason === 'string') finish = choice.finish_reason;
     return out;
   };
 
-  const run = (text: string, last: boolean): string => {
-    let out = '';
-    for (const e of parser.push(text)) out += handle(e.data);
-    if (last) for (const e of parser.end()) out += handle(e.data);
-    return out;
-  };
+  const run = (text: string, last: boolean): string => parser.map(text, last, handle);
 
   return {
     start() {

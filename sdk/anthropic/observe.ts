@@ -1,5 +1,6 @@
 import type { BodyObserver, RequestContext } from '../../core/index.js';
 import { toGatewayUsage } from '../openai/translate.js';
+import { wholeBodyObserver } from '../whole-body.js';
 import { mergeCounts, usageFromCounts, type AnthropicCounts } from './usage.js';
 
 /** Larger non-stream bodies are not scanned for usage; the answer still goes out untouched. */
@@ -30,19 +31,10 @@ export function anthropicUsageObserver(ctx: RequestContext, sse: boolean): BodyO
     if (seen) ctx.usage = toGatewayUsage(usageFromCounts(counts));
   };
   if (!sse) {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    return {
-      onChunk(chunk) {
-        size += chunk.length;
-        if (size <= MAX_SCANNED_BYTES) chunks.push(chunk);
-      },
-      onEnd(error) {
-        if (error !== null || size > MAX_SCANNED_BYTES) return;
-        take(Buffer.concat(chunks, size).toString('utf8'));
-        finish();
-      },
-    };
+    return wholeBodyObserver(MAX_SCANNED_BYTES, (body) => {
+      take(body.toString('utf8'));
+      finish();
+    });
   }
   let partial = '';
   const line = (l: string) => {

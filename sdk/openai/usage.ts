@@ -1,4 +1,5 @@
 import type { BodyObserver, RequestContext, Usage } from '../../core/index.js';
+import { wholeBodyObserver } from '../whole-body.js';
 
 /** Larger non-stream bodies are not scanned for usage; the answer still goes out untouched. */
 const MAX_SCANNED_BYTES = 8 * 1024 * 1024;
@@ -62,21 +63,11 @@ export function extractUsage(text: string): Usage | null {
 
 /** Reads `usage` from a non-stream JSON answer once it has been sent. */
 export function jsonUsageObserver(ctx: RequestContext): BodyObserver {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  return {
-    onChunk(chunk) {
-      size += chunk.length;
-      if (size <= MAX_SCANNED_BYTES) chunks.push(chunk);
-    },
-    onEnd(error) {
-      if (error !== null || size > MAX_SCANNED_BYTES) return;
-      const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
-      // Usage sits near the end of the answer: decode only from its key on.
-      const key = body.lastIndexOf('"usage"');
-      if (key !== -1) ctx.usage = extractUsage(body.toString('utf8', key));
-    },
-  };
+  return wholeBodyObserver(MAX_SCANNED_BYTES, (body) => {
+    // Usage sits near the end of the answer: decode only from its key on.
+    const key = body.lastIndexOf('"usage"');
+    if (key !== -1) ctx.usage = extractUsage(body.toString('utf8', key));
+  });
 }
 
 /**

@@ -1,3 +1,4 @@
+import { toolCallDeltas } from '../openai/tool-deltas.js';
 import { SSEParser } from '../sse.js';
 import type { DoorStreamTranslator } from '../door-stream.js';
 import { finishStatus, outputLogprobs, responseShell, responsesUsage, type ResponseMeta } from './answer.js';
@@ -57,25 +58,12 @@ export function chatToResponsesStream(meta: ResponseMeta): DoorStreamTranslator 
     if (typeof delta.reasoning_content === 'string') out += writer.reasoning(delta.reasoning_content);
     if (typeof delta.content === 'string') out += writer.text(delta.content, 'output_text', outputLogprobs(choice.logprobs));
     if (typeof delta.refusal === 'string') out += writer.text(delta.refusal, 'refusal');
-    if (Array.isArray(delta.tool_calls)) {
-      for (const t of delta.tool_calls as unknown[]) {
-        if (!isObject(t)) continue;
-        const key = typeof t.index === 'number' ? t.index : 0;
-        const fn = isObject(t.function) ? t.function : {};
-        if (typeof t.id === 'string' || typeof fn.name === 'string') out += writer.callStart(key, String(t.id ?? `call_${key}`), String(fn.name ?? ''));
-        if (typeof fn.arguments === 'string') out += writer.callArguments(key, fn.arguments);
-      }
-    }
+    out += toolCallDeltas(delta, 'call_', (key, id, name) => writer.callStart(key, id, name), (key, text) => writer.callArguments(key, text));
     if (typeof choice.finish_reason === 'string') finish = choice.finish_reason;
     return out;
   };
 
-  const run = (text: string, last: boolean): string => {
-    let out = '';
-    for (const e of parser.push(text)) out += handle(e.data);
-    if (last) for (const e of parser.end()) out += handle(e.data);
-    return out;
-  };
+  const run = (text: string, last: boolean): string => parser.map(text, last, handle);
 
   return {
     writer,
