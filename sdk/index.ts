@@ -30,7 +30,7 @@ export { base64Floats } from './openai/embeddings.js';
 export { openAIFormatResponse } from './openai/response.js';
 export { addShapedRoutes, INFERENCE_TAG, OPENAI_ROUTES, type OpenAIRouteName } from './openai/routes.js';
 export { ChatCompletionBodySchema, CompletionBodySchema, EmbeddingBodySchema } from './openai/schema.js';
-export { errorAnswer, jsonAnswer, readJson, readText, streamAnswer, toGatewayUsage, wantsUsage, type ErrorFields, type StreamTranslator } from './openai/translate.js';
+export { errorAnswer, jsonAnswer, openAIErrorType, readJson, readText, streamAnswer, toGatewayUsage, wantsUsage, type ErrorFields, type StreamTranslator } from './openai/translate.js';
 export { extractUsage, jsonUsageObserver, sseUsageObserver, toUsage } from './openai/usage.js';
 export * as anthropic from './anthropic/index.js';
 export * as gemini from './gemini/index.js';

@@ -1,6 +1,7 @@
 import { GatewayError, type GatewayResponse, type UpstreamResponse } from '../../core/index.js';
 import { completionId, type OpenAIUsage } from '../openai/chunks.js';
 import { errorAnswer } from '../openai/translate.js';
+import { errorTypeForStatus } from './to-message.js';
 import { finishReason, mergeCounts, usageFromCounts, type AnthropicCounts } from './usage.js';
 
 /**
@@ -73,28 +74,6 @@ export function fromAnthropicMessage(json: unknown, options: { strict: boolean }
   return { completion, usage };
 }
 
-/** Anthropic's error type for a status, when the body names none. */
-function typeForStatus(status: number): string {
-  switch (status) {
-    case 401:
-      return 'authentication_error';
-    case 402:
-      return 'billing_error';
-    case 403:
-      return 'permission_error';
-    case 404:
-      return 'not_found_error';
-    case 413:
-      return 'request_too_large';
-    case 429:
-      return 'rate_limit_error';
-    case 529:
-      return 'overloaded_error';
-    default:
-      return status >= 500 ? 'api_error' : 'invalid_request_error';
-  }
-}
-
 /**
  * A native error answer (`{type:"error", error:{type, message}, request_id}`)
  * in the gateway envelope: message and `error.type` kept, retry hints passed
@@ -105,6 +84,6 @@ export function anthropicErrorAnswer(upstream: UpstreamResponse, json: unknown):
   const error = isObject(json) && isObject(json.error) ? json.error : null;
   const message = typeof error?.message === 'string' && error.message !== '' ? error.message : `The upstream answered ${upstream.status}.`;
   // `status` covers Google-style bodies ({error:{code, message, status}}), as Anthropic on Vertex may send.
-  const type = typeof error?.type === 'string' ? error.type : typeof error?.status === 'string' ? error.status : typeForStatus(upstream.status);
+  const type = typeof error?.type === 'string' ? error.type : typeof error?.status === 'string' ? error.status : errorTypeForStatus(upstream.status);
   return errorAnswer(upstream, { message, type }, upstream.status === 529 ? 503 : upstream.status);
 }

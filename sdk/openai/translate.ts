@@ -74,6 +74,21 @@ export function errorAnswer(upstream: UpstreamResponse, fields: ErrorFields, sta
   return response;
 }
 
+/**
+ * OpenAI's error `type` for an HTTP status, for a provider whose error body
+ * names none: 401, 403, 404, 408 and 429 have their own, 5xx is `server_error`,
+ * anything else `invalid_request_error`.
+ */
+export function openAIErrorType(status: number): string {
+  if (status === 401) return 'authentication_error';
+  if (status === 403) return 'permission_error';
+  if (status === 404) return 'not_found_error';
+  if (status === 408) return 'timeout_error';
+  if (status === 429) return 'rate_limit_error';
+  if (status >= 500) return 'server_error';
+  return 'invalid_request_error';
+}
+
 /** Turns native stream bytes into OpenAI SSE text, chunk by chunk. */
 export interface StreamTranslator {
   /** Text to send for this upstream chunk ('' for none). */

@@ -1,4 +1,5 @@
 import {
+  openAIErrorType,
   errorAnswer,
   type ErrorFields,
   type GatewayResponse,
@@ -21,15 +22,6 @@ type Json = Record<string, any>;
 
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-function typeForStatus(status: number): string {
-  if (status === 401) return 'authentication_error';
-  if (status === 403) return 'permission_error';
-  if (status === 404) return 'not_found_error';
-  if (status === 429) return 'rate_limit_error';
-  if (status >= 500) return 'server_error';
-  return 'invalid_request_error';
-}
-
 /**
  * An Azure error body in the gateway envelope. `{"error":{"code":"429","message"}}`
  * (string code, no type) gets a type from the status; a named code such as
@@ -39,7 +31,7 @@ export function azureErrorFields(status: number, json: unknown, provider: string
   const inner = isObject(json) && isObject(json.error) ? json.error : isObject(json) && typeof json.message === 'string' ? json : null;
   const message = typeof inner?.message === 'string' && inner.message !== '' ? inner.message : `The provider ${provider} answered ${status}.`;
   const code = inner?.code === undefined || inner?.code === null ? null : String(inner.code);
-  const type = typeof inner?.type === 'string' && inner.type !== '' ? inner.type : code !== null && !/^\d+$/.test(code) ? code : typeForStatus(status);
+  const type = typeof inner?.type === 'string' && inner.type !== '' ? inner.type : code !== null && !/^\d+$/.test(code) ? code : openAIErrorType(status);
   return { message, type, code, param: typeof inner?.param === 'string' ? inner.param : null };
 }
 

@@ -1,4 +1,5 @@
 import {
+  openAIErrorType,
   ChatChunkWriter,
   completionId,
   errorAnswer,
@@ -112,17 +113,6 @@ export const EXCEPTION_STATUS: Readonly<Record<string, number>> = Object.freeze(
   RequestExpired: 400,
 });
 
-/** OpenAI-style error `type` for a status. */
-function typeForStatus(status: number): string {
-  if (status === 401) return 'authentication_error';
-  if (status === 403) return 'permission_error';
-  if (status === 404) return 'not_found_error';
-  if (status === 408) return 'timeout_error';
-  if (status === 429) return 'rate_limit_error';
-  if (status >= 500) return 'server_error';
-  return 'invalid_request_error';
-}
-
 /** The exception name of an error answer: `x-amzn-ErrorType` (suffix after `:` dropped), else the body's `__type` / `code`. */
 export function exceptionName(upstream: UpstreamResponse, json: unknown): string | null {
   const header = upstream.headers['x-amzn-errortype'];
@@ -139,7 +129,7 @@ export function bedrockErrorAnswer(upstream: UpstreamResponse, json: unknown): G
   const status = (name !== null ? EXCEPTION_STATUS[name] : undefined) ?? upstream.status;
   const j = isObject(json) ? json : {};
   const message = typeof j.message === 'string' && j.message !== '' ? j.message : typeof j.Message === 'string' && j.Message !== '' ? j.Message : `The upstream answered ${upstream.status}${name === null ? '' : ` (${name})`}.`;
-  return errorAnswer(upstream, { message, type: typeForStatus(status), code: name }, status);
+  return errorAnswer(upstream, { message, type: openAIErrorType(status), code: name }, status);
 }
 
 export interface ConverseStreamOptions {
