@@ -15,7 +15,10 @@ export interface FileRow {
 
 export type BatchStatus = 'validating' | 'failed' | 'in_progress' | 'finalizing' | 'completed' | 'expired' | 'cancelling' | 'cancelled';
 
-export interface BatchRow {
+/** The times a batch's state changed, epoch ms in a row and Unix seconds in the Batch object; null until it happens. */
+export type BatchTime = 'in_progress_at' | 'finalizing_at' | 'completed_at' | 'failed_at' | 'expired_at' | 'cancelling_at' | 'cancelled_at';
+
+export interface BatchRow extends Record<BatchTime, number | null> {
   id: string;
   owner: string;
   endpoint: string;
@@ -23,14 +26,7 @@ export interface BatchRow {
   completion_window: string;
   status: BatchStatus;
   created_at: number;
-  in_progress_at: number | null;
   expires_at: number;
-  finalizing_at: number | null;
-  completed_at: number | null;
-  failed_at: number | null;
-  expired_at: number | null;
-  cancelling_at: number | null;
-  cancelled_at: number | null;
   errors: string | null;
   output_file_id: string | null;
   error_file_id: string | null;

@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import { GatewayError, issuePath, type RequestContext } from '../../sdk/index.js';
-import type { BatchRow, BatchStatus, FileRow } from './repository.js';
+import type { BatchRow, BatchStatus, BatchTime, FileRow } from './repository.js';
 
 /** The spec's batch statuses. */
 export const BATCH_STATUSES: readonly BatchStatus[] = ['validating', 'failed', 'in_progress', 'finalizing', 'completed', 'expired', 'cancelling', 'cancelled'];
@@ -11,22 +11,9 @@ const STATUS_ALIASES: Readonly<Record<string, BatchStatus>> = { canceled: 'cance
 const TIMESTAMPS = ['created_at', 'in_progress_at', 'expires_at', 'finalizing_at', 'completed_at', 'failed_at', 'expired_at', 'cancelling_at', 'cancelled_at'] as const;
 
 /** The spec's Batch object. */
-export interface Batch {
-  id: string;
+export interface Batch extends Pick<BatchRow, 'id' | 'endpoint' | 'input_file_id' | 'completion_window' | 'status' | 'created_at' | BatchTime> {
   object: 'batch';
-  endpoint: string;
-  input_file_id: string;
-  completion_window: string;
-  status: BatchStatus;
-  created_at: number;
-  in_progress_at: number | null;
   expires_at: number | null;
-  finalizing_at: number | null;
-  completed_at: number | null;
-  failed_at: number | null;
-  expired_at: number | null;
-  cancelling_at: number | null;
-  cancelled_at: number | null;
   errors: { object: 'list'; data: BatchError[] } | null;
   output_file_id: string | null;
   error_file_id: string | null;
