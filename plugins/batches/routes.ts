@@ -2,7 +2,8 @@ import * as v from 'valibot';
 import { GatewayError, type GatewayResponse, invalidBody, jsonResponse, readNative, type RequestContext, resolveLeaf, selectedTarget, sendNative, nativeFormat, uuidv7 } from '../../sdk/index.js';
 import { type Deps, LOCAL_FILE_PREFIX, nativeFor, ownerOf } from './files.js';
 import { cancelBatch, getBatch, getFile, insertBatch, listBatches, type BatchRow } from './repository.js';
-import { keptHeaders, type BatchRequest } from './runner.js';
+import { keptHeaders } from './lines.js';
+import type { BatchRequest } from './runner.js';
 import { CreateBatchSchema, cursorPage, GATEWAY_ENDPOINTS, limitParam, normaliseBatch, parseQuery, presentBatch, windowMs } from './shapes.js';
 
 /** Ids of gateway-run batches: `batch-gw-` and 32 hex digits that sort by creation time. */
