@@ -1,6 +1,9 @@
 import type { TimeBucket } from '../../../sdk/analytics.js';
 import type { SqlClient } from '../../../sdk/index.js';
-import { BOOLEAN_COLUMNS, COLUMNS, JSON_COLUMNS, type LogEntry } from '../entry.js';
+import { COLUMNS, type LogEntry } from '../entry.js';
+import { clause, fromRow, insertSql, mapKey, metaSql, metaValue, n, rowValues, whereOf } from './sql.js';
+
+export { metaValue, rowValues } from './sql.js';
 
 /** Filters shared by the list and the group routes. Undefined means "any". */
 export interface LogFilters {
@@ -84,7 +87,6 @@ const LIST_COLUMNS = COLUMNS.filter((c) => c !== 'request_body' && c !== 'respon
  */
 const ROWS_PER_INSERT = { postgres: 100, sqlite: 1 } as const;
 /** Longest metadata value kept in the filter table; longer ones are still in the entry's `metadata`. */
-const MAX_META_VALUE = 512;
 const MAX_META_KEYS = 64;
 const DELETE_CHUNK = 2000;
 
@@ -94,7 +96,6 @@ const SUCCESS = '(status >= 200 AND status < 400 AND error_code IS NULL)';
 const HIT = "(cache_status = 'HIT' OR cache_status = 'SEMANTIC HIT')";
 const LOOKUP = "(cache_status IS NOT NULL AND cache_status <> 'DISABLED')";
 
-const n = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 
 /** The log tables over an SqlClient: batch insert, filtered list with a cursor, one entry, groups, retention. */
 export class LogRepository {
@@ -337,131 +338,3 @@ export class LogRepository {
   }
 }
 
-function mapKey(v: unknown): string {
-  return v === null || v === undefined ? '\u0000null' : String(v);
-}
-
-/** Statement texts by row count, built once (the same string each time also spares hashing it per row). */
-const insertTexts = new Map<number, string>();
-const metaTexts = new Map<number, string>();
-
-function insertSql(rows: number): string {
-  let sql = insertTexts.get(rows);
-  if (sql === undefined) insertTexts.set(rows, (sql = `INSERT INTO gateway_logs (${COLUMNS.join(', ')}) VALUES ${rowsOf(COLUMNS.length, rows)}`));
-  return sql;
-}
-
-function metaSql(rows: number): string {
-  let sql = metaTexts.get(rows);
-  if (sql === undefined) metaTexts.set(rows, (sql = `INSERT INTO gateway_log_metadata (log_id, meta_key, meta_value, created_at) VALUES ${rowsOf(4, rows)}`));
-  return sql;
-}
-
-function rowsOf(columns: number, rows: number): string {
-  const one = `(${new Array(columns).fill('?').join(', ')})`;
-  return new Array(rows).fill(one).join(', ');
-}
-
-function clause(conditions: string[]): string {
-  return conditions.length === 0 ? '' : ` WHERE ${conditions.join(' AND ')}`;
-}
-
-function whereOf(f: LogFilters): { sql: string[]; params: unknown[] } {
-  const sql: string[] = [];
-  const params: unknown[] = [];
-  const eq = (column: string, value: unknown) => {
-    sql.push(`${column} = ?`);
-    params.push(value);
-  };
-  if (f.workspace !== undefined) eq('workspace_id', f.workspace);
-  if (f.from !== undefined) {
-    sql.push('created_at >= ?');
-    params.push(f.from);
-  }
-  if (f.to !== undefined) {
-    sql.push('created_at < ?');
-    params.push(f.to);
-  }
-  if (f.status !== undefined && f.status.length > 0) {
-    sql.push(`status IN (${f.status.map(() => '?').join(', ')})`);
-    params.push(...f.status);
-  }
-  if (f.provider !== undefined) {
-    sql.push('(provider = ? OR provider_requested = ?)');
-    params.push(f.provider, f.provider);
-  }
-  if (f.model !== undefined) {
-    sql.push('(model = ? OR model_requested = ?)');
-    params.push(f.model, f.model);
-  }
-  if (f.traceId !== undefined) eq('trace_id', f.traceId);
-  if (f.apiKey !== undefined) eq('api_key_id', f.apiKey);
-  if (f.config !== undefined) eq('config_id', f.config);
-  if (f.cacheStatus !== undefined) eq('cache_status', f.cacheStatus);
-  if (f.route !== undefined) eq('route', f.route);
-  if (f.limitPolicy !== undefined) eq('limit_policy_id', f.limitPolicy);
-  if (f.frontDoor !== undefined) eq('front_door', f.frontDoor);
-  if (f.prompt !== undefined) eq('prompt_id', f.prompt);
-  if (f.promptVersion !== undefined) eq('prompt_version', f.promptVersion);
-  if (f.rpcMethod !== undefined) eq('rpc_method', f.rpcMethod);
-  if (f.toolName !== undefined) eq('tool_name', f.toolName);
-  if (f.kind !== undefined) eq('kind', f.kind);
-  for (const [key, value] of f.metadata ?? []) {
-    sql.push('EXISTS (SELECT 1 FROM gateway_log_metadata m WHERE m.log_id = l.id AND m.meta_key = ? AND m.meta_value = ?)');
-    params.push(key, value.slice(0, MAX_META_VALUE));
-  }
-  return { sql, params };
-}
-
-/** How a metadata value is matched: strings as they are, other values as JSON (`42`, `true`, `{"a":1}`). */
-export function metaValue(value: unknown): string {
-  const text = typeof value === 'string' ? value : JSON.stringify(value) ?? 'null';
-  return text.length > MAX_META_VALUE ? text.slice(0, MAX_META_VALUE) : text;
-}
-
-/**
- * The values of one row, in the order of COLUMNS: booleans as 0/1, JSON columns as JSON text, the rest as
- * they are (undefined as null). Every column is named here, in order, rather than looked up by name in a
- * loop: the loop (a keyed read per column, a kind check, a push) took about 4.5 µs a row on the writer
- * thread, a sixth of what the SQLite statement itself costs; this takes about 2 µs, most of it the JSON
- * columns' stringify (docs/logs.md, "Cost of logging"). The store
- * contract test writes an entry with a distinct value in every column and reads each back, so a column
- * left out or put out of order fails it.
- */
-export function rowValues(e: LogEntry): unknown[] {
-  return [
-    e.id, e.created_at, e.ended_at, e.trace_id ?? null, e.span_id ?? null, e.parent_span_id ?? null, e.span_name ?? null,
-    e.workspace_id ?? null, e.api_key_id ?? null, e.config_id ?? null, e.prompt_id ?? null, e.prompt_version ?? null,
-    e.route ?? null, e.front_door ?? null, e.method, e.path, e.provider_requested ?? null, e.provider ?? null,
-    e.model_requested ?? null, e.model ?? null, e.target_path ?? null, e.status,
-    e.stream ? 1 : 0, e.internal ? 1 : 0, e.aborted ? 1 : 0, e.latency_ms ?? null, e.upstream_latency_ms ?? null,
-    e.first_byte_ms ?? null, e.ttft_ms ?? null, e.prompt_tokens ?? null, e.completion_tokens ?? null, e.total_tokens ?? null,
-    e.cached_tokens ?? null, e.reasoning_tokens ?? null, e.tokens_estimated ? 1 : 0, e.cost ?? null, e.cost_status,
-    e.pricing_multiplier, e.cache_status ?? null, e.retry_count, e.attempt_count, e.fallback_count,
-    json(e.attempts), json(e.metadata), json(e.hook_results),
-    e.error_code ?? null, e.error_message ?? null, e.limit_policy_id ?? null, e.rpc_method ?? null, e.tool_name ?? null,
-    json(e.request_headers), e.request_body ?? null, e.request_body_truncated ? 1 : 0, e.response_body ?? null,
-    e.response_body_truncated ? 1 : 0, e.kind ?? 'api',
-  ];
-}
-
-const json = (value: unknown): string | null => (value === null || value === undefined ? null : JSON.stringify(value));
-
-const NUMERIC = new Set([
-  'created_at', 'ended_at', 'status', 'latency_ms', 'upstream_latency_ms', 'first_byte_ms', 'ttft_ms', 'prompt_tokens', 'completion_tokens',
-  'total_tokens', 'cached_tokens', 'reasoning_tokens', 'cost', 'pricing_multiplier', 'retry_count', 'attempt_count', 'fallback_count',
-  'prompt_version',
-]);
-
-/** A row as the API shows it: times as ISO 8601, JSON parsed, booleans as booleans, numbers as numbers. */
-function fromRow(row: Record<string, unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(row)) {
-    if (k === 'created_at' || k === 'ended_at') out[k] = new Date(Number(v)).toISOString();
-    else if (JSON_COLUMNS.has(k)) out[k] = typeof v === 'string' ? JSON.parse(v) : null;
-    else if (BOOLEAN_COLUMNS.has(k)) out[k] = Number(v) === 1;
-    else if (NUMERIC.has(k)) out[k] = n(v);
-    else out[k] = v ?? null;
-  }
-  return out;
-}
