@@ -135,3 +135,9 @@ export function Section({ title, children, actions }: { title: string; children:
 
 export type InputEvent = JSX.TargetedEvent<HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement, Event>;
 export const valueOf = (e: InputEvent): string => e.currentTarget.value;
+
+/** A control-plane resource as an admin list shows it. */
+export type Row = Record<string, any>;
+
+/** A resource's status (`active`, `archived`, `disabled`) as a pill. */
+export const status = (r: Row) => <span class={`pill ${r.status ?? ''}`}>{r.status ?? '—'}</span>;
