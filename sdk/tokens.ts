@@ -1,5 +1,4 @@
 import { serviceToken, type GatewayError, type RequestContext, type Target } from '../core/index.js';
-import type { LimitPolicy, LimitPolicySet } from './limits.js';
 import type { PricingTable } from './pricing/table.js';
 import type { PromptLookup, PromptSelector, TemplateCheck } from './prompts.js';
 
@@ -90,40 +89,6 @@ export interface LogStoreStatus {
   flush(): Promise<void>;
 }
 export const LOG_STORE = serviceToken<LogStoreStatus>('gateway.logs.store');
-
-/**
- * Where the `limits` plugin finds the stored rate-limit and usage-limit
- * policies of a request (the control plane offers one: the active policies of
- * the request's workspace, through its TTL cache).
- */
-export interface LimitPolicySource {
-  /**
-   * The active policies that may apply to this request. The same object is
-   * handed out while it is cached (the enforcer compiles each set once), and
-   * the answer is synchronous when cached, so a request with no policy pays
-   * next to nothing.
-   */
-  policies(ctx: RequestContext): LimitPolicySet | Promise<LimitPolicySet>;
-}
-export const LIMIT_POLICY_SOURCE = serviceToken<LimitPolicySource>('gateway.limits.policy-source');
-
-/** One group's consumption of a policy in its current window or period. */
-export interface LimitGroupUsage {
-  /** The group_by values of the bucket (`{}` for a policy without group_by). */
-  group: Record<string, string>;
-  /** Settled consumption: requests, tokens, or USD for a cost budget. */
-  used: number;
-  /** Held by requests in flight (reserved before the call, not settled yet). */
-  reserved: number;
-}
-
-/** The current counters of a policy, for the admin API (offered by the `limits` plugin). */
-export interface LimitCounters {
-  /** Every group with a counter in the policy's current window (rate limits) or period (budgets), most used first. */
-  usage(policy: LimitPolicy): Promise<{ start: number; end: number | null; groups: LimitGroupUsage[] }>;
-}
-
-export const LIMIT_COUNTERS = serviceToken<LimitCounters>('gateway.limits.counters');
 
 /**
  * How the gateway authenticates to an upstream MCP server or agent, with its

@@ -14,9 +14,6 @@ import {
   GUARDRAIL_RUNNER,
   type GuardrailRunner,
   hasScope,
-  LIMIT_COUNTERS,
-  LIMIT_POLICY_SOURCE,
-  type LimitCounters,
   MCP_SERVERS,
   MCP_SESSION_CLOSER,
   type McpSessionCloser,
@@ -49,7 +46,6 @@ import { mcpServerRoutes } from './routes/mcp-servers.js';
 import { memberRoutes } from './routes/members.js';
 import { modelRoutes } from './routes/models.js';
 import { organisationRoutes } from './routes/organisation.js';
-import { policyRoutes } from './routes/policies.js';
 import { promptRoutes } from './routes/prompts.js';
 import { providerRoutes } from './routes/providers.js';
 import { workspaceRoutes } from './routes/workspaces.js';
@@ -106,8 +102,7 @@ export type ControlPlaneOptions = v.InferInput<typeof OptionsSchema>;
 /**
  * The control plane: stored API keys (and JWTs) for auth, workspaces and
  * members, integrations (sealed provider credentials), provider slugs,
- * saved configs, rate-limit and usage-limit policies (enforced by the
- * `limits` plugin), stored prompts and partials (rendered by the `prompts`
+ * saved configs, stored prompts and partials (rendered by the `prompts`
  * plugin), MCP servers with each user's connection and sessions (served by the
  * `mcp` plugin), agent servers and their cards (served by the `a2a` plugin),
  * organisation settings and the admin API that manages them.
@@ -122,7 +117,7 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
   const claims = { ...DEFAULT_CLAIMS, ...(opts.jwt?.claims ?? {}) };
   return {
     name: PLUGIN_NAME,
-    provides: [CONTROL_PLANE, IDENTITY, MCP_SERVERS, AGENT_SERVERS, PROVIDER_SOURCE, CONFIG_SOURCE, GUARDRAIL_SOURCE, LIMIT_POLICY_SOURCE, PROMPT_SOURCE],
+    provides: [CONTROL_PLANE, IDENTITY, MCP_SERVERS, AGENT_SERVERS, PROVIDER_SOURCE, CONFIG_SOURCE, GUARDRAIL_SOURCE, PROMPT_SOURCE],
     errorCodes: {
       agent_card_unavailable: { status: 502, type: 'upstream_error' },
       agent_card_invalid: { status: 502, type: 'upstream_error' },
@@ -135,7 +130,6 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
       let verify: ((token: string) => JwtPayload) | null = null;
       let guardrailValidator: GuardrailValidator | undefined;
       let parser: ConfigParser | null = null;
-      let counters: LimitCounters | undefined;
       let templates: PromptTemplates | undefined;
       const cp = new ControlPlane({
         db: () => client!,
@@ -149,7 +143,6 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
           return parser;
         },
         secretFields: api.targetFields.credentials(),
-        counters: () => counters,
         templates: () => templates,
         guardrailValidator: () => guardrailValidator,
         upstream: () => api.upstream,
@@ -167,7 +160,6 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
 
       api.onReady(async () => {
         parser = api.tryResolve(CONFIG_PARSER) ?? null;
-        counters = api.tryResolve(LIMIT_COUNTERS);
         guardrailValidator = api.tryResolve(GUARDRAIL_VALIDATOR);
         templates = api.tryResolve(PROMPT_TEMPLATES);
         guardrails = api.tryResolve(GUARDRAIL_RUNNER);
@@ -234,8 +226,6 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
           return cp.requestWorkspace(ctx).then((workspaceId) => (workspaceId === null ? undefined : cp.guardrailFor(workspaceId, ref)));
         },
       });
-      // The rate limits and budgets of the request's workspace, for the limits plugin.
-      api.provide(LIMIT_POLICY_SOURCE, { policies: (ctx) => cp.limitPolicies(ctx) });
       // Stored prompts of the request's workspace, for the prompts plugin.
       api.provide(PROMPT_SOURCE, { find: (ctx, ref, selector) => cp.promptRelease(ctx, ref, selector) });
 
@@ -250,7 +240,6 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
           ...configRoutes,
           ...guardrailRoutes,
           ...modelRoutes,
-          ...policyRoutes,
           ...promptRoutes,
           ...mcpServerRoutes,
           ...agentServerRoutes,

@@ -180,32 +180,6 @@ export interface GuardrailVersionRow {
 /** A guardrail with its current version's entry. */
 export type GuardrailWithBody = GuardrailRow & { body: string; sealed: string | null };
 
-export interface LimitPolicyRow {
-  id: string;
-  kind: 'rate' | 'usage';
-  organisation_id: string;
-  workspace_id: string;
-  name: string;
-  type: string;
-  unit: string | null;
-  value: number | null;
-  credit_limit: number | null;
-  alert_threshold: number | null;
-  periodic_reset: string | null;
-  periodic_reset_days: number | null;
-  next_usage_reset_at: number | null;
-  period_start_at: number | null;
-  conditions: string;
-  group_by: string;
-  fail_open: number;
-  status: 'active' | 'archived';
-  /** `organisation`: made by an organisation-level key, which alone may change it; else `workspace`. */
-  managed_by: 'organisation' | 'workspace';
-  created_at: number;
-  updated_at: number;
-  archived_at: number | null;
-}
-
 export interface McpServerRow {
   id: string;
   organisation_id: string;
@@ -289,7 +263,6 @@ const VERSION_COUNTERS = Object.freeze({ cp_configs: 'version', cp_guardrails: '
 /** Numeric columns come back as strings from pg for BIGINT; normalised once, by the tables helper. */
 const NUMERIC: ReadonlySet<string> = new Set([
   'created_at', 'updated_at', 'archived_at', 'previous_expires_at', 'last_rotated_at', 'expires_at', 'version', 'enabled', 'pricing_multiplier',
-  'value', 'credit_limit', 'alert_threshold', 'periodic_reset_days', 'next_usage_reset_at', 'period_start_at', 'fail_open',
   'request_timeout_ms', 'token_expires_at', 'last_used_at', 'active_sessions', 'agent_card_fetched_at',
   'latest_version', 'published_version',
 ]);
@@ -506,37 +479,6 @@ export class ControlPlaneRepository {
 
   configVersions(configId: string): Promise<ConfigVersionRow[]> {
     return this.#all<ConfigVersionRow>('SELECT * FROM cp_config_versions WHERE config_id = ? ORDER BY version DESC', [configId]);
-  }
-
-  // Limit policies
-
-  limitPolicy(kind: LimitPolicyRow['kind'], id: string): Promise<LimitPolicyRow | undefined> {
-    return this.#get<LimitPolicyRow>('SELECT * FROM cp_limit_policies WHERE kind = ? AND id = ?', [kind, id]);
-  }
-
-  limitPolicies(
-    kind: LimitPolicyRow['kind'],
-    filter: { workspaceId: string | null; status?: string; type?: string; unit?: string; periodicReset?: string },
-    page: Page,
-  ): Promise<Paged<LimitPolicyRow>> {
-    const where = ['kind = ?'];
-    const params: unknown[] = [kind];
-    const add = (column: string, value: string | null | undefined) => {
-      if (value === undefined || value === null) return;
-      where.push(`${column} = ?`);
-      params.push(value);
-    };
-    add('workspace_id', filter.workspaceId);
-    add('status', filter.status);
-    add('type', filter.type);
-    add('unit', filter.unit);
-    add('periodic_reset', filter.periodicReset);
-    return this.#paged<LimitPolicyRow>(`FROM cp_limit_policies WHERE ${where.join(' AND ')}`, params, 'created_at, id', page);
-  }
-
-  /** A workspace's active policies of both kinds, oldest first (the order they are checked in). */
-  activeLimitPolicies(workspaceId: string): Promise<LimitPolicyRow[]> {
-    return this.#all<LimitPolicyRow>("SELECT * FROM cp_limit_policies WHERE workspace_id = ? AND status = 'active' ORDER BY created_at, id", [workspaceId]);
   }
 
   // Prompts and partials. By id a row of any status; by slug (name) only an active one, since archiving frees it.

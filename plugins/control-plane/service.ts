@@ -4,8 +4,6 @@ import {
   GatewayError,
   type GuardrailRunner,
   type GuardrailValidator,
-  type LimitCounters,
-  type LimitPolicySet,
   type Logger,
   type McpSessionCloser,
   type PartialRelease,
@@ -18,13 +16,12 @@ import {
   type Target,
   type UpstreamClient,
 } from '../../sdk/index.js';
-import { SealedDocuments, type Identity } from '../../sdk/admin/index.js';
+import { requestWorkspaceOf, SealedDocuments, type Identity } from '../../sdk/admin/index.js';
 import { AgentStore } from './agents.js';
 import { TtlCache } from '../../sdk/admin/index.js';
 import { applySecretMappings, openCredentials, type SecretMapping } from './credentials.js';
 import { hashSecret } from './keys.js';
 import { McpStore } from './mcp.js';
-import { toPolicy } from './policies.js';
 import { MAX_INCLUDED_PARTIALS, toPartialRelease, toPromptRelease } from './prompts.js';
 import { ControlPlaneRepository, type ApiKeyRow, type WorkspaceRow } from './repository.js';
 import { capScopes, ROLE_SCOPES } from './scopes.js';
@@ -83,8 +80,6 @@ export interface ControlPlaneDeps {
   parser: () => ConfigParser;
   /** Target fields declared as credentials: sealed at rest, masked in every answer. */
   secretFields: ReadonlySet<string>;
-  /** The `limits` plugin's counters, when it is loaded (for the policies' usage routes). */
-  counters?: () => LimitCounters | undefined;
   /** The `prompts` plugin's template language, when it is loaded (stored prompts are checked with it when saved). */
   templates?: () => PromptTemplates | undefined;
   /** The `guardrails` plugin's entry check, when it is loaded (stored guardrails are validated with it). */
@@ -124,9 +119,6 @@ export interface Membership {
 
 const NO_PROMPT: PromptLookup = Object.freeze({ missing: 'prompt' as const });
 
-/** The answer for a request in no workspace: nothing to enforce. */
-const NO_LIMITS: LimitPolicySet = Object.freeze({ workspaceId: null, policies: Object.freeze([]) });
-
 const MAX_CACHED = 10_000;
 /** Role of a user key whose owner left the workspace: the key is refused. */
 const NO_MEMBER = 'none';
@@ -149,7 +141,6 @@ export class ControlPlane implements Identity {
   readonly #providers: TtlCache<ProviderEntry | null>;
   readonly #configs: TtlCache<Target | null>;
   readonly #settings: TtlCache<OrgSettings>;
-  readonly #limits: TtlCache<LimitPolicySet>;
   readonly #guardrails: TtlCache<StoredGuardrail | null>;
   readonly #sessions: TtlCache<SessionEntry | null>;
   readonly #memberships: TtlCache<readonly Membership[]>;
@@ -172,7 +163,6 @@ export class ControlPlane implements Identity {
     this.#providers = cache();
     this.#configs = cache();
     this.#settings = cache();
-    this.#limits = cache();
     this.#guardrails = cache();
     this.#sessions = cache();
     this.#memberships = cache();
@@ -210,11 +200,6 @@ export class ControlPlane implements Identity {
     const templates = this.#deps.templates?.();
     if (templates === undefined) throw new GatewayError('service_unavailable', 'Stored prompts need the prompts plugin, which is not loaded.');
     return templates;
-  }
-
-  /** The limits plugin's counters, or undefined when it is not loaded. */
-  get counters(): LimitCounters | undefined {
-    return this.#deps.counters?.();
   }
 
   get box(): SecretBox {
@@ -301,7 +286,6 @@ export class ControlPlane implements Identity {
     this.#providers.clear();
     this.#configs.clear();
     this.#settings.clear();
-    this.#limits.clear();
     this.#prompts.clear();
     this.#partials.clear();
     this.#guardrails.clear();
@@ -342,33 +326,6 @@ export class ControlPlane implements Identity {
     });
   }
 
-  /**
-   * The active rate limits and budgets of the workspace a request acts in
-   * (see {@link requestWorkspace}), through the cache: synchronous when cached,
-   * the same object until it expires or an admin write clears it.
-   */
-  limitPolicies(ctx: RequestContext): LimitPolicySet | Promise<LimitPolicySet> {
-    const own = ctx.auth?.workspaceId;
-    if (own) return this.#limitSet(own);
-    const named = ctx.header('x-gateway-workspace');
-    const found = this.workspace(named !== undefined && named !== '' ? named : 'default');
-    const pick = (ws: WorkspaceRow | null): LimitPolicySet | Promise<LimitPolicySet> => {
-      if (ws === null || ws.status !== 'active') {
-        if (named !== undefined && named !== '') throw new GatewayError('not_found', `No workspace "${named.slice(0, 64)}".`, { param: 'x-gateway-workspace' });
-        return NO_LIMITS;
-      }
-      return this.#limitSet(ws.id);
-    };
-    return found instanceof Promise ? found.then(pick) : pick(found);
-  }
-
-  #limitSet(workspaceId: string): LimitPolicySet | Promise<LimitPolicySet> {
-    return this.#limits.get(workspaceId, async () => {
-      const policies = (await this.repo.activeLimitPolicies(workspaceId)).map(toPolicy);
-      return Object.freeze({ workspaceId, policies: Object.freeze(policies) });
-    });
-  }
-
   settings(): OrgSettings | Promise<OrgSettings> {
     return this.#settings.get('org', async () => {
       const org = await this.repo.organisation();
@@ -385,15 +342,7 @@ export class ControlPlane implements Identity {
    * named by `x-gateway-workspace`, else the default workspace.
    */
   async requestWorkspace(ctx: RequestContext): Promise<string | null> {
-    const own = ctx.auth?.workspaceId;
-    if (own) return own;
-    const named = ctx.header('x-gateway-workspace');
-    const ws = await this.workspace(named !== undefined && named !== '' ? named : 'default');
-    if (ws === null || ws.status !== 'active') {
-      if (named !== undefined && named !== '') throw new GatewayError('not_found', `No workspace "${named.slice(0, 64)}".`, { param: 'x-gateway-workspace' });
-      return null;
-    }
-    return ws.id;
+    return requestWorkspaceOf(ctx, this);
   }
 
   /**

@@ -6,12 +6,8 @@ import {
   type ErrorCodeSpec,
   GatewayError,
   type GatewayPlugin,
-  LIMIT_COUNTERS,
-  LIMIT_POLICY_SOURCE,
-  type LimitCounters,
   type LimitPolicy,
   type LimitPolicySet,
-  type LimitPolicySource,
   type ModelPrice,
   parseOptions,
   pricingOf,
@@ -24,11 +20,13 @@ import {
   type UsageLimitPolicy,
   usagePeriod,
 } from '../../sdk/index.js';
+import { IDENTITY } from '../../sdk/admin/index.js';
 import { estimateNanoUsd, estimateTokens, NANO, nanoUsd, priceForRequest, requestedModel, usageNanoUsd, type TokenEstimate } from './estimate.js';
 import { limitHeaders, refusalMessage, secondsUntil, type PolicyState } from './headers.js';
 import { compileSet, groupObject, type CompiledPolicy } from './match.js';
 import { memoryLimitStore } from './memory-store.js';
 import { OptionsSchema, staticPolicies, type LimitsOptionsInput } from './options.js';
+import { storedPolicies, type LimitCounters } from './policies/index.js';
 import { redisLimitStore } from './redis-store.js';
 import { holdMember, type CheckItem, type Hold, type LimitStore } from './store.js';
 
@@ -70,9 +68,10 @@ const NO_POLICIES: readonly CompiledPolicy[] = Object.freeze([]);
  * provider (stage `beforeRequest.LIMIT`): requests are counted atomically;
  * tokens and cost are reserved from an estimate, then settled to the real
  * usage once the answer ended (stage `log.SETTLE`), released when there was
- * none. Policies come from the control plane (per workspace, through its
- * cache) and from `rateLimits` / `usageLimits`. Counters live in memory or in
- * Redis (one Lua script per check).
+ * none. Policies come from `rateLimits` / `usageLimits` and, when the
+ * control plane is loaded, from its store (per workspace, through a cache),
+ * managed with this plugin's admin routes (`/v1/policies/…`). Counters live in
+ * memory or in Redis (one Lua script per check).
  */
 export function limits(options: LimitsOptions = {}): GatewayPlugin {
   const { now: clock = Date.now, ...rest } = options;
@@ -82,9 +81,10 @@ export function limits(options: LimitsOptions = {}): GatewayPlugin {
   return {
     name: PLUGIN_NAME,
     errorCodes: LIMIT_ERRORS,
+    // Workspaces' stored policies and their admin routes; without the control plane, the server config's alone.
+    uses: [IDENTITY],
     apply(api) {
       let store: LimitStore | null = null;
-      let source: LimitPolicySource | null = null;
       let pricing: PricingTable = bundledPricing();
       const pending = new Set<Promise<void>>();
       // Usage from streams and JSON answers, for settling (the log store asks for the same capture).
@@ -92,7 +92,6 @@ export function limits(options: LimitsOptions = {}): GatewayPlugin {
 
       api.onReady(async () => {
         pricing = pricingOf(api);
-        if (opts.useControlPlane) source = api.tryResolve(LIMIT_POLICY_SOURCE) ?? null;
         if (opts.store === 'redis') {
           const entry = api.stores.get(opts.connection) as RedisConnection | undefined;
           if (entry === undefined || typeof entry.client?.defineCommand !== 'function') {
@@ -253,6 +252,7 @@ export function limits(options: LimitsOptions = {}): GatewayPlugin {
       // Before guardrails and the cache, after validation: see STAGES.beforeRequest.LIMIT.
       api.hooks.beforeRequest.tapPromise({ name: PLUGIN_NAME, stage: STAGES.beforeRequest.LIMIT }, async (ctx) => {
         let set: LimitPolicySet | null = null;
+        const source = opts.useControlPlane ? stored() : null;
         if (source !== null) {
           const got = source.policies(ctx);
           set = typeof (got as Promise<LimitPolicySet>).then === 'function' ? await got : (got as LimitPolicySet);
@@ -310,7 +310,7 @@ export function limits(options: LimitsOptions = {}): GatewayPlugin {
           return { start: w.start, end: w.end, groups };
         },
       };
-      api.provide(LIMIT_COUNTERS, counters);
+      const stored = storedPolicies(api, counters);
 
       // Settles still in flight are finished before the store closes (a memory store then saves its counters).
       api.onClose(async () => {

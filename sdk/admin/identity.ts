@@ -75,3 +75,22 @@ export async function workspaceFor(ctx: RequestContext, identity: Identity, name
   if (ws.status !== 'active') throw new GatewayError('invalid_request', `Workspace "${ws.slug}" is archived.`, { param });
   return ws.id;
 }
+
+/**
+ * The workspace a request acts in, as {@link Identity.requestWorkspace} finds it, but without a
+ * promise when the workspace is cached, for the request path: the key's own; for an
+ * organisation-level key the one `x-gateway-workspace` names (a 404 when no active one has that id
+ * or slug), else the default workspace; null when there is none.
+ */
+export function requestWorkspaceOf(ctx: RequestContext, identity: Pick<Identity, 'workspace'>): string | null | Promise<string | null> {
+  const own = ctx.auth?.workspaceId;
+  if (own) return own;
+  const named = ctx.header('x-gateway-workspace');
+  const pick = (ws: WorkspaceInfo | null): string | null => {
+    if (ws !== null && ws.status === 'active') return ws.id;
+    if (named !== undefined && named !== '') throw new GatewayError('not_found', `No workspace "${named.slice(0, 64)}".`, { param: 'x-gateway-workspace' });
+    return null;
+  };
+  const found = identity.workspace(named !== undefined && named !== '' ? named : 'default');
+  return found instanceof Promise ? found.then(pick) : pick(found);
+}

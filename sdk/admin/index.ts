@@ -39,7 +39,7 @@ export {
   type AdminDoc,
   type AdminRoute,
 } from './http.js';
-export { IDENTITY, workspaceFor, type Identity, type WorkspaceInfo } from './identity.js';
+export { IDENTITY, requestWorkspaceOf, workspaceFor, type Identity, type WorkspaceInfo } from './identity.js';
 export { SqlTables, type Page, type Paged } from './table.js';
 export { TtlCache } from './cache.js';
 export { crudRoutes, insertVersioned, updateVersioned, visibleInWorkspace, type CrudSpec, type VersionedTables } from './crud.js';

@@ -1,4 +1,5 @@
-import { usagePeriod, type LimitCondition, type LimitGroupBy, type LimitPolicy, type RateLimitPolicy, type UsageLimitPolicy } from '../../sdk/index.js';
+import { usagePeriod, type LimitCondition, type LimitGroupBy, type LimitPolicy, type RateLimitPolicy, type UsageLimitPolicy } from '../../../sdk/index.js';
+import { iso } from '../../../sdk/admin/index.js';
 import type { LimitPolicyRow } from './repository.js';
 
 /** A stored row as the enforcer's policy (JSON columns parsed once, when the cache fills). */
@@ -27,8 +28,6 @@ export function toPolicy(row: LimitPolicyRow): LimitPolicy {
     created_at: row.created_at,
   };
 }
-
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 /** A policy as the admin API shows it (spec field names, ISO times). */
 export function presentPolicy(row: LimitPolicyRow, now: number): Record<string, unknown> {
