@@ -1,4 +1,4 @@
-import { mkdtemp } from 'node:fs/promises';
+import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, test } from 'vitest';
@@ -8,8 +8,9 @@ import { openai } from '../../../plugins/providers/openai/index.js';
 import { proxy } from '../../../plugins/proxy/index.js';
 import { sqliteStore } from '../../../plugins/stores/sqlite/index.js';
 import { createGateway } from '../../../core/index.js';
-import { memoryLogger } from '../../helpers/gateway.js';
+import { BOOTSTRAP_KEY, memoryLogger, startTestServer } from '../../helpers/gateway.js';
 import { serveGateway } from '../../helpers/serve.js';
+import { startMockOpenAI } from '../../mocks/openai-upstream.js';
 
 /*
  * How the registry sits beside the control plane: its integrations and slugs
@@ -57,4 +58,33 @@ test('listed before the control plane, whose store keeps the slugs, the boot sto
   expect(() =>
     createGateway({ plugins: [sqliteStore({ dataDir }), providerRegistry({ dataDir }), controlPlane({ bootstrapKey: ADMIN, dataDir, announce: () => undefined })], logger: memoryLogger().logger }),
   ).toThrow(/list it after the control-plane plugin/);
+});
+
+test("a server config that still gives secretsDir to control-plane (the option's place before) keeps reading secrets there", async () => {
+  const mock = await startMockOpenAI();
+  const secretsDir = await mkdtemp(join(tmpdir(), 'gw-pr-secrets-'));
+  await mkdir(join(secretsDir, 'workspaces', 'default'), { recursive: true });
+  await writeFile(join(secretsDir, 'workspaces', 'default', 'openai'), 'sk-from-moved-dir-0123456789\n');
+  const plugins = ['sqlite', 'control-plane', 'config', 'provider-headers', 'provider-registry', 'openai', 'proxy'].map((name) => (name === 'control-plane' ? { name, options: { secretsDir } } : { name }));
+  const gw = await startTestServer({ config: { plugins } });
+  try {
+    const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
+      fetch(`${gw.url}/v1${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-gateway-api-key': BOOTSTRAP_KEY, ...headers }, body: JSON.stringify(body) });
+    const made = await post('/integrations', {
+      name: 'moved',
+      ai_provider_id: 'openai',
+      workspace_id: 'default',
+      configurations: { custom_host: mock.baseURL },
+      secret_mappings: [{ target_field: 'key', secret_reference: 'file:openai' }],
+      create_default_provider: true,
+      default_provider_slug: 'moved',
+    });
+    expect(made.status, await made.clone().text()).toBe(200);
+    const chat = await post('/chat/completions', { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }, { 'x-gateway-provider': '@moved' });
+    expect(chat.status, await chat.clone().text()).toBe(200);
+    expect(mock.requests.at(-1)!.headers.authorization).toBe('Bearer sk-from-moved-dir-0123456789');
+  } finally {
+    await gw.close();
+    await mock.close();
+  }
 });
