@@ -10,17 +10,6 @@ import type { PromptLookup, PromptSelector, TemplateCheck } from './prompts.js';
  * other's files: this file is the whole contract between them.
  */
 
-/**
- * A source of provider slugs beyond the server config's (the control plane
- * offers one, scoped to the caller's workspace). Asked by the provider
- * registry for slugs and virtual keys it does not know.
- */
-export interface ProviderSource {
-  /** The provider and credentials behind `ref` (a slug without `@`, or a virtual key) for this request; undefined when unknown. `target` is the request's target naming it. */
-  find(ctx: RequestContext, ref: string, target: Target): Promise<Target | undefined>;
-}
-export const PROVIDER_SOURCE = serviceToken<ProviderSource>('gateway.provider-source');
-
 /** A source of saved configs beyond the server config's (the control plane offers one). */
 export interface ConfigSource {
   /** The saved config `id` as a target tree, for this request's caller; undefined when unknown. */

@@ -26,8 +26,8 @@ export const CATALOG: Readonly<Record<string, Loader>> = Object.freeze({
   'request-log': async (options, env) =>
     (await import('../plugins/request-log/index.js')).requestLog(env.requestLog === undefined ? options : { lines: env.requestLog, ...options }),
   openai: async (options) => (await import('../plugins/providers/openai/index.js')).openai(options),
-  'provider-registry': async (options, _env, server) =>
-    (await import('../plugins/provider-registry/index.js')).providerRegistry({ providers: server.providers, ...options }),
+  'provider-registry': async (options, env, server) =>
+    (await import('../plugins/provider-registry/index.js')).providerRegistry({ providers: server.providers, dataDir: env.dataDir, ...movedFromControlPlane(server), ...options }),
   google: async (options) => (await import('../plugins/providers/google/index.js')).google(options),
   'vertex-ai': async (options) => (await import('../plugins/providers/vertex-ai/index.js')).vertexAI(options),
   bedrock: async (options) => (await import('../plugins/providers/bedrock/index.js')).bedrock(options),
@@ -71,8 +71,10 @@ export const CATALOG: Readonly<Record<string, Loader>> = Object.freeze({
   sqlite: async (options, env) => (await import('../plugins/stores/sqlite/index.js')).sqliteStore({ dataDir: env.dataDir, ...options }),
   postgres: async (options, env) =>
     (await import('../plugins/stores/postgres/index.js')).postgresStore({ url: env.databaseUrl ?? '', ...(env.databaseSchema === undefined ? {} : { schema: env.databaseSchema }), ...options }),
-  'control-plane': async (options, env) =>
-    (await import('../plugins/control-plane/index.js')).controlPlane({ dataDir: env.dataDir, encryptionKey: env.encryptionKey, bootstrapKey: env.bootstrapKey, ...options }),
+  'control-plane': async (options, env) => {
+    const { secretsDir: _moved, ...own } = options ?? {};
+    return (await import('../plugins/control-plane/index.js')).controlPlane({ dataDir: env.dataDir, encryptionKey: env.encryptionKey, bootstrapKey: env.bootstrapKey, ...own });
+  },
   scim: async (options, env) =>
     (await import('../plugins/control-plane/scim/index.js')).scim({ ...(env.scimToken === undefined ? {} : { token: env.scimToken }), ...options }),
   sso: async (options, env) => (await import('../plugins/control-plane/sso/index.js')).sso({ ...(env.oidc ?? {}), ...options }),
@@ -94,6 +96,18 @@ export const CATALOG: Readonly<Record<string, Loader>> = Object.freeze({
     return limits({ persistFile: join(env.dataDir, 'limits.json'), ...options });
   },
 });
+
+/**
+ * Integrations and their secrets moved from the control plane to the provider registry: a config
+ * that still sets `secretsDir` (or `dataDir`) on `control-plane` keeps reading its secrets there.
+ */
+function movedFromControlPlane(server: ServerConfig): { dataDir?: string; secretsDir?: string } {
+  const options = server.plugins.find((p) => p.name === 'control-plane')?.options ?? {};
+  const out: { dataDir?: string; secretsDir?: string } = {};
+  if (typeof options.dataDir === 'string') out.dataDir = options.dataDir;
+  if (typeof options.secretsDir === 'string') out.secretsDir = options.secretsDir;
+  return out;
+}
 
 /**
  * Builds the plugins a server config names, in order: a bundled name from the

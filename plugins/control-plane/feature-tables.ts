@@ -7,65 +7,6 @@ import type { Migration } from '../../sdk/index.js';
  * that made those tables before (`Migration.adopts`).
  */
 
-// ---- integrations ----
-/** Migration namespace of integrations (provider credentials, sealed), their models, and the provider slugs of workspaces. */
-export const INTEGRATIONS_NAMESPACE = 'integrations';
-
-/**
- * Integrations (provider credentials, sealed), their models, and the provider slugs of workspaces.
- * One text for both dialects (portable types only; JSON as TEXT, booleans 0/1, times as epoch ms).
- * Each version adopts the control-plane migration that made the same change before these tables had an
- * owner of their own (`Migration.adopts`): a database from before keeps its tables and rows, a new one gets
- * them from here.
- */
-export const INTEGRATIONS_MIGRATIONS: readonly Migration[] = [
-  {
-    version: 1,
-    name: 'integrations',
-    adopts: { namespace: 'control-plane', version: 1 },
-    up: `
-CREATE TABLE cp_integrations (
-  id TEXT PRIMARY KEY,
-  organisation_id TEXT NOT NULL,
-  workspace_id TEXT,
-  slug TEXT NOT NULL UNIQUE,
-  name TEXT NOT NULL,
-  description TEXT,
-  provider TEXT NOT NULL,
-  status TEXT NOT NULL,
-  secret TEXT,
-  masked TEXT NOT NULL,
-  configurations TEXT NOT NULL,
-  secret_mappings TEXT,
-  pricing_multiplier DOUBLE PRECISION,
-  created_at BIGINT NOT NULL,
-  updated_at BIGINT NOT NULL
-);
-CREATE TABLE cp_integration_models (
-  integration_id TEXT NOT NULL,
-  slug TEXT NOT NULL,
-  enabled INTEGER NOT NULL,
-  configurations TEXT,
-  created_at BIGINT NOT NULL,
-  updated_at BIGINT NOT NULL,
-  PRIMARY KEY (integration_id, slug)
-);
-CREATE TABLE cp_providers (
-  id TEXT PRIMARY KEY,
-  workspace_id TEXT NOT NULL,
-  slug TEXT NOT NULL,
-  name TEXT NOT NULL,
-  integration_id TEXT NOT NULL,
-  note TEXT,
-  status TEXT NOT NULL,
-  created_at BIGINT NOT NULL,
-  updated_at BIGINT NOT NULL,
-  UNIQUE (workspace_id, slug)
-);
-CREATE INDEX cp_providers_integration ON cp_providers (integration_id)`,
-  },
-];
-
 // ---- configs ----
 /** Migration namespace of saved configs of workspaces and their versions (credentials sealed). */
 export const SAVED_CONFIGS_NAMESPACE = 'configs';
@@ -463,7 +404,6 @@ CREATE INDEX cp_agent_servers_workspace ON cp_agent_servers (workspace_id, statu
 
 /** Every feature table still migrated by the control plane, by namespace. */
 export const FEATURE_TABLES: ReadonlyArray<{ namespace: string; migrations: readonly Migration[] }> = [
-  { namespace: INTEGRATIONS_NAMESPACE, migrations: INTEGRATIONS_MIGRATIONS },
   { namespace: SAVED_CONFIGS_NAMESPACE, migrations: SAVED_CONFIGS_MIGRATIONS },
   { namespace: STORED_PROMPTS_NAMESPACE, migrations: STORED_PROMPTS_MIGRATIONS },
   { namespace: STORED_GUARDRAILS_NAMESPACE, migrations: STORED_GUARDRAILS_MIGRATIONS },

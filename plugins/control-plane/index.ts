@@ -1,4 +1,3 @@
-import { join } from 'node:path';
 import * as v from 'valibot';
 import {
   AGENT_SERVERS,
@@ -22,8 +21,6 @@ import {
   PROMPT_SOURCE,
   PROMPT_TEMPLATES,
   type PromptTemplates,
-  PROVIDER_SOURCE,
-  type ProviderSource,
   type RequestContext,
   serviceToken,
   type SqlClient,
@@ -41,13 +38,10 @@ import { apiKeyRoutes } from './routes/api-keys.js';
 import { configRoutes } from './routes/configs.js';
 import { guardrailRoutes } from './routes/guardrails.js';
 import { toRouteDefinitions } from './routes/http.js';
-import { integrationRoutes } from './routes/integrations.js';
 import { mcpServerRoutes } from './routes/mcp-servers.js';
 import { memberRoutes } from './routes/members.js';
-import { modelRoutes } from './routes/models.js';
 import { organisationRoutes } from './routes/organisation.js';
 import { promptRoutes } from './routes/prompts.js';
-import { providerRoutes } from './routes/providers.js';
 import { workspaceRoutes } from './routes/workspaces.js';
 import { createSecretBox, loadEncryptionKey, type SecretBox } from './secret-box.js';
 import { ControlPlane } from './service.js';
@@ -83,8 +77,6 @@ const OptionsSchema = v.strictObject({
   bootstrapKey: v.optional(v.pipe(v.string(), v.minLength(16, 'must be at least 16 characters'))),
   /** How long the request path trusts a cached key, slug, config or workspace, in ms. Default 10 000. */
   cacheTtlMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0)), 10_000),
-  /** Directory that `file:` secret references of integrations read from. Default `<dataDir>/secrets`. */
-  secretsDir: v.optional(v.string()),
   /** Serve the admin API (`/v1/workspaces`, `/v1/api-keys`, …). Default true. */
   routes: v.optional(v.boolean(), true),
   /** How long a fetched agent card is served before it is fetched again, in ms. Default 300 000 (5 minutes). */
@@ -101,8 +93,7 @@ export type ControlPlaneOptions = v.InferInput<typeof OptionsSchema>;
 
 /**
  * The control plane: stored API keys (and JWTs) for auth, workspaces and
- * members, integrations (sealed provider credentials), provider slugs,
- * saved configs, stored prompts and partials (rendered by the `prompts`
+ * members, saved configs, stored prompts and partials (rendered by the `prompts`
  * plugin), MCP servers with each user's connection and sessions (served by the
  * `mcp` plugin), agent servers and their cards (served by the `a2a` plugin),
  * organisation settings and the admin API that manages them.
@@ -117,7 +108,7 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
   const claims = { ...DEFAULT_CLAIMS, ...(opts.jwt?.claims ?? {}) };
   return {
     name: PLUGIN_NAME,
-    provides: [CONTROL_PLANE, IDENTITY, MCP_SERVERS, AGENT_SERVERS, PROVIDER_SOURCE, CONFIG_SOURCE, GUARDRAIL_SOURCE, PROMPT_SOURCE],
+    provides: [CONTROL_PLANE, IDENTITY, MCP_SERVERS, AGENT_SERVERS, CONFIG_SOURCE, GUARDRAIL_SOURCE, PROMPT_SOURCE],
     errorCodes: {
       agent_card_unavailable: { status: 502, type: 'upstream_error' },
       agent_card_invalid: { status: 502, type: 'upstream_error' },
@@ -137,7 +128,6 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
         now: opts.now ?? Date.now,
         cacheTtlMs: opts.cacheTtlMs,
         adminRoutes: opts.routes,
-        secretsDir: opts.secretsDir ?? join(opts.dataDir, 'secrets'),
         parser: () => {
           if (parser === null) throw new GatewayError('service_unavailable', 'Saved configs need the config plugin, which is not loaded.');
           return parser;
@@ -204,19 +194,12 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
         return auth;
       });
 
-      const providerSource: ProviderSource = {
-        async find(ctx, ref, target) {
-          const workspaceId = await cp.requestWorkspace(ctx);
-          return workspaceId === null ? undefined : cp.providerTarget(ctx, workspaceId, ref, target);
-        },
-      };
       const configSource: ConfigSource = {
         async find(ctx, id) {
           const workspaceId = await cp.requestWorkspace(ctx);
           return workspaceId === null ? undefined : cp.configTarget(workspaceId, id);
         },
       };
-      api.provide(PROVIDER_SOURCE, providerSource);
       api.provide(CONFIG_SOURCE, configSource);
       // Stored guardrails a config names by id or slug, in the request's workspace, for the guardrails plugin.
       api.provide(GUARDRAIL_SOURCE, {
@@ -235,11 +218,8 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
           ...workspaceRoutes,
           ...memberRoutes,
           ...apiKeyRoutes,
-          ...integrationRoutes(api.providers),
-          ...providerRoutes,
           ...configRoutes,
           ...guardrailRoutes,
-          ...modelRoutes,
           ...promptRoutes,
           ...mcpServerRoutes,
           ...agentServerRoutes,

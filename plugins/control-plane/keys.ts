@@ -1,4 +1,7 @@
-import { hash, randomBytes, randomUUID } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
+
+/** Ids and slugs of stored resources come from the kit (sdk/admin), shared with the features' plugins. */
+export { newId, randomSlug } from '../../sdk/admin/index.js';
 
 /** Prefix of generated gateway keys, so they are recognisable in secret scanners. */
 export const KEY_PREFIX = 'gwk-';
@@ -16,19 +19,6 @@ export function hashSecret(secret: string): string {
 /** What a listing shows of a key: its prefix and last four characters. */
 export function maskKey(secret: string): string {
   return secret.length < 12 ? '****' : `${secret.slice(0, 4)}****${secret.slice(-4)}`;
-}
-
-export function newId(): string {
-  return randomUUID();
-}
-
-/** A random lower-case suffix for generated slugs and config ids. */
-export function randomSlug(length = 10): string {
-  const alphabet = 'abcdefghijklmnopqrstuvwxyz0123456789';
-  const bytes = randomBytes(length);
-  let out = '';
-  for (let i = 0; i < length; i++) out += alphabet[bytes[i]! % alphabet.length];
-  return out;
 }
 
 export const MIN_TRANSITION_MS = 30 * 60_000;

@@ -19,7 +19,6 @@ import {
 import { requestWorkspaceOf, SealedDocuments, type Identity } from '../../sdk/admin/index.js';
 import { AgentStore } from './agents.js';
 import { TtlCache } from '../../sdk/admin/index.js';
-import { applySecretMappings, openCredentials, type SecretMapping } from './credentials.js';
 import { hashSecret } from './keys.js';
 import { McpStore } from './mcp.js';
 import { MAX_INCLUDED_PARTIALS, toPartialRelease, toPromptRelease } from './prompts.js';
@@ -58,16 +57,6 @@ interface KeyEntry {
   workspaceId: string | null;
 }
 
-/** A provider slug resolved to its provider and credentials. */
-interface ProviderEntry {
-  target: Target;
-  /** Per-model base URLs from the integration's models. */
-  modelHosts: ReadonlyMap<string, string> | null;
-  /** Models the integration lists as disabled. */
-  disabled: ReadonlySet<string> | null;
-  slug: string;
-}
-
 export interface ControlPlaneDeps {
   db: () => SqlClient;
   box: () => SecretBox;
@@ -75,7 +64,6 @@ export interface ControlPlaneDeps {
   cacheTtlMs: number;
   /** Whether the admin API is served (the plugin's `routes` option). Default true. */
   adminRoutes?: boolean;
-  secretsDir: string;
   /** The config plugin's parser (saved configs are validated and built with the same schema as inline ones). */
   parser: () => ConfigParser;
   /** Target fields declared as credentials: sealed at rest, masked in every answer. */
@@ -125,7 +113,7 @@ const NO_MEMBER = 'none';
 
 /**
  * The control plane's state as the request path sees it: stored keys,
- * workspaces, provider slugs and saved configs, each read through a short
+ * workspaces and saved configs, each read through a short
  * TTL cache. Admin writes call `invalidate()`, so this instance sees them at
  * once and other instances within `cacheTtlMs`.
  */
@@ -138,7 +126,6 @@ export class ControlPlane implements Identity {
   readonly #deps: ControlPlaneDeps;
   readonly #keys: TtlCache<KeyEntry | null>;
   readonly #workspaces: TtlCache<WorkspaceRow | null>;
-  readonly #providers: TtlCache<ProviderEntry | null>;
   readonly #configs: TtlCache<Target | null>;
   readonly #settings: TtlCache<OrgSettings>;
   readonly #guardrails: TtlCache<StoredGuardrail | null>;
@@ -160,7 +147,6 @@ export class ControlPlane implements Identity {
     const cache = <V>() => new TtlCache<V>(deps.cacheTtlMs, MAX_CACHED, deps.now);
     this.#keys = cache();
     this.#workspaces = cache();
-    this.#providers = cache();
     this.#configs = cache();
     this.#settings = cache();
     this.#guardrails = cache();
@@ -283,7 +269,6 @@ export class ControlPlane implements Identity {
     for (const listener of this.#listeners) listener();
     this.#keys.clear();
     this.#workspaces.clear();
-    this.#providers.clear();
     this.#configs.clear();
     this.#settings.clear();
     this.#prompts.clear();
@@ -411,57 +396,6 @@ export class ControlPlane implements Identity {
       rotationDeadline: dueAt === null ? null : dueAt + (policy?.key_transition_period_ms ?? 30 * 60_000),
       workspaceId: row.workspace_id,
     };
-  }
-
-  /**
-   * The target behind a provider slug (or virtual key) in a workspace; undefined when there is none.
-   * The model (the request target's `override_params.model`, else the body's) picks the integration's
-   * per-model host; a model the integration disables is a 403.
-   */
-  async providerTarget(ctx: RequestContext, workspaceId: string, ref: string, requested?: Target): Promise<Target | undefined> {
-    const entry = await this.#providers.get(`${workspaceId}\n${ref}`, () => this.#loadProvider(workspaceId, ref));
-    if (entry === null) return undefined;
-    if (entry.modelHosts === null && entry.disabled === null) return entry.target;
-    const override = (requested?.override_params as { model?: unknown } | undefined)?.model;
-    const model = typeof override === 'string' ? override : ctx.model;
-    if (model === null) return entry.target;
-    if (entry.disabled?.has(model)) throw new GatewayError('forbidden', `Model "${model.slice(0, 128)}" is disabled for provider @${entry.slug}.`, { param: 'model' });
-    const host = entry.modelHosts?.get(model);
-    return host === undefined ? entry.target : { ...entry.target, custom_host: host };
-  }
-
-  async #loadProvider(workspaceId: string, ref: string): Promise<ProviderEntry | null> {
-    const provider = await this.repo.provider(workspaceId, ref);
-    if (provider === undefined || provider.status !== 'active') return null;
-    const integration = await this.repo.integration(provider.integration_id);
-    if (integration === undefined || integration.status !== 'active') return null;
-    if (integration.workspace_id !== null && integration.workspace_id !== workspaceId) return null;
-    let creds: ReturnType<typeof openCredentials>;
-    try {
-      creds = openCredentials(this.box, integration.id, integration.secret);
-    } catch {
-      throw new GatewayError('service_unavailable', `Provider @${provider.slug}: its integration's credentials cannot be decrypted with this gateway's encryption key.`);
-    }
-    const target: Target = { ...(JSON.parse(integration.configurations) as Record<string, unknown>), ...(creds.configurations ?? {}), provider: integration.provider };
-    if (creds.key !== undefined) target.api_key = creds.key;
-    if (integration.secret_mappings !== null) {
-      // A workspace's integration reads only its workspace's secrets (credentials.ts, ReferenceScope).
-      const owner = integration.workspace_id === null ? null : await this.workspace(integration.workspace_id);
-      if (integration.workspace_id !== null && owner === null) return null;
-      const scope = { workspaceSlug: owner?.slug ?? null };
-      await applySecretMappings(target, JSON.parse(integration.secret_mappings) as SecretMapping[], this.#deps.secretsDir, scope).catch((err: Error) => {
-        throw new GatewayError('service_unavailable', `Provider @${provider.slug}: ${err.message}.`);
-      });
-    }
-    if (integration.pricing_multiplier !== null) target.pricing_multiplier = integration.pricing_multiplier;
-    let modelHosts: Map<string, string> | null = null;
-    let disabled: Set<string> | null = null;
-    for (const m of await this.repo.integrationModels(integration.id)) {
-      if (m.enabled !== 1) (disabled ??= new Set()).add(m.slug);
-      const host = m.configurations === null ? undefined : (JSON.parse(m.configurations) as { custom_host?: string }).custom_host;
-      if (host !== undefined) (modelHosts ??= new Map()).set(m.slug, host);
-    }
-    return { target: Object.freeze(target), modelHosts, disabled, slug: provider.slug };
   }
 
   /** A saved config of a workspace (by id or slug), as a target tree; undefined when there is none. */

@@ -42,6 +42,7 @@ export {
 export { IDENTITY, requestWorkspaceOf, workspaceFor, type Identity, type WorkspaceInfo } from './identity.js';
 export { SqlTables, type Page, type Paged } from './table.js';
 export { TtlCache } from './cache.js';
+export { newId, randomSlug } from './ids.js';
 export { crudRoutes, insertVersioned, updateVersioned, visibleInWorkspace, type CrudSpec, type VersionedTables } from './crud.js';
 export { checkStoredUrls } from './stored-urls.js';
 export { SealedDocuments, type StoredDocument } from './sealed-documents.js';

@@ -1,6 +1,7 @@
 import * as v from 'valibot';
-import { bundledPricingData, jsonResponse } from '../../../sdk/index.js';
-import { PAGE_QUERY, pageOf, parseQuery, workspaceFor, docsFor, type AdminRoute } from './http.js';
+import { bundledPricingData, jsonResponse } from '../../../../sdk/index.js';
+import { docsFor, PAGE_QUERY, pageOf, parseQuery, workspaceFor, type AdminRoute } from '../../../../sdk/admin/index.js';
+import type { ProviderStore } from '../service.js';
 
 const doc = docsFor('Models');
 
@@ -41,7 +42,7 @@ function catalogModels(provider: string): string[] {
  * that selects a provider (`x-gateway-provider`, `x-gateway-virtual-key`,
  * `x-gateway-config`) gets that provider's own list instead.
  */
-export const modelRoutes: AdminRoute[] = [
+export const modelRoutes: AdminRoute<ProviderStore>[] = [
   {
     name: 'models.list',
     method: 'GET',
@@ -50,15 +51,15 @@ export const modelRoutes: AdminRoute[] = [
     doc: doc('List the models a workspace can call', { query: ListQuery, selectsProvider: true, description: 'One per provider slug and model, as `@slug/model`: an integration\'s enabled models, else those the price list knows for its provider. With a provider selected (`x-gateway-provider`, `x-gateway-virtual-key` or `x-gateway-config`), the provider\'s own list, through the generic proxy.' }),
     // With a provider selected, `GET /models` is the provider's own list, through the generic proxy.
     deferToFallback: (ctx) => ctx.header('x-gateway-provider') !== undefined || ctx.header('x-gateway-virtual-key') !== undefined || ctx.header('x-gateway-config') !== undefined,
-    async handler(ctx, cp) {
+    async handler(ctx, store) {
       const q = parseQuery(ctx, ListQuery);
-      const workspaceId = await workspaceFor(ctx, cp, q.workspace_id);
+      const workspaceId = await workspaceFor(ctx, store.identity, q.workspace_id);
       const items: Array<Record<string, unknown>> = [];
       const search = q.search?.toLowerCase();
-      for (const p of await cp.repo.providersWithIntegrations(workspaceId)) {
+      for (const p of await store.repo.providersWithIntegrations(workspaceId)) {
         if (q.provider !== undefined && p.integration_provider !== q.provider) continue;
         if (q.provider_slug !== undefined && p.slug !== q.provider_slug.replace(/^@/, '')) continue;
-        const configured = await cp.repo.integrationModels(p.integration_id);
+        const configured = await store.repo.integrationModels(p.integration_id);
         const models = configured.length > 0 ? configured.filter((m) => m.enabled === 1).map((m) => m.slug) : catalogModels(p.integration_provider);
         const source = configured.length > 0 ? 'integration' : 'catalog';
         for (const model of models) {

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { isAbsolute, join, normalize, sep } from 'node:path';
-import { maskSecret, type SecretBox } from './secret-box.js';
+import { maskSecret, type SecretBox } from '../../../sdk/index.js';
 
 /** Environment variables a secret mapping may read: only these, so an admin cannot read DATABASE_URL or the encryption key through an integration. */
 export const SECRET_ENV_PREFIX = 'GATEWAY_SECRET_';

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { DEFAULT_CONFIG } from '../../server/default-config.js';
-import { GATEWAY_KEY, startTestServer } from '../helpers/gateway.js';
-import { startMockOpenAI, type MockUpstream } from '../mocks/openai-upstream.js';
-import { providerRegistry } from '../../plugins/provider-registry/index.js';
+import { DEFAULT_CONFIG } from '../../../server/default-config.js';
+import { GATEWAY_KEY, startTestServer } from '../../helpers/gateway.js';
+import { startMockOpenAI, type MockUpstream } from '../../mocks/openai-upstream.js';
+import { providerRegistry } from '../../../plugins/provider-registry/index.js';
 
 let mock: MockUpstream;
 let gw: Awaited<ReturnType<typeof startTestServer>>;
@@ -65,7 +65,7 @@ test('an unknown slug or virtual key is a 404 naming it, and no secret leaks', a
 });
 
 test('a slug naming a provider that is not loaded fails at boot', async () => {
-  const { serveGateway } = await import('../helpers/serve.js');
+  const { serveGateway } = await import('../../helpers/serve.js');
   const gwBad = await serveGateway({ plugins: [providerRegistry({ providers: { x: { provider: 'nope' } } })] });
   await expect(gwBad.gateway.ready).rejects.toThrow(/not loaded/);
   await gwBad.close();
@@ -86,13 +86,13 @@ test("a request cannot send a slug's credentials elsewhere: its own custom_host 
 });
 
 test('the fields a request may not set next to a slug are the declared credentials and placements, whoever declares them', async () => {
-  const { createGateway, fieldSchema } = await import('../../core/index.js');
-  const { memoryLogger } = await import('../helpers/gateway.js');
+  const { createGateway, fieldSchema } = await import('../../../core/index.js');
+  const { memoryLogger } = await import('../../helpers/gateway.js');
   let guarded: string[] = [];
   const probe = {
     name: 'probe',
     targetFields: { acme_token: { schema: fieldSchema.string(), credential: true }, acme_region: { schema: fieldSchema.string(), placement: true }, acme_tone: { schema: fieldSchema.string() } },
-    apply(api: import('../../core/index.js').PluginAPI) {
+    apply(api: import('../../../core/index.js').PluginAPI) {
       guarded = api.targetFields.names((f) => f.credential === true || f.placement === true);
     },
   };

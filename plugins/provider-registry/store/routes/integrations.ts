@@ -1,5 +1,31 @@
 import * as v from 'valibot';
-import { GatewayError, plainObject, type Provider, type Registry, type RequestContext, upstreamUrlProblem } from '../../../sdk/index.js';
+import { GatewayError, plainObject, type Provider, type Registry, type RequestContext, upstreamUrlProblem } from '../../../../sdk/index.js';
+import {
+  BY_ID,
+  checkStoredUrls,
+  canSee,
+  canWrite,
+  conflict,
+  Description,
+  docsFor,
+  forbidden,
+  iso,
+  json,
+  listResponse,
+  Name,
+  newId,
+  notFound,
+  ok,
+  PAGE_QUERY,
+  pageOf,
+  parseBody,
+  parseQuery,
+  patchOf,
+  randomSlug,
+  Slug,
+  workspaceFor,
+  type AdminRoute,
+} from '../../../../sdk/admin/index.js';
 import {
   checkReference,
   maskCredentials,
@@ -10,33 +36,9 @@ import {
   type SealedCredentials,
   type SecretMapping,
 } from '../credentials.js';
-import { newId, randomSlug } from '../keys.js';
-import { checkStoredUrls } from '../../../sdk/admin/index.js';
 import type { IntegrationModelRow, IntegrationRow } from '../repository.js';
-import type { ControlPlane } from '../service.js';
+import type { ProviderStore } from '../service.js';
 import { insertProvider } from './providers.js';
-import {
-  patchOf,
-  Description,
-  Name,
-  PAGE_QUERY,
-  Slug,
-  canSee,
-  canWrite,
-  conflict,
-  forbidden,
-  iso,
-  json,
-  listResponse,
-  notFound,
-  ok,
-  pageOf,
-  parseBody,
-  parseQuery,
-  workspaceFor,
-  BY_ID, docsFor,
-  type AdminRoute,
-} from './http.js';
 
 const doc = docsFor('Integrations');
 
@@ -53,9 +55,9 @@ const SecretMappingSchema = v.strictObject({
 const ORGANISATION_WIDE: ReferenceScope = Object.freeze({ workspaceSlug: null });
 
 /** Each mapping's reference must be one the integration's owner may read: a 400 naming the first that is not. */
-async function checkScopedReferences(cp: ControlPlane, workspaceId: string | null, mappings: readonly SecretMapping[] | null | undefined): Promise<void> {
+async function checkScopedReferences(store: ProviderStore, workspaceId: string | null, mappings: readonly SecretMapping[] | null | undefined): Promise<void> {
   if (!mappings?.length || workspaceId === null) return;
-  const ws = await cp.workspace(workspaceId);
+  const ws = await store.identity.workspace(workspaceId);
   const scope: ReferenceScope = { workspaceSlug: ws?.slug ?? workspaceId };
   mappings.forEach((m, i) => {
     const problem = checkReference(m.secret_reference, scope);
@@ -146,16 +148,22 @@ function presentModel(row: IntegrationModelRow) {
   return { object: 'integration-model', slug: row.slug, enabled: row.enabled === 1, configurations: json(row.configurations) ?? {} };
 }
 
-async function visibleIntegration(ctx: RequestContext, cp: ControlPlane, id: string, write: boolean): Promise<IntegrationRow> {
-  const row = await cp.repo.integration(id);
+/** An integration's models as both model routes answer: by slug, unpaged. */
+async function modelList(store: ProviderStore, integrationId: string) {
+  const models = await store.repo.integrationModels(integrationId);
+  return ok({ object: 'list', total_count: models.length, data: models.map(presentModel) });
+}
+
+async function visibleIntegration(ctx: RequestContext, store: ProviderStore, id: string, write: boolean): Promise<IntegrationRow> {
+  const row = await store.repo.integration(id);
   if (row === undefined || !canSee(ctx, row.workspace_id)) throw notFound('integration', id);
   if (write && !canWrite(ctx, row.workspace_id)) throw forbidden('This integration is organisation-wide: only an organisation-level key may change it.');
   return row;
 }
 
-function openStored(cp: ControlPlane, row: IntegrationRow): SealedCredentials {
+function openStored(store: ProviderStore, row: IntegrationRow): SealedCredentials {
   try {
-    return openCredentials(cp.box, row.id, row.secret);
+    return openCredentials(store.box, row.id, row.secret);
   } catch {
     throw new GatewayError(
       'conflict',
@@ -174,15 +182,15 @@ function checkProvider(providers: Registry<Provider>, name: string): void {
 }
 
 /** Seals the credentials and builds the stored columns for them. */
-function credentialColumns(cp: ControlPlane, id: string, key: string | undefined, configurations: Record<string, unknown>) {
-  const { clear, secret } = splitConfigurations(configurations, cp.secretFields);
+function credentialColumns(store: ProviderStore, id: string, key: string | undefined, configurations: Record<string, unknown>) {
+  const { clear, secret } = splitConfigurations(configurations, store.secretFields);
   const creds: SealedCredentials = {};
   if (key !== undefined) creds.key = key;
   if (Object.keys(secret).length > 0) creds.configurations = secret;
-  return { secret: sealCredentials(cp.box, id, creds), masked: JSON.stringify(maskCredentials(creds)), configurations: JSON.stringify(clear) };
+  return { secret: sealCredentials(store.box, id, creds), masked: JSON.stringify(maskCredentials(creds)), configurations: JSON.stringify(clear) };
 }
 
-export function integrationRoutes(providers: Registry<Provider>): AdminRoute[] {
+export function integrationRoutes(providers: Registry<Provider>): AdminRoute<ProviderStore>[] {
   return [
     {
       name: 'integrations.create',
@@ -190,27 +198,27 @@ export function integrationRoutes(providers: Registry<Provider>): AdminRoute[] {
       path: '/integrations',
       scope: 'integrations.create',
       doc: doc('Create an integration', { body: CreateBody, description: 'Provider credentials, sealed at rest and never shown again (answers mask them). `create_default_provider` also creates a provider slug for it.' }),
-      async handler(ctx, cp) {
+      async handler(ctx, store) {
         const body = parseBody(ctx, CreateBody);
         checkProvider(providers, body.ai_provider_id);
         // Organisation keys create organisation-wide integrations unless they name a workspace.
-        const workspaceId = ctx.auth?.workspaceId || body.workspace_id ? await workspaceFor(ctx, cp, body.workspace_id) : null;
-        await checkScopedReferences(cp, workspaceId, body.secret_mappings);
-        checkStoredUrls(cp.upstream, body.configurations, 'configurations');
+        const workspaceId = ctx.auth?.workspaceId || body.workspace_id ? await workspaceFor(ctx, store.identity, body.workspace_id) : null;
+        await checkScopedReferences(store, workspaceId, body.secret_mappings);
+        checkStoredUrls(store.upstream, body.configurations, 'configurations');
         const slug = body.slug ?? `${body.ai_provider_id.replace(/[^a-z0-9-]/g, '')}-${randomSlug(6)}`;
-        if ((await cp.repo.integration(slug)) !== undefined) throw conflict(`An integration with slug "${slug}" exists.`, 'slug');
+        if ((await store.repo.integration(slug)) !== undefined) throw conflict(`An integration with slug "${slug}" exists.`, 'slug');
         const id = newId();
-        const now = cp.now();
+        const now = store.now();
         const row: IntegrationRow = {
           id,
-          organisation_id: (await cp.repo.organisation())!.id,
+          organisation_id: await store.identity.organisationId(),
           workspace_id: workspaceId,
           slug,
           name: body.name,
           description: body.description ?? null,
           provider: body.ai_provider_id,
           status: 'active',
-          ...credentialColumns(cp, id, body.key, body.configurations ?? {}),
+          ...credentialColumns(store, id, body.key, body.configurations ?? {}),
           secret_mappings: body.secret_mappings ? JSON.stringify(body.secret_mappings) : null,
           pricing_multiplier: body.pricing_adjustments?.multiplier ?? null,
           created_at: now,
@@ -219,15 +227,15 @@ export function integrationRoutes(providers: Registry<Provider>): AdminRoute[] {
         let provider = null;
         if (body.create_default_provider) {
           // The default provider lives in the integration's workspace, or the caller's (default) one for organisation-wide integrations.
-          const providerWorkspace = workspaceId ?? (await workspaceFor(ctx, cp, undefined));
+          const providerWorkspace = workspaceId ?? (await workspaceFor(ctx, store.identity, undefined));
           const providerSlug = body.default_provider_slug ?? slug;
-          if ((await cp.repo.provider(providerWorkspace, providerSlug)) !== undefined) throw conflict(`A provider with slug "@${providerSlug}" exists in the workspace.`, 'default_provider_slug');
-          await cp.repo.insert('cp_integrations', { ...row });
-          provider = await insertProvider(cp, { workspaceId: providerWorkspace, slug: providerSlug, name: body.name, integrationId: id, note: null });
+          if ((await store.repo.provider(providerWorkspace, providerSlug)) !== undefined) throw conflict(`A provider with slug "@${providerSlug}" exists in the workspace.`, 'default_provider_slug');
+          await store.repo.insert('cp_integrations', { ...row });
+          provider = await insertProvider(store, { workspaceId: providerWorkspace, slug: providerSlug, name: body.name, integrationId: id, note: null });
         } else {
-          await cp.repo.insert('cp_integrations', { ...row });
+          await store.repo.insert('cp_integrations', { ...row });
         }
-        cp.invalidate();
+        store.invalidate();
         return ok({ ...presentIntegration(row), ...(provider === null ? {} : { default_provider: provider }) });
       },
     },
@@ -237,11 +245,11 @@ export function integrationRoutes(providers: Registry<Provider>): AdminRoute[] {
       path: '/integrations',
       scope: 'integrations.read',
       doc: doc('List integrations', { query: ListQuery }),
-      async handler(ctx, cp) {
+      async handler(ctx, store) {
         const q = parseQuery(ctx, ListQuery);
         const own = ctx.auth?.workspaceId ?? null;
-        const workspaceId = own !== null || q.workspace_id !== undefined ? await workspaceFor(ctx, cp, q.workspace_id) : null;
-        return listResponse(await cp.repo.integrations(workspaceId, pageOf(q)), presentIntegration);
+        const workspaceId = own !== null || q.workspace_id !== undefined ? await workspaceFor(ctx, store.identity, q.workspace_id) : null;
+        return listResponse(await store.repo.integrations(workspaceId, pageOf(q)), presentIntegration);
       },
     },
     {
@@ -250,8 +258,8 @@ export function integrationRoutes(providers: Registry<Provider>): AdminRoute[] {
       path: '/integrations/:id',
       scope: 'integrations.read',
       doc: doc('Get an integration', { params: BY_ID }),
-      async handler(ctx, cp) {
-        return ok(presentIntegration(await visibleIntegration(ctx, cp, ctx.params!.id!, false)));
+      async handler(ctx, store) {
+        return ok(presentIntegration(await visibleIntegration(ctx, store, ctx.params!.id!, false)));
       },
     },
     {
@@ -260,24 +268,24 @@ export function integrationRoutes(providers: Registry<Provider>): AdminRoute[] {
       path: '/integrations/:id',
       scope: 'integrations.update',
       doc: doc('Update an integration', { params: BY_ID, body: UpdateBody }),
-      async handler(ctx, cp) {
-        const row = await visibleIntegration(ctx, cp, ctx.params!.id!, true);
+      async handler(ctx, store) {
+        const row = await visibleIntegration(ctx, store, ctx.params!.id!, true);
         const body = parseBody(ctx, UpdateBody);
-        await checkScopedReferences(cp, row.workspace_id, body.secret_mappings);
-        checkStoredUrls(cp.upstream, body.configurations, 'configurations');
-        const patch = patchOf(body, ['name', 'description', 'status'], cp.now());
+        await checkScopedReferences(store, row.workspace_id, body.secret_mappings);
+        checkStoredUrls(store.upstream, body.configurations, 'configurations');
+        const patch = patchOf(body, ['name', 'description', 'status'], store.now());
         if (body.secret_mappings !== undefined) patch.secret_mappings = body.secret_mappings === null ? null : JSON.stringify(body.secret_mappings);
         if (body.pricing_adjustments !== undefined) patch.pricing_multiplier = body.pricing_adjustments?.multiplier ?? null;
         if (body.key !== undefined || body.configurations !== undefined) {
           // Unsent credentials stay as they were: a new key alone keeps the secret settings, and new settings keep the key.
           // Replacing both needs no decryption: the way out when the encryption key was lost.
-          const current = body.key !== undefined && body.configurations !== undefined ? {} : openStored(cp, row);
+          const current = body.key !== undefined && body.configurations !== undefined ? {} : openStored(store, row);
           const configurations = body.configurations ?? { ...(JSON.parse(row.configurations) as Record<string, unknown>), ...(current.configurations ?? {}) };
-          Object.assign(patch, credentialColumns(cp, row.id, body.key ?? current.key, configurations));
+          Object.assign(patch, credentialColumns(store, row.id, body.key ?? current.key, configurations));
         }
-        await cp.repo.update('cp_integrations', { id: row.id }, patch);
-        cp.invalidate();
-        return ok(presentIntegration((await cp.repo.integration(row.id))!));
+        await store.repo.update('cp_integrations', { id: row.id }, patch);
+        store.invalidate();
+        return ok(presentIntegration((await store.repo.integration(row.id))!));
       },
     },
     {
@@ -286,12 +294,12 @@ export function integrationRoutes(providers: Registry<Provider>): AdminRoute[] {
       path: '/integrations/:id',
       scope: 'integrations.delete',
       doc: doc('Delete an integration', { params: BY_ID }),
-      async handler(ctx, cp) {
-        const row = await visibleIntegration(ctx, cp, ctx.params!.id!, true);
-        const users = await cp.repo.providersUsingIntegration(row.id);
+      async handler(ctx, store) {
+        const row = await visibleIntegration(ctx, store, ctx.params!.id!, true);
+        const users = await store.repo.providersUsingIntegration(row.id);
         if (users > 0) throw conflict(`The integration is used by ${users} provider${users === 1 ? '' : 's'}; delete ${users === 1 ? 'it' : 'them'} first.`, 'id');
-        await cp.repo.deleteIntegration(row.id);
-        cp.invalidate();
+        await store.repo.deleteIntegration(row.id);
+        store.invalidate();
         return ok({ id: row.id, object: 'integration', deleted: true });
       },
     },
@@ -301,10 +309,9 @@ export function integrationRoutes(providers: Registry<Provider>): AdminRoute[] {
       path: '/integrations/:id/integration-models',
       scope: 'integrations.read',
       doc: doc('List an integration\'s models', { params: BY_ID }),
-      async handler(ctx, cp) {
-        const row = await visibleIntegration(ctx, cp, ctx.params!.id!, false);
-        const models = await cp.repo.integrationModels(row.id);
-        return ok({ object: 'list', total_count: models.length, data: models.map(presentModel) });
+      async handler(ctx, store) {
+        const row = await visibleIntegration(ctx, store, ctx.params!.id!, false);
+        return modelList(store, row.id);
       },
     },
     {
@@ -313,12 +320,12 @@ export function integrationRoutes(providers: Registry<Provider>): AdminRoute[] {
       path: '/integrations/:id/integration-models',
       scope: 'integrations.update',
       doc: doc('Set an integration\'s models', { params: BY_ID, body: ModelsBody, description: 'Replaces the list: the models `GET /models` offers for providers of this integration.' }),
-      async handler(ctx, cp) {
-        const row = await visibleIntegration(ctx, cp, ctx.params!.id!, true);
+      async handler(ctx, store) {
+        const row = await visibleIntegration(ctx, store, ctx.params!.id!, true);
         const body = parseBody(ctx, ModelsBody);
-        body.models.forEach((m, i) => checkStoredUrls(cp.upstream, m.configurations, `models[${i}].configurations`));
-        const now = cp.now();
-        await cp.repo.setIntegrationModels(
+        body.models.forEach((m, i) => checkStoredUrls(store.upstream, m.configurations, `models[${i}].configurations`));
+        const now = store.now();
+        await store.repo.setIntegrationModels(
           row.id,
           body.models.map((m) => ({
             integration_id: row.id,
@@ -329,9 +336,8 @@ export function integrationRoutes(providers: Registry<Provider>): AdminRoute[] {
             updated_at: now,
           })),
         );
-        cp.invalidate();
-        const models = await cp.repo.integrationModels(row.id);
-        return ok({ object: 'list', total_count: models.length, data: models.map(presentModel) });
+        store.invalidate();
+        return modelList(store, row.id);
       },
     },
   ];

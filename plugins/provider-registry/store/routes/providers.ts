@@ -1,25 +1,27 @@
 import * as v from 'valibot';
-import type { RequestContext } from '../../../sdk/index.js';
-import { newId, randomSlug } from '../keys.js';
-import type { ProviderRow } from '../repository.js';
-import type { ControlPlane } from '../service.js';
+import type { RequestContext } from '../../../../sdk/index.js';
 import {
-  patchOf,
-  PAGE_QUERY,
-  Slug,
+  BY_REF,
   canSee,
   conflict,
+  docsFor,
   iso,
   listResponse,
+  newId,
   notFound,
   ok,
+  PAGE_QUERY,
   pageOf,
   parseBody,
   parseQuery,
+  patchOf,
+  randomSlug,
+  Slug,
   workspaceFor,
-  BY_REF, docsFor,
   type AdminRoute,
-} from './http.js';
+} from '../../../../sdk/admin/index.js';
+import type { ProviderRow } from '../repository.js';
+import type { ProviderStore } from '../service.js';
 
 const doc = docsFor('Providers');
 
@@ -50,46 +52,46 @@ export function presentProvider(row: ProviderRow) {
 }
 
 export async function insertProvider(
-  cp: ControlPlane,
+  store: ProviderStore,
   p: { workspaceId: string; slug: string; name: string; integrationId: string; note: string | null },
 ): Promise<ReturnType<typeof presentProvider>> {
-  const now = cp.now();
+  const now = store.now();
   const row: ProviderRow = { id: newId(), workspace_id: p.workspaceId, slug: p.slug, name: p.name, integration_id: p.integrationId, note: p.note, status: 'active', created_at: now, updated_at: now };
-  await cp.repo.insert('cp_providers', { ...row });
-  cp.invalidate();
+  await store.repo.insert('cp_providers', { ...row });
+  store.invalidate();
   return presentProvider(row);
 }
 
 /** An integration the workspace may point a provider at: its own or an organisation-wide one. */
-async function usableIntegration(ctx: RequestContext, cp: ControlPlane, workspaceId: string, id: string) {
-  const row = await cp.repo.integration(id);
+async function usableIntegration(ctx: RequestContext, store: ProviderStore, workspaceId: string, id: string) {
+  const row = await store.repo.integration(id);
   if (row === undefined || !canSee(ctx, row.workspace_id) || (row.workspace_id !== null && row.workspace_id !== workspaceId)) throw notFound('integration', id, 'integration_id');
   return row;
 }
 
 /** Looks a provider up in the caller's workspace (or, for organisation keys, any workspace by id). */
-async function visibleProvider(ctx: RequestContext, cp: ControlPlane, ref: string): Promise<ProviderRow> {
+async function visibleProvider(ctx: RequestContext, store: ProviderStore, ref: string): Promise<ProviderRow> {
   const own = ctx.auth?.workspaceId ?? null;
-  const workspaceId = own ?? (await workspaceFor(ctx, cp, ctx.header('x-gateway-workspace') || undefined, 'x-gateway-workspace'));
-  const row = (await cp.repo.provider(workspaceId, ref)) ?? (own === null ? await cp.repo.providerById(ref) : undefined);
+  const workspaceId = own ?? (await workspaceFor(ctx, store.identity, ctx.header('x-gateway-workspace') || undefined, 'x-gateway-workspace'));
+  const row = (await store.repo.provider(workspaceId, ref)) ?? (own === null ? await store.repo.providerById(ref) : undefined);
   if (row === undefined) throw notFound('provider', ref);
   return row;
 }
 
-export const providerRoutes: AdminRoute[] = [
+export const providerRoutes: AdminRoute<ProviderStore>[] = [
   {
     name: 'providers.create',
     method: 'POST',
     path: '/providers',
     scope: 'providers.create',
     doc: doc('Create a provider slug', { body: CreateBody, description: 'A name (`@slug`) configs and requests use for an integration\'s credentials.' }),
-    async handler(ctx, cp) {
+    async handler(ctx, store) {
       const body = parseBody(ctx, CreateBody);
-      const workspaceId = await workspaceFor(ctx, cp, body.workspace_id);
-      const integration = await usableIntegration(ctx, cp, workspaceId, body.integration_id);
+      const workspaceId = await workspaceFor(ctx, store.identity, body.workspace_id);
+      const integration = await usableIntegration(ctx, store, workspaceId, body.integration_id);
       const slug = body.slug ?? `${integration.provider.replace(/[^a-z0-9-]/g, '')}-${randomSlug(6)}`;
-      if ((await cp.repo.provider(workspaceId, slug)) !== undefined) throw conflict(`A provider with slug "@${slug}" exists in this workspace.`, 'slug');
-      return ok(await insertProvider(cp, { workspaceId, slug, name: body.name, integrationId: integration.id, note: body.note ?? null }));
+      if ((await store.repo.provider(workspaceId, slug)) !== undefined) throw conflict(`A provider with slug "@${slug}" exists in this workspace.`, 'slug');
+      return ok(await insertProvider(store, { workspaceId, slug, name: body.name, integrationId: integration.id, note: body.note ?? null }));
     },
   },
   {
@@ -98,10 +100,10 @@ export const providerRoutes: AdminRoute[] = [
     path: '/providers',
     scope: 'providers.read',
     doc: doc('List provider slugs', { query: ListQuery }),
-    async handler(ctx, cp) {
+    async handler(ctx, store) {
       const q = parseQuery(ctx, ListQuery);
-      const workspaceId = await workspaceFor(ctx, cp, q.workspace_id);
-      return listResponse(await cp.repo.providers(workspaceId, pageOf(q)), presentProvider);
+      const workspaceId = await workspaceFor(ctx, store.identity, q.workspace_id);
+      return listResponse(await store.repo.providers(workspaceId, pageOf(q)), presentProvider);
     },
   },
   {
@@ -110,8 +112,8 @@ export const providerRoutes: AdminRoute[] = [
     path: '/providers/:id',
     scope: 'providers.read',
     doc: doc('Get a provider slug', { params: BY_REF }),
-    async handler(ctx, cp) {
-      return ok(presentProvider(await visibleProvider(ctx, cp, ctx.params!.id!)));
+    async handler(ctx, store) {
+      return ok(presentProvider(await visibleProvider(ctx, store, ctx.params!.id!)));
     },
   },
   {
@@ -120,14 +122,14 @@ export const providerRoutes: AdminRoute[] = [
     path: '/providers/:id',
     scope: 'providers.update',
     doc: doc('Update a provider slug', { params: BY_REF, body: UpdateBody }),
-    async handler(ctx, cp) {
-      const row = await visibleProvider(ctx, cp, ctx.params!.id!);
+    async handler(ctx, store) {
+      const row = await visibleProvider(ctx, store, ctx.params!.id!);
       const body = parseBody(ctx, UpdateBody);
-      const patch = patchOf(body, ['name', 'note', 'status'], cp.now());
-      if (body.integration_id !== undefined) patch.integration_id = (await usableIntegration(ctx, cp, row.workspace_id, body.integration_id)).id;
-      await cp.repo.update('cp_providers', { id: row.id }, patch);
-      cp.invalidate();
-      return ok(presentProvider((await cp.repo.provider(row.workspace_id, row.id))!));
+      const patch = patchOf(body, ['name', 'note', 'status'], store.now());
+      if (body.integration_id !== undefined) patch.integration_id = (await usableIntegration(ctx, store, row.workspace_id, body.integration_id)).id;
+      await store.repo.update('cp_providers', { id: row.id }, patch);
+      store.invalidate();
+      return ok(presentProvider((await store.repo.provider(row.workspace_id, row.id))!));
     },
   },
   {
@@ -136,10 +138,10 @@ export const providerRoutes: AdminRoute[] = [
     path: '/providers/:id',
     scope: 'providers.delete',
     doc: doc('Delete a provider slug', { params: BY_REF }),
-    async handler(ctx, cp) {
-      const row = await visibleProvider(ctx, cp, ctx.params!.id!);
-      await cp.repo.deleteProvider(row.id);
-      cp.invalidate();
+    async handler(ctx, store) {
+      const row = await visibleProvider(ctx, store, ctx.params!.id!);
+      await store.repo.deleteProvider(row.id);
+      store.invalidate();
       return ok({ id: row.id, object: 'provider', deleted: true });
     },
   },

@@ -5,13 +5,14 @@ import { afterAll, beforeAll, expect, test } from 'vitest';
 import { fieldSchema, type GatewayPlugin } from '../../../core/index.js';
 import { config } from '../../../plugins/config/index.js';
 import { controlPlane } from '../../../plugins/control-plane/index.js';
+import { providerRegistry } from '../../../plugins/provider-registry/index.js';
 import { openai } from '../../../plugins/providers/openai/index.js';
 import { sqliteStore } from '../../../plugins/stores/sqlite/index.js';
 import { serveGateway } from '../../helpers/serve.js';
 
 /*
- * The control plane seals what the loaded plugins declare as credentials,
- * not a list of its own: a third-party provider's secret field is sealed and
+ * Integrations seal what the loaded plugins declare as credentials,
+ * not a list of their own: a third-party provider's secret field is sealed and
  * masked like api_key, its other fields stay in clear.
  */
 
@@ -30,7 +31,7 @@ const acme: GatewayPlugin = {
 
 beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'gw-cp-declared-'));
-  gw = await serveGateway({ plugins: [sqliteStore({ dataDir }), controlPlane({ bootstrapKey: ADMIN, dataDir, announce: () => undefined }), config(), openai(), acme] });
+  gw = await serveGateway({ plugins: [sqliteStore({ dataDir }), controlPlane({ bootstrapKey: ADMIN, dataDir, announce: () => undefined }), config(), providerRegistry({ dataDir }), openai(), acme] });
   await gw.gateway.ready;
 });
 afterAll(() => gw.close());
