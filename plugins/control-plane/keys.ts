@@ -22,14 +22,8 @@ export function newId(): string {
   return randomUUID();
 }
 
-/** A random lower-case suffix for generated slugs and config ids. */
-export function randomSlug(length = 10): string {
-  const alphabet = 'abcdefghijklmnopqrstuvwxyz0123456789';
-  const bytes = randomBytes(length);
-  let out = '';
-  for (let i = 0; i < length; i++) out += alphabet[bytes[i]! % alphabet.length];
-  return out;
-}
+/** A random lower-case suffix for generated slugs and ids (the kit's, which features use too). */
+export { randomSlug } from '../../sdk/admin/index.js';
 
 export const MIN_TRANSITION_MS = 30 * 60_000;
 export type RotationPeriod = 'weekly' | 'monthly';

@@ -160,20 +160,31 @@ export function json<T>(text: string | null): T | null {
   return text === null ? null : (JSON.parse(text) as T);
 }
 
-/** Registers admin routes under the base path, each with its scope for the core to check first. */
-export function toRouteDefinitions<S>(base: string, routes: readonly AdminRoute<S>[], service: () => S): RouteDefinition[] {
+/**
+ * Registers admin routes under the base path, each with its scope for the core to check first.
+ * `served` (a feature's routes, registered before it is known whether identity serves admin routes:
+ * `Identity.adminRoutes`) makes them answer, while it is false, as if they were not registered: the
+ * generic proxy serves the request when loaded, else the 404 of an unknown route.
+ */
+export function toRouteDefinitions<S>(base: string, routes: readonly AdminRoute<S>[], service: () => S, served?: () => boolean): RouteDefinition[] {
   return routes.map((r) => ({
     name: `admin.${r.name}`,
     method: r.method,
     path: `${base}${r.path}`,
     kind: 'handler' as const,
     sensitive: true,
-    deferToFallback: r.deferToFallback,
+    deferToFallback: served === undefined ? r.deferToFallback : (ctx: RequestContext) => !served() || r.deferToFallback?.(ctx) === true,
     body: r.body === 'optional' ? ('raw' as const) : r.method === 'GET' || r.method === 'DELETE' ? ('none' as const) : ('json' as const),
     // Checked by the core before the body is read: a key without the scope gets the 403 whatever it sent.
     ...(r.scope === null ? {} : { scope: r.scope }),
     doc: r.doc,
-    handler: (ctx: RequestContext) => r.handler(ctx, service()),
+    handler:
+      served === undefined
+        ? (ctx: RequestContext) => r.handler(ctx, service())
+        : async (ctx: RequestContext) => {
+            if (!served()) throw new GatewayError('not_found', `Unknown route ${ctx.method} ${ctx.path}.`);
+            return r.handler(ctx, service());
+          },
   }));
 }
 

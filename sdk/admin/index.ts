@@ -42,9 +42,11 @@ export {
 export { IDENTITY, workspaceFor, type Identity, type WorkspaceInfo } from './identity.js';
 export { SqlTables, type Page, type Paged } from './table.js';
 export { TtlCache } from './cache.js';
-export { crudRoutes, insertVersioned, updateVersioned, visibleInWorkspace, type CrudSpec, type VersionedTables } from './crud.js';
+export { crudRoutes, insertVersioned, updateVersioned, visibleInWorkspace, type CrudSpec, type OpDoc, type VersionedTables } from './crud.js';
 export { checkStoredUrls } from './stored-urls.js';
 export { SealedDocuments, type StoredDocument } from './sealed-documents.js';
+export { DocumentStore, randomSlug, type DocumentKind, type DocumentRow, type DocumentRules, type DocumentWithBody } from './documents.js';
+export { documentRoutes, type DocumentRoutesSpec } from './document-routes.js';
 export {
   AgentAuthSchema,
   McpAuthSchema,
