@@ -36,9 +36,9 @@ CREATE TABLE cp_config_versions (
 )`,
   },
   {
-    // Credentials inside saved configs and stored guardrails, sealed: the body keeps each one masked, `sealed`
-    // holds them encrypted (sdk/sealed-json.ts; '' when a version has none). NULL marks a version written before,
-    // sealed at the next start (DocumentStore.ready, sdk/admin).
+    // A saved config's credentials (target fields declared `credential`, checks' credential parameters), sealed:
+    // the body keeps each one masked, `sealed` holds them encrypted (sdk/sealed-json.ts; '' when a version has
+    // none). NULL marks a version written before, sealed at the next start (DocumentStore.ready, sdk/admin).
     version: 2,
     name: 'sealed_documents',
     adopts: { namespace: 'control-plane', version: 9 },

@@ -39,7 +39,7 @@ CREATE TABLE cp_guardrail_versions (
 )`,
   },
   {
-    // Credentials inside saved configs and stored guardrails, sealed: the body keeps each one masked, `sealed`
+    // A stored guardrail's credentials (a webhook check's headers), sealed: the entry keeps each one masked, `sealed`
     // holds them encrypted (sdk/sealed-json.ts; '' when a version has none). NULL marks a version written before,
     // sealed at the next start (DocumentStore.ready, sdk/admin).
     version: 2,

@@ -4,7 +4,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { GatewayPlugin } from '../../../core/index.js';
-import { breaker } from '../../../plugins/breaker/index.js';
 import { config } from '../../../plugins/config/index.js';
 import { controlPlane } from '../../../plugins/control-plane/index.js';
 import { ALL_SCOPES } from '../../../plugins/control-plane/scopes.js';
@@ -51,7 +50,6 @@ async function startGateway(store: () => GatewayPlugin, clock: { now: number }, 
       config(),
       providerHeaders(),
       providerRegistry(),
-      breaker(), // declares cb_config, which saved configs in these tests use
       openai({}),
       bedrock({}),
     ],
@@ -111,7 +109,6 @@ function suite(name: string, makeStore: () => Promise<(() => GatewayPlugin) | nu
       );
       ids.integration = integration.id;
       ids.provider = integration.default_provider.id;
-      ids.config = (await expectOk(call('POST', '/configs', keys.A!, { name: 'A config', slug: 'a-config', config: { provider: '@oa' } }))).id;
       ids.user = (await expectOk(call('POST', `/workspaces/${ids.A}/members`, keys.A!, { email: 'ann@example.com', role: 'manager' }))).user_id;
     });
 
@@ -166,12 +163,6 @@ function suite(name: string, makeStore: () => Promise<(() => GatewayPlugin) | nu
       ['GET', '/providers/:provider', 'providers.read'],
       ['PUT', '/providers/:provider', 'providers.update', {}],
       ['DELETE', '/providers/:provider', 'providers.delete'],
-      ['POST', '/configs', 'configs.create', { name: 'x', config: {} }],
-      ['GET', '/configs', 'configs.read'],
-      ['GET', '/configs/:config', 'configs.read'],
-      ['GET', '/configs/:config/versions', 'configs.read'],
-      ['PUT', '/configs/:config', 'configs.update', {}],
-      ['DELETE', '/configs/:config', 'configs.delete'],
       ['GET', '/models', null],
     ];
     const fill = (path: string) => path.replace(/:(\w+)/g, (_m, k: string) => ids[k]);
@@ -213,11 +204,6 @@ function suite(name: string, makeStore: () => Promise<(() => GatewayPlugin) | nu
       ['GET', '/providers/:provider'],
       ['PUT', '/providers/:provider', { name: 'stolen' }],
       ['DELETE', '/providers/:provider'],
-      ['POST', '/configs', { name: 'x', config: { provider: '@oa' }, workspace_id: ':A' }],
-      ['GET', '/configs/:config'],
-      ['GET', '/configs/:config/versions'],
-      ['PUT', '/configs/:config', { name: 'stolen' }],
-      ['DELETE', '/configs/:config'],
       ['GET', '/models?workspace_id=:A'],
     ];
 
@@ -237,7 +223,6 @@ function suite(name: string, makeStore: () => Promise<(() => GatewayPlugin) | nu
       expect((await asB('/api-keys')).every((k) => k.workspace_id === ids.B)).toBe(true);
       expect((await asB('/integrations')).find((i) => i.id === ids.integration)).toBeUndefined();
       expect(await asB('/providers')).toEqual([]);
-      expect(await asB('/configs')).toEqual([]);
       const models = await expectOk(call('GET', '/models', keys.B!));
       expect(models).toMatchObject({ object: 'list', total_count: 0, data: [] });
       // A's resources are all still there: the refusals above changed nothing.
@@ -275,8 +260,6 @@ function suite(name: string, makeStore: () => Promise<(() => GatewayPlugin) | nu
       ['PUT', '/integrations/:integration/integration-models', { models: [{ slug: 'gpt-4o', configurations: { custom_host: 'not a url' } }] }, 'models[0].configurations.custom_host'],
       ['POST', '/providers', { name: 'x' }, 'integration_id'],
       ['POST', '/providers', { name: 'x', integration_id: 'no-such-integration' }, 'integration_id'],
-      ['POST', '/configs', { name: 'x', config: { provider: 'openai', api_key: 'k', cb_config: { failure_threshold: 1, cooldown_interval: 10 } } }, 'config.cb_config.cooldown_interval'],
-      ['PUT', '/configs/:config', { config: { strategy: { mode: 'fallback' } } }, 'config.targets'],
       ['GET', '/models?current_page=-1', undefined, 'current_page'],
       ['GET', '/api-keys?bogus=1', undefined, 'bogus'],
     ];
@@ -291,10 +274,9 @@ function suite(name: string, makeStore: () => Promise<(() => GatewayPlugin) | nu
 
     test('a duplicate slug is a 409', async () => {
       if (skip()) return;
-      const r = await call('POST', '/configs', keys.A!, { name: 'again', slug: 'a-config', config: { provider: '@oa' } });
+      const r = await call('POST', '/workspaces', ADMIN, { name: 'dup', slug: 'team-a' });
       expect(r.status).toBe(409);
       expect(r.body.error).toMatchObject({ code: 'conflict', param: 'slug' });
-      expect((await call('POST', '/workspaces', ADMIN, { name: 'dup', slug: 'team-a' })).status).toBe(409);
     });
 
     test('workspaces: create, retrieve, update, archive; archived ones listed for admins only', async () => {
@@ -686,30 +668,18 @@ function suite(name: string, makeStore: () => Promise<(() => GatewayPlugin) | nu
       expect(mock.requests.at(-1)!.headers.authorization).toBe('Bearer sk-shared-0123456789abcdef');
     });
 
-    test('providers and configs: CRUD, versions, and resolution on the request path', async () => {
+    test('providers: CRUD and resolution on the request path', async () => {
       if (skip()) return;
       const r = await chat(keys.A!, { 'x-gateway-provider': '@oa', authorization: 'Bearer sdk-dummy' });
       expect(r.status).toBe(200);
       expect(mock.requests.at(-1)!.headers.authorization).toBe('Bearer sk-integration-a-0123456789');
       expect((await chat(keys.A!, { 'x-gateway-virtual-key': 'oa' })).status).toBe(200);
-      expect((await chat(keys.A!, { 'x-gateway-config': ids.config })).status).toBe(200);
-      expect((await chat(keys.A!, { 'x-gateway-config': 'a-config' })).status).toBe(200); // by slug too
       const wrong = await chat(keys.B!, { 'x-gateway-provider': '@oa' });
       expect(wrong.status).toBe(404);
       expect(wrong.body.error.param).toBe('provider');
-      expect((await chat(keys.B!, { 'x-gateway-config': ids.config })).status).toBe(404);
       // Organisation keys act in the default workspace, or the one named by x-gateway-workspace.
       expect((await chat(ADMIN, { 'x-gateway-provider': '@oa' })).status).toBe(404);
       expect((await chat(ADMIN, { 'x-gateway-provider': '@oa', 'x-gateway-workspace': 'team-a' })).status).toBe(200);
-
-      const cfg = await expectOk(call('PUT', `/configs/${ids.config}`, keys.A!, { config: { provider: '@oa', override_params: { model: 'gpt-4o' } } }));
-      expect(cfg.version).toBe(2);
-      expect((await chat(keys.A!, { 'x-gateway-config': ids.config })).status).toBe(200);
-      expect(JSON.parse(mock.requests.at(-1)!.body).model).toBe('gpt-4o'); // the new version at once on this instance
-      const versions = await expectOk(call('GET', `/configs/${ids.config}/versions`, keys.A!));
-      expect(versions.data.map((v: Json) => v.version)).toEqual([2, 1]);
-      expect(versions.data[1].config).toEqual({ provider: '@oa' });
-      expect((await expectOk(call('PUT', `/configs/${ids.config}`, keys.A!, { name: 'renamed' }))).version).toBe(2);
 
       const prov = await expectOk(call('GET', `/providers/${ids.provider}`, keys.A!));
       expect(prov).toMatchObject({ object: 'provider', slug: 'oa', integration_id: ids.integration, status: 'active' });
