@@ -98,8 +98,11 @@ export class DocumentStore<V> {
     this.#identity = identity;
     const cache = (this.#cache = new TtlCache<V | null>(identity.cacheTtlMs, MAX_CACHED, identity.now));
     identity.onInvalidate(() => cache.clear());
-    await migrate(identity.sql(), this.spec.namespace, this.spec.migrations);
-    const sealed = await this.sealed.sealLegacy(identity.sql(), this.spec.versions, this.spec.key);
+    const db = identity.sql() as SqlClient | null;
+    // Identity opens its store in its own onReady: a plugin listed before the control plane would come first.
+    if (db === null) throw new Error(`stored ${this.spec.kind}s: the control plane's store is not open yet: list the control-plane plugin before the plugin that keeps them`);
+    await migrate(db, this.spec.namespace, this.spec.migrations);
+    const sealed = await this.sealed.sealLegacy(db, this.spec.versions, this.spec.key);
     if (sealed > 0) logger.info({ versions: sealed }, `sealed the credentials of stored ${this.spec.kind}s written before they were sealed`);
   }
 
