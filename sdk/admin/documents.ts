@@ -86,7 +86,7 @@ export class DocumentStore<V> {
   }
 
   get identity(): Identity {
-    if (this.#identity === null) throw new Error(`stored ${this.spec.kind}s: the gateway is not ready`);
+    if (this.#identity === null) throw new Error(`${this.spec.title.toLowerCase()}s: the gateway is not ready`);
     return this.#identity;
   }
 
@@ -100,10 +100,10 @@ export class DocumentStore<V> {
     identity.onInvalidate(() => cache.clear());
     const db = identity.sql() as SqlClient | null;
     // Identity opens its store in its own onReady: a plugin listed before the control plane would come first.
-    if (db === null) throw new Error(`stored ${this.spec.kind}s: the control plane's store is not open yet: list the control-plane plugin before the plugin that keeps them`);
+    if (db === null) throw new Error(`${this.spec.title.toLowerCase()}s: the control plane's store is not open yet: list the control-plane plugin before the plugin that keeps them`);
     await migrate(db, this.spec.namespace, this.spec.migrations);
     const sealed = await this.sealed.sealLegacy(db, this.spec.versions, this.spec.key);
-    if (sealed > 0) logger.info({ versions: sealed }, `sealed the credentials of stored ${this.spec.kind}s written before they were sealed`);
+    if (sealed > 0) logger.info({ versions: sealed }, `sealed the credentials of ${this.spec.title.toLowerCase()}s written before they were sealed`);
   }
 
   /** What the request path uses of `ref` (id or slug) in a workspace, through the cache: synchronous when cached. */
