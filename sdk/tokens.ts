@@ -1,4 +1,4 @@
-import { serviceToken, type GatewayError, type RequestContext, type Target } from '../core/index.js';
+import { serviceToken, type RequestContext, type Target } from '../core/index.js';
 import type { PricingTable } from './pricing/table.js';
 import type { PromptLookup, PromptSelector, TemplateCheck } from './prompts.js';
 
@@ -10,10 +10,12 @@ import type { PromptLookup, PromptSelector, TemplateCheck } from './prompts.js';
  * other's files: this file is the whole contract between them.
  */
 
-/** A source of saved configs beyond the server config's (the control plane offers one). */
+/** A source of saved configs beyond the server config's (the `config` plugin offers the workspaces' own when the control plane is loaded). */
 export interface ConfigSource {
   /** The saved config `id` as a target tree, for this request's caller; undefined when unknown. */
   find(ctx: RequestContext, id: string): Promise<Target | undefined>;
+  /** Whether a workspace has an active saved config of this id or slug (checked when a stored prompt naming one is saved). */
+  exists?(workspaceId: string, ref: string): Promise<boolean>;
 }
 export const CONFIG_SOURCE = serviceToken<ConfigSource>('gateway.config-source');
 
@@ -23,21 +25,6 @@ export interface ConfigIssue {
   path: string;
   message: string;
 }
-
-/** The config plugin's parser: the schema built from every declared target field. */
-export interface ConfigParser {
-  /**
-   * Validates a config (JSON already decoded) and turns it into the target tree
-   * the pipeline runs (inheritance resolved).
-   * @throws GatewayError `invalid_request` (param `x-gateway-config`) naming the first issues.
-   */
-  parse(input: unknown): Target;
-  /** The issues of a config, without throwing: empty when it is valid. */
-  check(input: unknown): ConfigIssue[];
-  /** The 400 for these issues, as `parse` throws it (`Invalid config: path: rule; …`). */
-  error(issues: readonly ConfigIssue[]): GatewayError;
-}
-export const CONFIG_PARSER = serviceToken<ConfigParser>('gateway.config-parser');
 
 /** The target a request's own headers select (`x-gateway-provider` and its companions). */
 export interface HeaderTargets {
@@ -268,29 +255,10 @@ export interface GuardrailRunner {
 }
 export const GUARDRAIL_RUNNER = serviceToken<GuardrailRunner>('gateway.guardrails.runner');
 
-/** A guardrail stored in the control plane, as the `guardrails` plugin runs it. */
-export interface StoredGuardrail {
-  /** The stored id (`pg-…`); a config may name it by id or by slug. */
-  id: string;
-  /** The current version: the guardrails plugin compiles each (id, version) once. */
-  version: number;
-  status: 'active' | 'archived';
-  /** The guardrail entry: `deny`, `async`, `on_fail`, `on_success` and one property per check id (frozen). */
-  entry: Readonly<Record<string, unknown>>;
-}
-
 /**
- * Where the `guardrails` plugin finds a guardrail a config names by id when
- * the server config does not define it (the control plane offers one: the
- * stored guardrails of the request's workspace, through its TTL cache).
+ * Checks a guardrail entry (offered by the `guardrails` plugin, which knows the checks). The `config`
+ * plugin reads its credential parameters: the credentials of a saved config's inline guardrails are sealed.
  */
-export interface GuardrailSource {
-  /** The guardrail `ref` (id or slug) names for this request; undefined when there is none. Synchronous when cached. */
-  find(ctx: RequestContext, ref: string): StoredGuardrail | undefined | Promise<StoredGuardrail | undefined>;
-}
-export const GUARDRAIL_SOURCE = serviceToken<GuardrailSource>('gateway.guardrails.source');
-
-/** Checks a guardrail entry before it is stored (offered by the `guardrails` plugin, which knows the checks). */
 export interface GuardrailValidator {
   /** The entry's issues (path inside the entry, rule broken); empty when it is a valid guardrail entry. */
   check(entry: unknown): ConfigIssue[];

@@ -1,26 +1,27 @@
 import * as v from 'valibot';
 import {
-  CONFIG_PARSER,
   CONFIG_SOURCE,
   GatewayError,
+  GUARDRAIL_VALIDATOR,
   HEADER_TARGETS,
   parseOptions,
   plainObject,
   STAGES,
-  type ConfigParser,
   type ConfigSource,
   type GatewayPlugin,
   type HeaderTargets,
   type RequestContext,
   type Target,
 } from '../../sdk/index.js';
+import { IDENTITY } from '../../sdk/admin/index.js';
 import { CONFIG_FIELDS } from './fields.js';
-import { createConfigParser } from './parser.js';
+import { createConfigParser, type ConfigParser } from './parser.js';
+import { savedConfigs } from './store/index.js';
 import { needsHeaderProvider, passthroughTarget } from './tree.js';
 
 export const PLUGIN_NAME = 'config';
 export { CONFIG_FIELDS, MODES } from './fields.js';
-export { createConfigParser, MAX_CONFIG_BYTES, type ConfigLimits } from './parser.js';
+export { createConfigParser, MAX_CONFIG_BYTES, type ConfigLimits, type ConfigParser } from './parser.js';
 export type { GatewayConfig } from './schema.js';
 
 /** Inline configs kept parsed, keyed by the header text; clients reuse a handful of configs. */
@@ -47,8 +48,11 @@ export type ConfigOptions = v.InferInput<typeof OptionsSchema>;
  * is returned as it is: that field's plugin supplies the target.
  *
  * The schema is strict and built once, at boot, from every target field the
- * core and the loaded plugins declare; the parser is offered to other plugins
- * under `CONFIG_PARSER` (the control plane validates saved configs with it).
+ * core and the loaded plugins declare. With the control plane loaded, each
+ * workspace keeps saved configs of its own too (admin routes `/configs`,
+ * versioned, credentials sealed; see store/), offered under `CONFIG_SOURCE`
+ * (the prompts plugin reads it as well); they are checked with the same
+ * schema. Without the control plane, another plugin may offer `CONFIG_SOURCE`.
  */
 export function config(options: ConfigOptions = {}): GatewayPlugin {
   const opts = parseOptions(PLUGIN_NAME, OptionsSchema, options);
@@ -57,10 +61,12 @@ export function config(options: ConfigOptions = {}): GatewayPlugin {
     // Routing headers it reads: without a plugin that does, a request sending one is refused (core/routing-headers.ts).
     headers: ['x-gateway-config'],
     targetFields: CONFIG_FIELDS,
+    // Identity for the workspaces' saved configs; the guardrail checks' credential parameters, sealed in them.
+    uses: [IDENTITY, GUARDRAIL_VALIDATOR],
     apply(api) {
       // Every field is declared before any plugin is applied, so the schema is complete here.
       const parser = createConfigParser(api.targetFields, { maxDepth: api.options.maxJsonDepth });
-      api.provide(CONFIG_PARSER, parser);
+      if (api.provided(IDENTITY)) savedConfigs(api, parser);
       const saved = new Map<string, Target>();
       for (const [id, body] of Object.entries(opts.configs ?? {})) saved.set(id, bootTarget(parser, body, `saved config "${id}"`));
       let fallback: Target | null = null;

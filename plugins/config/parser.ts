@@ -1,11 +1,25 @@
 import * as v from 'valibot';
-import { DEFAULT_MAX_JSON_DEPTH, exceedsValueDepth, type ConfigIssue, type ConfigParser, type TargetFields } from '../../sdk/index.js';
+import { DEFAULT_MAX_JSON_DEPTH, exceedsValueDepth, type ConfigIssue, type GatewayError, type Target, type TargetFields } from '../../sdk/index.js';
 import { configError, toConfigIssues } from './errors.js';
 import { createConfigSchema } from './schema.js';
 import { buildTarget, inheritanceOf } from './tree.js';
 
 /** Largest config, as JSON, in bytes: inline, saved or in the server config. */
 export const MAX_CONFIG_BYTES = 256 * 1024;
+
+/** The config parser: the schema built from every declared target field. */
+export interface ConfigParser {
+  /**
+   * Validates a config (JSON already decoded) and turns it into the target tree
+   * the pipeline runs (inheritance resolved).
+   * @throws GatewayError `invalid_request` (param `x-gateway-config`) naming the first issues.
+   */
+  parse(input: unknown): Target;
+  /** The issues of a config, without throwing: empty when it is valid. */
+  check(input: unknown): ConfigIssue[];
+  /** The 400 for these issues, as `parse` throws it (`Invalid config: path: rule; …`). */
+  error(issues: readonly ConfigIssue[]): GatewayError;
+}
 
 /** Bounds a config must keep before it is validated (the schema and the tree builder walk it recursively). */
 export interface ConfigLimits {
@@ -18,7 +32,7 @@ export interface ConfigLimits {
 /**
  * The config parser of one gateway: the schema is built once from the declared
  * target fields, and a valid config becomes its target tree (inheritance
- * resolved). Offered to other plugins under the SDK's `CONFIG_PARSER` token.
+ * resolved); saved configs are checked with it when they are stored.
  * A config deeper or larger than the limits is refused before the schema
  * walks it.
  */

@@ -7,54 +7,6 @@ import type { Migration } from '../../sdk/index.js';
  * that made those tables before (`Migration.adopts`).
  */
 
-// ---- configs ----
-/** Migration namespace of saved configs of workspaces and their versions (credentials sealed). */
-export const SAVED_CONFIGS_NAMESPACE = 'configs';
-
-/**
- * Saved configs of workspaces and their versions (credentials sealed).
- * One text for both dialects (portable types only; JSON as TEXT, booleans 0/1, times as epoch ms).
- * Each version adopts the control-plane migration that made the same change before these tables had an
- * owner of their own (`Migration.adopts`): a database from before keeps its tables and rows, a new one gets
- * them from here.
- */
-export const SAVED_CONFIGS_MIGRATIONS: readonly Migration[] = [
-  {
-    version: 1,
-    name: 'configs',
-    adopts: { namespace: 'control-plane', version: 1 },
-    up: `
-CREATE TABLE cp_configs (
-  id TEXT PRIMARY KEY,
-  workspace_id TEXT NOT NULL,
-  slug TEXT NOT NULL,
-  name TEXT NOT NULL,
-  status TEXT NOT NULL,
-  version INTEGER NOT NULL,
-  created_at BIGINT NOT NULL,
-  updated_at BIGINT NOT NULL,
-  UNIQUE (workspace_id, slug)
-);
-CREATE TABLE cp_config_versions (
-  config_id TEXT NOT NULL,
-  version INTEGER NOT NULL,
-  body TEXT NOT NULL,
-  created_at BIGINT NOT NULL,
-  PRIMARY KEY (config_id, version)
-)`,
-  },
-  {
-    // Credentials inside saved configs and stored guardrails, sealed: the body keeps each one masked, `sealed`
-    // holds them encrypted (sdk/sealed-json.ts; '' when a version has none). NULL marks a version written before,
-    // sealed at the next start (sealLegacyDocuments).
-    version: 2,
-    name: 'sealed_documents',
-    adopts: { namespace: 'control-plane', version: 9 },
-    up: `
-ALTER TABLE cp_config_versions ADD COLUMN sealed TEXT`,
-  },
-];
-
 // ---- prompts ----
 /** Migration namespace of stored prompts and partials of workspaces, and their versions. */
 export const STORED_PROMPTS_NAMESPACE = 'prompts';
@@ -119,57 +71,6 @@ CREATE TABLE cp_prompt_partial_versions (
   created_at BIGINT NOT NULL,
   PRIMARY KEY (partial_id, version)
 )`,
-  },
-];
-
-// ---- guardrails ----
-/** Migration namespace of stored guardrails of workspaces and their versions (credentials sealed). */
-export const STORED_GUARDRAILS_NAMESPACE = 'guardrails';
-
-/**
- * Stored guardrails of workspaces and their versions (credentials sealed).
- * One text for both dialects (portable types only; JSON as TEXT, booleans 0/1, times as epoch ms).
- * Each version adopts the control-plane migration that made the same change before these tables had an
- * owner of their own (`Migration.adopts`): a database from before keeps its tables and rows, a new one gets
- * them from here.
- */
-export const STORED_GUARDRAILS_MIGRATIONS: readonly Migration[] = [
-  {
-    // Stored guardrails of a workspace: a name and a guardrail entry of the config object, versioned like saved
-    // configs (each change of the entry is a new version). Archived, never deleted: configs keep naming their ids.
-    version: 1,
-    name: 'guardrails',
-    adopts: { namespace: 'control-plane', version: 4 },
-    up: `
-CREATE TABLE cp_guardrails (
-  id TEXT PRIMARY KEY,
-  workspace_id TEXT NOT NULL,
-  slug TEXT NOT NULL,
-  name TEXT NOT NULL,
-  status TEXT NOT NULL,
-  version INTEGER NOT NULL,
-  created_at BIGINT NOT NULL,
-  updated_at BIGINT NOT NULL,
-  archived_at BIGINT,
-  UNIQUE (workspace_id, slug)
-);
-CREATE TABLE cp_guardrail_versions (
-  guardrail_id TEXT NOT NULL,
-  version INTEGER NOT NULL,
-  body TEXT NOT NULL,
-  created_at BIGINT NOT NULL,
-  PRIMARY KEY (guardrail_id, version)
-)`,
-  },
-  {
-    // Credentials inside saved configs and stored guardrails, sealed: the body keeps each one masked, `sealed`
-    // holds them encrypted (sdk/sealed-json.ts; '' when a version has none). NULL marks a version written before,
-    // sealed at the next start (sealLegacyDocuments).
-    version: 2,
-    name: 'sealed_documents',
-    adopts: { namespace: 'control-plane', version: 9 },
-    up: `
-ALTER TABLE cp_guardrail_versions ADD COLUMN sealed TEXT`,
   },
 ];
 
@@ -404,9 +305,7 @@ CREATE INDEX cp_agent_servers_workspace ON cp_agent_servers (workspace_id, statu
 
 /** Every feature table still migrated by the control plane, by namespace. */
 export const FEATURE_TABLES: ReadonlyArray<{ namespace: string; migrations: readonly Migration[] }> = [
-  { namespace: SAVED_CONFIGS_NAMESPACE, migrations: SAVED_CONFIGS_MIGRATIONS },
   { namespace: STORED_PROMPTS_NAMESPACE, migrations: STORED_PROMPTS_MIGRATIONS },
-  { namespace: STORED_GUARDRAILS_NAMESPACE, migrations: STORED_GUARDRAILS_MIGRATIONS },
   { namespace: SCIM_NAMESPACE, migrations: SCIM_MIGRATIONS },
   { namespace: SSO_NAMESPACE, migrations: SSO_MIGRATIONS },
   { namespace: MCP_SERVER_NAMESPACE, migrations: MCP_SERVER_MIGRATIONS },

@@ -1,15 +1,10 @@
 import * as v from 'valibot';
 import {
   AGENT_SERVERS,
-  CONFIG_PARSER,
   CONFIG_SOURCE,
-  type ConfigParser,
   type ConfigSource,
   GatewayError,
   type GatewayPlugin,
-  GUARDRAIL_SOURCE,
-  GUARDRAIL_VALIDATOR,
-  type GuardrailValidator,
   GUARDRAIL_RUNNER,
   type GuardrailRunner,
   hasScope,
@@ -35,8 +30,6 @@ import { FEATURE_TABLES } from './feature-tables.js';
 import { IDENTITY_MIGRATIONS, IDENTITY_NAMESPACE } from './migrations.js';
 import { agentServerRoutes } from './routes/agent-servers.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
-import { configRoutes } from './routes/configs.js';
-import { guardrailRoutes } from './routes/guardrails.js';
 import { toRouteDefinitions } from './routes/http.js';
 import { mcpServerRoutes } from './routes/mcp-servers.js';
 import { memberRoutes } from './routes/members.js';
@@ -93,7 +86,7 @@ export type ControlPlaneOptions = v.InferInput<typeof OptionsSchema>;
 
 /**
  * The control plane: stored API keys (and JWTs) for auth, workspaces and
- * members, saved configs, stored prompts and partials (rendered by the `prompts`
+ * members, stored prompts and partials (rendered by the `prompts`
  * plugin), MCP servers with each user's connection and sessions (served by the
  * `mcp` plugin), agent servers and their cards (served by the `a2a` plugin),
  * organisation settings and the admin API that manages them.
@@ -108,7 +101,7 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
   const claims = { ...DEFAULT_CLAIMS, ...(opts.jwt?.claims ?? {}) };
   return {
     name: PLUGIN_NAME,
-    provides: [CONTROL_PLANE, IDENTITY, MCP_SERVERS, AGENT_SERVERS, CONFIG_SOURCE, GUARDRAIL_SOURCE, PROMPT_SOURCE],
+    provides: [CONTROL_PLANE, IDENTITY, MCP_SERVERS, AGENT_SERVERS, PROMPT_SOURCE],
     errorCodes: {
       agent_card_unavailable: { status: 502, type: 'upstream_error' },
       agent_card_invalid: { status: 502, type: 'upstream_error' },
@@ -119,8 +112,7 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
       let mcpCloser: McpSessionCloser | undefined;
       let box: SecretBox | null = null;
       let verify: ((token: string) => JwtPayload) | null = null;
-      let guardrailValidator: GuardrailValidator | undefined;
-      let parser: ConfigParser | null = null;
+      let configs: ConfigSource | undefined;
       let templates: PromptTemplates | undefined;
       const cp = new ControlPlane({
         db: () => client!,
@@ -128,13 +120,9 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
         now: opts.now ?? Date.now,
         cacheTtlMs: opts.cacheTtlMs,
         adminRoutes: opts.routes,
-        parser: () => {
-          if (parser === null) throw new GatewayError('service_unavailable', 'Saved configs need the config plugin, which is not loaded.');
-          return parser;
-        },
         secretFields: api.targetFields.credentials(),
         templates: () => templates,
-        guardrailValidator: () => guardrailValidator,
+        configs: () => configs,
         upstream: () => api.upstream,
         guardrails: () => guardrails,
         mcpCloser: () => mcpCloser,
@@ -149,8 +137,8 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
       api.provide(AGENT_SERVERS, cp.agents);
 
       api.onReady(async () => {
-        parser = api.tryResolve(CONFIG_PARSER) ?? null;
-        guardrailValidator = api.tryResolve(GUARDRAIL_VALIDATOR);
+        // The config plugin's saved configs, which a stored prompt may name (checked when it is saved).
+        configs = api.tryResolve(CONFIG_SOURCE);
         templates = api.tryResolve(PROMPT_TEMPLATES);
         guardrails = api.tryResolve(GUARDRAIL_RUNNER);
         mcpCloser = api.tryResolve(MCP_SESSION_CLOSER);
@@ -164,8 +152,6 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
         const key = await loadEncryptionKey({ envValue: opts.encryptionKey, dataDir: opts.dataDir });
         box = createSecretBox(key.key);
         if (key.source === 'generated') api.logger.warn({ file: key.file }, 'generated an encryption key for integration secrets; back it up, or set GATEWAY_ENCRYPTION_KEY');
-        const sealed = await cp.sealLegacyDocuments();
-        if (sealed > 0) api.logger.info({ versions: sealed }, 'sealed the credentials of saved configs and stored guardrails written before they were sealed');
         await bootstrap(cp, { bootstrapKey: opts.bootstrapKey, announce: opts.announce ?? ((text) => process.stderr.write(text)), logger: api.logger });
         if (opts.jwt !== undefined) {
           const jwks = opts.jwt.jwksFile === undefined ? undefined : await loadJwksFile(opts.jwt.jwksFile);
@@ -194,21 +180,6 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
         return auth;
       });
 
-      const configSource: ConfigSource = {
-        async find(ctx, id) {
-          const workspaceId = await cp.requestWorkspace(ctx);
-          return workspaceId === null ? undefined : cp.configTarget(workspaceId, id);
-        },
-      };
-      api.provide(CONFIG_SOURCE, configSource);
-      // Stored guardrails a config names by id or slug, in the request's workspace, for the guardrails plugin.
-      api.provide(GUARDRAIL_SOURCE, {
-        find(ctx, ref) {
-          const own = ctx.auth?.workspaceId;
-          if (own) return cp.guardrailFor(own, ref);
-          return cp.requestWorkspace(ctx).then((workspaceId) => (workspaceId === null ? undefined : cp.guardrailFor(workspaceId, ref)));
-        },
-      });
       // Stored prompts of the request's workspace, for the prompts plugin.
       api.provide(PROMPT_SOURCE, { find: (ctx, ref, selector) => cp.promptRelease(ctx, ref, selector) });
 
@@ -218,8 +189,6 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
           ...workspaceRoutes,
           ...memberRoutes,
           ...apiKeyRoutes,
-          ...configRoutes,
-          ...guardrailRoutes,
           ...promptRoutes,
           ...mcpServerRoutes,
           ...agentServerRoutes,

@@ -59,26 +59,6 @@ export interface ApiKeyRow {
   created_at: number;
   updated_at: number;
 }
-export interface ConfigRow {
-  id: string;
-  workspace_id: string;
-  slug: string;
-  name: string;
-  status: string;
-  version: number;
-  created_at: number;
-  updated_at: number;
-}
-export interface ConfigVersionRow {
-  config_id: string;
-  version: number;
-  /** The config, credentials masked (see `sealed`). */
-  body: string;
-  /** Its credentials, sealed (sdk/sealed-json.ts); '' for none; null for a version not sealed yet. */
-  sealed: string | null;
-  created_at: number;
-}
-
 export interface PromptRow {
   id: string;
   workspace_id: string;
@@ -120,29 +100,6 @@ export interface PartialVersionRow {
   partials: string;
   created_at: number;
 }
-
-export interface GuardrailRow {
-  id: string;
-  workspace_id: string;
-  slug: string;
-  name: string;
-  status: 'active' | 'archived';
-  version: number;
-  created_at: number;
-  updated_at: number;
-  archived_at: number | null;
-}
-export interface GuardrailVersionRow {
-  guardrail_id: string;
-  version: number;
-  /** The entry, credentials masked (see `sealed`). */
-  body: string;
-  /** Its credentials, sealed (sdk/sealed-json.ts); '' for none; null for a version not sealed yet. */
-  sealed: string | null;
-  created_at: number;
-}
-/** A guardrail with its current version's entry. */
-export type GuardrailWithBody = GuardrailRow & { body: string; sealed: string | null };
 
 export interface McpServerRow {
   id: string;
@@ -222,7 +179,7 @@ export interface AgentServerRow {
 export type { Page, Paged } from '../../sdk/admin/index.js';
 
 /** The resources kept in versions, and the column of each that counts them (see `nextVersion`). */
-const VERSION_COUNTERS = Object.freeze({ cp_configs: 'version', cp_guardrails: 'version', cp_prompts: 'latest_version', cp_prompt_partials: 'latest_version' });
+const VERSION_COUNTERS = Object.freeze({ cp_prompts: 'latest_version', cp_prompt_partials: 'latest_version' });
 
 /** Numeric columns come back as strings from pg for BIGINT; normalised once, by the tables helper. */
 const NUMERIC: ReadonlySet<string> = new Set([
@@ -362,26 +319,6 @@ export class ControlPlaneRepository {
     return Number((await client.get<{ n: number | string }>('SELECT COUNT(*) AS n FROM cp_api_keys', []))?.n ?? 0);
   }
 
-  // Configs
-
-  config(workspaceId: string | null, idOrSlug: string, client = this.db()): Promise<ConfigRow | undefined> {
-    return workspaceId === null
-      ? this.#get<ConfigRow>('SELECT * FROM cp_configs WHERE id = ?', [idOrSlug], client)
-      : this.#get<ConfigRow>('SELECT * FROM cp_configs WHERE workspace_id = ? AND (id = ? OR slug = ?)', [workspaceId, idOrSlug, idOrSlug], client);
-  }
-
-  configs(workspaceId: string, page: Page): Promise<Paged<ConfigRow>> {
-    return this.#paged<ConfigRow>('FROM cp_configs WHERE workspace_id = ?', [workspaceId], 'created_at, id', page);
-  }
-
-  configVersion(configId: string, version: number, client = this.db()): Promise<ConfigVersionRow | undefined> {
-    return this.#get<ConfigVersionRow>('SELECT * FROM cp_config_versions WHERE config_id = ? AND version = ?', [configId, version], client);
-  }
-
-  configVersions(configId: string): Promise<ConfigVersionRow[]> {
-    return this.#all<ConfigVersionRow>('SELECT * FROM cp_config_versions WHERE config_id = ? ORDER BY version DESC', [configId]);
-  }
-
   // Prompts and partials. By id a row of any status; by slug (name) only an active one, since archiving frees it.
 
   prompt(workspaceId: string | null, idOrSlug: string): Promise<PromptRow | undefined> {
@@ -433,48 +370,6 @@ export class ControlPlaneRepository {
 
   partialVersions(partialId: string, page: Page): Promise<Paged<PartialVersionRow>> {
     return this.#paged<PartialVersionRow>('FROM cp_prompt_partial_versions WHERE partial_id = ?', [partialId], 'version DESC', page);
-  }
-
-  // Stored guardrails
-
-  /** A guardrail with its current entry: by id in any workspace (`null`), or by id or slug in one. */
-  guardrail(workspaceId: string | null, idOrSlug: string, client = this.db()): Promise<GuardrailWithBody | undefined> {
-    const head = 'SELECT g.*, v.body, v.sealed FROM cp_guardrails g JOIN cp_guardrail_versions v ON v.guardrail_id = g.id AND v.version = g.version';
-    return workspaceId === null
-      ? this.#get<GuardrailWithBody>(`${head} WHERE g.id = ?`, [idOrSlug], client)
-      : this.#get<GuardrailWithBody>(`${head} WHERE g.workspace_id = ? AND (g.id = ? OR g.slug = ?)`, [workspaceId, idOrSlug, idOrSlug], client);
-  }
-
-  /** A workspace's guardrails with their current entries, optionally only these ids or one status. */
-  guardrails(filter: { workspaceId: string; ids?: readonly string[]; status?: string }, page: Page): Promise<Paged<GuardrailWithBody>> {
-    const where = ['g.workspace_id = ?'];
-    const params: unknown[] = [filter.workspaceId];
-    if (filter.ids !== undefined) {
-      where.push(`g.id IN (${filter.ids.map(() => '?').join(', ')})`);
-      params.push(...filter.ids);
-    }
-    if (filter.status !== undefined) {
-      where.push('g.status = ?');
-      params.push(filter.status);
-    }
-    return this.#paged<GuardrailWithBody>(
-      `FROM cp_guardrails g JOIN cp_guardrail_versions v ON v.guardrail_id = g.id AND v.version = g.version WHERE ${where.join(' AND ')}`,
-      params,
-      'g.created_at, g.id',
-      page,
-      'g.*, v.body, v.sealed',
-    );
-  }
-
-  guardrailVersions(guardrailId: string): Promise<GuardrailVersionRow[]> {
-    return this.#all<GuardrailVersionRow>('SELECT * FROM cp_guardrail_versions WHERE guardrail_id = ? ORDER BY version DESC', [guardrailId]);
-  }
-
-  async deleteConfig(id: string): Promise<void> {
-    await this.db().transaction(async (tx) => {
-      await tx.run('DELETE FROM cp_config_versions WHERE config_id = ?', [id]);
-      await tx.run('DELETE FROM cp_configs WHERE id = ?', [id]);
-    });
   }
 
   // MCP servers, connections and sessions

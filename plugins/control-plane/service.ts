@@ -1,9 +1,8 @@
 import {
   type AuthInfo,
-  type ConfigParser,
+  type ConfigSource,
   GatewayError,
   type GuardrailRunner,
-  type GuardrailValidator,
   type Logger,
   type McpSessionCloser,
   type PartialRelease,
@@ -12,11 +11,10 @@ import {
   type PromptTemplates,
   type RequestContext,
   type SqlClient,
-  type StoredGuardrail,
   type Target,
   type UpstreamClient,
 } from '../../sdk/index.js';
-import { requestWorkspaceOf, SealedDocuments, type Identity } from '../../sdk/admin/index.js';
+import { requestWorkspaceOf, type Identity } from '../../sdk/admin/index.js';
 import { AgentStore } from './agents.js';
 import { TtlCache } from '../../sdk/admin/index.js';
 import { hashSecret } from './keys.js';
@@ -64,14 +62,12 @@ export interface ControlPlaneDeps {
   cacheTtlMs: number;
   /** Whether the admin API is served (the plugin's `routes` option). Default true. */
   adminRoutes?: boolean;
-  /** The config plugin's parser (saved configs are validated and built with the same schema as inline ones). */
-  parser: () => ConfigParser;
   /** Target fields declared as credentials: sealed at rest, masked in every answer. */
   secretFields: ReadonlySet<string>;
   /** The `prompts` plugin's template language, when it is loaded (stored prompts are checked with it when saved). */
   templates?: () => PromptTemplates | undefined;
-  /** The `guardrails` plugin's entry check, when it is loaded (stored guardrails are validated with it). */
-  guardrailValidator?: () => GuardrailValidator | undefined;
+  /** The `config` plugin's saved configs, when it is loaded (a stored prompt naming one is checked with it). */
+  configs?: () => ConfigSource | undefined;
   /** The pooled upstream client (agent cards; URL checks against the outbound host policy). */
   upstream?: () => UpstreamClient;
   /** The `guardrails` plugin's runner, when it is loaded (checks the guardrails of MCP servers). */
@@ -126,9 +122,7 @@ export class ControlPlane implements Identity {
   readonly #deps: ControlPlaneDeps;
   readonly #keys: TtlCache<KeyEntry | null>;
   readonly #workspaces: TtlCache<WorkspaceRow | null>;
-  readonly #configs: TtlCache<Target | null>;
   readonly #settings: TtlCache<OrgSettings>;
-  readonly #guardrails: TtlCache<StoredGuardrail | null>;
   readonly #sessions: TtlCache<SessionEntry | null>;
   readonly #memberships: TtlCache<readonly Membership[]>;
   readonly #prompts: TtlCache<PromptLookup>;
@@ -147,9 +141,7 @@ export class ControlPlane implements Identity {
     const cache = <V>() => new TtlCache<V>(deps.cacheTtlMs, MAX_CACHED, deps.now);
     this.#keys = cache();
     this.#workspaces = cache();
-    this.#configs = cache();
     this.#settings = cache();
-    this.#guardrails = cache();
     this.#sessions = cache();
     this.#memberships = cache();
     this.#prompts = cache();
@@ -192,57 +184,14 @@ export class ControlPlane implements Identity {
     return this.#deps.box();
   }
 
-  /** The guardrails plugin's entry check; a 503 when that plugin is not loaded. */
-  get guardrailValidator(): GuardrailValidator {
-    const validator = this.#deps.guardrailValidator?.();
-    if (validator === undefined) throw new GatewayError('service_unavailable', 'Stored guardrails need the guardrails plugin, which is not loaded.');
-    return validator;
-  }
-
-  /**
-   * A stored guardrail of a workspace (by id or slug) as the request path runs
-   * it, through the cache: synchronous when cached, and the same frozen object
-   * until it expires or an admin write clears it. Archived ones are returned
-   * too (a config naming one is refused, not silently let through).
-   */
-  guardrailFor(workspaceId: string, ref: string): StoredGuardrail | undefined | Promise<StoredGuardrail | undefined> {
-    const found = this.#guardrails.get(`${workspaceId}\n${ref}`, async () => {
-      const row = await this.repo.guardrail(workspaceId, ref);
-      if (row === undefined) return null;
-      const entry = this.guardrailDocuments.open(row.id, row, `Stored guardrail ${row.slug}`) as Record<string, unknown>;
-      return Object.freeze({ id: row.id, version: row.version, status: row.status, entry: Object.freeze(entry) });
-    });
-    return found instanceof Promise ? found.then((g) => g ?? undefined) : (found ?? undefined);
-  }
-
-  /** The gateway's config parser (the config plugin's). */
-  get configParser(): ConfigParser {
-    return this.#deps.parser();
+  /** The config plugin's saved configs, or undefined when it is not loaded. */
+  get configs(): ConfigSource | undefined {
+    return this.#deps.configs?.();
   }
 
   /** Credential fields of targets: sealed at rest, masked in answers. */
   get secretFields(): ReadonlySet<string> {
     return this.#deps.secretFields;
-  }
-
-  /** The credentials inside saved configs, sealed per version (sdk/admin SealedDocuments). */
-  readonly configDocuments = new SealedDocuments('config', () => this.box, () => this.#documentKeys());
-  /** The credentials inside stored guardrails, sealed per version. */
-  readonly guardrailDocuments = new SealedDocuments('guardrail', () => this.box, () => this.#documentKeys());
-
-  /**
-   * The keys whose values are credentials in a stored config or guardrail, at any depth: the
-   * target fields declared as credentials and the loaded checks' credential parameters.
-   */
-  #documentKeys(): ReadonlySet<string> {
-    const checks = this.#deps.guardrailValidator?.()?.credentialKeys() ?? [];
-    return new Set([...this.#deps.secretFields, ...checks]);
-  }
-
-  /** Seals the configs and guardrails written before sealing existed (see SealedDocuments.sealLegacy). */
-  async sealLegacyDocuments(): Promise<number> {
-    const db = this.repo.db();
-    return (await this.configDocuments.sealLegacy(db, 'cp_config_versions', 'config_id')) + (await this.guardrailDocuments.sealLegacy(db, 'cp_guardrail_versions', 'guardrail_id'));
   }
 
   /** The store's client (identity's and every feature's tables). */
@@ -269,11 +218,9 @@ export class ControlPlane implements Identity {
     for (const listener of this.#listeners) listener();
     this.#keys.clear();
     this.#workspaces.clear();
-    this.#configs.clear();
     this.#settings.clear();
     this.#prompts.clear();
     this.#partials.clear();
-    this.#guardrails.clear();
     this.#sessions.clear();
     this.#memberships.clear();
     this.mcp.clear();
@@ -396,17 +343,6 @@ export class ControlPlane implements Identity {
       rotationDeadline: dueAt === null ? null : dueAt + (policy?.key_transition_period_ms ?? 30 * 60_000),
       workspaceId: row.workspace_id,
     };
-  }
-
-  /** A saved config of a workspace (by id or slug), as a target tree; undefined when there is none. */
-  async configTarget(workspaceId: string, ref: string): Promise<Target | undefined> {
-    const target = await this.#configs.get(`${workspaceId}\n${ref}`, async () => {
-      const row = await this.repo.config(workspaceId, ref);
-      if (row === undefined || row.status !== 'active') return null;
-      const version = await this.repo.configVersion(row.id, row.version);
-      return version === undefined ? null : this.#deps.parser().parse(this.configDocuments.open(row.id, version, `Saved config ${row.slug}`));
-    });
-    return target ?? undefined;
   }
 
   /**

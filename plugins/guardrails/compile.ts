@@ -32,8 +32,8 @@ export interface CompiledHook {
 
 /**
  * A guardrail a config names but the server config does not define: the
- * control plane's stored guardrail of that id (or slug) in the request's
- * workspace, looked up per request through its cache (see `resolveRef`).
+ * stored guardrail of that id (or slug) in the request's workspace, looked up
+ * per request through its cache (see `resolveRef` and store/).
  */
 export interface HookRef {
   ref: string;
@@ -71,8 +71,8 @@ type Entry = Record<string, any>;
 /**
  * Turns a config's four hook lists into runnable hooks. String guardrail
  * items are looked up in `named` (the server config's guardrails); so is a
- * hook given only an `id` (no `checks`). When `stored` is true (the control
- * plane offers stored guardrails), a name `named` does not know becomes a
+ * hook given only an `id` (no `checks`). When `stored` is true (workspaces
+ * store guardrails: the control plane is loaded), a name `named` does not know becomes a
  * {@link HookRef}, resolved per request; otherwise it is a 400. Every check
  * id must be registered and its parameters must pass the check's schema;
  * otherwise a 400 names the path.
@@ -134,8 +134,8 @@ export function withOverrides(entry: Readonly<Entry>, id: string, slot: HookRef)
 }
 
 /**
- * The checks of a guardrail entry stored on its own (the control plane's
- * stored guardrails), checked at write time: the first issue, with its path
+ * The checks of a guardrail entry stored on its own (a workspace's stored
+ * guardrails), checked at write time: the first issue, with its path
  * in the entry (`default.pii.categories[0]`), or null when every check id is
  * registered and its parameters pass. The settings (`deny`, `on_fail`, …) are
  * the entry schema's business (the config fields of this plugin).

@@ -12,9 +12,8 @@ import {
   type Registry,
   type GatewayPlugin,
   type GatewayResponse,
-  GUARDRAIL_SOURCE,
   GUARDRAIL_VALIDATOR,
-  type GuardrailSource,
+  type GuardrailValidator,
   issuePath,
   parseOptions,
   plainObject,
@@ -24,9 +23,11 @@ import {
   responseText,
   type Target,
 } from '../../sdk/index.js';
+import { IDENTITY } from '../../sdk/admin/index.js';
 import { bad, compileHooks, entryIssue, fromNamed, withOverrides, type CompiledHook, type CompiledHooks, type HookRef, type ResolvedHooks } from './compile.js';
 import { GUARDRAIL_ENTRY_SCHEMA, GUARDRAIL_FIELDS } from './fields.js';
 import { runHook, type HookOutcome } from './run.js';
+import { storedGuardrails } from './store/index.js';
 import { guardStream, streamFormatOf } from './stream.js';
 
 export const PLUGIN_NAME = 'guardrails';
@@ -70,7 +71,9 @@ interface RunState {
  * with `deny` stops the request (446); without, the answer goes through as 246
  * with `hook_results`. Checks come from the `api.checks` registry. The same
  * hooks run on calls that are not provider calls (MCP tool calls) through
- * the `GUARDRAIL_RUNNER` service.
+ * the `GUARDRAIL_RUNNER` service. With the control plane loaded, workspaces
+ * store guardrails of their own (admin routes `/guardrails`; see store/),
+ * which configs name by id or slug.
  */
 export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
   const opts = parseOptions(PLUGIN_NAME, OptionsSchema, options);
@@ -79,13 +82,14 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
     name: PLUGIN_NAME,
     targetFields: GUARDRAIL_FIELDS,
     errorCodes: GUARDRAIL_ERRORS,
+    // Identity for the workspaces' stored guardrails.
+    uses: [IDENTITY],
     apply(api) {
       const compiled = new WeakMap<Target, CompiledHooks | null>();
       const checks = api.checks as Registry<GuardrailCheck>;
-      let source: GuardrailSource | undefined;
-      // The control plane checks a guardrail entry with this before storing it: the same rules as a config's inline entry.
+      // Stored guardrails are checked with this before they are stored: the same rules as a config's inline entry.
       let credentialKeys: ReadonlySet<string> | null = null;
-      api.provide(GUARDRAIL_VALIDATOR, {
+      const validator: GuardrailValidator = {
         credentialKeys() {
           // Checks are all registered by the time anything is stored (the gateway is ready).
           return (credentialKeys ??= new Set(checks.names().flatMap((id) => checks.get(id)!.credentials ?? [])));
@@ -96,10 +100,12 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
           const issue = entryIssue(parsed.output as Record<string, unknown>, api.checks);
           return issue === null ? [] : [issue];
         },
-      });
+      };
+      api.provide(GUARDRAIL_VALIDATOR, validator);
+      // With the control plane, workspaces store guardrails of their own, which configs name by id or slug.
+      const source = api.provided(IDENTITY) ? storedGuardrails(api, validator) : undefined;
       // A check's own denial code must be declared (by its plugin) as a 446, the spec's status for a denial.
       api.onReady(() => {
-        source = api.tryResolve(GUARDRAIL_SOURCE);
         for (const id of checks.names()) {
           const code = checks.get(id)!.denyCode;
           if (code === undefined) continue;

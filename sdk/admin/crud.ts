@@ -6,7 +6,7 @@ import { workspaceFor, type Identity } from './identity.js';
 import type { Paged, SqlTables } from './table.js';
 
 /** What one operation of a stored resource says in the API reference. */
-interface OpDoc {
+export interface OpDoc {
   summary: string;
   description?: string;
 }

@@ -174,15 +174,18 @@ export function toRouteDefinitions<S>(base: string, routes: readonly AdminRoute<
     path: `${base}${r.path}`,
     kind: 'handler' as const,
     sensitive: true,
-    deferToFallback: served === undefined ? r.deferToFallback : (ctx: RequestContext) => !served() || (r.deferToFallback?.(ctx) ?? false),
+    deferToFallback: served === undefined ? r.deferToFallback : (ctx: RequestContext) => !served() || r.deferToFallback?.(ctx) === true,
     body: r.body === 'optional' ? ('raw' as const) : r.method === 'GET' || r.method === 'DELETE' ? ('none' as const) : ('json' as const),
     // Checked by the core before the body is read: a key without the scope gets the 403 whatever it sent.
     ...(r.scope === null ? {} : { scope: r.scope }),
     doc: r.doc,
-    handler: async (ctx: RequestContext) => {
-      if (served !== undefined && !served()) throw new GatewayError('not_found', `Unknown route ${ctx.method} ${ctx.path}.`);
-      return r.handler(ctx, service());
-    },
+    handler:
+      served === undefined
+        ? (ctx: RequestContext) => r.handler(ctx, service())
+        : async (ctx: RequestContext) => {
+            if (!served()) throw new GatewayError('not_found', `Unknown route ${ctx.method} ${ctx.path}.`);
+            return r.handler(ctx, service());
+          },
   }));
 }
 

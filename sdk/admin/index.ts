@@ -43,9 +43,11 @@ export { IDENTITY, requestWorkspaceOf, workspaceFor, type Identity, type Workspa
 export { SqlTables, type Page, type Paged } from './table.js';
 export { TtlCache } from './cache.js';
 export { newId, randomSlug } from './ids.js';
-export { crudRoutes, insertVersioned, updateVersioned, visibleInWorkspace, type CrudSpec, type VersionedTables } from './crud.js';
+export { crudRoutes, insertVersioned, updateVersioned, visibleInWorkspace, type CrudSpec, type OpDoc, type VersionedTables } from './crud.js';
 export { checkStoredUrls } from './stored-urls.js';
 export { SealedDocuments, type StoredDocument } from './sealed-documents.js';
+export { DocumentStore, type DocumentKind, type DocumentRow, type DocumentRules, type DocumentWithBody } from './documents.js';
+export { documentRoutes, type DocumentRoutesSpec } from './document-routes.js';
 export {
   AgentAuthSchema,
   McpAuthSchema,

@@ -260,10 +260,8 @@ function composeVersion(body: VersionInput, latest: StoredPromptVersion | null):
 async function checkVersion(cp: ControlPlane, workspaceId: string, version: StoredPromptVersion): Promise<string[]> {
   const includes = includesOf(cp, templateTexts(version.template).map((t) => ({ text: t.text, param: `template.${t.path}` })));
   await checkIncludes(cp, workspaceId, includes, 'template');
-  if (version.config !== undefined) {
-    const config = await cp.repo.config(workspaceId, version.config);
-    if (config === undefined || config.status !== 'active') throw notFound('saved config', version.config, 'config');
-  }
+  // Saved configs are the config plugin's (CONFIG_SOURCE): without it, a workspace has none.
+  if (version.config !== undefined && (await cp.configs?.exists?.(workspaceId, version.config)) !== true) throw notFound('saved config', version.config, 'config');
   return includes;
 }
 
