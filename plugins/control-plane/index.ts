@@ -36,7 +36,7 @@ import {
 import { IDENTITY } from '../../sdk/admin/index.js';
 import { bootstrap } from './bootstrap.js';
 import { authenticateJwt, DEFAULT_CLAIMS } from './jwt-auth.js';
-import { createJwtVerifier, loadJwksFile, looksLikeJwt, type JwtPayload } from './jwt.js';
+import { createJwtVerifier, loadJwksFile, looksLikeJwt, type JwtVerifier } from './jwt.js';
 import { FEATURE_TABLES } from './feature-tables.js';
 import { IDENTITY_MIGRATIONS, IDENTITY_NAMESPACE } from './migrations.js';
 import { agentServerRoutes } from './routes/agent-servers.js';
@@ -132,7 +132,7 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
       let guardrails: GuardrailRunner | undefined;
       let mcpCloser: McpSessionCloser | undefined;
       let box: SecretBox | null = null;
-      let verify: ((token: string) => JwtPayload) | null = null;
+      let verify: JwtVerifier | null = null;
       let guardrailValidator: GuardrailValidator | undefined;
       let parser: ConfigParser | null = null;
       let counters: LimitCounters | undefined;
