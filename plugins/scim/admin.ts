@@ -1,24 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import * as v from 'valibot';
 import { GatewayError } from '../../sdk/index.js';
-import {
-  BY_ID,
-  Name,
-  PAGE_QUERY,
-  Role,
-  conflict,
-  docsFor,
-  iso,
-  listResponse,
-  notFound,
-  ok,
-  pageOf,
-  parseBody,
-  parseQuery,
-  requireOrgLevel,
-  workspaceFor,
-  type AdminRoute,
-} from '../../sdk/admin/index.js';
+import { Name, PAGE_QUERY, Role, conflict, iso, listResponse, notFound, ok, pageOf, parseBody, parseQuery, requireOrgLevel, workspaceFor, BY_ID, docsFor, type AdminRoute } from '../../sdk/admin/index.js';
 import { hashSecret, newMapping, usersOfMapping, type MappingRow, type Scim, type ScimTokenRow } from './store.js';
 import { scimWrite } from './write.js';
 

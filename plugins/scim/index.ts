@@ -34,9 +34,9 @@ export function scim(options: ScimOptions = {}): GatewayPlugin {
   const opts = parseOptions(PLUGIN_NAME, OptionsSchema, options);
   return {
     name: PLUGIN_NAME,
+    provides: [ACCOUNT_STATUS],
     requires: [IDENTITY, IDENTITY_ADMIN],
     uses: [SIGN_IN_SESSIONS],
-    provides: [ACCOUNT_STATUS],
     apply(api) {
       let state: Scim | undefined;
       api.onReady(async () => {
