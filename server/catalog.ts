@@ -76,8 +76,8 @@ export const CATALOG: Readonly<Record<string, Loader>> = Object.freeze({
     return (await import('../plugins/control-plane/index.js')).controlPlane({ dataDir: env.dataDir, encryptionKey: env.encryptionKey, bootstrapKey: env.bootstrapKey, ...own });
   },
   scim: async (options, env) =>
-    (await import('../plugins/control-plane/scim/index.js')).scim({ ...(env.scimToken === undefined ? {} : { token: env.scimToken }), ...options }),
-  sso: async (options, env) => (await import('../plugins/control-plane/sso/index.js')).sso({ ...(env.oidc ?? {}), ...options }),
+    (await import('../plugins/scim/index.js')).scim({ ...(env.scimToken === undefined ? {} : { token: env.scimToken }), ...options }),
+  sso: async (options, env) => (await import('../plugins/sso/index.js')).sso({ ...(env.oidc ?? {}), ...options }),
   redis: async (options, env) =>
     (await import('../plugins/stores/redis/index.js')).redisStore({ url: env.redisUrl ?? '', ...(env.redisPrefix === undefined ? {} : { keyPrefix: env.redisPrefix }), ...options }),
   batches: async (options, env) =>

@@ -17,17 +17,17 @@ import {
   PROMPT_TEMPLATES,
   type PromptTemplates,
   type RequestContext,
-  serviceToken,
   type SqlClient,
   type SqlStore,
   STAGES,
 } from '../../sdk/index.js';
-import { IDENTITY } from '../../sdk/admin/index.js';
+import { IDENTITY, IDENTITY_ADMIN } from '../../sdk/admin/index.js';
 import { bootstrap } from './bootstrap.js';
 import { authenticateJwt, DEFAULT_CLAIMS } from './jwt-auth.js';
-import { createJwtVerifier, loadJwksFile, looksLikeJwt, type JwtPayload } from './jwt.js';
+import { createJwtVerifier, loadJwksFile, looksLikeJwt, type JwtVerifier } from './jwt.js';
 import { FEATURE_TABLES } from './feature-tables.js';
 import { IDENTITY_MIGRATIONS, IDENTITY_NAMESPACE } from './migrations.js';
+import { People } from './people.js';
 import { agentServerRoutes } from './routes/agent-servers.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
 import { toRouteDefinitions } from './routes/http.js';
@@ -42,9 +42,6 @@ import { ControlPlane } from './service.js';
 export const PLUGIN_NAME = 'control-plane';
 export { ControlPlane } from './service.js';
 export { ALL_SCOPES, ROLE_SCOPES } from './scopes.js';
-
-/** Token under which the plugin provides its {@link ControlPlane}, for plugins that read stored state. */
-export const CONTROL_PLANE = serviceToken<ControlPlane>('gateway.control-plane');
 
 const JwtOptions = v.strictObject({
   /** PEM public keys (SPKI or certificates), with optional `kid`. */
@@ -101,7 +98,7 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
   const claims = { ...DEFAULT_CLAIMS, ...(opts.jwt?.claims ?? {}) };
   return {
     name: PLUGIN_NAME,
-    provides: [CONTROL_PLANE, IDENTITY, MCP_SERVERS, AGENT_SERVERS, PROMPT_SOURCE],
+    provides: [IDENTITY, IDENTITY_ADMIN, MCP_SERVERS, AGENT_SERVERS, PROMPT_SOURCE],
     errorCodes: {
       agent_card_unavailable: { status: 502, type: 'upstream_error' },
       agent_card_invalid: { status: 502, type: 'upstream_error' },
@@ -111,7 +108,7 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
       let guardrails: GuardrailRunner | undefined;
       let mcpCloser: McpSessionCloser | undefined;
       let box: SecretBox | null = null;
-      let verify: ((token: string) => JwtPayload) | null = null;
+      let verify: JwtVerifier | null = null;
       let configs: ConfigSource | undefined;
       let templates: PromptTemplates | undefined;
       const cp = new ControlPlane({
@@ -129,9 +126,10 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
         agentCardTtlMs: opts.agentCardTtlMs,
         logger: () => api.logger,
       });
-      api.provide(CONTROL_PLANE, cp);
       // Workspaces, the store and the encryption key, for the features that keep state per workspace (sdk/admin).
       api.provide(IDENTITY, cp);
+      // Users, memberships and user keys, for the features that sign people in or provision them (sso, scim).
+      api.provide(IDENTITY_ADMIN, new People(cp));
       // MCP servers and agents (with their connections, sessions and cards), for the `mcp` and `a2a` plugins.
       api.provide(MCP_SERVERS, cp.mcp);
       api.provide(AGENT_SERVERS, cp.agents);

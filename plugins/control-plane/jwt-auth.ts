@@ -1,5 +1,5 @@
 import { type AuthInfo, GatewayError } from '../../sdk/index.js';
-import { JwtError, type JwtPayload } from './jwt.js';
+import { JwtError, type JwtPayload, type JwtVerifier } from './jwt.js';
 import { capScopes, isKnownScope, ROLE_SCOPES } from './scopes.js';
 import type { ControlPlane } from './service.js';
 
@@ -22,10 +22,10 @@ const unauthorized = (message: string) => new GatewayError('unauthorized', messa
  * its role allows. The organisation's `session_settings.max_session_ttl`
  * bounds the session's age, counted from `iat`.
  */
-export async function authenticateJwt(cp: ControlPlane, verify: (token: string) => JwtPayload, claims: JwtClaims, token: string): Promise<AuthInfo> {
+export async function authenticateJwt(cp: ControlPlane, verify: JwtVerifier, claims: JwtClaims, token: string): Promise<AuthInfo> {
   let payload: JwtPayload;
   try {
-    payload = verify(token);
+    payload = await verify(token);
   } catch (err) {
     if (err instanceof JwtError) throw unauthorized(`Invalid JWT (${err.code}): ${err.message}`);
     throw err;

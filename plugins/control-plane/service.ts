@@ -14,21 +14,16 @@ import {
   type Target,
   type UpstreamClient,
 } from '../../sdk/index.js';
-import { requestWorkspaceOf, type Identity } from '../../sdk/admin/index.js';
+import { requestWorkspaceOf, type Identity, type OrgSettings } from '../../sdk/admin/index.js';
 import { AgentStore } from './agents.js';
 import { TtlCache } from '../../sdk/admin/index.js';
-import { hashSecret } from './keys.js';
 import { McpStore } from './mcp.js';
 import { MAX_INCLUDED_PARTIALS, toPartialRelease, toPromptRelease } from './prompts.js';
-import { ControlPlaneRepository, type ApiKeyRow, type WorkspaceRow } from './repository.js';
-import { capScopes, ROLE_SCOPES } from './scopes.js';
+import { ControlPlaneRepository, type WorkspaceRow } from './repository.js';
 import type { SecretBox } from './secret-box.js';
+import { StoredKeys } from './stored-keys.js';
 
-export interface OrgSettings {
-  user_api_key_rotation_period: 'weekly' | 'monthly' | null;
-  user_api_key_auto_create: boolean;
-  session_settings: { max_session_ttl: number | null };
-}
+export type { OrgSettings };
 
 export const DEFAULT_SETTINGS: OrgSettings = Object.freeze({
   user_api_key_rotation_period: null,
@@ -40,19 +35,6 @@ export interface RotationPolicy {
   rotation_period: 'weekly' | 'monthly' | null;
   next_rotation_at: string | null;
   key_transition_period_ms: number | null;
-}
-
-/** A stored key as the request path needs it, built once per cache fill. */
-interface KeyEntry {
-  id: string;
-  auth: AuthInfo;
-  status: string;
-  hash: string;
-  previousExpiresAt: number | null;
-  expiresAt: number | null;
-  rotationDueAt: number | null;
-  rotationDeadline: number | null;
-  workspaceId: string | null;
 }
 
 export interface ControlPlaneDeps {
@@ -79,33 +61,9 @@ export interface ControlPlaneDeps {
   logger?: () => Logger | undefined;
 }
 
-/** A signed-in person's session, as the request path checks it. */
-export interface SessionEntry {
-  id: string;
-  userId: string;
-  email: string;
-  name: string | null;
-  /** When the person signed in: `max_session_ttl` counts from here. */
-  createdAt: number;
-  /** The latest end the session was given when it started. */
-  expiresAt: number;
-  /** False once SCIM deactivated the person. */
-  active: boolean;
-}
-
-/** A workspace a user belongs to, with the role there. */
-export interface Membership {
-  workspaceId: string;
-  slug: string;
-  name: string;
-  role: string;
-}
-
 const NO_PROMPT: PromptLookup = Object.freeze({ missing: 'prompt' as const });
 
 const MAX_CACHED = 10_000;
-/** Role of a user key whose owner left the workspace: the key is refused. */
-const NO_MEMBER = 'none';
 
 /**
  * The control plane's state as the request path sees it: stored keys,
@@ -120,11 +78,10 @@ export class ControlPlane implements Identity {
   readonly #listeners: Array<() => void> = [];
   readonly now: () => number;
   readonly #deps: ControlPlaneDeps;
-  readonly #keys: TtlCache<KeyEntry | null>;
+  /** Stored API keys as the request path checks them. */
+  readonly keys: StoredKeys;
   readonly #workspaces: TtlCache<WorkspaceRow | null>;
   readonly #settings: TtlCache<OrgSettings>;
-  readonly #sessions: TtlCache<SessionEntry | null>;
-  readonly #memberships: TtlCache<readonly Membership[]>;
   readonly #prompts: TtlCache<PromptLookup>;
   readonly #partials: TtlCache<PartialRelease | null>;
   /** MCP servers, connections and sessions (the `mcp` plugin's store). */
@@ -139,11 +96,9 @@ export class ControlPlane implements Identity {
     this.adminRoutes = deps.adminRoutes ?? true;
     this.repo = new ControlPlaneRepository(deps.db);
     const cache = <V>() => new TtlCache<V>(deps.cacheTtlMs, MAX_CACHED, deps.now);
-    this.#keys = cache();
+    this.keys = new StoredKeys(this);
     this.#workspaces = cache();
     this.#settings = cache();
-    this.#sessions = cache();
-    this.#memberships = cache();
     this.#prompts = cache();
     this.#partials = cache();
     const workspace = (id: string) => this.workspace(id);
@@ -216,46 +171,13 @@ export class ControlPlane implements Identity {
   /** Drops every cached lookup, the features' too; called after each admin write. */
   invalidate(): void {
     for (const listener of this.#listeners) listener();
-    this.#keys.clear();
+    this.keys.clear();
     this.#workspaces.clear();
     this.#settings.clear();
     this.#prompts.clear();
     this.#partials.clear();
-    this.#sessions.clear();
-    this.#memberships.clear();
     this.mcp.clear();
     this.agents.clear();
-  }
-
-  /** The session whose secret has this digest, through the cache; null when there is none. */
-  session(digest: string): SessionEntry | null | Promise<SessionEntry | null> {
-    return this.#sessions.get(digest, async () => {
-      const row = await this.repo.db().get<Record<string, unknown>>(
-        'SELECT s.id, s.user_id, s.created_at, s.expires_at, u.email, u.name, su.active FROM cp_sessions s JOIN cp_users u ON u.id = s.user_id LEFT JOIN cp_scim_users su ON su.user_id = s.user_id WHERE s.token_hash = ?',
-        [digest],
-      );
-      if (row === undefined) return null;
-      return Object.freeze({
-        id: row.id as string,
-        userId: row.user_id as string,
-        email: row.email as string,
-        name: (row.name as string | null) ?? null,
-        createdAt: Number(row.created_at),
-        expiresAt: Number(row.expires_at),
-        active: row.active === null || row.active === undefined || Number(row.active) === 1,
-      });
-    });
-  }
-
-  /** A user's workspaces (active ones), oldest membership first, through the cache. */
-  memberships(userId: string): readonly Membership[] | Promise<readonly Membership[]> {
-    return this.#memberships.get(userId, async () => {
-      const rows = await this.repo.db().all<{ workspace_id: string; slug: string; name: string; role: string }>(
-        "SELECT m.workspace_id, w.slug, w.name, m.role FROM cp_members m JOIN cp_workspaces w ON w.id = m.workspace_id WHERE m.user_id = ? AND w.status = 'active' ORDER BY m.created_at, m.workspace_id",
-        [userId],
-      );
-      return Object.freeze(rows.map((r) => Object.freeze({ workspaceId: r.workspace_id, slug: r.slug, name: r.name, role: r.role })));
-    });
   }
 
   settings(): OrgSettings | Promise<OrgSettings> {
@@ -282,68 +204,10 @@ export class ControlPlane implements Identity {
    * stored key (another auth tap may know it); throws 401/403 when it is one
    * that may not be used now.
    */
-  async authenticate(secret: string, ctx: RequestContext): Promise<AuthInfo | undefined> {
-    const hash = hashSecret(secret);
-    const entry = await this.#keys.get(hash, async () => {
-      const row = await this.repo.apiKeyByHash(hash);
-      return row === undefined ? null : this.#keyEntry(row);
-    });
-    if (entry === null) return undefined;
-    const now = this.now();
-    if (entry.status !== 'active') throw new GatewayError('unauthorized', 'This API key is disabled.', { param: 'x-gateway-api-key' });
-    if (entry.auth.role === NO_MEMBER) throw new GatewayError('unauthorized', 'The user of this API key is no longer a member of its workspace.', { param: 'x-gateway-api-key' });
-    if (entry.expiresAt !== null && now >= entry.expiresAt) {
-      throw new GatewayError('unauthorized', `This API key expired at ${iso(entry.expiresAt)}.`, { param: 'x-gateway-api-key' });
-    }
-    if (hash !== entry.hash) {
-      // The previous secret of a rotated key: valid only during the transition period.
-      if (entry.previousExpiresAt === null || now >= entry.previousExpiresAt) {
-        throw new GatewayError('unauthorized', `This API key was rotated; its previous secret stopped working at ${iso(entry.previousExpiresAt ?? 0)}. Use the new secret.`, {
-          param: 'x-gateway-api-key',
-        });
-      }
-      ctx.responseHeaders['x-gateway-api-key-expires-at'] = iso(entry.previousExpiresAt);
-    }
-    if (entry.rotationDueAt !== null && now >= entry.rotationDueAt) {
-      if (now >= entry.rotationDeadline!) {
-        throw new GatewayError(
-          'unauthorized',
-          `This API key's rotation was due at ${iso(entry.rotationDueAt)} and its grace period ended at ${iso(entry.rotationDeadline!)}; rotate it (POST /v1/api-keys/${entry.id}/rotate) with another admin key.`,
-          { param: 'x-gateway-api-key' },
-        );
-      }
-      ctx.responseHeaders['x-gateway-api-key-rotation-due'] = iso(entry.rotationDeadline!);
-    }
-    if (entry.workspaceId !== null) {
-      const ws = await this.workspace(entry.workspaceId);
-      if (ws === null || ws.status !== 'active') throw new GatewayError('forbidden', 'The workspace of this API key is archived.', { param: 'x-gateway-api-key' });
-    }
-    return entry.auth;
+  authenticate(secret: string, ctx: RequestContext): Promise<AuthInfo | undefined> {
+    return this.keys.authenticate(secret, ctx);
   }
 
-  async #keyEntry(row: ApiKeyRow): Promise<KeyEntry> {
-    let role = row.type === 'organisation-service' ? 'admin' : 'manager';
-    let scopes = JSON.parse(row.scopes) as string[];
-    if (row.type === 'workspace-user' && row.user_id !== null && row.workspace_id !== null) {
-      // A user key acts with its owner's current role: never more than the role allows.
-      const member = await this.repo.member(row.workspace_id, row.user_id);
-      role = member?.role ?? NO_MEMBER;
-      scopes = capScopes(scopes, ROLE_SCOPES[role] ?? []);
-    }
-    const policy = row.rotation_policy === null ? null : (JSON.parse(row.rotation_policy) as RotationPolicy);
-    const dueAt = policy?.next_rotation_at ? Date.parse(policy.next_rotation_at) : null;
-    return {
-      id: row.id,
-      auth: Object.freeze({ keyId: row.id, workspaceId: row.workspace_id, scopes: Object.freeze(scopes), role, type: row.type, userId: row.user_id }),
-      status: row.status,
-      hash: row.key_hash,
-      previousExpiresAt: row.previous_expires_at,
-      expiresAt: row.expires_at,
-      rotationDueAt: dueAt,
-      rotationDeadline: dueAt === null ? null : dueAt + (policy?.key_transition_period_ms ?? 30 * 60_000),
-      workspaceId: row.workspace_id,
-    };
-  }
 
   /**
    * The version `selector` names of the prompt `ref` (id or slug) in the workspace a request acts in
@@ -386,8 +250,4 @@ export class ControlPlane implements Identity {
     }
     return found;
   }
-}
-
-export function iso(ms: number): string {
-  return new Date(ms).toISOString();
 }

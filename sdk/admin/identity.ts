@@ -11,6 +11,16 @@ export interface WorkspaceInfo {
   readonly status: string;
 }
 
+/** The organisation's settings (`PUT /v1/organisation/settings`). */
+export interface OrgSettings {
+  /** The rotation period every user key gets. */
+  user_api_key_rotation_period: 'weekly' | 'monthly' | null;
+  /** Whether a new member gets a user key. */
+  user_api_key_auto_create: boolean;
+  /** How long, in seconds, a person's sign-in (a session, a JWT from `iat`) lasts at most. */
+  session_settings: { max_session_ttl: number | null };
+}
+
 /**
  * Who is who, for the features that keep state per workspace (stored configs,
  * guardrails, prompts, limits, integrations, MCP servers, agents). The
@@ -39,6 +49,8 @@ export interface Identity {
    * header names one that does not exist).
    */
   requestWorkspace(ctx: RequestContext): Promise<string | null>;
+  /** The organisation's settings, through the identity cache. */
+  settings(): OrgSettings | Promise<OrgSettings>;
   /** A user's role in a workspace (`admin`, `manager`, `member`), or null when not a member. */
   memberRole(workspaceId: string, userId: string): Promise<string | null>;
   /** Drops every cached lookup of identity and of every feature that listens: call after each admin write. */

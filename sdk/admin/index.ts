@@ -39,7 +39,20 @@ export {
   type AdminDoc,
   type AdminRoute,
 } from './http.js';
-export { IDENTITY, requestWorkspaceOf, workspaceFor, type Identity, type WorkspaceInfo } from './identity.js';
+export { IDENTITY, requestWorkspaceOf, workspaceFor, type Identity, type OrgSettings, type WorkspaceInfo } from './identity.js';
+export {
+  ACCOUNT_STATUS,
+  IDENTITY_ADMIN,
+  ROLES,
+  Role,
+  SIGN_IN_SESSIONS,
+  type AccountStatus,
+  type DisabledKey,
+  type IdentityAdmin,
+  type SignInSessions,
+  type UserInfo,
+  type UserWorkspace,
+} from './people.js';
 export { SqlTables, type Page, type Paged } from './table.js';
 export { TtlCache } from './cache.js';
 export { newId, randomSlug } from './ids.js';

@@ -1,5 +1,6 @@
 import * as v from 'valibot';
 import type { RequestContext } from '../../../sdk/index.js';
+import { Role } from '../../../sdk/admin/index.js';
 import { insertKey, presentKey, settleRotationPolicy } from '../api-keys.js';
 import { newId } from '../keys.js';
 import type { MemberRow } from '../repository.js';
@@ -12,13 +13,6 @@ const doc = docsFor('Members');
 const WORKSPACE = { id: 'The workspace id or slug.' };
 const MEMBER = { ...WORKSPACE, userId: "The member's user id." };
 
-export const ROLES = ['admin', 'manager', 'member'] as const;
-export const Role = v.pipe(
-  v.string(),
-  v.description('`admin`, `manager` or `member`, in any case.'),
-  v.transform((s) => s.toLowerCase()),
-  v.picklist(ROLES, 'must be "admin", "manager" or "member"'),
-);
 const Email = v.pipe(v.string(), v.trim(), v.toLowerCase(), v.email('must be an email address'), v.maxLength(254));
 
 const AddBody = v.strictObject({ email: Email, name: v.nullish(v.pipe(v.string(), v.maxLength(200))), role: Role });

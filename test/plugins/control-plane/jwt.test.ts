@@ -91,13 +91,13 @@ function verifierFor(options: Partial<JwtVerifierOptions> = {}) {
 }
 
 /**
- * Asserts `verify(token)` throws a JwtError with `code` whose message holds
+ * Asserts `verify(token)` rejects with a JwtError with `code` whose message holds
  * every fragment, and never echoes the token (or its payload segment) back.
  */
-function expectRejected(verify: (token: string) => unknown, token: string, code: JwtErrorCode, ...fragments: string[]): JwtError {
+async function expectRejected(verify: (token: string) => Promise<unknown>, token: string, code: JwtErrorCode, ...fragments: string[]): Promise<JwtError> {
   let caught: unknown;
   try {
-    verify(token);
+    await verify(token);
   } catch (err) {
     caught = err;
   }
@@ -113,115 +113,115 @@ function expectRejected(verify: (token: string) => unknown, token: string, code:
 }
 
 describe('createJwtVerifier: keys and signatures', () => {
-  it('verifies RS256 and ES256 tokens against PEM keys', () => {
+  it('verifies RS256 and ES256 tokens against PEM keys', async () => {
     const verify = verifierFor();
-    expect(verify(signJwt('RS256', rsa.privateKey, claims({ sub: 'rs' })))).toMatchObject({ sub: 'rs' });
-    expect(verify(signJwt('ES256', ec.privateKey, claims({ sub: 'es' })))).toMatchObject({ sub: 'es' });
+    expect(await verify(signJwt('RS256', rsa.privateKey, claims({ sub: 'rs' })))).toMatchObject({ sub: 'rs' });
+    expect(await verify(signJwt('ES256', ec.privateKey, claims({ sub: 'es' })))).toMatchObject({ sub: 'es' });
   });
 
-  it('verifies RS256 and ES256 tokens against a JWKS', () => {
+  it('verifies RS256 and ES256 tokens against a JWKS', async () => {
     const verify = createJwtVerifier({
       jwks: { keys: [jwkOf(rsa, { kid: 'r1', alg: 'RS256', use: 'sig' }), jwkOf(ec, { kid: 'e1', alg: 'ES256', use: 'sig' })] },
       now: fixedNow,
     });
-    expect(verify(signJwt('RS256', rsa.privateKey, claims(), { kid: 'r1' }))).toMatchObject({ sub: 'user-1' });
-    expect(verify(signJwt('ES256', ec.privateKey, claims(), { kid: 'e1' }))).toMatchObject({ sub: 'user-1' });
+    expect(await verify(signJwt('RS256', rsa.privateKey, claims(), { kid: 'r1' }))).toMatchObject({ sub: 'user-1' });
+    expect(await verify(signJwt('ES256', ec.privateKey, claims(), { kid: 'e1' }))).toMatchObject({ sub: 'user-1' });
     // JWKS keys without a kid are tried by type.
     const anonymous = createJwtVerifier({ jwks: { keys: [jwkOf(rsa), jwkOf(ec)] }, now: fixedNow });
-    expect(anonymous(signJwt('ES256', ec.privateKey, claims()))).toMatchObject({ sub: 'user-1' });
+    expect(await anonymous(signJwt('ES256', ec.privateKey, claims()))).toMatchObject({ sub: 'user-1' });
   });
 
-  it('accepts an X.509 certificate as the public key', () => {
+  it('accepts an X.509 certificate as the public key', async () => {
     const verify = createJwtVerifier({ publicKeys: [{ kid: 'cert', pem: CERTIFICATE_PEM }], now: fixedNow });
-    expect(verify(signJwt('ES256', certificateKey, claims(), { kid: 'cert' }))).toMatchObject({ sub: 'user-1' });
-    expectRejected(verify, signJwt('ES256', ec.privateKey, claims(), { kid: 'cert' }), 'bad_signature', 'signature', '"cert"');
+    expect(await verify(signJwt('ES256', certificateKey, claims(), { kid: 'cert' }))).toMatchObject({ sub: 'user-1' });
+    await expectRejected(verify, signJwt('ES256', ec.privateKey, claims(), { kid: 'cert' }), 'bad_signature', 'signature', '"cert"');
   });
 
-  it('selects the key named by kid', () => {
+  it('selects the key named by kid', async () => {
     const verify = createJwtVerifier({
       jwks: { keys: [jwkOf(rsa, { kid: 'a' }), jwkOf(rsaOther, { kid: 'b' })] },
       now: fixedNow,
     });
-    expect(verify(signJwt('RS256', rsaOther.privateKey, claims(), { kid: 'b' }))).toMatchObject({ sub: 'user-1' });
+    expect(await verify(signJwt('RS256', rsaOther.privateKey, claims(), { kid: 'b' }))).toMatchObject({ sub: 'user-1' });
     // Signed by b's key but naming a: only a is tried.
-    expectRejected(verify, signJwt('RS256', rsaOther.privateKey, claims(), { kid: 'a' }), 'bad_signature', 'does not match key "a"');
+    await expectRejected(verify, signJwt('RS256', rsaOther.privateKey, claims(), { kid: 'a' }), 'bad_signature', 'does not match key "a"');
   });
 
-  it('rejects an unknown kid, naming it', () => {
+  it('rejects an unknown kid, naming it', async () => {
     const verify = createJwtVerifier({ jwks: { keys: [jwkOf(rsa, { kid: 'a' })] }, now: fixedNow });
-    expectRejected(verify, signJwt('RS256', rsa.privateKey, claims(), { kid: 'rotated-2031' }), 'unknown_key', '"rotated-2031"', 'No key');
+    await expectRejected(verify, signJwt('RS256', rsa.privateKey, claims(), { kid: 'rotated-2031' }), 'unknown_key', '"rotated-2031"', 'No key');
   });
 
-  it('lets keys configured without a kid verify tokens with any kid', () => {
+  it('lets keys configured without a kid verify tokens with any kid', async () => {
     const verify = createJwtVerifier({ publicKeys: [{ kid: 'a', pem: pemOf(rsaOther) }, { pem: pemOf(rsa) }], now: fixedNow });
-    expect(verify(signJwt('RS256', rsa.privateKey, claims(), { kid: 'issuer-key-7' }))).toMatchObject({ sub: 'user-1' });
+    expect(await verify(signJwt('RS256', rsa.privateKey, claims(), { kid: 'issuer-key-7' }))).toMatchObject({ sub: 'user-1' });
   });
 
-  it('without a kid, tries every key of the matching type', () => {
+  it('without a kid, tries every key of the matching type', async () => {
     const verify = createJwtVerifier({
       publicKeys: [{ pem: pemOf(rsaOther) }, { pem: pemOf(ecOther) }, { pem: pemOf(ec) }, { pem: pemOf(rsa) }],
       now: fixedNow,
     });
-    expect(verify(signJwt('RS256', rsa.privateKey, claims()))).toMatchObject({ sub: 'user-1' });
-    expect(verify(signJwt('ES256', ec.privateKey, claims()))).toMatchObject({ sub: 'user-1' });
+    expect(await verify(signJwt('RS256', rsa.privateKey, claims()))).toMatchObject({ sub: 'user-1' });
+    expect(await verify(signJwt('ES256', ec.privateKey, claims()))).toMatchObject({ sub: 'user-1' });
   });
 
-  it('rejects a tampered payload', () => {
+  it('rejects a tampered payload', async () => {
     const verify = verifierFor();
     for (const token of [signJwt('RS256', rsa.privateKey, claims()), signJwt('ES256', ec.privateKey, claims())]) {
       const [header, , signature] = token.split('.');
       const forged = `${header}.${encodeJson(claims({ sub: 'admin' }))}.${signature}`;
-      expectRejected(verify, forged, 'bad_signature', 'signature does not match');
+      await expectRejected(verify, forged, 'bad_signature', 'signature does not match');
     }
   });
 
-  it('rejects a token signed by another key', () => {
+  it('rejects a token signed by another key', async () => {
     const verify = verifierFor();
-    expectRejected(verify, signJwt('RS256', rsaOther.privateKey, claims()), 'bad_signature', 'signature does not match any configured key');
-    expectRejected(verify, signJwt('ES256', ecOther.privateKey, claims()), 'bad_signature', 'signature does not match any configured key');
+    await expectRejected(verify, signJwt('RS256', rsaOther.privateKey, claims()), 'bad_signature', 'signature does not match any configured key');
+    await expectRejected(verify, signJwt('ES256', ecOther.privateKey, claims()), 'bad_signature', 'signature does not match any configured key');
   });
 
-  it('rejects an ES256 signature that is not 64 raw bytes (e.g. DER)', () => {
+  it('rejects an ES256 signature that is not 64 raw bytes (e.g. DER)', async () => {
     const verify = verifierFor();
     const input = `${encodeJson({ alg: 'ES256' })}.${encodeJson(claims())}`;
     const der = sign('sha256', Buffer.from(input), ec.privateKey);
-    expectRejected(verify, `${input}.${der.toString('base64url')}`, 'bad_signature', '64 bytes');
+    await expectRejected(verify, `${input}.${der.toString('base64url')}`, 'bad_signature', '64 bytes');
   });
 
-  it('refuses alg "none" whatever the case', () => {
+  it('refuses alg "none" whatever the case', async () => {
     const verify = verifierFor();
     for (const alg of ['none', 'None', 'NONE']) {
-      expectRejected(verify, `${encodeJson({ alg })}.${encodeJson(claims())}.`, 'unsupported_algorithm', 'alg "none"', 'not accepted');
+      await expectRejected(verify, `${encodeJson({ alg })}.${encodeJson(claims())}.`, 'unsupported_algorithm', 'alg "none"', 'not accepted');
     }
   });
 
-  it('refuses HS256, including one keyed with the public key (key confusion)', () => {
+  it('refuses HS256, including one keyed with the public key (key confusion)', async () => {
     const verify = verifierFor();
     const input = `${encodeJson({ alg: 'HS256', typ: 'JWT' })}.${encodeJson(claims())}`;
     const mac = createHmac('sha256', pemOf(rsa)).update(input).digest('base64url');
-    expectRejected(verify, `${input}.${mac}`, 'unsupported_algorithm', '"HS256"', 'not accepted');
+    await expectRejected(verify, `${input}.${mac}`, 'unsupported_algorithm', '"HS256"', 'not accepted');
   });
 
-  it('refuses algorithms outside the configured list, and unknown ones', () => {
+  it('refuses algorithms outside the configured list, and unknown ones', async () => {
     const esOnly = verifierFor({ algorithms: ['ES256'] });
-    expectRejected(esOnly, signJwt('RS256', rsa.privateKey, claims()), 'unsupported_algorithm', '"RS256"', 'accepted: ES256');
-    expect(esOnly(signJwt('ES256', ec.privateKey, claims()))).toMatchObject({ sub: 'user-1' });
+    await expectRejected(esOnly, signJwt('RS256', rsa.privateKey, claims()), 'unsupported_algorithm', '"RS256"', 'accepted: ES256');
+    expect(await esOnly(signJwt('ES256', ec.privateKey, claims()))).toMatchObject({ sub: 'user-1' });
     const verify = verifierFor();
-    expectRejected(verify, rawToken(encodeJson({ alg: 'PS256' }), encodeJson(claims())), 'unsupported_algorithm', '"PS256"');
+    await expectRejected(verify, rawToken(encodeJson({ alg: 'PS256' }), encodeJson(claims())), 'unsupported_algorithm', '"PS256"');
   });
 
-  it('does not verify an RS256 token with EC keys only', () => {
+  it('does not verify an RS256 token with EC keys only', async () => {
     const verify = createJwtVerifier({ publicKeys: [{ pem: pemOf(ec) }], jwks: { keys: [jwkOf(ecOther, { kid: 'e' })] }, now: fixedNow });
-    expectRejected(verify, signJwt('RS256', rsa.privateKey, claims()), 'unknown_key', 'No configured key can verify RS256');
-    expectRejected(verify, signJwt('RS256', rsa.privateKey, claims(), { kid: 'e' }), 'unknown_key', '"e"', 'EC P-256', 'cannot verify RS256');
+    await expectRejected(verify, signJwt('RS256', rsa.privateKey, claims()), 'unknown_key', 'No configured key can verify RS256');
+    await expectRejected(verify, signJwt('RS256', rsa.privateKey, claims(), { kid: 'e' }), 'unknown_key', '"e"', 'EC P-256', 'cannot verify RS256');
   });
 
-  it('honours a JWK alg: a key pinned to RS256 is not used for ES256', () => {
+  it('honours a JWK alg: a key pinned to RS256 is not used for ES256', async () => {
     const verify = createJwtVerifier({ jwks: { keys: [jwkOf(rsa, { alg: 'RS256' })] }, now: fixedNow });
-    expectRejected(verify, signJwt('ES256', ec.privateKey, claims()), 'unknown_key', 'ES256');
+    await expectRejected(verify, signJwt('ES256', ec.privateKey, claims()), 'unknown_key', 'ES256');
   });
 
-  it('skips JWKS keys meant for encryption or other algorithms', () => {
+  it('skips JWKS keys meant for encryption or other algorithms', async () => {
     const verify = createJwtVerifier({
       jwks: {
         keys: [
@@ -234,26 +234,26 @@ describe('createJwtVerifier: keys and signatures', () => {
       },
       now: fixedNow,
     });
-    expect(verify(signJwt('ES256', ec.privateKey, claims(), { kid: 'sig' }))).toMatchObject({ sub: 'user-1' });
-    expectRejected(verify, signJwt('RS256', rsa.privateKey, claims(), { kid: 'enc' }), 'unknown_key', '"enc"');
-    expectRejected(verify, signJwt('RS256', rsa.privateKey, claims()), 'unknown_key', 'RS256');
+    expect(await verify(signJwt('ES256', ec.privateKey, claims(), { kid: 'sig' }))).toMatchObject({ sub: 'user-1' });
+    await expectRejected(verify, signJwt('RS256', rsa.privateKey, claims(), { kid: 'enc' }), 'unknown_key', '"enc"');
+    await expectRejected(verify, signJwt('RS256', rsa.privateKey, claims()), 'unknown_key', 'RS256');
   });
 
-  it('uses only the public members of a JWK that carries private material', () => {
+  it('uses only the public members of a JWK that carries private material', async () => {
     const privateJwk = ec.privateKey.export({ format: 'jwk' });
     const verify = createJwtVerifier({ jwks: { keys: [{ ...privateJwk }] }, now: fixedNow });
-    expect(verify(signJwt('ES256', ec.privateKey, claims()))).toMatchObject({ sub: 'user-1' });
+    expect(await verify(signJwt('ES256', ec.privateKey, claims()))).toMatchObject({ sub: 'user-1' });
   });
 });
 
 describe('createJwtVerifier: configuration errors', () => {
-  it('needs at least one key', () => {
+  it('needs at least one key', async () => {
     expect(() => createJwtVerifier({})).toThrow(/no keys configured/);
     expect(() => createJwtVerifier({ publicKeys: [], jwks: { keys: [] } })).toThrow(/no keys configured/);
     expect(() => createJwtVerifier({ jwks: { keys: [jwkOf(rsa, { use: 'enc' })] } })).toThrow(/none of the 1 JWKS keys/);
   });
 
-  it('names a PEM entry that is not a public key', () => {
+  it('names a PEM entry that is not a public key', async () => {
     expect(() => createJwtVerifier({ publicKeys: [{ pem: pemOf(rsa) }, { kid: 'k2', pem: 'not a pem' }] })).toThrow(
       /publicKeys\[1\] \(kid "k2"\) is not a PEM public key or X\.509 certificate/,
     );
@@ -261,7 +261,7 @@ describe('createJwtVerifier: configuration errors', () => {
     expect(() => createJwtVerifier({ publicKeys: [{ pem: privatePem }] })).toThrow(/publicKeys\[0\] is a private key/);
   });
 
-  it('refuses keys too weak or of the wrong kind', () => {
+  it('refuses keys too weak or of the wrong kind', async () => {
     const small = generateKeyPairSync('rsa', { modulusLength: 1024 });
     expect(() => createJwtVerifier({ publicKeys: [{ pem: pemOf(small) }] })).toThrow(/1024-bit RSA key; RS256 needs at least 2048 bits/);
     const p384 = generateKeyPairSync('ec', { namedCurve: 'P-384' });
@@ -270,7 +270,7 @@ describe('createJwtVerifier: configuration errors', () => {
     expect(() => createJwtVerifier({ publicKeys: [{ pem: pemOf(ed) }] })).toThrow(/ed25519 key; only RSA \(RS256\) and EC P-256 \(ES256\)/);
   });
 
-  it('names a broken or contradictory JWK', () => {
+  it('names a broken or contradictory JWK', async () => {
     expect(() => createJwtVerifier({ jwks: { keys: [{ kty: 'RSA', kid: 'x', e: 'AQAB' }] } })).toThrow(
       /jwks\.keys\[0\] \(kid "x"\) is an RSA key without "n" and "e"/,
     );
@@ -281,7 +281,7 @@ describe('createJwtVerifier: configuration errors', () => {
     );
   });
 
-  it('validates the other options', () => {
+  it('validates the other options', async () => {
     const publicKeys = [{ pem: pemOf(rsa) }];
     expect(() => createJwtVerifier({ publicKeys, algorithms: [] })).toThrow(/algorithms must be a non-empty array/);
     expect(() => createJwtVerifier({ publicKeys, algorithms: ['HS256' as never] })).toThrow(/algorithm "HS256" is not supported/);
@@ -293,38 +293,38 @@ describe('createJwtVerifier: configuration errors', () => {
 });
 
 describe('createJwtVerifier: claims', () => {
-  it('rejects an expired token, saying when it expired', () => {
+  it('rejects an expired token, saying when it expired', async () => {
     const verify = verifierFor();
     const exp = T0_S - 120;
-    expectRejected(verify, signJwt('RS256', rsa.privateKey, claims({ exp })), 'expired', 'expired at 2025-01-15T11:58:00.000Z');
+    await expectRejected(verify, signJwt('RS256', rsa.privateKey, claims({ exp })), 'expired', 'expired at 2025-01-15T11:58:00.000Z');
   });
 
-  it('applies the clock tolerance to exp, nbf and iat', () => {
+  it('applies the clock tolerance to exp, nbf and iat', async () => {
     const lenient = verifierFor();
     const strict = verifierFor({ clockToleranceS: 0 });
     const justExpired = signJwt('ES256', ec.privateKey, claims({ exp: T0_S - 10 }));
-    expect(lenient(justExpired)).toMatchObject({ sub: 'user-1' });
-    expectRejected(strict, justExpired, 'expired', 'expired at 2025-01-15T11:59:50.000Z');
+    expect(await lenient(justExpired)).toMatchObject({ sub: 'user-1' });
+    await expectRejected(strict, justExpired, 'expired', 'expired at 2025-01-15T11:59:50.000Z');
     // exp equal to now is already expired with no tolerance.
-    expectRejected(strict, signJwt('ES256', ec.privateKey, claims({ exp: T0_S })), 'expired');
+    await expectRejected(strict, signJwt('ES256', ec.privateKey, claims({ exp: T0_S })), 'expired');
 
     const almostValid = signJwt('ES256', ec.privateKey, claims({ nbf: T0_S + 20 }));
-    expect(lenient(almostValid)).toMatchObject({ sub: 'user-1' });
-    expectRejected(strict, almostValid, 'not_yet_valid', 'not valid before 2025-01-15T12:00:20.000Z');
+    expect(await lenient(almostValid)).toMatchObject({ sub: 'user-1' });
+    await expectRejected(strict, almostValid, 'not_yet_valid', 'not valid before 2025-01-15T12:00:20.000Z');
 
     const issuedAhead = signJwt('ES256', ec.privateKey, claims({ iat: T0_S + 20 }));
-    expect(lenient(issuedAhead)).toMatchObject({ sub: 'user-1' });
-    expectRejected(strict, issuedAhead, 'not_yet_valid', 'issued in the future');
+    expect(await lenient(issuedAhead)).toMatchObject({ sub: 'user-1' });
+    await expectRejected(strict, issuedAhead, 'not_yet_valid', 'issued in the future');
   });
 
-  it('rejects a token whose nbf is in the future', () => {
+  it('rejects a token whose nbf is in the future', async () => {
     const verify = verifierFor();
-    expectRejected(verify, signJwt('RS256', rsa.privateKey, claims({ nbf: T0_S + 600 })), 'not_yet_valid', 'not valid before 2025-01-15T12:10:00.000Z');
+    await expectRejected(verify, signJwt('RS256', rsa.privateKey, claims({ nbf: T0_S + 600 })), 'not_yet_valid', 'not valid before 2025-01-15T12:10:00.000Z');
   });
 
-  it('rejects a token issued in the future beyond the tolerance', () => {
+  it('rejects a token issued in the future beyond the tolerance', async () => {
     const verify = verifierFor();
-    expectRejected(
+    await expectRejected(
       verify,
       signJwt('RS256', rsa.privateKey, claims({ iat: T0_S + 3600 })),
       'not_yet_valid',
@@ -332,61 +332,61 @@ describe('createJwtVerifier: claims', () => {
     );
   });
 
-  it('checks the issuer, naming the expected and actual values', () => {
+  it('checks the issuer, naming the expected and actual values', async () => {
     const verify = verifierFor({ issuer: 'https://id.example.com' });
-    expect(verify(signJwt('RS256', rsa.privateKey, claims({ iss: 'https://id.example.com' })))).toMatchObject({ sub: 'user-1' });
-    expectRejected(
+    expect(await verify(signJwt('RS256', rsa.privateKey, claims({ iss: 'https://id.example.com' })))).toMatchObject({ sub: 'user-1' });
+    await expectRejected(
       verify,
       signJwt('RS256', rsa.privateKey, claims({ iss: 'https://evil.example.net' })),
       'wrong_issuer',
       '"https://evil.example.net"',
       'expected "https://id.example.com"',
     );
-    expectRejected(verify, signJwt('RS256', rsa.privateKey, claims()), 'missing_claim', '"iss"', '"https://id.example.com"');
+    await expectRejected(verify, signJwt('RS256', rsa.privateKey, claims()), 'missing_claim', '"iss"', '"https://id.example.com"');
     const either = verifierFor({ issuer: ['https://a.example', 'https://b.example'] });
-    expect(either(signJwt('RS256', rsa.privateKey, claims({ iss: 'https://b.example' })))).toMatchObject({ sub: 'user-1' });
-    expectRejected(either, signJwt('RS256', rsa.privateKey, claims({ iss: 'https://c.example' })), 'wrong_issuer', 'one of "https://a.example", "https://b.example"');
+    expect(await either(signJwt('RS256', rsa.privateKey, claims({ iss: 'https://b.example' })))).toMatchObject({ sub: 'user-1' });
+    await expectRejected(either, signJwt('RS256', rsa.privateKey, claims({ iss: 'https://c.example' })), 'wrong_issuer', 'one of "https://a.example", "https://b.example"');
   });
 
-  it('checks a string aud', () => {
+  it('checks a string aud', async () => {
     const verify = verifierFor({ audience: 'gateway' });
-    expect(verify(signJwt('ES256', ec.privateKey, claims({ aud: 'gateway' })))).toMatchObject({ aud: 'gateway' });
-    expectRejected(verify, signJwt('ES256', ec.privateKey, claims({ aud: 'billing' })), 'wrong_audience', '"billing"', 'expected "gateway"');
-    expectRejected(verify, signJwt('ES256', ec.privateKey, claims()), 'missing_claim', '"aud"', '"gateway"');
+    expect(await verify(signJwt('ES256', ec.privateKey, claims({ aud: 'gateway' })))).toMatchObject({ aud: 'gateway' });
+    await expectRejected(verify, signJwt('ES256', ec.privateKey, claims({ aud: 'billing' })), 'wrong_audience', '"billing"', 'expected "gateway"');
+    await expectRejected(verify, signJwt('ES256', ec.privateKey, claims()), 'missing_claim', '"aud"', '"gateway"');
   });
 
-  it('checks an array aud against one or more accepted audiences', () => {
+  it('checks an array aud against one or more accepted audiences', async () => {
     const verify = verifierFor({ audience: ['gateway', 'gateway-admin'] });
-    expect(verify(signJwt('RS256', rsa.privateKey, claims({ aud: ['billing', 'gateway-admin'] })))).toMatchObject({ sub: 'user-1' });
-    expectRejected(
+    expect(await verify(signJwt('RS256', rsa.privateKey, claims({ aud: ['billing', 'gateway-admin'] })))).toMatchObject({ sub: 'user-1' });
+    await expectRejected(
       verify,
       signJwt('RS256', rsa.privateKey, claims({ aud: ['billing', 'reports'] })),
       'wrong_audience',
       'one of "billing", "reports"',
       'expected one of "gateway", "gateway-admin"',
     );
-    expectRejected(verify, signJwt('RS256', rsa.privateKey, claims({ aud: [] })), 'wrong_audience', 'not accepted');
-    expectRejected(verify, signJwt('RS256', rsa.privateKey, claims({ aud: [42] })), 'malformed', '"aud"');
+    await expectRejected(verify, signJwt('RS256', rsa.privateKey, claims({ aud: [] })), 'wrong_audience', 'not accepted');
+    await expectRejected(verify, signJwt('RS256', rsa.privateKey, claims({ aud: [42] })), 'malformed', '"aud"');
   });
 
-  it('requires the configured claims, naming the missing one', () => {
+  it('requires the configured claims, naming the missing one', async () => {
     const verify = verifierFor({ requiredClaims: ['workspace_id', 'constructor'] });
-    expect(verify(signJwt('RS256', rsa.privateKey, claims({ workspace_id: 'ws_1', constructor: 'x' })))).toMatchObject({ workspace_id: 'ws_1' });
-    expectRejected(verify, signJwt('RS256', rsa.privateKey, claims({ constructor: 'x' })), 'missing_claim', '"workspace_id"', 'required');
-    expectRejected(verify, signJwt('RS256', rsa.privateKey, claims({ workspace_id: null, constructor: 'x' })), 'missing_claim', '"workspace_id"');
+    expect(await verify(signJwt('RS256', rsa.privateKey, claims({ workspace_id: 'ws_1', constructor: 'x' })))).toMatchObject({ workspace_id: 'ws_1' });
+    await expectRejected(verify, signJwt('RS256', rsa.privateKey, claims({ constructor: 'x' })), 'missing_claim', '"workspace_id"', 'required');
+    await expectRejected(verify, signJwt('RS256', rsa.privateKey, claims({ workspace_id: null, constructor: 'x' })), 'missing_claim', '"workspace_id"');
     // Object.prototype.constructor must not count as the claim.
-    expectRejected(verify, signJwt('RS256', rsa.privateKey, claims({ workspace_id: 'ws_1' })), 'missing_claim', '"constructor"');
+    await expectRejected(verify, signJwt('RS256', rsa.privateKey, claims({ workspace_id: 'ws_1' })), 'missing_claim', '"constructor"');
   });
 
-  it('rejects non-numeric time claims as malformed', () => {
+  it('rejects non-numeric time claims as malformed', async () => {
     const verify = verifierFor();
-    expectRejected(verify, signJwt('RS256', rsa.privateKey, claims({ exp: '2030-01-01' })), 'malformed', '"exp"', 'not a number');
-    expectRejected(verify, signJwt('RS256', rsa.privateKey, claims({ nbf: null })), 'malformed', '"nbf"');
+    await expectRejected(verify, signJwt('RS256', rsa.privateKey, claims({ exp: '2030-01-01' })), 'malformed', '"exp"', 'not a number');
+    await expectRejected(verify, signJwt('RS256', rsa.privateKey, claims({ nbf: null })), 'malformed', '"nbf"');
   });
 
-  it('does not look at claims before the signature holds', () => {
+  it('does not look at claims before the signature holds', async () => {
     const verify = verifierFor({ issuer: 'https://id.example.com' });
-    expectRejected(verify, signJwt('RS256', rsaOther.privateKey, claims({ iss: 'nope', exp: 1 })), 'bad_signature');
+    await expectRejected(verify, signJwt('RS256', rsaOther.privateKey, claims({ iss: 'nope', exp: 1 })), 'bad_signature');
   });
 });
 
@@ -418,71 +418,71 @@ describe('createJwtVerifier: malformed tokens', () => {
   ];
 
   for (const [name, token, fragment] of cases) {
-    it(`rejects: ${name}`, () => {
-      expectRejected(verifierFor(), token, 'malformed', fragment);
+    it(`rejects: ${name}`, async () => {
+      await expectRejected(verifierFor(), token, 'malformed', fragment);
     });
   }
 
-  it('rejects a non-string token', () => {
-    const verify = verifierFor() as (token: unknown) => unknown;
+  it('rejects a non-string token', async () => {
+    const verify = verifierFor() as (token: unknown) => Promise<unknown>;
     for (const token of [undefined, null, 42, { alg: 'none' }]) {
-      expect(() => verify(token)).toThrow(expect.objectContaining({ code: 'malformed', message: 'The token is not a string.' }));
+      await expect(verify(token)).rejects.toThrow(expect.objectContaining({ code: 'malformed', message: 'The token is not a string.' }));
     }
   });
 
-  it('refuses tokens longer than 16 KiB before decoding them', () => {
+  it('refuses tokens longer than 16 KiB before decoding them', async () => {
     const verify = verifierFor();
     const huge = signJwt('RS256', rsa.privateKey, claims({ padding: 'x'.repeat(16 * 1024) }));
     expect(huge.length).toBeGreaterThan(16 * 1024);
-    expectRejected(verify, huge, 'malformed', `${huge.length} characters long`, 'limit is 16384');
-    expectRejected(verify, 'a'.repeat(16 * 1024 + 1), 'malformed', 'limit is 16384');
+    await expectRejected(verify, huge, 'malformed', `${huge.length} characters long`, 'limit is 16384');
+    await expectRejected(verify, 'a'.repeat(16 * 1024 + 1), 'malformed', 'limit is 16384');
     // Just under the limit is fine.
     const big = signJwt('RS256', rsa.privateKey, claims({ padding: 'x'.repeat(11_000) }));
     expect(big.length).toBeLessThanOrEqual(16 * 1024);
-    expect(verify(big)).toMatchObject({ sub: 'user-1' });
+    expect(await verify(big)).toMatchObject({ sub: 'user-1' });
   });
 });
 
 describe('createJwtVerifier: cache', () => {
-  it('returns the cached payload but still expires it on the fake clock', () => {
+  it('returns the cached payload but still expires it on the fake clock', async () => {
     let now = T0;
     const verify = verifierFor({ now: () => now, clockToleranceS: 5 });
     const token = signJwt('ES256', ec.privateKey, claims({ exp: T0_S + 60 }));
-    const first = verify(token);
+    const first = await verify(token);
     expect(first).toMatchObject({ sub: 'user-1' });
     now += 30_000;
     // Same frozen object: the second call is a cache hit.
-    expect(verify(token)).toBe(first);
+    expect(await verify(token)).toBe(first);
     expect(Object.isFrozen(first)).toBe(true);
     now += 40_000; // T0 + 70 s: past exp + tolerance
-    expectRejected(verify, token, 'expired', 'expired at 2025-01-15T12:01:00.000Z');
+    await expectRejected(verify, token, 'expired', 'expired at 2025-01-15T12:01:00.000Z');
     // Turning the clock back (the cache kept the entry) is accepted again.
     now = T0;
-    expect(verify(token)).toBe(first);
+    expect(await verify(token)).toBe(first);
   });
 
-  it('freezes nested claims so callers cannot alter the cached payload', () => {
+  it('freezes nested claims so callers cannot alter the cached payload', async () => {
     const verify = verifierFor();
-    const payload = verify(signJwt('RS256', rsa.privateKey, claims({ roles: ['reader'], org: { id: 'o1' } })));
+    const payload = await verify(signJwt('RS256', rsa.privateKey, claims({ roles: ['reader'], org: { id: 'o1' } })));
     expect(Object.isFrozen(payload.roles)).toBe(true);
     expect(Object.isFrozen(payload.org)).toBe(true);
   });
 
-  it('does not share verified tokens between verifiers', () => {
+  it('does not share verified tokens between verifiers', async () => {
     const token = signJwt('RS256', rsa.privateKey, claims({ iss: 'https://a.example' }));
-    expect(verifierFor({ issuer: 'https://a.example' })(token)).toMatchObject({ iss: 'https://a.example' });
-    expectRejected(verifierFor({ issuer: 'https://b.example' }), token, 'wrong_issuer');
+    expect(await verifierFor({ issuer: 'https://a.example' })(token)).toMatchObject({ iss: 'https://a.example' });
+    await expectRejected(verifierFor({ issuer: 'https://b.example' }), token, 'wrong_issuer');
   });
 });
 
 describe('looksLikeJwt', () => {
-  it('recognises signed and unsigned JWTs', () => {
+  it('recognises signed and unsigned JWTs', async () => {
     expect(looksLikeJwt(signJwt('RS256', rsa.privateKey, claims()))).toBe(true);
     expect(looksLikeJwt(signJwt('ES256', ec.privateKey, claims()))).toBe(true);
     expect(looksLikeJwt(`${encodeJson({ alg: 'none' })}.${encodeJson(claims())}.`)).toBe(true);
   });
 
-  it('rejects opaque keys and near misses', () => {
+  it('rejects opaque keys and near misses', async () => {
     for (const value of [
       '',
       'sk-live-0123456789abcdef',
@@ -521,8 +521,8 @@ describe('loadJwksFile', () => {
     const jwks = await loadJwksFile(path);
     expect(jwks.keys).toHaveLength(3);
     const verify = createJwtVerifier({ jwks, now: fixedNow });
-    expect(verify(signJwt('RS256', rsa.privateKey, claims(), { kid: 'r' }))).toMatchObject({ sub: 'user-1' });
-    expect(verify(signJwt('ES256', ec.privateKey, claims(), { kid: 'e' }))).toMatchObject({ sub: 'user-1' });
+    expect(await verify(signJwt('RS256', rsa.privateKey, claims(), { kid: 'r' }))).toMatchObject({ sub: 'user-1' });
+    expect(await verify(signJwt('ES256', ec.privateKey, claims(), { kid: 'e' }))).toMatchObject({ sub: 'user-1' });
   });
 
   it('names a missing file', async () => {

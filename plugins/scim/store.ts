@@ -1,12 +1,40 @@
-import type { SqlClient } from '../../../sdk/index.js';
-import { newId } from '../keys.js';
-import type { ControlPlane } from '../service.js';
+import { hash, randomUUID } from 'node:crypto';
+import type { Logger, SqlClient } from '../../sdk/index.js';
+import { SqlTables, type Identity, type IdentityAdmin, type SignInSessions } from '../../sdk/admin/index.js';
 
 /*
  * What SCIM keeps, and how a group membership becomes a workspace membership.
  * Every function takes the client of the caller's transaction: SCIM writes
  * run in one transaction each, serialised across instances on PostgreSQL.
+ * The gateway's users, memberships and user keys are identity's: SCIM
+ * changes them through `IdentityAdmin`, never in identity's tables.
  */
+
+const NUMERIC = new Set(['created_at', 'updated_at', 'active', 'last_used_at']);
+
+/** What SCIM works with: identity (workspaces, the store, the clock, settings), its people, the sessions it ends, SCIM's own tables. */
+export class Scim {
+  /** SCIM's tables, on the identity store. */
+  readonly tables: SqlTables;
+
+  constructor(
+    readonly identity: Identity,
+    readonly people: IdentityAdmin,
+    /** The `sso` plugin's sessions, when it is loaded: a deactivated person's end with their access. */
+    readonly sessions: SignInSessions | undefined,
+    readonly logger: Logger,
+  ) {
+    this.tables = new SqlTables(() => identity.sql(), NUMERIC);
+  }
+
+  db(): SqlClient {
+    return this.identity.sql();
+  }
+
+  now(): number {
+    return this.identity.now();
+  }
+}
 
 export interface ScimEmail {
   value: string;
@@ -14,10 +42,9 @@ export interface ScimEmail {
   primary?: boolean;
 }
 
-/** A provisioned user: the gateway user (id, email, name) and what SCIM keeps beside it. */
+/** A provisioned user: what SCIM keeps beside the gateway user (`user_id`; its email and name are identity's). */
 export interface ScimUserRow {
   user_id: string;
-  email: string;
   user_name: string;
   external_id: string | null;
   active: number;
@@ -54,18 +81,16 @@ export interface ScimTokenRow {
   last_used_at: number | null;
 }
 
-type Row = Record<string, unknown>;
-const NUMERIC = new Set(['created_at', 'updated_at', 'active', 'last_used_at']);
-function norm<T>(row: Row | undefined): T | undefined {
-  if (row === undefined) return undefined;
-  for (const k in row) if (NUMERIC.has(k) && row[k] !== null && typeof row[k] !== 'number') row[k] = Number(row[k]);
-  return row as T;
-}
-async function all<T>(db: SqlClient, sql: string, params: readonly unknown[]): Promise<T[]> {
-  return (await db.all<Row>(sql, params)).map((r) => norm<T>(r)!);
-}
-async function get<T>(db: SqlClient, sql: string, params: readonly unknown[]): Promise<T | undefined> {
-  return norm<T>(await db.get<Row>(sql, params));
+/** Reads with SCIM's numeric columns normalised; each names its client (a transaction's, or the store's). */
+const rows = new SqlTables(() => {
+  throw new Error('SCIM: a read names its client');
+}, NUMERIC);
+const all = <T>(db: SqlClient, sql: string, params: readonly unknown[]) => rows.all<T>(sql, params, db);
+const get = <T>(db: SqlClient, sql: string, params: readonly unknown[]) => rows.get<T>(sql, params, db);
+
+/** How a SCIM token is kept and looked up: its SHA-256 digest (tokens are random 256-bit values: no salt needed). */
+export function hashSecret(secret: string): string {
+  return hash('sha256', secret, 'hex');
 }
 
 /** The case-insensitive key of a userName or a group name (RFC 7643 makes `userName` case-insensitive). */
@@ -73,7 +98,10 @@ export function nameKey(name: string): string {
   return name.toLowerCase();
 }
 
-const USER_SELECT = 'SELECT s.*, u.email FROM cp_scim_users s JOIN cp_users u ON u.id = s.user_id';
+const USER_SELECT = 'SELECT s.* FROM cp_scim_users s';
+
+/** The column of a filter condition on the gateway user's email: identity's, looked up by `scimUsers` (never a real column). */
+export const USER_EMAIL = 'identity:email';
 
 export function scimUser(db: SqlClient, id: string): Promise<ScimUserRow | undefined> {
   return get<ScimUserRow>(db, `${USER_SELECT} WHERE s.user_id = ?`, [id]);
@@ -85,10 +113,12 @@ export interface Condition {
   value: string;
 }
 
-export async function scimUsers(db: SqlClient, where: readonly Condition[], startIndex: number, count: number): Promise<{ total: number; rows: ScimUserRow[] }> {
+export async function scimUsers(db: SqlClient, people: IdentityAdmin, filter: readonly Condition[], startIndex: number, count: number): Promise<{ total: number; rows: ScimUserRow[] }> {
+  // An email names one user: its id (no user: '', which matches none).
+  const where = await Promise.all(filter.map(async (c) => (c.column !== USER_EMAIL ? c : { column: 's.user_id', value: (await people.userByEmail(c.value, db))?.id ?? '' })));
   const clause = where.length === 0 ? '' : ` WHERE ${where.map((c) => `${c.column} = ?`).join(' AND ')}`;
   const params = where.map((c) => c.value);
-  const total = Number((await db.get<{ n: number | string }>(`SELECT COUNT(*) AS n FROM cp_scim_users s JOIN cp_users u ON u.id = s.user_id${clause}`, params))?.n ?? 0);
+  const total = Number((await db.get<{ n: number | string }>(`SELECT COUNT(*) AS n FROM cp_scim_users s${clause}`, params))?.n ?? 0);
   const rows = count === 0 ? [] : await all<ScimUserRow>(db, `${USER_SELECT}${clause} ORDER BY s.created_at, s.user_id LIMIT ? OFFSET ?`, [...params, count, startIndex - 1]);
   return { total, rows };
 }
@@ -160,12 +190,13 @@ export interface ReconcileResult {
  * changed. A deactivated user's every user key is disabled; keys SCIM
  * disabled come back when the user is a member again and active.
  */
-export async function reconcile(tx: SqlClient, cp: ControlPlane, userIds: Iterable<string>, autoCreate: boolean): Promise<ReconcileResult> {
+export async function reconcile(tx: SqlClient, scim: Scim, userIds: Iterable<string>, autoCreate: boolean): Promise<ReconcileResult> {
   const result: ReconcileResult = { keysToCreate: [], changed: false };
-  const now = cp.now();
+  const { people } = scim;
+  const now = scim.now();
   for (const userId of new Set(userIds)) {
-    const scim = await scimUser(tx, userId);
-    const active = scim !== undefined && scim.active === 1;
+    const user = await scimUser(tx, userId);
+    const active = user !== undefined && user.active === 1;
     const desired = new Map<string, string>();
     if (active) {
       const rows = await tx.all<{ workspace_id: string; role: string }>(
@@ -178,41 +209,40 @@ export async function reconcile(tx: SqlClient, cp: ControlPlane, userIds: Iterab
       for (const r of rows) if ((ROLE_RANK[r.role] ?? 0) > (ROLE_RANK[desired.get(r.workspace_id) ?? ''] ?? 0)) desired.set(r.workspace_id, r.role);
     }
     const managed = new Set((await tx.all<{ workspace_id: string }>('SELECT workspace_id FROM cp_scim_memberships WHERE user_id = ?', [userId])).map((r) => r.workspace_id));
-    const members = new Map((await tx.all<{ workspace_id: string; role: string }>('SELECT workspace_id, role FROM cp_members WHERE user_id = ?', [userId])).map((r) => [r.workspace_id, r.role]));
+    const members = await people.memberRoles(userId, tx);
 
     for (const [workspaceId, role] of desired) {
       const current = members.get(workspaceId);
       if (current === undefined) {
-        await cp.repo.insert('cp_members', { workspace_id: workspaceId, user_id: userId, role, created_at: now, updated_at: now }, tx);
-        await cp.repo.insert('cp_scim_memberships', { workspace_id: workspaceId, user_id: userId, created_at: now }, tx);
+        await people.addMember(workspaceId, userId, role, tx);
+        await scim.tables.insert('cp_scim_memberships', { workspace_id: workspaceId, user_id: userId, created_at: now }, tx);
         members.set(workspaceId, role);
         result.changed = true;
-        const keys = await tx.get<{ n: number | string }>("SELECT COUNT(*) AS n FROM cp_api_keys WHERE type = 'workspace-user' AND user_id = ? AND workspace_id = ?", [userId, workspaceId]);
-        if (autoCreate && Number(keys?.n ?? 0) === 0) result.keysToCreate.push({ userId, workspaceId, role, email: scim!.email });
+        if (autoCreate && !(await people.hasUserKey(userId, workspaceId, tx))) result.keysToCreate.push({ userId, workspaceId, role, email: (await people.user(userId, tx))!.email });
       } else if (managed.has(workspaceId) && current !== role) {
-        await cp.repo.update('cp_members', { workspace_id: workspaceId, user_id: userId }, { role, updated_at: now }, tx);
+        await people.changeMemberRole(workspaceId, userId, role, tx);
         result.changed = true;
       }
     }
     for (const workspaceId of managed) {
       if (desired.has(workspaceId)) continue;
-      await tx.run('DELETE FROM cp_members WHERE workspace_id = ? AND user_id = ?', [workspaceId, userId]);
+      await people.removeMember(workspaceId, userId, tx);
       await tx.run('DELETE FROM cp_scim_memberships WHERE workspace_id = ? AND user_id = ?', [workspaceId, userId]);
       members.delete(workspaceId);
       result.changed = true;
-      if (await suspendKeys(tx, userId, workspaceId, now)) result.changed = true;
+      if (await suspendKeys(tx, people, userId, workspaceId, now)) result.changed = true;
     }
     if (!active) {
       // A deactivated (or deleted) person keeps no way in: every user key off, every session ended.
-      if (await suspendKeys(tx, userId, null, now)) result.changed = true;
-      if ((await tx.run('DELETE FROM cp_sessions WHERE user_id = ?', [userId])).changes > 0) result.changed = true;
+      if (await suspendKeys(tx, people, userId, null, now)) result.changed = true;
+      if (scim.sessions !== undefined && (await scim.sessions.endAll(userId, tx))) result.changed = true;
       continue;
     }
     // Keys SCIM turned off come back where the person is a member again.
     const suspended = await tx.all<{ key_id: string; workspace_id: string | null }>('SELECT key_id, workspace_id FROM cp_scim_suspended_keys WHERE user_id = ?', [userId]);
     for (const s of suspended) {
       if (s.workspace_id === null || !members.has(s.workspace_id)) continue;
-      await tx.run("UPDATE cp_api_keys SET status = 'active', updated_at = ? WHERE id = ? AND status = 'disabled'", [now, s.key_id]);
+      await people.enableDisabledKey(s.key_id, tx);
       await tx.run('DELETE FROM cp_scim_suspended_keys WHERE key_id = ?', [s.key_id]);
       result.changed = true;
     }
@@ -221,20 +251,16 @@ export async function reconcile(tx: SqlClient, cp: ControlPlane, userIds: Iterab
 }
 
 /** Disables the user's active user keys (in one workspace, or all), remembering them so they can come back. */
-async function suspendKeys(tx: SqlClient, userId: string, workspaceId: string | null, now: number): Promise<boolean> {
-  const keys = await tx.all<{ id: string; workspace_id: string | null }>(
-    `SELECT id, workspace_id FROM cp_api_keys WHERE type = 'workspace-user' AND user_id = ? AND status = 'active'${workspaceId === null ? '' : ' AND workspace_id = ?'}`,
-    workspaceId === null ? [userId] : [userId, workspaceId],
-  );
+async function suspendKeys(tx: SqlClient, people: IdentityAdmin, userId: string, workspaceId: string | null, now: number): Promise<boolean> {
+  const keys = await people.disableUserKeys(userId, workspaceId, tx);
   for (const k of keys) {
-    await tx.run("UPDATE cp_api_keys SET status = 'disabled', updated_at = ? WHERE id = ?", [now, k.id]);
     await tx.run('DELETE FROM cp_scim_suspended_keys WHERE key_id = ?', [k.id]);
-    await tx.run('INSERT INTO cp_scim_suspended_keys (key_id, user_id, workspace_id, created_at) VALUES (?, ?, ?, ?)', [k.id, userId, k.workspace_id, now]);
+    await tx.run('INSERT INTO cp_scim_suspended_keys (key_id, user_id, workspace_id, created_at) VALUES (?, ?, ?, ?)', [k.id, userId, k.workspaceId, now]);
   }
   return keys.length > 0;
 }
 
 /** A new mapping row. */
 export function newMapping(workspaceId: string, role: string, groupId: string | null, groupName: string | null, now: number): MappingRow & { scim_group_name_key: string | null } {
-  return { id: newId(), workspace_id: workspaceId, role, scim_group_id: groupId, scim_group_name: groupName, scim_group_name_key: groupName === null ? null : nameKey(groupName), created_at: now };
+  return { id: randomUUID(), workspace_id: workspaceId, role, scim_group_id: groupId, scim_group_name: groupName, scim_group_name_key: groupName === null ? null : nameKey(groupName), created_at: now };
 }

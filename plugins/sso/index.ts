@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import * as v from 'valibot';
 import {
   type AuthInfo,
@@ -7,23 +7,21 @@ import {
   type GatewayResponse,
   hasScope,
   jsonResponse,
+  migrate,
   parseOptions,
   type RequestContext,
   STAGES,
-} from '../../../sdk/index.js';
-import { CONTROL_PLANE } from '../index.js';
-import { hashSecret, newId } from '../keys.js';
-import { ROLE_SCOPES } from '../scopes.js';
-import type { ControlPlane, Membership, SessionEntry } from '../service.js';
+} from '../../sdk/index.js';
+import { ACCOUNT_STATUS, IDENTITY, IDENTITY_ADMIN, SIGN_IN_SESSIONS, type Identity, type IdentityAdmin, type UserWorkspace } from '../../sdk/admin/index.js';
 import { readCookie, setCookie } from './cookies.js';
+import { SSO_MIGRATIONS, SSO_NAMESPACE } from './migrations.js';
 import { failureCode, OidcClient, policyFetch } from './oidc.js';
+import { endAllSessions, SESSION_PREFIX, Sessions, type SessionEntry } from './sessions.js';
 
 export const PLUGIN_NAME = 'sso';
 /** The API reference's group of the sign-in routes. */
 const SSO_TAG = 'Single sign-on';
 
-/** Prefix of session secrets (in the cookie), so secret scanners and people recognise them. */
-const SESSION_PREFIX = 'gws-';
 /** How long a sign-in may take between the login route and the callback. */
 const LOGIN_TTL_S = 600;
 /** Header a cookie-authenticated request that changes anything must carry (see `csrfToken`). */
@@ -67,7 +65,7 @@ export type SsoOptions = v.InferInput<typeof OptionsSchema>;
 interface SessionState {
   session: SessionEntry;
   csrf: string;
-  workspaces: readonly Membership[];
+  workspaces: readonly UserWorkspace[];
 }
 
 /**
@@ -112,8 +110,9 @@ function safeReturn(value: string | null): string | null {
  * HttpOnly cookie), `POST /v1/auth/logout` ends it, `GET /v1/auth/whoami`
  * says who the caller is. A session acts in one of the person's workspaces
  * with the role they hold there, for at most the organisation's
- * `session_settings.max_session_ttl`. Needs the `control-plane` plugin
- * listed before it. See docs/sso.md.
+ * `session_settings.max_session_ttl`. Keeps its sessions beside identity's
+ * tables; users and their workspaces come from the `control-plane` plugin
+ * (`IDENTITY`, `IDENTITY_ADMIN`), listed before it. See docs/sso.md.
  */
 export function sso(options: SsoOptions = {}): GatewayPlugin {
   const opts = parseOptions(PLUGIN_NAME, OptionsSchema, options);
@@ -131,23 +130,32 @@ export function sso(options: SsoOptions = {}): GatewayPlugin {
   const loginCookie = secure ? '__Secure-gw_sso_login' : 'gw_sso_login';
   return {
     name: PLUGIN_NAME,
+    requires: [IDENTITY, IDENTITY_ADMIN],
+    uses: [ACCOUNT_STATUS],
+    provides: [SIGN_IN_SESSIONS],
     apply(api) {
       const base = api.options.basePath;
-      let cp: ControlPlane | undefined;
+      let identity: Identity | undefined;
+      let people: IdentityAdmin | undefined;
+      let sessions: Sessions | undefined;
       const oidc = configured
         ? new OidcClient(
             { issuer: opts.issuer!, clientId: opts.clientId!, clientSecret: opts.clientSecret, redirectUri: opts.redirectUri!, scopes: opts.scopes, allowHttp: opts.allowHttpIssuer, timeoutMs: opts.timeoutMs },
             policyFetch(api.upstream),
           )
         : null;
-      api.onReady(() => {
-        cp = api.tryResolve(CONTROL_PLANE);
-        if (cp === undefined) throw new Error(`${PLUGIN_NAME}: needs the control-plane plugin, listed before it`);
+      // SCIM ends a deactivated person's sessions with the rest of their access.
+      api.provide(SIGN_IN_SESSIONS, { endAll: endAllSessions });
+      api.onReady(async () => {
+        identity = api.resolve(IDENTITY);
+        people = api.resolve(IDENTITY_ADMIN);
+        await migrate(identity.sql(), SSO_NAMESPACE, SSO_MIGRATIONS);
+        sessions = new Sessions(identity, people, api.tryResolve(ACCOUNT_STATUS));
       });
 
       /** The longest a session may live now: this plugin's bound and the organisation's max_session_ttl, whichever is shorter (seconds). */
       const ttlSeconds = async (): Promise<number> => {
-        const org = (await cp!.settings()).session_settings.max_session_ttl;
+        const org = (await identity!.settings()).session_settings.max_session_ttl;
         return org === null ? opts.sessionTtlS : Math.min(org, opts.sessionTtlS);
       };
 
@@ -163,10 +171,10 @@ export function sso(options: SsoOptions = {}): GatewayPlugin {
       }
 
       const authenticateSession = async (ctx: RequestContext, secret: string): Promise<AuthInfo> => {
-        const session = await cp!.session(hashSecret(secret));
+        const session = await sessions!.find(secret);
         if (session === null) throw unauthorized('This session has ended or is unknown; sign in again (GET /v1/auth/sso/login).');
         const current = now();
-        const org = (await cp!.settings()).session_settings.max_session_ttl;
+        const org = (await identity!.settings()).session_settings.max_session_ttl;
         // The organisation's setting applies to sessions started before it was lowered, too.
         const end = org === null ? session.expiresAt : Math.min(session.expiresAt, session.createdAt + org * 1000);
         if (current >= end) {
@@ -183,10 +191,10 @@ export function sso(options: SsoOptions = {}): GatewayPlugin {
             throw forbidden(`A request made with the session cookie that changes anything needs the ${CSRF_HEADER} header (its value is csrf_token in GET /v1/auth/whoami).`, CSRF_HEADER);
           }
         }
-        const workspaces = await cp!.memberships(session.userId);
+        const workspaces = await people!.userWorkspaces(session.userId);
         ctx.state.set(PLUGIN_NAME, { session, csrf, workspaces } satisfies SessionState);
         const named = ctx.header('x-gateway-workspace');
-        let membership: Membership | undefined;
+        let membership: UserWorkspace | undefined;
         if (named !== undefined && named !== '') {
           membership = workspaces.find((m) => m.workspaceId === named || m.slug === named);
           if (membership === undefined) throw forbidden(`You are not a member of the workspace "${named.slice(0, 64)}".`, 'x-gateway-workspace');
@@ -196,7 +204,7 @@ export function sso(options: SsoOptions = {}): GatewayPlugin {
           if (ctx.route !== null && MEMBERLESS_ROUTES.has(ctx.route.name)) return Object.freeze({ ...base, workspaceId: NO_WORKSPACE, scopes: Object.freeze([]), role: 'none' });
           throw forbidden('You are not a member of any workspace yet: ask an admin to add you (or your group, through SCIM).');
         }
-        const scopes = ROLE_SCOPES[membership.role] ?? [];
+        const scopes = people!.roleScopes(membership.role);
         if (ctx.route?.kind === 'provider' && !hasScope(scopes, 'completions.write')) {
           throw forbidden(`Your role lacks the "completions.write" scope needed for ${ctx.method} ${ctx.path}.`);
         }
@@ -253,7 +261,7 @@ export function sso(options: SsoOptions = {}): GatewayPlugin {
             throw new GatewayError('upstream_unreachable', `The identity provider (${opts.issuer}) could not be reached or its discovery document is invalid (${failureCode(err)}).`);
           }
           // The login's secrets ride in a sealed, short-lived cookie: any instance can finish it, and only this browser can.
-          const sealed = cp!.box.seal(JSON.stringify({ s: start.state, n: start.nonce, v: start.verifier, r: returnTo, e: now() + LOGIN_TTL_S * 1000 }), 'sso-login');
+          const sealed = identity!.box.seal(JSON.stringify({ s: start.state, n: start.nonce, v: start.verifier, r: returnTo, e: now() + LOGIN_TTL_S * 1000 }), 'sso-login');
           return {
             status: 302,
             headers: { location: start.url, 'cache-control': 'no-store', 'set-cookie': setCookie(loginCookie, sealed, { path: `${base}/auth/sso`, maxAge: LOGIN_TTL_S, secure }) },
@@ -286,7 +294,7 @@ export function sso(options: SsoOptions = {}): GatewayPlugin {
           const raw = readCookie(ctx.header('cookie'), loginCookie);
           let login: { s: string; n: string; v: string; r: string | null; e: number } | null = null;
           try {
-            login = raw === undefined ? null : JSON.parse(cp!.box.open(raw, 'sso-login'));
+            login = raw === undefined ? null : JSON.parse(identity!.box.open(raw, 'sso-login'));
           } catch {
             login = null;
           }
@@ -307,30 +315,21 @@ export function sso(options: SsoOptions = {}): GatewayPlugin {
           const domain = email.slice(email.lastIndexOf('@') + 1);
           if (opts.allowedDomains !== undefined && !opts.allowedDomains.includes(domain)) throw forbidden(`Accounts of ${domain} may not sign in to this gateway.`);
 
-          const repo = cp!.repo;
           const current = now();
-          let user = await repo.userByEmail(email);
-          if (user === undefined) {
+          let user = await people!.userByEmail(email);
+          if (user === null) {
             if (opts.newUsers === 'refuse') throw forbidden(`No user ${email} is known to this gateway; ask an admin to add you.`);
-            const name = typeof claims.name === 'string' ? claims.name.slice(0, 200) : null;
-            user = { id: newId(), email, name, role: 'member', created_at: current, updated_at: current };
-            await repo.insert('cp_users', { ...user });
+            user = await people!.createUser(email, typeof claims.name === 'string' ? claims.name.slice(0, 200) : null);
           }
-          const scimRow = await repo.db().get<{ active: number | string }>('SELECT active FROM cp_scim_users WHERE user_id = ?', [user.id]);
-          if (scimRow !== undefined && Number(scimRow.active) !== 1) throw forbidden('This account is deactivated.');
+          if (!(await sessions!.mayStart(user.id))) throw forbidden('This account is deactivated.');
 
-          // Sessions past their latest end are of no use to anyone: each sign-in sweeps them.
-          await repo.db().run('DELETE FROM cp_sessions WHERE expires_at <= ?', [current]);
           const ttl = await ttlSeconds();
-          const secret = SESSION_PREFIX + randomBytes(32).toString('base64url');
-          await repo.insert('cp_sessions', {
-            id: newId(),
-            token_hash: hashSecret(secret),
-            user_id: user.id,
+          const secret = await sessions!.start({
+            userId: user.id,
             issuer: String(claims.iss ?? opts.issuer).slice(0, 512),
             subject: String(claims.sub ?? '').slice(0, 512),
-            created_at: current,
-            expires_at: current + ttl * 1000,
+            now: current,
+            ttlS: ttl,
           });
           api.logger.info({ user_id: user.id }, 'single sign-on: a session started');
           const cookies = [setCookie(sessionCookie, secret, { path: '/', maxAge: ttl, secure }), setCookie(loginCookie, '', { path: `${base}/auth/sso`, maxAge: 0, secure })];
@@ -361,8 +360,7 @@ export function sso(options: SsoOptions = {}): GatewayPlugin {
         async handler(ctx): Promise<GatewayResponse> {
           const state = ctx.state.get(PLUGIN_NAME) as SessionState | undefined;
           if (state === undefined) throw new GatewayError('invalid_request', 'Only a session (the sign-in cookie) can log out; API keys are deleted or disabled instead.', { param: null });
-          await cp!.repo.db().run('DELETE FROM cp_sessions WHERE id = ?', [state.session.id]);
-          cp!.invalidate();
+          await sessions!.end(state.session.id);
           const res = jsonResponse(200, { object: 'session', logged_out: true, end_session_url: oidc === null ? null : await oidc.endSessionUrl() });
           res.headers['set-cookie'] = setCookie(sessionCookie, '', { path: '/', maxAge: 0, secure });
           return res;
@@ -386,7 +384,7 @@ export function sso(options: SsoOptions = {}): GatewayPlugin {
           const state = ctx.state.get(PLUGIN_NAME) as SessionState | undefined;
           if (state !== undefined) {
             const s = state.session;
-            const org = (await cp!.settings()).session_settings.max_session_ttl;
+            const org = (await identity!.settings()).session_settings.max_session_ttl;
             const end = org === null ? s.expiresAt : Math.min(s.expiresAt, s.createdAt + org * 1000);
             return jsonResponse(200, {
               object: 'whoami',

@@ -1,6 +1,6 @@
 import type * as Client from 'openid-client';
-import type { UpstreamClient } from '../../../sdk/index.js';
-import { readText } from '../../../sdk/index.js';
+import type { UpstreamClient } from '../../sdk/index.js';
+import { readText } from '../../sdk/index.js';
 
 /*
  * The OpenID Connect relying party, on openid-client: issuer discovery, the

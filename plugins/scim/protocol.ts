@@ -1,4 +1,4 @@
-import type { GatewayResponse } from '../../../sdk/index.js';
+import type { GatewayResponse } from '../../sdk/index.js';
 
 /* The SCIM 2.0 wire format (RFC 7643, RFC 7644): schema URNs, errors, lists and the discovery documents. */
 

@@ -1,11 +1,11 @@
-import { GatewayError, type GatewayResponse, type Logger, parseJsonObject, type RequestContext, type RouteDefinition, type RouteDoc, type SqlClient, v } from '../../../sdk/index.js';
-import { hashSecret, newId } from '../keys.js';
-import type { ControlPlane } from '../service.js';
+import { randomUUID } from 'node:crypto';
+import { GatewayError, type GatewayResponse, parseJsonObject, type RequestContext, type RouteDefinition, type RouteDoc, type SqlClient, v } from '../../sdk/index.js';
 import { parseFilter } from './filter.js';
 import { bool, emailList, memberIds, operations, patchGroup, patchUser, str, type GroupModel, type UserModel } from './patch.js';
 import { ERROR_SCHEMA, errorResponse, GROUP_SCHEMA, listResponse, MAX_RESULTS, pageOf, resourceTypes, schemas, ScimError, scimResponse, serviceProviderConfig, USER_SCHEMA } from './protocol.js';
 import {
   groupMembers,
+  hashSecret,
   knownUsers,
   nameKey,
   scimGroup,
@@ -15,6 +15,7 @@ import {
   userGroups,
   type ScimEmail,
   type ScimGroupRow,
+  type Scim,
   type ScimUserRow,
 } from './store.js';
 import { scimWrite } from './write.js';
@@ -34,8 +35,7 @@ export interface ScimServiceOptions {
   publicUrl: string;
   /** SHA-256 digest of GATEWAY_SCIM_TOKEN, when set. */
   envTokenDigest: string | null;
-  cp: () => ControlPlane;
-  logger: Logger;
+  scim: () => Scim;
 }
 
 const EMAIL = /^[^\s@]{1,64}@[^\s@]{1,253}$/;
@@ -164,29 +164,29 @@ export function scimRoutes(o: ScimServiceOptions): RouteDefinition[] {
     meta: { resourceType: 'Group', created: iso(row.created_at), lastModified: iso(row.updated_at), location: `${base}/Groups/${row.id}` },
   });
 
-  const authorize = async (ctx: RequestContext, cp: ControlPlane): Promise<void> => {
+  const authorize = async (ctx: RequestContext, scim: Scim): Promise<void> => {
     const m = /^Bearer\s+(\S{1,512})\s*$/i.exec(ctx.header('authorization') ?? '');
     if (m === null) throw new ScimError(401, null, 'A SCIM request needs "Authorization: Bearer <SCIM token>" (POST /v1/scim/tokens, or GATEWAY_SCIM_TOKEN).');
     const digest = hashSecret(m[1]!);
     if (o.envTokenDigest !== null && digest === o.envTokenDigest) return;
-    const row = await cp.repo.db().get<{ id: string; last_used_at: number | string | null }>('SELECT id, last_used_at FROM cp_scim_tokens WHERE token_hash = ?', [digest]);
+    const row = await scim.db().get<{ id: string; last_used_at: number | string | null }>('SELECT id, last_used_at FROM cp_scim_tokens WHERE token_hash = ?', [digest]);
     if (row === undefined) throw new ScimError(401, null, 'Unknown SCIM token.');
-    const now = cp.now();
-    if (row.last_used_at === null || Number(row.last_used_at) < now - LAST_USED_EVERY_MS) await cp.repo.update('cp_scim_tokens', { id: row.id }, { last_used_at: now });
+    const now = scim.now();
+    if (row.last_used_at === null || Number(row.last_used_at) < now - LAST_USED_EVERY_MS) await scim.tables.update('cp_scim_tokens', { id: row.id }, { last_used_at: now });
   };
 
-  const write = <T>(cp: ControlPlane, fn: (tx: SqlClient, touched: Set<string>) => Promise<T>) => scimWrite(cp, o.logger, fn);
+  const write = <T>(scim: Scim, fn: (tx: SqlClient, touched: Set<string>) => Promise<T>) => scimWrite(scim, fn);
 
   /** Stores a user's attributes (after a create, PUT or PATCH); userName and email stay unique. */
-  const saveUser = async (tx: SqlClient, cp: ControlPlane, id: string, user: UserModel, existing: boolean): Promise<void> => {
-    const now = cp.now();
+  const saveUser = async (tx: SqlClient, scim: Scim, id: string, user: UserModel, existing: boolean): Promise<void> => {
+    const now = scim.now();
     const email = emailOf(user);
     const key = nameKey(user.userName);
     const clash = await tx.get<{ user_id: string }>('SELECT user_id FROM cp_scim_users WHERE user_name_key = ? AND user_id <> ?', [key, id]);
     if (clash !== undefined) throw new ScimError(409, 'uniqueness', `A user with userName "${user.userName.slice(0, 200)}" exists.`);
-    const owner = await tx.get<{ id: string }>('SELECT id FROM cp_users WHERE email = ? AND id <> ?', [email, id]);
-    if (owner !== undefined) throw new ScimError(409, 'uniqueness', `Another user has the email ${email}.`);
-    await cp.repo.update('cp_users', { id }, { email, name: displayNameOf(user), updated_at: now }, tx);
+    const owner = await scim.people.userByEmail(email, tx);
+    if (owner !== null && owner.id !== id) throw new ScimError(409, 'uniqueness', `Another user has the email ${email}.`);
+    await scim.people.updateUser(id, { email, name: displayNameOf(user) }, tx);
     const fields = {
       user_name: user.userName,
       user_name_key: key,
@@ -198,18 +198,18 @@ export function scimRoutes(o: ScimServiceOptions): RouteDefinition[] {
       emails: JSON.stringify(user.emails),
       updated_at: now,
     };
-    if (existing) await cp.repo.update('cp_scim_users', { user_id: id }, fields, tx);
-    else await cp.repo.insert('cp_scim_users', { user_id: id, ...fields, created_at: now }, tx);
+    if (existing) await scim.tables.update('cp_scim_users', { user_id: id }, fields, tx);
+    else await scim.tables.insert('cp_scim_users', { user_id: id, ...fields, created_at: now }, tx);
   };
 
-  const setMembers = async (tx: SqlClient, cp: ControlPlane, groupId: string, before: ReadonlySet<string>, after: ReadonlySet<string>, touched: Set<string>) => {
+  const setMembers = async (tx: SqlClient, scim: Scim, groupId: string, before: ReadonlySet<string>, after: ReadonlySet<string>, touched: Set<string>) => {
     const added = [...after].filter((id) => !before.has(id));
     const known = await knownUsers(tx, added);
     const unknown = added.find((id) => !known.has(id));
     if (unknown !== undefined) throw new ScimError(400, 'invalidValue', `No user "${unknown.slice(0, 64)}": a group's members must be provisioned users.`);
-    const now = cp.now();
+    const now = scim.now();
     for (const id of added) {
-      await cp.repo.insert('cp_scim_group_members', { group_id: groupId, user_id: id, created_at: now }, tx);
+      await scim.tables.insert('cp_scim_group_members', { group_id: groupId, user_id: id, created_at: now }, tx);
       touched.add(id);
     }
     for (const id of before) {
@@ -225,8 +225,8 @@ export function scimRoutes(o: ScimServiceOptions): RouteDefinition[] {
     members: new Set((await groupMembers(db, row.id)).map((m) => m.user_id)),
   });
 
-  const saveGroup = async (tx: SqlClient, cp: ControlPlane, id: string, group: GroupModel): Promise<void> => {
-    await cp.repo.update('cp_scim_groups', { id }, { display_name: group.displayName, display_name_key: nameKey(group.displayName), external_id: group.externalId, updated_at: cp.now() }, tx);
+  const saveGroup = async (tx: SqlClient, scim: Scim, id: string, group: GroupModel): Promise<void> => {
+    await scim.tables.update('cp_scim_groups', { id }, { display_name: group.displayName, display_name_key: nameKey(group.displayName), external_id: group.externalId, updated_at: scim.now() }, tx);
   };
 
   const body = (ctx: RequestContext): Record<string, unknown> => {
@@ -249,7 +249,7 @@ export function scimRoutes(o: ScimServiceOptions): RouteDefinition[] {
     return row;
   };
 
-  type Handler = (ctx: RequestContext, cp: ControlPlane) => Promise<GatewayResponse>;
+  type Handler = (ctx: RequestContext, scim: Scim) => Promise<GatewayResponse>;
   const route = (name: string, method: RouteDefinition['method'], path: string, handler: Handler): RouteDefinition => ({
     name: `scim.${name}`,
     method,
@@ -261,10 +261,10 @@ export function scimRoutes(o: ScimServiceOptions): RouteDefinition[] {
     sensitive: true,
     body: method === 'GET' || method === 'DELETE' ? 'none' : 'raw',
     async handler(ctx) {
-      const cp = o.cp();
+      const scim = o.scim();
       try {
-        await authorize(ctx, cp);
-        return await handler(ctx, cp);
+        await authorize(ctx, scim);
+        return await handler(ctx, scim);
       } catch (err) {
         if (err instanceof ScimError) {
           const res = errorResponse(err);
@@ -292,108 +292,104 @@ export function scimRoutes(o: ScimServiceOptions): RouteDefinition[] {
       return scimResponse(200, found);
     }),
 
-    route('users.list', 'GET', '/Users', async (ctx, cp) => {
+    route('users.list', 'GET', '/Users', async (ctx, scim) => {
       const q = query(ctx);
       const where = parseFilter(q.get('filter') ?? undefined, 'User');
       const page = pageOf(q);
-      const db = cp.repo.db();
-      const { total, rows } = await scimUsers(db, where, page.startIndex, page.count);
+      const db = scim.db();
+      const { total, rows } = await scimUsers(db, scim.people, where, page.startIndex, page.count);
       return listResponse(total, page.startIndex, await Promise.all(rows.map((r) => presentUser(db, r))));
     }),
-    route('users.create', 'POST', '/Users', async (ctx, cp) => {
+    route('users.create', 'POST', '/Users', async (ctx, scim) => {
       const user = userFromBody(body(ctx));
       const email = emailOf(user);
-      const id = await write(cp, async (tx, touched) => {
+      const id = await write(scim, async (tx, touched) => {
         // A person added through the admin API (or signed in) before is the same user: linked, not duplicated.
-        const existing = await tx.get<{ id: string; linked: string | null }>('SELECT u.id, s.user_id AS linked FROM cp_users u LEFT JOIN cp_scim_users s ON s.user_id = u.id WHERE u.email = ?', [email]);
-        if (existing?.linked) throw new ScimError(409, 'uniqueness', `A user with the email ${email} is provisioned already.`);
-        const userId = existing?.id ?? newId();
-        if (existing === undefined) {
-          const now = cp.now();
-          await cp.repo.insert('cp_users', { id: userId, email, name: displayNameOf(user), role: 'member', created_at: now, updated_at: now }, tx);
-        }
-        await saveUser(tx, cp, userId, user, false);
+        const existing = await scim.people.userByEmail(email, tx);
+        if (existing !== null && (await scimUser(tx, existing.id)) !== undefined) throw new ScimError(409, 'uniqueness', `A user with the email ${email} is provisioned already.`);
+        const userId = existing?.id ?? (await scim.people.createUser(email, displayNameOf(user), tx)).id;
+        await saveUser(tx, scim, userId, user, false);
         touched.add(userId);
         return userId;
       });
-      const db = cp.repo.db();
+      const db = scim.db();
       const created = await presentUser(db, (await scimUser(db, id))!);
       return scimResponse(201, created, { location: created.meta.location });
     }),
-    route('users.get', 'GET', '/Users/:id', async (ctx, cp) => {
-      const db = cp.repo.db();
+    route('users.get', 'GET', '/Users/:id', async (ctx, scim) => {
+      const db = scim.db();
       return scimResponse(200, await presentUser(db, await userOr404(db, ctx.params!.id!)));
     }),
-    route('users.replace', 'PUT', '/Users/:id', async (ctx, cp) => {
+    route('users.replace', 'PUT', '/Users/:id', async (ctx, scim) => {
       const user = userFromBody(body(ctx));
       const id = ctx.params!.id!;
-      await write(cp, async (tx, touched) => {
+      await write(scim, async (tx, touched) => {
         await userOr404(tx, id);
-        await saveUser(tx, cp, id, user, true);
+        await saveUser(tx, scim, id, user, true);
         touched.add(id);
       });
-      const db = cp.repo.db();
+      const db = scim.db();
       return scimResponse(200, await presentUser(db, (await scimUser(db, id))!));
     }),
-    route('users.patch', 'PATCH', '/Users/:id', async (ctx, cp) => {
+    route('users.patch', 'PATCH', '/Users/:id', async (ctx, scim) => {
       const ops = operations(body(ctx));
       const id = ctx.params!.id!;
-      await write(cp, async (tx, touched) => {
+      await write(scim, async (tx, touched) => {
         const user = userModel(await userOr404(tx, id));
         patchUser(user, ops);
-        await saveUser(tx, cp, id, user, true);
+        await saveUser(tx, scim, id, user, true);
         touched.add(id);
       });
-      const db = cp.repo.db();
+      const db = scim.db();
       return scimResponse(200, await presentUser(db, (await scimUser(db, id))!));
     }),
-    route('users.delete', 'DELETE', '/Users/:id', async (ctx, cp) => {
+    route('users.delete', 'DELETE', '/Users/:id', async (ctx, scim) => {
       const id = ctx.params!.id!;
-      await write(cp, async (tx, touched) => {
+      await write(scim, async (tx, touched) => {
         await userOr404(tx, id);
         await tx.run('DELETE FROM cp_scim_group_members WHERE user_id = ?', [id]);
         await tx.run('DELETE FROM cp_scim_users WHERE user_id = ?', [id]);
         touched.add(id);
       });
       // The keys reconciling disabled stay disabled for good: the person is gone, not paused.
-      await cp.repo.db().run('DELETE FROM cp_scim_suspended_keys WHERE user_id = ?', [id]);
+      await scim.db().run('DELETE FROM cp_scim_suspended_keys WHERE user_id = ?', [id]);
       return scimResponse(204, null);
     }),
 
-    route('groups.list', 'GET', '/Groups', async (ctx, cp) => {
+    route('groups.list', 'GET', '/Groups', async (ctx, scim) => {
       const q = query(ctx);
       const where = parseFilter(q.get('filter') ?? undefined, 'Group');
       const page = pageOf(q);
-      const db = cp.repo.db();
+      const db = scim.db();
       const { total, rows } = await scimGroups(db, where, page.startIndex, page.count);
       const members = !withoutMembers(q);
       return listResponse(total, page.startIndex, await Promise.all(rows.map((r) => presentGroup(db, r, members))));
     }),
-    route('groups.create', 'POST', '/Groups', async (ctx, cp) => {
+    route('groups.create', 'POST', '/Groups', async (ctx, scim) => {
       const b = body(ctx);
       const group: GroupModel = {
         displayName: str(b.displayName, 'displayName', false),
         externalId: str(b.externalId, 'externalId', true),
         members: new Set(b.members === undefined || b.members === null ? [] : memberIds(b.members)),
       };
-      const id = newId();
-      await write(cp, async (tx, touched) => {
-        const now = cp.now();
-        await cp.repo.insert('cp_scim_groups', { id, display_name: group.displayName, display_name_key: nameKey(group.displayName), external_id: group.externalId, created_at: now, updated_at: now }, tx);
-        await setMembers(tx, cp, id, new Set(), group.members, touched);
+      const id = randomUUID();
+      await write(scim, async (tx, touched) => {
+        const now = scim.now();
+        await scim.tables.insert('cp_scim_groups', { id, display_name: group.displayName, display_name_key: nameKey(group.displayName), external_id: group.externalId, created_at: now, updated_at: now }, tx);
+        await setMembers(tx, scim, id, new Set(), group.members, touched);
       });
-      const db = cp.repo.db();
+      const db = scim.db();
       const created = await presentGroup(db, (await scimGroup(db, id))!, true);
       return scimResponse(201, created, { location: created.meta.location });
     }),
-    route('groups.get', 'GET', '/Groups/:id', async (ctx, cp) => {
-      const db = cp.repo.db();
+    route('groups.get', 'GET', '/Groups/:id', async (ctx, scim) => {
+      const db = scim.db();
       return scimResponse(200, await presentGroup(db, await groupOr404(db, ctx.params!.id!), !withoutMembers(query(ctx))));
     }),
-    route('groups.replace', 'PUT', '/Groups/:id', async (ctx, cp) => {
+    route('groups.replace', 'PUT', '/Groups/:id', async (ctx, scim) => {
       const b = body(ctx);
       const id = ctx.params!.id!;
-      await write(cp, async (tx, touched) => {
+      await write(scim, async (tx, touched) => {
         const row = await groupOr404(tx, id);
         const before = await groupModel(tx, row);
         const after: GroupModel = {
@@ -401,34 +397,34 @@ export function scimRoutes(o: ScimServiceOptions): RouteDefinition[] {
           externalId: str(b.externalId, 'externalId', true),
           members: new Set(b.members === undefined || b.members === null ? [] : memberIds(b.members)),
         };
-        await saveGroup(tx, cp, id, after);
-        await setMembers(tx, cp, id, before.members, after.members, touched);
+        await saveGroup(tx, scim, id, after);
+        await setMembers(tx, scim, id, before.members, after.members, touched);
         // A new name or external id may match other mappings: every member's memberships are recomputed.
         for (const m of after.members) touched.add(m);
       });
-      const db = cp.repo.db();
+      const db = scim.db();
       return scimResponse(200, await presentGroup(db, (await scimGroup(db, id))!, true));
     }),
-    route('groups.patch', 'PATCH', '/Groups/:id', async (ctx, cp) => {
+    route('groups.patch', 'PATCH', '/Groups/:id', async (ctx, scim) => {
       const ops = operations(body(ctx));
       const id = ctx.params!.id!;
-      await write(cp, async (tx, touched) => {
+      await write(scim, async (tx, touched) => {
         const row = await groupOr404(tx, id);
         const before = await groupModel(tx, row);
         const after: GroupModel = { ...before, members: new Set(before.members) };
         patchGroup(after, ops);
         if (after.displayName !== before.displayName || after.externalId !== before.externalId) {
-          await saveGroup(tx, cp, id, after);
+          await saveGroup(tx, scim, id, after);
           for (const m of after.members) touched.add(m);
-        } else await cp.repo.update('cp_scim_groups', { id }, { updated_at: cp.now() }, tx);
-        await setMembers(tx, cp, id, before.members, after.members, touched);
+        } else await scim.tables.update('cp_scim_groups', { id }, { updated_at: scim.now() }, tx);
+        await setMembers(tx, scim, id, before.members, after.members, touched);
       });
       // 204, as Entra and Okta expect: a group's member list can be long, and neither reads it back.
       return scimResponse(204, null);
     }),
-    route('groups.delete', 'DELETE', '/Groups/:id', async (ctx, cp) => {
+    route('groups.delete', 'DELETE', '/Groups/:id', async (ctx, scim) => {
       const id = ctx.params!.id!;
-      await write(cp, async (tx, touched) => {
+      await write(scim, async (tx, touched) => {
         await groupOr404(tx, id);
         for (const m of await groupMembers(tx, id)) touched.add(m.user_id);
         await tx.run('DELETE FROM cp_scim_group_members WHERE group_id = ?', [id]);

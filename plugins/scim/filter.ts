@@ -1,6 +1,6 @@
 import scimFilter from 'scim2-parse-filter';
 import { ScimError } from './protocol.js';
-import { nameKey, type Condition } from './store.js';
+import { nameKey, USER_EMAIL, type Condition } from './store.js';
 
 /*
  * List filters (RFC 7644 §3.4.2.2), the subset identity providers send when
@@ -19,8 +19,8 @@ const USER_ATTRIBUTES: Readonly<Record<string, Attribute>> = {
   id: { column: 's.user_id', fold: false },
   username: { column: 's.user_name_key', fold: true },
   externalid: { column: 's.external_id', fold: false },
-  'emails.value': { column: 'u.email', fold: true },
-  emails: { column: 'u.email', fold: true },
+  'emails.value': { column: USER_EMAIL, fold: true },
+  emails: { column: USER_EMAIL, fold: true },
 };
 
 const GROUP_ATTRIBUTES: Readonly<Record<string, Attribute>> = {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { GatewayPlugin } from '../../../core/index.js';
 import { controlPlane } from '../../../plugins/control-plane/index.js';
-import { scim } from '../../../plugins/control-plane/scim/index.js';
+import { scim } from '../../../plugins/scim/index.js';
 import { postgresStore } from '../../../plugins/stores/postgres/index.js';
 import { sqliteStore } from '../../../plugins/stores/sqlite/index.js';
 import { serveGateway } from '../../helpers/serve.js';
