@@ -19,7 +19,7 @@ interface OpDoc {
  * what to answer (a list op returns a page). Scopes are `<scope>.create`,
  * `.read`, `.update`, `.delete`.
  */
-export interface CrudSpec<S, CB extends v.GenericSchema, UB extends v.GenericSchema, LQ extends v.GenericSchema> {
+export interface CrudSpec<S, CB extends v.GenericSchema, UB extends v.GenericSchema, LQ extends v.GenericSchema, F = undefined> {
   /** Route names: `<name>.create`, `<name>.list`, … (`configs`). */
   name: string;
   /** Path under the base path (`/configs`); items at `<path>/:id`. */
@@ -33,7 +33,12 @@ export interface CrudSpec<S, CB extends v.GenericSchema, UB extends v.GenericSch
   create?: OpDoc & { body: CB; run(ctx: RequestContext, service: S, body: v.InferOutput<CB>): Promise<unknown> };
   list?: OpDoc & { query: LQ; run(ctx: RequestContext, service: S, query: v.InferOutput<LQ>): Promise<Paged<unknown>> };
   get?: OpDoc & { run(ctx: RequestContext, service: S, id: string): Promise<unknown> };
-  update?: OpDoc & { body: UB; run(ctx: RequestContext, service: S, id: string, body: v.InferOutput<UB>): Promise<unknown> };
+  update?: OpDoc & {
+    body: UB;
+    /** Optional: finds the resource before the body is read (one the caller may not see is a 404 whatever it sent); `run` gets what it found. */
+    find?(ctx: RequestContext, service: S, id: string): Promise<F>;
+    run(ctx: RequestContext, service: S, id: string, body: v.InferOutput<UB>, found: F): Promise<unknown>;
+  };
   /** `DELETE <path>/:id`: deletes or archives, as the resource does. */
   remove?: OpDoc & { run(ctx: RequestContext, service: S, id: string): Promise<unknown> };
   /** `GET <path>/:id/versions`: the versions, newest first, as `{ object: 'list', total_count, data }`. */
@@ -41,8 +46,8 @@ export interface CrudSpec<S, CB extends v.GenericSchema, UB extends v.GenericSch
 }
 
 /** The routes of {@link CrudSpec}, in the order create, list, get, versions, update, remove. */
-export function crudRoutes<S, CB extends v.GenericSchema = v.GenericSchema, UB extends v.GenericSchema = v.GenericSchema, LQ extends v.GenericSchema = v.GenericSchema>(
-  spec: CrudSpec<S, CB, UB, LQ>,
+export function crudRoutes<S, CB extends v.GenericSchema = v.GenericSchema, UB extends v.GenericSchema = v.GenericSchema, LQ extends v.GenericSchema = v.GenericSchema, F = undefined>(
+  spec: CrudSpec<S, CB, UB, LQ, F>,
 ): AdminRoute<S>[] {
   const doc = docsFor(spec.tag);
   const scope = spec.scope ?? spec.name;
@@ -81,7 +86,18 @@ export function crudRoutes<S, CB extends v.GenericSchema = v.GenericSchema, UB e
     });
   }
   if (update) {
-    routes.push({ name: `${spec.name}.update`, method: 'PUT', path: item, scope: `${scope}.update`, doc: more(update, { params, body: update.body }), handler: async (ctx, s) => ok(await update.run(ctx, s, ctx.params!.id!, parseBody(ctx, update.body))) });
+    routes.push({
+      name: `${spec.name}.update`,
+      method: 'PUT',
+      path: item,
+      scope: `${scope}.update`,
+      doc: more(update, { params, body: update.body }),
+      handler: async (ctx, s) => {
+        const id = ctx.params!.id!;
+        const found = update.find === undefined ? (undefined as F) : await update.find(ctx, s, id);
+        return ok(await update.run(ctx, s, id, parseBody(ctx, update.body), found));
+      },
+    });
   }
   if (remove) {
     routes.push({ name: `${spec.name}.${removeVerb(remove.summary)}`, method: 'DELETE', path: item, scope: `${scope}.delete`, doc: more(remove, { params }), handler: async (ctx, s) => ok(await remove.run(ctx, s, ctx.params!.id!)) });

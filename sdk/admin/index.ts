@@ -44,6 +44,15 @@ export { SqlTables, type Page, type Paged } from './table.js';
 export { TtlCache } from './cache.js';
 export { crudRoutes, insertVersioned, updateVersioned, visibleInWorkspace, type CrudSpec, type VersionedTables } from './crud.js';
 export { checkStoredUrls } from './stored-urls.js';
+export { registerAdminRoutes } from './register.js';
+export {
+  UpstreamServerStatus,
+  UpstreamServerTable,
+  upstreamServerRoutes,
+  type UpstreamServerKind,
+  type UpstreamServerRow,
+  type UpstreamServerService,
+} from './upstream-servers.js';
 export { SealedDocuments, type StoredDocument } from './sealed-documents.js';
 export {
   AgentAuthSchema,
