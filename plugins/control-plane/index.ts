@@ -11,15 +11,10 @@ import {
   GUARDRAIL_SOURCE,
   GUARDRAIL_VALIDATOR,
   type GuardrailValidator,
-  GUARDRAIL_RUNNER,
-  type GuardrailRunner,
   hasScope,
   LIMIT_COUNTERS,
   LIMIT_POLICY_SOURCE,
   type LimitCounters,
-  MCP_SERVERS,
-  MCP_SESSION_CLOSER,
-  type McpSessionCloser,
   migrate,
   parseOptions,
   PROMPT_SOURCE,
@@ -45,7 +40,6 @@ import { configRoutes } from './routes/configs.js';
 import { guardrailRoutes } from './routes/guardrails.js';
 import { toRouteDefinitions } from './routes/http.js';
 import { integrationRoutes } from './routes/integrations.js';
-import { mcpServerRoutes } from './routes/mcp-servers.js';
 import { memberRoutes } from './routes/members.js';
 import { modelRoutes } from './routes/models.js';
 import { organisationRoutes } from './routes/organisation.js';
@@ -108,8 +102,7 @@ export type ControlPlaneOptions = v.InferInput<typeof OptionsSchema>;
  * members, integrations (sealed provider credentials), provider slugs,
  * saved configs, rate-limit and usage-limit policies (enforced by the
  * `limits` plugin), stored prompts and partials (rendered by the `prompts`
- * plugin), MCP servers with each user's connection and sessions (served by the
- * `mcp` plugin), agent servers and their cards (served by the `a2a` plugin),
+ * plugin), agent servers and their cards (served by the `a2a` plugin),
  * organisation settings and the admin API that manages them.
  * Needs an SQL store plugin (`sqlite` or `postgres`) listed before it.
  * See docs/admin-api.md.
@@ -122,15 +115,13 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
   const claims = { ...DEFAULT_CLAIMS, ...(opts.jwt?.claims ?? {}) };
   return {
     name: PLUGIN_NAME,
-    provides: [CONTROL_PLANE, IDENTITY, MCP_SERVERS, AGENT_SERVERS, PROVIDER_SOURCE, CONFIG_SOURCE, GUARDRAIL_SOURCE, LIMIT_POLICY_SOURCE, PROMPT_SOURCE],
+    provides: [CONTROL_PLANE, IDENTITY, AGENT_SERVERS, PROVIDER_SOURCE, CONFIG_SOURCE, GUARDRAIL_SOURCE, LIMIT_POLICY_SOURCE, PROMPT_SOURCE],
     errorCodes: {
       agent_card_unavailable: { status: 502, type: 'upstream_error' },
       agent_card_invalid: { status: 502, type: 'upstream_error' },
     },
     apply(api) {
       let client: SqlClient | null = null;
-      let guardrails: GuardrailRunner | undefined;
-      let mcpCloser: McpSessionCloser | undefined;
       let box: SecretBox | null = null;
       let verify: ((token: string) => JwtPayload) | null = null;
       let guardrailValidator: GuardrailValidator | undefined;
@@ -153,16 +144,13 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
         templates: () => templates,
         guardrailValidator: () => guardrailValidator,
         upstream: () => api.upstream,
-        guardrails: () => guardrails,
-        mcpCloser: () => mcpCloser,
         agentCardTtlMs: opts.agentCardTtlMs,
         logger: () => api.logger,
       });
       api.provide(CONTROL_PLANE, cp);
       // Workspaces, the store and the encryption key, for the features that keep state per workspace (sdk/admin).
       api.provide(IDENTITY, cp);
-      // MCP servers and agents (with their connections, sessions and cards), for the `mcp` and `a2a` plugins.
-      api.provide(MCP_SERVERS, cp.mcp);
+      // Agents (with their cards), for the `a2a` plugin.
       api.provide(AGENT_SERVERS, cp.agents);
 
       api.onReady(async () => {
@@ -170,8 +158,6 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
         counters = api.tryResolve(LIMIT_COUNTERS);
         guardrailValidator = api.tryResolve(GUARDRAIL_VALIDATOR);
         templates = api.tryResolve(PROMPT_TEMPLATES);
-        guardrails = api.tryResolve(GUARDRAIL_RUNNER);
-        mcpCloser = api.tryResolve(MCP_SESSION_CLOSER);
         const store = api.stores.get(opts.store) as SqlStore | undefined;
         if (store === undefined || typeof store.client !== 'function') {
           throw new Error(`${PLUGIN_NAME}: needs an SQL store named "${opts.store}": list the sqlite or postgres plugin before it`);
@@ -252,7 +238,6 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
           ...modelRoutes,
           ...policyRoutes,
           ...promptRoutes,
-          ...mcpServerRoutes,
           ...agentServerRoutes,
         ];
         for (const route of toRouteDefinitions(api.options.basePath, routes, () => cp)) api.routes.add(route);

@@ -206,60 +206,6 @@ export interface LimitPolicyRow {
   archived_at: number | null;
 }
 
-export interface McpServerRow {
-  id: string;
-  organisation_id: string;
-  workspace_id: string;
-  name: string;
-  description: string | null;
-  url: string;
-  /** `none`, `header` or `oauth`. */
-  auth_type: string;
-  auth_header: string | null;
-  /** Sealed: the header's value, or the OAuth client secret. */
-  auth_secret: string | null;
-  auth_masked: string | null;
-  /** JSON: `{ client_id, scopes, registered }` of an OAuth server. */
-  oauth: string | null;
-  /** JSON array of tool names; null: all. */
-  allowed_tools: string | null;
-  /** JSON: `{ input_guardrails?, output_guardrails? }`. */
-  guardrails: string | null;
-  request_timeout_ms: number | null;
-  status: 'active' | 'archived';
-  created_at: number;
-  updated_at: number;
-  archived_at: number | null;
-}
-export interface McpConnectionRow {
-  id: string;
-  mcp_server_id: string;
-  workspace_id: string;
-  /** `user:<id>` or `key:<id>`. */
-  subject: string;
-  user_id: string | null;
-  api_key_id: string | null;
-  /** Sealed JSON token set. */
-  tokens: string | null;
-  token_expires_at: number | null;
-  token_scope: string | null;
-  created_at: number;
-  updated_at: number;
-  last_used_at: number | null;
-  /** Sessions open on it (list queries only). */
-  active_sessions?: number;
-}
-export interface McpSessionRow {
-  /** SHA-256 of the session id. */
-  id: string;
-  connection_id: string;
-  mcp_server_id: string;
-  api_key_id: string;
-  /** Sealed. */
-  upstream_session: string | null;
-  created_at: number;
-  last_used_at: number;
-}
 export interface AgentServerRow {
   id: string;
   organisation_id: string;
@@ -290,7 +236,7 @@ const VERSION_COUNTERS = Object.freeze({ cp_configs: 'version', cp_guardrails: '
 const NUMERIC: ReadonlySet<string> = new Set([
   'created_at', 'updated_at', 'archived_at', 'previous_expires_at', 'last_rotated_at', 'expires_at', 'version', 'enabled', 'pricing_multiplier',
   'value', 'credit_limit', 'alert_threshold', 'periodic_reset_days', 'next_usage_reset_at', 'period_start_at', 'fail_open',
-  'request_timeout_ms', 'token_expires_at', 'last_used_at', 'active_sessions', 'agent_card_fetched_at',
+  'request_timeout_ms', 'agent_card_fetched_at',
   'latest_version', 'published_version',
 ]);
 
@@ -631,71 +577,6 @@ export class ControlPlaneRepository {
     await this.db().transaction(async (tx) => {
       await tx.run('DELETE FROM cp_config_versions WHERE config_id = ?', [id]);
       await tx.run('DELETE FROM cp_configs WHERE id = ?', [id]);
-    });
-  }
-
-  // MCP servers, connections and sessions
-
-  mcpServer(id: string): Promise<McpServerRow | undefined> {
-    return this.#get<McpServerRow>('SELECT * FROM cp_mcp_servers WHERE id = ?', [id]);
-  }
-
-  mcpServers(filter: { workspaceId: string | null; status?: string }, page: Page): Promise<Paged<McpServerRow>> {
-    const { where, params } = serverFilter(filter);
-    return this.#paged<McpServerRow>(`FROM cp_mcp_servers${where}`, params, 'created_at, id', page);
-  }
-
-  mcpConnection(serverId: string, subject: string): Promise<McpConnectionRow | undefined> {
-    return this.#get<McpConnectionRow>('SELECT * FROM cp_mcp_connections WHERE mcp_server_id = ? AND subject = ?', [serverId, subject]);
-  }
-
-  mcpConnectionById(id: string): Promise<McpConnectionRow | undefined> {
-    return this.#get<McpConnectionRow>('SELECT * FROM cp_mcp_connections WHERE id = ?', [id]);
-  }
-
-  /** A server's connections, oldest first, with how many sessions each has open; `subject` narrows to one. */
-  mcpConnections(serverId: string, subject: string | null, page: Page): Promise<Paged<McpConnectionRow>> {
-    const params: unknown[] = [serverId];
-    let from = 'FROM cp_mcp_connections c WHERE c.mcp_server_id = ?';
-    if (subject !== null) {
-      from += ' AND c.subject = ?';
-      params.push(subject);
-    }
-    return this.#paged<McpConnectionRow>(from, params, 'c.created_at, c.id', page, 'c.*, (SELECT COUNT(*) FROM cp_mcp_sessions s WHERE s.connection_id = c.id) AS active_sessions');
-  }
-
-  mcpSession(idHash: string): Promise<McpSessionRow | undefined> {
-    return this.#get<McpSessionRow>('SELECT * FROM cp_mcp_sessions WHERE id = ?', [idHash]);
-  }
-
-  mcpSessionsOf(connectionId: string): Promise<McpSessionRow[]> {
-    return this.#all<McpSessionRow>('SELECT * FROM cp_mcp_sessions WHERE connection_id = ?', [connectionId]);
-  }
-
-  /** Which of these session digests still have a row. */
-  async liveMcpSessions(idHashes: readonly string[]): Promise<Set<string>> {
-    const out = new Set<string>();
-    for (let i = 0; i < idHashes.length; i += 500) {
-      const chunk = idHashes.slice(i, i + 500);
-      const rows = await this.db().all<{ id: string }>(`SELECT id FROM cp_mcp_sessions WHERE id IN (${chunk.map(() => '?').join(', ')})`, chunk);
-      for (const r of rows) out.add(r.id);
-    }
-    return out;
-  }
-
-  async deleteMcpSession(idHash: string): Promise<void> {
-    await this.db().run('DELETE FROM cp_mcp_sessions WHERE id = ?', [idHash]);
-  }
-
-  async deleteIdleMcpSessions(before: number): Promise<number> {
-    return (await this.db().run('DELETE FROM cp_mcp_sessions WHERE last_used_at < ?', [before])).changes;
-  }
-
-  /** Forgets a connection: its sessions and its tokens, in one transaction. */
-  async deleteMcpConnection(id: string): Promise<void> {
-    await this.db().transaction(async (tx) => {
-      await tx.run('DELETE FROM cp_mcp_sessions WHERE connection_id = ?', [id]);
-      await tx.run('DELETE FROM cp_mcp_connections WHERE id = ?', [id]);
     });
   }
 

@@ -2,12 +2,10 @@ import {
   type AuthInfo,
   type ConfigParser,
   GatewayError,
-  type GuardrailRunner,
   type GuardrailValidator,
   type LimitCounters,
   type LimitPolicySet,
   type Logger,
-  type McpSessionCloser,
   type PartialRelease,
   type PromptLookup,
   type PromptSelector,
@@ -23,7 +21,6 @@ import { AgentStore } from './agents.js';
 import { TtlCache } from '../../sdk/admin/index.js';
 import { applySecretMappings, openCredentials, type SecretMapping } from './credentials.js';
 import { hashSecret } from './keys.js';
-import { McpStore } from './mcp.js';
 import { toPolicy } from './policies.js';
 import { MAX_INCLUDED_PARTIALS, toPartialRelease, toPromptRelease } from './prompts.js';
 import { ControlPlaneRepository, type ApiKeyRow, type WorkspaceRow } from './repository.js';
@@ -91,10 +88,6 @@ export interface ControlPlaneDeps {
   guardrailValidator?: () => GuardrailValidator | undefined;
   /** The pooled upstream client (agent cards; URL checks against the outbound host policy). */
   upstream?: () => UpstreamClient;
-  /** The `guardrails` plugin's runner, when it is loaded (checks the guardrails of MCP servers). */
-  guardrails?: () => GuardrailRunner | undefined;
-  /** The `mcp` plugin's session closer, when it is loaded (ends sessions on revocations). */
-  mcpCloser?: () => McpSessionCloser | undefined;
   /** How long an agent card is served before it is fetched again, in ms. Default 300 000. */
   agentCardTtlMs?: number;
   logger?: () => Logger | undefined;
@@ -155,8 +148,6 @@ export class ControlPlane implements Identity {
   readonly #memberships: TtlCache<readonly Membership[]>;
   readonly #prompts: TtlCache<PromptLookup>;
   readonly #partials: TtlCache<PartialRelease | null>;
-  /** MCP servers, connections and sessions (the `mcp` plugin's store). */
-  readonly mcp: McpStore;
   /** Agents and their cards (the `a2a` plugin's store). */
   readonly agents: AgentStore;
 
@@ -180,7 +171,6 @@ export class ControlPlane implements Identity {
     this.#partials = cache();
     const workspace = (id: string) => this.workspace(id);
     const logger = () => deps.logger?.();
-    this.mcp = new McpStore({ repo: this.repo, box: deps.box, now: deps.now, cacheTtlMs: deps.cacheTtlMs, workspace, closer: () => deps.mcpCloser?.(), logger });
     this.agents = new AgentStore({
       repo: this.repo,
       box: deps.box,
@@ -198,11 +188,6 @@ export class ControlPlane implements Identity {
     const upstream = this.#deps.upstream?.();
     if (upstream === undefined) throw new Error('control plane: no upstream client');
     return upstream;
-  }
-
-  /** The guardrails plugin's runner, or undefined when it is not loaded. */
-  get guardrails(): GuardrailRunner | undefined {
-    return this.#deps.guardrails?.();
   }
 
   /** The `prompts` plugin's template language; a 503 when it is not loaded (stored prompts need it). */
@@ -307,7 +292,6 @@ export class ControlPlane implements Identity {
     this.#guardrails.clear();
     this.#sessions.clear();
     this.#memberships.clear();
-    this.mcp.clear();
     this.agents.clear();
   }
 

@@ -12,12 +12,6 @@ import {
   type JsonRpcMessage,
   jsonResponse,
   type Logger,
-  type McpCaller,
-  type McpConnection,
-  type McpServerConfig,
-  type McpServerStore,
-  type McpSession,
-  type McpSessionToEnd,
   readJsonRpc,
   readText,
   type RequestContext,
@@ -25,6 +19,7 @@ import {
   type UpstreamClient,
   type UpstreamResponse,
 } from '../../sdk/index.js';
+import type { McpCaller, McpConnection, McpServerConfig, McpServerStore, McpSession, McpSessionToEnd } from './store/types.js';
 import { relayEvents, type RelayedMessage } from './events.js';
 import { AuthorizationRequired, type OAuthFlow } from './oauth.js';
 

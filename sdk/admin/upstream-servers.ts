@@ -34,17 +34,27 @@ export interface UpstreamServerRow extends AuthColumns {
 /** The statements on one kind's table that its routes and its request path share. */
 export class UpstreamServerTable<Row extends UpstreamServerRow> {
   /**
+   * @param noun what a 404 calls a server of the table (`MCP server`)
    * @param listColumns what a list reads (default every column): a large column can be read as NULL there
    */
   constructor(
     readonly tables: SqlTables,
     readonly table: string,
+    readonly noun: string,
     private readonly listColumns = '*',
   ) {}
 
   /** A server by id, whatever its workspace and status. */
   byId(id: string): Promise<Row | undefined> {
     return this.tables.get<Row>(`SELECT * FROM ${this.table} WHERE id = ?`, [id]);
+  }
+
+  /** The server `id` as the caller may see it (any status): another workspace's is a 404 to a workspace key, as if there were none. */
+  async visible(ctx: RequestContext, id: string): Promise<Row> {
+    const row = await this.byId(id);
+    const own = ctx.auth?.workspaceId ?? null;
+    if (row === undefined || (own !== null && row.workspace_id !== own)) throw notFound(this.noun, id);
+    return row;
   }
 
   /** One workspace's servers (every workspace's for null), optionally of one status, oldest first. */
@@ -90,8 +100,6 @@ export interface UpstreamServerKind<Row extends UpstreamServerRow, S extends Ups
   path: string;
   /** The API reference's tag. */
   tag: string;
-  /** What a 404 calls it (`MCP server`). */
-  noun: string;
   /** `object` of its answers. */
   object: string;
   /** Where the gateway serves it, under the base path: `/<serves>/{id}`, its answers' `endpoint`. */
@@ -165,12 +173,7 @@ export function upstreamServerRoutes<Row extends UpstreamServerRow, S extends Up
   const ListQuery = v.strictObject({ ...PAGE_QUERY, workspace_id: v.optional(v.string()), status: v.optional(UpstreamServerStatus) });
   const learnt: Record<string, null> = Object.fromEntries((kind.learnt ?? []).map((column) => [column, null]));
 
-  const visible = async (ctx: RequestContext, s: S, id: string): Promise<Row> => {
-    const row = await s.servers.byId(id);
-    const own = ctx.auth?.workspaceId ?? null;
-    if (row === undefined || (own !== null && row.workspace_id !== own)) throw notFound(kind.noun, id);
-    return row;
-  };
+  const visible = (ctx: RequestContext, s: S, id: string): Promise<Row> => s.servers.visible(ctx, id);
   const present = (ctx: RequestContext, row: Row) => {
     // Where the gateway serves it: under the base path the admin route was reached at.
     const at = ctx.path.indexOf(kind.path);
