@@ -127,7 +127,7 @@ export const LIMIT_COUNTERS = serviceToken<LimitCounters>('gateway.limits.counte
 
 /**
  * How the gateway authenticates to an upstream MCP server or agent, with its
- * secrets opened (the control plane keeps them sealed at rest). Never log it.
+ * secrets opened (sealed at rest: sdk/admin/upstream-auth.ts). Never log it.
  * `oauth`: each user authorizes the gateway (an OAuth 2.1 client) for their
  * own account; the client is the one configured, else registered dynamically.
  */
@@ -135,43 +135,6 @@ export type UpstreamAuth =
   | { type: 'none' }
   | { type: 'header'; name: string; value: string }
   | { type: 'oauth'; clientId: string | null; clientSecret: string | null; scopes: readonly string[] | null };
-
-/** An A2A agent registered in a workspace. */
-export interface AgentServerConfig {
-  id: string;
-  workspaceId: string;
-  name: string;
-  /** Where the agent lives: its base URL (the card is at its well-known path) or its card's URL. */
-  url: string;
-  auth: UpstreamAuth;
-  requestTimeoutMs: number | null;
-}
-
-/** A validated agent card and what the gateway reads from it. */
-export interface AgentCardEntry {
-  /** The card as the agent serves it. */
-  card: Record<string, unknown>;
-  /** The agent's JSON-RPC endpoint (`url` of a v0.3 card, or its JSONRPC interface). */
-  endpoint: string;
-  /** `capabilities.streaming`. */
-  streaming: boolean;
-  fetchedAt: number;
-  /** `HIT`: cached and fresh; `MISS`: fetched (none cached); `REFRESH`: fetched again (stale, or asked); `STALE`: kept after a failed refresh. */
-  cache: 'HIT' | 'MISS' | 'REFRESH' | 'STALE';
-}
-
-/** The stored agent servers and their cached cards (offered by the control plane), for the `a2a` plugin. */
-export interface AgentServerStore {
-  /** The active agent `id` the caller may use; undefined otherwise. */
-  server(ctx: RequestContext, id: string): Promise<AgentServerConfig | undefined>;
-  /**
-   * The agent's card: cached while fresh, else fetched, validated and cached.
-   * `refresh` fetches it whatever its age; `staleOk` keeps serving a cached card when fetching fails.
-   * @throws GatewayError when the card cannot be fetched or is invalid (and no stale card may serve).
-   */
-  card(server: AgentServerConfig, options?: { refresh?: boolean; staleOk?: boolean }): Promise<AgentCardEntry>;
-}
-export const AGENT_SERVERS = serviceToken<AgentServerStore>('gateway.a2a.servers');
 
 /** Hook lists as a config holds them (any of the four). */
 export interface GuardrailLists {

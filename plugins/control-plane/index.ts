@@ -1,7 +1,6 @@
 import { join } from 'node:path';
 import * as v from 'valibot';
 import {
-  AGENT_SERVERS,
   CONFIG_PARSER,
   CONFIG_SOURCE,
   type ConfigParser,
@@ -34,7 +33,6 @@ import { authenticateJwt, DEFAULT_CLAIMS } from './jwt-auth.js';
 import { createJwtVerifier, loadJwksFile, looksLikeJwt, type JwtPayload } from './jwt.js';
 import { FEATURE_TABLES } from './feature-tables.js';
 import { IDENTITY_MIGRATIONS, IDENTITY_NAMESPACE } from './migrations.js';
-import { agentServerRoutes } from './routes/agent-servers.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
 import { configRoutes } from './routes/configs.js';
 import { guardrailRoutes } from './routes/guardrails.js';
@@ -85,8 +83,6 @@ const OptionsSchema = v.strictObject({
   secretsDir: v.optional(v.string()),
   /** Serve the admin API (`/v1/workspaces`, `/v1/api-keys`, …). Default true. */
   routes: v.optional(v.boolean(), true),
-  /** How long a fetched agent card is served before it is fetched again, in ms. Default 300 000 (5 minutes). */
-  agentCardTtlMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0)), 300_000),
   /** JWT authentication: tokens sent as `x-gateway-api-key`. Off unless keys are configured. */
   jwt: v.optional(JwtOptions),
   /** Clock, for tests. */
@@ -102,8 +98,7 @@ export type ControlPlaneOptions = v.InferInput<typeof OptionsSchema>;
  * members, integrations (sealed provider credentials), provider slugs,
  * saved configs, rate-limit and usage-limit policies (enforced by the
  * `limits` plugin), stored prompts and partials (rendered by the `prompts`
- * plugin), agent servers and their cards (served by the `a2a` plugin),
- * organisation settings and the admin API that manages them.
+ * plugin), organisation settings and the admin API that manages them.
  * Needs an SQL store plugin (`sqlite` or `postgres`) listed before it.
  * See docs/admin-api.md.
  */
@@ -115,11 +110,7 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
   const claims = { ...DEFAULT_CLAIMS, ...(opts.jwt?.claims ?? {}) };
   return {
     name: PLUGIN_NAME,
-    provides: [CONTROL_PLANE, IDENTITY, AGENT_SERVERS, PROVIDER_SOURCE, CONFIG_SOURCE, GUARDRAIL_SOURCE, LIMIT_POLICY_SOURCE, PROMPT_SOURCE],
-    errorCodes: {
-      agent_card_unavailable: { status: 502, type: 'upstream_error' },
-      agent_card_invalid: { status: 502, type: 'upstream_error' },
-    },
+    provides: [CONTROL_PLANE, IDENTITY, PROVIDER_SOURCE, CONFIG_SOURCE, GUARDRAIL_SOURCE, LIMIT_POLICY_SOURCE, PROMPT_SOURCE],
     apply(api) {
       let client: SqlClient | null = null;
       let box: SecretBox | null = null;
@@ -144,14 +135,10 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
         templates: () => templates,
         guardrailValidator: () => guardrailValidator,
         upstream: () => api.upstream,
-        agentCardTtlMs: opts.agentCardTtlMs,
-        logger: () => api.logger,
       });
       api.provide(CONTROL_PLANE, cp);
       // Workspaces, the store and the encryption key, for the features that keep state per workspace (sdk/admin).
       api.provide(IDENTITY, cp);
-      // Agents (with their cards), for the `a2a` plugin.
-      api.provide(AGENT_SERVERS, cp.agents);
 
       api.onReady(async () => {
         parser = api.tryResolve(CONFIG_PARSER) ?? null;
@@ -238,7 +225,6 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
           ...modelRoutes,
           ...policyRoutes,
           ...promptRoutes,
-          ...agentServerRoutes,
         ];
         for (const route of toRouteDefinitions(api.options.basePath, routes, () => cp)) api.routes.add(route);
       }

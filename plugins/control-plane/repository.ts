@@ -206,27 +206,6 @@ export interface LimitPolicyRow {
   archived_at: number | null;
 }
 
-export interface AgentServerRow {
-  id: string;
-  organisation_id: string;
-  workspace_id: string;
-  name: string;
-  description: string | null;
-  url: string;
-  auth_type: string;
-  auth_header: string | null;
-  auth_secret: string | null;
-  auth_masked: string | null;
-  request_timeout_ms: number | null;
-  /** JSON: the last valid card fetched. */
-  agent_card: string | null;
-  agent_card_fetched_at: number | null;
-  status: 'active' | 'archived';
-  created_at: number;
-  updated_at: number;
-  archived_at: number | null;
-}
-
 export type { Page, Paged } from '../../sdk/admin/index.js';
 
 /** The resources kept in versions, and the column of each that counts them (see `nextVersion`). */
@@ -236,7 +215,6 @@ const VERSION_COUNTERS = Object.freeze({ cp_configs: 'version', cp_guardrails: '
 const NUMERIC: ReadonlySet<string> = new Set([
   'created_at', 'updated_at', 'archived_at', 'previous_expires_at', 'last_rotated_at', 'expires_at', 'version', 'enabled', 'pricing_multiplier',
   'value', 'credit_limit', 'alert_threshold', 'periodic_reset_days', 'next_usage_reset_at', 'period_start_at', 'fail_open',
-  'request_timeout_ms', 'agent_card_fetched_at',
   'latest_version', 'published_version',
 ]);
 
@@ -579,37 +557,4 @@ export class ControlPlaneRepository {
       await tx.run('DELETE FROM cp_configs WHERE id = ?', [id]);
     });
   }
-
-  // Agent servers
-
-  agentServer(id: string): Promise<AgentServerRow | undefined> {
-    return this.#get<AgentServerRow>('SELECT * FROM cp_agent_servers WHERE id = ?', [id]);
-  }
-
-  agentServers(filter: { workspaceId: string | null; status?: string }, page: Page): Promise<Paged<AgentServerRow>> {
-    const { where, params } = serverFilter(filter);
-    // The cached card can be large: a list shows whether there is one, GET …/agent-card shows it.
-    return this.#paged<AgentServerRow>(
-      `FROM cp_agent_servers${where}`,
-      params,
-      'created_at, id',
-      page,
-      'id, organisation_id, workspace_id, name, description, url, auth_type, auth_header, auth_secret, auth_masked, request_timeout_ms, NULL AS agent_card, agent_card_fetched_at, status, created_at, updated_at, archived_at',
-    );
-  }
-}
-
-/** The WHERE of a list of workspace resources: one workspace (all, for null) and a status. */
-function serverFilter(filter: { workspaceId: string | null; status?: string }): { where: string; params: unknown[] } {
-  const where: string[] = [];
-  const params: unknown[] = [];
-  if (filter.workspaceId !== null) {
-    where.push('workspace_id = ?');
-    params.push(filter.workspaceId);
-  }
-  if (filter.status !== undefined) {
-    where.push('status = ?');
-    params.push(filter.status);
-  }
-  return { where: where.length === 0 ? '' : ` WHERE ${where.join(' AND ')}`, params };
 }

@@ -5,7 +5,6 @@ import {
   type GuardrailValidator,
   type LimitCounters,
   type LimitPolicySet,
-  type Logger,
   type PartialRelease,
   type PromptLookup,
   type PromptSelector,
@@ -17,7 +16,6 @@ import {
   type UpstreamClient,
 } from '../../sdk/index.js';
 import { SealedDocuments, type Identity } from '../../sdk/admin/index.js';
-import { AgentStore } from './agents.js';
 import { TtlCache } from '../../sdk/admin/index.js';
 import { applySecretMappings, openCredentials, type SecretMapping } from './credentials.js';
 import { hashSecret } from './keys.js';
@@ -86,11 +84,8 @@ export interface ControlPlaneDeps {
   templates?: () => PromptTemplates | undefined;
   /** The `guardrails` plugin's entry check, when it is loaded (stored guardrails are validated with it). */
   guardrailValidator?: () => GuardrailValidator | undefined;
-  /** The pooled upstream client (agent cards; URL checks against the outbound host policy). */
+  /** The pooled upstream client (URL checks against the outbound host policy). */
   upstream?: () => UpstreamClient;
-  /** How long an agent card is served before it is fetched again, in ms. Default 300 000. */
-  agentCardTtlMs?: number;
-  logger?: () => Logger | undefined;
 }
 
 /** A signed-in person's session, as the request path checks it. */
@@ -148,8 +143,6 @@ export class ControlPlane implements Identity {
   readonly #memberships: TtlCache<readonly Membership[]>;
   readonly #prompts: TtlCache<PromptLookup>;
   readonly #partials: TtlCache<PartialRelease | null>;
-  /** Agents and their cards (the `a2a` plugin's store). */
-  readonly agents: AgentStore;
 
   constructor(deps: ControlPlaneDeps) {
     this.#deps = deps;
@@ -169,18 +162,6 @@ export class ControlPlane implements Identity {
     this.#memberships = cache();
     this.#prompts = cache();
     this.#partials = cache();
-    const workspace = (id: string) => this.workspace(id);
-    const logger = () => deps.logger?.();
-    this.agents = new AgentStore({
-      repo: this.repo,
-      box: deps.box,
-      now: deps.now,
-      cacheTtlMs: deps.cacheTtlMs,
-      cardTtlMs: deps.agentCardTtlMs ?? 300_000,
-      workspace,
-      upstream: () => this.upstream,
-      logger,
-    });
   }
 
   /** The pooled upstream client. */
@@ -292,7 +273,6 @@ export class ControlPlane implements Identity {
     this.#guardrails.clear();
     this.#sessions.clear();
     this.#memberships.clear();
-    this.agents.clear();
   }
 
   /** The session whose secret has this digest, through the cache; null when there is none. */
