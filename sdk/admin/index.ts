@@ -48,7 +48,9 @@ export { registerAdminRoutes } from './register.js';
 export {
   UpstreamServerStatus,
   UpstreamServerTable,
+  openServer,
   upstreamServerRoutes,
+  type UpstreamServerConfig,
   type UpstreamServerKind,
   type UpstreamServerRow,
   type UpstreamServerService,

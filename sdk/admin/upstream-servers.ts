@@ -5,7 +5,9 @@ import { crudRoutes } from './crud.js';
 import { BY_ID, Description, isOrgLevel, iso, Name, notFound, PAGE_QUERY, pageOf, patchOf, type AdminRoute } from './http.js';
 import { workspaceFor, type Identity } from './identity.js';
 import type { Page, Paged, SqlTables } from './table.js';
-import { checkUpstreamUrl, presentAuth, sealAuth, TimeoutField, UrlField, type AuthColumns, type AuthInput } from './upstream-auth.js';
+import type { SecretBox } from '../secret-box.js';
+import type { UpstreamAuth } from '../tokens.js';
+import { checkUpstreamUrl, openAuth, presentAuth, sealAuth, TimeoutField, UrlField, type AuthColumns, type AuthInput } from './upstream-auth.js';
 
 /**
  * Upstream servers that a workspace registers for the gateway to serve under
@@ -59,17 +61,9 @@ export class UpstreamServerTable<Row extends UpstreamServerRow> {
 
   /** One workspace's servers (every workspace's for null), optionally of one status, oldest first. */
   page(filter: { workspaceId: string | null; status?: string }, page: Page): Promise<Paged<Row>> {
-    const where: string[] = [];
-    const params: unknown[] = [];
-    if (filter.workspaceId !== null) {
-      where.push('workspace_id = ?');
-      params.push(filter.workspaceId);
-    }
-    if (filter.status !== undefined) {
-      where.push('status = ?');
-      params.push(filter.status);
-    }
-    return this.tables.paged<Row>(`FROM ${this.table}${where.length === 0 ? '' : ` WHERE ${where.join(' AND ')}`}`, params, 'created_at, id', page, this.listColumns);
+    const where = Object.entries({ workspace_id: filter.workspaceId ?? undefined, status: filter.status }).filter(([, value]) => value !== undefined);
+    const sql = where.length === 0 ? '' : ` WHERE ${where.map(([column]) => `${column} = ?`).join(' AND ')}`;
+    return this.tables.paged<Row>(`FROM ${this.table}${sql}`, where.map(([, value]) => value), 'created_at, id', page, this.listColumns);
   }
 
   insert(row: Row): Promise<void> {
@@ -79,6 +73,25 @@ export class UpstreamServerTable<Row extends UpstreamServerRow> {
   update(id: string, patch: Record<string, unknown>): Promise<number> {
     return this.tables.update(this.table, { id }, patch);
   }
+}
+
+/** What the request path reads of every kind of server. */
+export interface UpstreamServerConfig {
+  id: string;
+  workspaceId: string;
+  name: string;
+  url: string;
+  auth: UpstreamAuth;
+  /** How long one forwarded request may wait for its answer; null: the plugin's default. */
+  requestTimeoutMs: number | null;
+}
+
+/**
+ * A server as the request path needs it, its secret opened (sealed for `aad`).
+ * @throws GatewayError 503 naming `what` when the secret cannot be opened with this gateway's key.
+ */
+export function openServer(box: SecretBox, row: UpstreamServerRow, aad: string, what: string): UpstreamServerConfig {
+  return { id: row.id, workspaceId: row.workspace_id, name: row.name, url: row.url, auth: openAuth(box, row, aad, what), requestTimeoutMs: row.request_timeout_ms };
 }
 
 /** What the routes of a kind need of its plugin's service. */

@@ -1,5 +1,5 @@
 import type { Logger, RequestContext, SecretBox, UpstreamClient } from '../../../sdk/index.js';
-import { openAuth, TtlCache, type Identity, type UpstreamServerService, type UpstreamServerTable } from '../../../sdk/admin/index.js';
+import { openServer, TtlCache, type Identity, type UpstreamServerService, type UpstreamServerTable } from '../../../sdk/admin/index.js';
 import { fetchAgentCard, validateCard, type ValidCard } from './agent-cards.js';
 import type { AgentServerRow } from './repository.js';
 import type { AgentCardEntry, AgentServerConfig, AgentServerStore } from './types.js';
@@ -21,14 +21,7 @@ const serverAad = (id: string) => `agent-server:${id}`;
 
 /** An agent row as the request path needs it. */
 export function toAgentConfig(box: SecretBox, row: AgentServerRow): AgentServerConfig {
-  return Object.freeze({
-    id: row.id,
-    workspaceId: row.workspace_id,
-    name: row.name,
-    url: row.url,
-    auth: openAuth(box, row, serverAad(row.id), `Agent "${row.name}"`),
-    requestTimeoutMs: row.request_timeout_ms,
-  });
+  return Object.freeze(openServer(box, row, serverAad(row.id), `Agent "${row.name}"`));
 }
 
 interface StoredCard extends ValidCard {

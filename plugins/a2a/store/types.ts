@@ -1,20 +1,13 @@
-import type { RequestContext, UpstreamAuth } from '../../../sdk/index.js';
+import type { RequestContext } from '../../../sdk/index.js';
+import type { UpstreamServerConfig } from '../../../sdk/admin/index.js';
 
 /*
  * The shapes the A2A gateway (`index.ts`) and the store of agents and their
  * cards (`store/`) share.
  */
 
-/** An A2A agent registered in a workspace. */
-export interface AgentServerConfig {
-  id: string;
-  workspaceId: string;
-  name: string;
-  /** Where the agent lives: its base URL (the card is at its well-known path) or its card's URL. */
-  url: string;
-  auth: UpstreamAuth;
-  requestTimeoutMs: number | null;
-}
+/** An A2A agent registered in a workspace (`url`: its base URL, its card at its well-known path, or its card's URL). */
+export type AgentServerConfig = UpstreamServerConfig;
 
 /** A validated agent card and what the gateway reads from it. */
 export interface AgentCardEntry {

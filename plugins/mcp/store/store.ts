@@ -1,6 +1,6 @@
 import { hash, randomUUID } from 'node:crypto';
 import type { GuardrailRunner, Logger, RequestContext, SecretBox, UpstreamClient } from '../../../sdk/index.js';
-import { openAuth, registeredClient, TtlCache, type Identity, type UpstreamServerService } from '../../../sdk/admin/index.js';
+import { openServer, registeredClient, TtlCache, type Identity, type UpstreamServerService } from '../../../sdk/admin/index.js';
 import type { McpConnectionRow, McpRepository, McpServerRow } from './repository.js';
 import type { McpCaller, McpConnection, McpServerConfig, McpServerStore, McpSession, McpSessionCloser, OAuthTokenSet } from './types.js';
 
@@ -37,14 +37,9 @@ const sessionAad = (digest: string) => `mcp-session:${digest}`;
 /** A server row as the request path needs it: secrets opened, lists parsed. */
 export function toServerConfig(box: SecretBox, row: McpServerRow): McpServerConfig {
   return Object.freeze({
-    id: row.id,
-    workspaceId: row.workspace_id,
-    name: row.name,
-    url: row.url,
-    auth: openAuth(box, row, serverAad(row.id), `MCP server "${row.name}"`),
+    ...openServer(box, row, serverAad(row.id), `MCP server "${row.name}"`),
     allowedTools: row.allowed_tools === null ? null : new Set(JSON.parse(row.allowed_tools) as string[]),
     guardrails: row.guardrails === null ? null : Object.freeze(JSON.parse(row.guardrails)),
-    requestTimeoutMs: row.request_timeout_ms,
   });
 }
 

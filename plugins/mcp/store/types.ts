@@ -1,24 +1,17 @@
-import type { GuardrailLists, RequestContext, UpstreamAuth } from '../../../sdk/index.js';
+import type { GuardrailLists, RequestContext } from '../../../sdk/index.js';
+import type { UpstreamServerConfig } from '../../../sdk/admin/index.js';
 
 /*
  * The shapes the MCP gateway (`gateway.ts`, `oauth.ts`) and the store of MCP
  * servers, connections and sessions (`store/`) share.
  */
 
-/** An MCP server registered in a workspace, as the MCP gateway needs it. */
-export interface McpServerConfig {
-  id: string;
-  workspaceId: string;
-  name: string;
-  /** The upstream's Streamable HTTP endpoint. */
-  url: string;
-  auth: UpstreamAuth;
+/** An MCP server registered in a workspace, as the MCP gateway needs it (`url`: the upstream's Streamable HTTP endpoint). */
+export interface McpServerConfig extends UpstreamServerConfig {
   /** Tool names that may be listed and called; null: all. */
   allowedTools: ReadonlySet<string> | null;
   /** `input_guardrails` and `output_guardrails` run on tool calls (the same forms as in a config), or null. */
   guardrails: GuardrailLists | null;
-  /** How long one forwarded request may wait for its answer; null: the plugin's default. */
-  requestTimeoutMs: number | null;
 }
 
 /** An OAuth token set as the gateway keeps it for a user (sealed at rest). `expires_at` in epoch ms. */
