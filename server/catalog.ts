@@ -71,8 +71,11 @@ export const CATALOG: Readonly<Record<string, Loader>> = Object.freeze({
   sqlite: async (options, env) => (await import('../plugins/stores/sqlite/index.js')).sqliteStore({ dataDir: env.dataDir, ...options }),
   postgres: async (options, env) =>
     (await import('../plugins/stores/postgres/index.js')).postgresStore({ url: env.databaseUrl ?? '', ...(env.databaseSchema === undefined ? {} : { schema: env.databaseSchema }), ...options }),
-  'control-plane': async (options, env) =>
-    (await import('../plugins/control-plane/index.js')).controlPlane({ dataDir: env.dataDir, encryptionKey: env.encryptionKey, bootstrapKey: env.bootstrapKey, ...options }),
+  'control-plane': async (options, env) => {
+    // Read by the a2a entry (movedCardTtl): the option moved there.
+    const { agentCardTtlMs: _moved, ...rest } = options ?? {};
+    return (await import('../plugins/control-plane/index.js')).controlPlane({ dataDir: env.dataDir, encryptionKey: env.encryptionKey, bootstrapKey: env.bootstrapKey, ...rest });
+  },
   scim: async (options, env) =>
     (await import('../plugins/control-plane/scim/index.js')).scim({ ...(env.scimToken === undefined ? {} : { token: env.scimToken }), ...options }),
   sso: async (options, env) => (await import('../plugins/control-plane/sso/index.js')).sso({ ...(env.oidc ?? {}), ...options }),
@@ -87,13 +90,23 @@ export const CATALOG: Readonly<Record<string, Loader>> = Object.freeze({
     }),
   'fine-tuning': async (options) => (await import('../plugins/fine-tuning/index.js')).fineTuning(options),
   mcp: async (options, env) => (await import('../plugins/mcp/index.js')).mcp({ ...(env.publicUrl === undefined ? {} : { publicUrl: env.publicUrl }), ...options }),
-  a2a: async (options, env) => (await import('../plugins/a2a/index.js')).a2a({ ...(env.publicUrl === undefined ? {} : { publicUrl: env.publicUrl }), ...options }),
+  a2a: async (options, env, server) =>
+    (await import('../plugins/a2a/index.js')).a2a({ ...(env.publicUrl === undefined ? {} : { publicUrl: env.publicUrl }), ...movedCardTtl(server), ...options }),
   // The memory store's counters are kept in the data dir across restarts (a Redis store needs no file).
   limits: async (options, env) => {
     const { limits } = await import('../plugins/limits/index.js');
     return limits({ persistFile: join(env.dataDir, 'limits.json'), ...options });
   },
 });
+
+/**
+ * `agentCardTtlMs` as the control plane's entry sets it, from before the option moved to the a2a plugin:
+ * the a2a plugin's default then, so a config written for the old place keeps its meaning.
+ */
+function movedCardTtl(server: ServerConfig): { agentCardTtlMs?: number } {
+  const value = server.plugins.find((p) => p.name === 'control-plane')?.options?.agentCardTtlMs;
+  return value === undefined ? {} : { agentCardTtlMs: value as number };
+}
 
 /**
  * Builds the plugins a server config names, in order: a bundled name from the
