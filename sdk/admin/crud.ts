@@ -19,7 +19,7 @@ interface OpDoc {
  * what to answer (a list op returns a page). Scopes are `<scope>.create`,
  * `.read`, `.update`, `.delete`.
  */
-export interface CrudSpec<S, CB extends v.GenericSchema, UB extends v.GenericSchema, LQ extends v.GenericSchema, F = undefined> {
+export interface CrudSpec<S, CB extends v.GenericSchema, UB extends v.GenericSchema, LQ extends v.GenericSchema, GQ extends v.GenericSchema = v.GenericSchema> {
   /** Route names: `<name>.create`, `<name>.list`, … (`configs`). */
   name: string;
   /** Path under the base path (`/configs`); items at `<path>/:id`. */
@@ -31,13 +31,18 @@ export interface CrudSpec<S, CB extends v.GenericSchema, UB extends v.GenericSch
   /** What `:id` is, for the reference; default {@link BY_REF}. */
   params?: Readonly<Record<string, string>>;
   create?: OpDoc & { body: CB; run(ctx: RequestContext, service: S, body: v.InferOutput<CB>): Promise<unknown> };
-  list?: OpDoc & { query: LQ; run(ctx: RequestContext, service: S, query: v.InferOutput<LQ>): Promise<Paged<unknown>> };
-  get?: OpDoc & { run(ctx: RequestContext, service: S, id: string): Promise<unknown> };
+  /** `total`: the envelope also carries the count as `total` (the name some specs give `total_count`). */
+  list?: OpDoc & { query: LQ; total?: boolean; run(ctx: RequestContext, service: S, query: v.InferOutput<LQ>): Promise<Paged<unknown>> };
+  /** `query`: the strict query schema the item is read with (parsed before `run`). */
+  get?: OpDoc & { query?: GQ; run(ctx: RequestContext, service: S, id: string, query: v.InferOutput<GQ>): Promise<unknown> };
+  /**
+   * `admit`: what may refuse the caller whatever it sent (a 404, a 403 on the item), run before the
+   * body is parsed, so such a refusal comes before the 400 a broken body would get.
+   */
   update?: OpDoc & {
     body: UB;
-    /** Optional: finds the resource before the body is read (one the caller may not see is a 404 whatever it sent); `run` gets what it found. */
-    find?(ctx: RequestContext, service: S, id: string): Promise<F>;
-    run(ctx: RequestContext, service: S, id: string, body: v.InferOutput<UB>, found: F): Promise<unknown>;
+    admit?(ctx: RequestContext, service: S, id: string): Promise<void>;
+    run(ctx: RequestContext, service: S, id: string, body: v.InferOutput<UB>): Promise<unknown>;
   };
   /** `DELETE <path>/:id`: deletes or archives, as the resource does. */
   remove?: OpDoc & { run(ctx: RequestContext, service: S, id: string): Promise<unknown> };
@@ -46,9 +51,13 @@ export interface CrudSpec<S, CB extends v.GenericSchema, UB extends v.GenericSch
 }
 
 /** The routes of {@link CrudSpec}, in the order create, list, get, versions, update, remove. */
-export function crudRoutes<S, CB extends v.GenericSchema = v.GenericSchema, UB extends v.GenericSchema = v.GenericSchema, LQ extends v.GenericSchema = v.GenericSchema, F = undefined>(
-  spec: CrudSpec<S, CB, UB, LQ, F>,
-): AdminRoute<S>[] {
+export function crudRoutes<
+  S,
+  CB extends v.GenericSchema = v.GenericSchema,
+  UB extends v.GenericSchema = v.GenericSchema,
+  LQ extends v.GenericSchema = v.GenericSchema,
+  GQ extends v.GenericSchema = v.GenericSchema,
+>(spec: CrudSpec<S, CB, UB, LQ, GQ>): AdminRoute<S>[] {
   const doc = docsFor(spec.tag);
   const scope = spec.scope ?? spec.name;
   const params = spec.params ?? BY_REF;
@@ -66,11 +75,22 @@ export function crudRoutes<S, CB extends v.GenericSchema = v.GenericSchema, UB e
       path: spec.path,
       scope: `${scope}.read`,
       doc: more(list, { query: list.query }),
-      handler: async (ctx, s) => listResponse(await list.run(ctx, s, parseQuery(ctx, list.query)), (x) => x),
+      handler: async (ctx, s) => {
+        const paged = await list.run(ctx, s, parseQuery(ctx, list.query));
+        return list.total === true ? ok({ object: 'list', total: paged.total, total_count: paged.total, data: paged.data }) : listResponse(paged, (x) => x);
+      },
     });
   }
   if (get) {
-    routes.push({ name: `${spec.name}.get`, method: 'GET', path: item, scope: `${scope}.read`, doc: more(get, { params }), handler: async (ctx, s) => ok(await get.run(ctx, s, ctx.params!.id!)) });
+    const query = get.query;
+    routes.push({
+      name: `${spec.name}.get`,
+      method: 'GET',
+      path: item,
+      scope: `${scope}.read`,
+      doc: more(get, query === undefined ? { params } : { params, query }),
+      handler: async (ctx, s) => ok(await get.run(ctx, s, ctx.params!.id!, (query === undefined ? undefined : parseQuery(ctx, query)) as v.InferOutput<GQ>)),
+    });
   }
   if (versions) {
     routes.push({
@@ -94,8 +114,8 @@ export function crudRoutes<S, CB extends v.GenericSchema = v.GenericSchema, UB e
       doc: more(update, { params, body: update.body }),
       handler: async (ctx, s) => {
         const id = ctx.params!.id!;
-        const found = update.find === undefined ? (undefined as F) : await update.find(ctx, s, id);
-        return ok(await update.run(ctx, s, id, parseBody(ctx, update.body), found));
+        await update.admit?.(ctx, s, id);
+        return ok(await update.run(ctx, s, id, parseBody(ctx, update.body)));
       },
     });
   }

@@ -213,7 +213,7 @@ export function upstreamServerRoutes<Row extends UpstreamServerRow, S extends Up
   };
   const reread = async (ctx: RequestContext, s: S, id: string) => present(ctx, (await s.servers.byId(id))!);
 
-  return crudRoutes<S, typeof CreateBody, typeof UpdateBody, typeof ListQuery, Row>({
+  return crudRoutes<S, typeof CreateBody, typeof UpdateBody, typeof ListQuery>({
     name: kind.name,
     path: kind.path,
     tag: kind.tag,
@@ -263,8 +263,10 @@ export function upstreamServerRoutes<Row extends UpstreamServerRow, S extends Up
     update: {
       summary: kind.docs.update,
       body: UpdateBody,
-      find: visible,
-      async run(ctx, s, _id, body, row) {
+      // Another workspace's server is a 404 whatever the body (before the 400 of a broken one).
+      admit: async (ctx, s, id) => void (await visible(ctx, s, id)),
+      async run(ctx, s, id, body) {
+        const row = await visible(ctx, s, id);
         if (body.url !== undefined) checkUpstreamUrl(s.upstream, body.url, 'url');
         const now = s.identity.now();
         const patch = patchOf(body, ['name', 'description', 'url', 'request_timeout_ms', 'status'], now);
