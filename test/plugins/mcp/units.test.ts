@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { describe, expect, test } from 'vitest';
 import { readJsonRpc } from '../../../sdk/index.js';
-import { argumentText, resultText } from '../../../plugins/mcp/gateway.js';
+import { argumentText, resultText } from '../../../plugins/mcp/judge.js';
 import { relayEvents, type RelayedMessage } from '../../../plugins/mcp/events.js';
 
 async function collect(stream: Readable): Promise<string> {
