@@ -72,7 +72,8 @@ export const CATALOG: Readonly<Record<string, Loader>> = Object.freeze({
   postgres: async (options, env) =>
     (await import('../plugins/stores/postgres/index.js')).postgresStore({ url: env.databaseUrl ?? '', ...(env.databaseSchema === undefined ? {} : { schema: env.databaseSchema }), ...options }),
   'control-plane': async (options, env) => {
-    const { secretsDir: _moved, ...own } = options ?? {};
+    // Moved options: secretsDir to provider-registry (movedFromControlPlane), agentCardTtlMs to a2a (movedCardTtl).
+    const { secretsDir: _secrets, agentCardTtlMs: _cardTtl, ...own } = options ?? {};
     return (await import('../plugins/control-plane/index.js')).controlPlane({ dataDir: env.dataDir, encryptionKey: env.encryptionKey, bootstrapKey: env.bootstrapKey, ...own });
   },
   scim: async (options, env) =>
@@ -89,7 +90,8 @@ export const CATALOG: Readonly<Record<string, Loader>> = Object.freeze({
     }),
   'fine-tuning': async (options) => (await import('../plugins/fine-tuning/index.js')).fineTuning(options),
   mcp: async (options, env) => (await import('../plugins/mcp/index.js')).mcp({ ...(env.publicUrl === undefined ? {} : { publicUrl: env.publicUrl }), ...options }),
-  a2a: async (options, env) => (await import('../plugins/a2a/index.js')).a2a({ ...(env.publicUrl === undefined ? {} : { publicUrl: env.publicUrl }), ...options }),
+  a2a: async (options, env, server) =>
+    (await import('../plugins/a2a/index.js')).a2a({ ...(env.publicUrl === undefined ? {} : { publicUrl: env.publicUrl }), ...movedCardTtl(server), ...options }),
   // The memory store's counters are kept in the data dir across restarts (a Redis store needs no file).
   limits: async (options, env) => {
     const { limits } = await import('../plugins/limits/index.js');
@@ -107,6 +109,15 @@ function movedFromControlPlane(server: ServerConfig): { dataDir?: string; secret
   if (typeof options.dataDir === 'string') out.dataDir = options.dataDir;
   if (typeof options.secretsDir === 'string') out.secretsDir = options.secretsDir;
   return out;
+}
+
+/**
+ * `agentCardTtlMs` as the control plane's entry sets it, from before the option moved to the a2a plugin:
+ * the a2a plugin's default then, so a config written for the old place keeps its meaning.
+ */
+function movedCardTtl(server: ServerConfig): { agentCardTtlMs?: number } {
+  const value = server.plugins.find((p) => p.name === 'control-plane')?.options?.agentCardTtlMs;
+  return value === undefined ? {} : { agentCardTtlMs: value as number };
 }
 
 /**

@@ -1,10 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import * as v from 'valibot';
 import {
-  AGENT_SERVERS,
-  type AgentCardEntry,
-  type AgentServerConfig,
-  type AgentServerStore,
   GatewayError,
   type GatewayPlugin,
   type GatewayResponse,
@@ -16,6 +12,7 @@ import {
   JSON_RPC_ERRORS,
   JsonRpcErrorBodySchema,
   JsonRpcMessageSchema,
+  migrate,
   parseOptions,
   readJsonRpc,
   readText,
@@ -24,6 +21,12 @@ import {
   setJsonRpcId,
   type UpstreamResponse,
 } from '../../sdk/index.js';
+import { IDENTITY, registerAdminRoutes, type Identity } from '../../sdk/admin/index.js';
+import { AGENT_SERVER_MIGRATIONS, AGENT_SERVER_NAMESPACE } from './store/migrations.js';
+import { agentServerTable } from './store/repository.js';
+import { agentServerRoutes } from './store/routes.js';
+import { AgentStore } from './store/store.js';
+import type { AgentCardEntry, AgentServerConfig, AgentServerStore } from './store/types.js';
 
 export const PLUGIN_NAME = 'a2a';
 
@@ -64,6 +67,8 @@ const OptionsSchema = v.strictObject({
   maxAnswerBytes: v.optional(int(1024, 1024 * 1024 * 1024), 32 * 1024 * 1024),
   /** The URL clients reach the gateway at, for the card the gateway serves. Default: the request's `host`. */
   publicUrl: v.optional(v.pipe(v.string(), v.url('must be a URL'), v.regex(/^https?:\/\//, 'must be an http(s) URL'))),
+  /** How long a fetched agent card is served before it is fetched again, in ms. Default 300 000 (5 minutes). */
+  agentCardTtlMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0)), 300_000),
 });
 
 export type A2AOptions = v.InferInput<typeof OptionsSchema>;
@@ -74,39 +79,60 @@ export const A2A_ERRORS = Object.freeze({
   a2a_agent_error: { status: 502, type: 'upstream_error' },
   a2a_upstream_error: { status: 502, type: 'upstream_error' },
   a2a_upstream_timeout: { status: 504, type: 'timeout_error' },
+  agent_card_unavailable: { status: 502, type: 'upstream_error' },
+  agent_card_invalid: { status: 502, type: 'upstream_error' },
 });
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
- * The A2A gateway: every agent registered in the control plane is served at
- * `/v1/a2a/{id}` over A2A's JSON-RPC binding, to callers whose key holds
- * `agents.invoke`. Requests go to the JSON-RPC endpoint of the agent's card
- * (cached by the control plane); streamed answers are relayed event by event
- * as the agent sends them. Every call is logged with its method. The
- * gateway's own card for the agent is at `/v1/a2a/{id}/.well-known/agent-card.json`.
- * Needs the control plane (its `AGENT_SERVERS` store). See docs/mcp.md.
+ * Agents and the A2A gateway. A workspace registers A2A agents
+ * (`/v1/agent-servers`, with their cards, fetched, validated and cached);
+ * each is served at `/v1/a2a/{id}` over A2A's JSON-RPC binding, to callers
+ * whose key holds `agents.invoke`. Requests go to the JSON-RPC endpoint of
+ * the agent's card; streamed answers are relayed event by event as the agent
+ * sends them. Every call is logged with its method. The gateway's own card
+ * for the agent is at `/v1/a2a/{id}/.well-known/agent-card.json`. Agents are
+ * kept in the control plane's store, beside its workspaces (`IDENTITY`):
+ * without the control plane, every `/v1/a2a` request answers 503. See docs/mcp.md.
  */
 export function a2a(options: A2AOptions = {}): GatewayPlugin {
   const opts = parseOptions(PLUGIN_NAME, OptionsSchema, options);
   return {
     name: PLUGIN_NAME,
     errorCodes: A2A_ERRORS,
+    uses: [IDENTITY],
     apply(api) {
-      let store: AgentServerStore | null = null;
-      api.onReady(() => {
-        store = api.tryResolve(AGENT_SERVERS) ?? null;
-        if (store === null) api.logger.warn('a2a: no agent store (load the control plane before it); every /v1/a2a request will answer 503');
+      let store: AgentStore | null = null;
+      let identity: Identity | undefined;
+      api.onReady(async () => {
+        const found = api.tryResolve(IDENTITY);
+        if (found === undefined) {
+          api.logger.warn('a2a: no agent store (load the control plane before it); every /v1/a2a request will answer 503');
+          return;
+        }
+        identity = found;
+        await migrate(found.sql(), AGENT_SERVER_NAMESPACE, AGENT_SERVER_MIGRATIONS);
+        const ready = new AgentStore({ identity: found, servers: agentServerTable(() => found.sql()), cardTtlMs: opts.agentCardTtlMs, upstream: api.upstream, logger: api.logger });
+        // Every admin write (any feature's, identity's) clears what this instance read.
+        found.onInvalidate(() => ready.clear());
+        store = ready;
       });
+      const storeOf = (): AgentStore => {
+        if (store === null) throw new GatewayError('service_unavailable', 'Agents need the control plane, which is not loaded.');
+        return store;
+      };
+      // `/v1/agent-servers`, beside the control plane's admin routes.
+      registerAdminRoutes(api, agentServerRoutes, storeOf, () => identity);
       const base = `${api.options.basePath}/a2a`;
 
       /** The agent of the path (the core checked the routes' scope, `agents.invoke`); unknown, archived or another workspace's: 404. */
       const agentOf = async (ctx: RequestContext): Promise<{ store: AgentServerStore; server: AgentServerConfig }> => {
-        if (store === null) throw new GatewayError('service_unavailable', 'Agents need the control plane, which is not loaded.');
+        const agents = storeOf();
         const id = ctx.params!.id!;
-        const server = await store.server(ctx, id);
+        const server = await agents.server(ctx, id);
         if (server === undefined) throw new GatewayError('not_found', `No agent server "${id.slice(0, 128)}".`, { param: 'id' });
-        return { store, server };
+        return { store: agents, server };
       };
 
       const failure = (ctx: RequestContext, id: JsonRpcId, code: string, rpcCode: number, message: string, data?: unknown): GatewayResponse => {

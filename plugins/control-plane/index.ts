@@ -1,16 +1,10 @@
 import * as v from 'valibot';
 import {
-  AGENT_SERVERS,
   CONFIG_SOURCE,
   type ConfigSource,
   GatewayError,
   type GatewayPlugin,
-  GUARDRAIL_RUNNER,
-  type GuardrailRunner,
   hasScope,
-  MCP_SERVERS,
-  MCP_SESSION_CLOSER,
-  type McpSessionCloser,
   migrate,
   parseOptions,
   PROMPT_SOURCE,
@@ -28,10 +22,8 @@ import { createJwtVerifier, loadJwksFile, looksLikeJwt, type JwtVerifier } from 
 import { FEATURE_TABLES } from './feature-tables.js';
 import { IDENTITY_MIGRATIONS, IDENTITY_NAMESPACE } from './migrations.js';
 import { People } from './people.js';
-import { agentServerRoutes } from './routes/agent-servers.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
 import { toRouteDefinitions } from './routes/http.js';
-import { mcpServerRoutes } from './routes/mcp-servers.js';
 import { memberRoutes } from './routes/members.js';
 import { organisationRoutes } from './routes/organisation.js';
 import { promptRoutes } from './routes/prompts.js';
@@ -69,8 +61,6 @@ const OptionsSchema = v.strictObject({
   cacheTtlMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0)), 10_000),
   /** Serve the admin API (`/v1/workspaces`, `/v1/api-keys`, …). Default true. */
   routes: v.optional(v.boolean(), true),
-  /** How long a fetched agent card is served before it is fetched again, in ms. Default 300 000 (5 minutes). */
-  agentCardTtlMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0)), 300_000),
   /** JWT authentication: tokens sent as `x-gateway-api-key`. Off unless keys are configured. */
   jwt: v.optional(JwtOptions),
   /** Clock, for tests. */
@@ -98,15 +88,9 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
   const claims = { ...DEFAULT_CLAIMS, ...(opts.jwt?.claims ?? {}) };
   return {
     name: PLUGIN_NAME,
-    provides: [IDENTITY, IDENTITY_ADMIN, MCP_SERVERS, AGENT_SERVERS, PROMPT_SOURCE],
-    errorCodes: {
-      agent_card_unavailable: { status: 502, type: 'upstream_error' },
-      agent_card_invalid: { status: 502, type: 'upstream_error' },
-    },
+    provides: [IDENTITY, IDENTITY_ADMIN, PROMPT_SOURCE],
     apply(api) {
       let client: SqlClient | null = null;
-      let guardrails: GuardrailRunner | undefined;
-      let mcpCloser: McpSessionCloser | undefined;
       let box: SecretBox | null = null;
       let verify: JwtVerifier | null = null;
       let configs: ConfigSource | undefined;
@@ -121,25 +105,16 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
         templates: () => templates,
         configs: () => configs,
         upstream: () => api.upstream,
-        guardrails: () => guardrails,
-        mcpCloser: () => mcpCloser,
-        agentCardTtlMs: opts.agentCardTtlMs,
-        logger: () => api.logger,
       });
       // Workspaces, the store and the encryption key, for the features that keep state per workspace (sdk/admin).
       api.provide(IDENTITY, cp);
       // Users, memberships and user keys, for the features that sign people in or provision them (sso, scim).
       api.provide(IDENTITY_ADMIN, new People(cp));
-      // MCP servers and agents (with their connections, sessions and cards), for the `mcp` and `a2a` plugins.
-      api.provide(MCP_SERVERS, cp.mcp);
-      api.provide(AGENT_SERVERS, cp.agents);
 
       api.onReady(async () => {
         // The config plugin's saved configs, which a stored prompt may name (checked when it is saved).
         configs = api.tryResolve(CONFIG_SOURCE);
         templates = api.tryResolve(PROMPT_TEMPLATES);
-        guardrails = api.tryResolve(GUARDRAIL_RUNNER);
-        mcpCloser = api.tryResolve(MCP_SESSION_CLOSER);
         const store = api.stores.get(opts.store) as SqlStore | undefined;
         if (store === undefined || typeof store.client !== 'function') {
           throw new Error(`${PLUGIN_NAME}: needs an SQL store named "${opts.store}": list the sqlite or postgres plugin before it`);
@@ -188,8 +163,6 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
           ...memberRoutes,
           ...apiKeyRoutes,
           ...promptRoutes,
-          ...mcpServerRoutes,
-          ...agentServerRoutes,
         ];
         for (const route of toRouteDefinitions(api.options.basePath, routes, () => cp)) api.routes.add(route);
       }

@@ -2,9 +2,6 @@ import {
   type AuthInfo,
   type ConfigSource,
   GatewayError,
-  type GuardrailRunner,
-  type Logger,
-  type McpSessionCloser,
   type PartialRelease,
   type PromptLookup,
   type PromptSelector,
@@ -15,9 +12,7 @@ import {
   type UpstreamClient,
 } from '../../sdk/index.js';
 import { requestWorkspaceOf, type Identity, type OrgSettings } from '../../sdk/admin/index.js';
-import { AgentStore } from './agents.js';
 import { TtlCache } from '../../sdk/admin/index.js';
-import { McpStore } from './mcp.js';
 import { MAX_INCLUDED_PARTIALS, toPartialRelease, toPromptRelease } from './prompts.js';
 import { ControlPlaneRepository, type WorkspaceRow } from './repository.js';
 import type { SecretBox } from './secret-box.js';
@@ -50,15 +45,8 @@ export interface ControlPlaneDeps {
   templates?: () => PromptTemplates | undefined;
   /** The `config` plugin's saved configs, when it is loaded (a stored prompt naming one is checked with it). */
   configs?: () => ConfigSource | undefined;
-  /** The pooled upstream client (agent cards; URL checks against the outbound host policy). */
+  /** The pooled upstream client (URL checks against the outbound host policy). */
   upstream?: () => UpstreamClient;
-  /** The `guardrails` plugin's runner, when it is loaded (checks the guardrails of MCP servers). */
-  guardrails?: () => GuardrailRunner | undefined;
-  /** The `mcp` plugin's session closer, when it is loaded (ends sessions on revocations). */
-  mcpCloser?: () => McpSessionCloser | undefined;
-  /** How long an agent card is served before it is fetched again, in ms. Default 300 000. */
-  agentCardTtlMs?: number;
-  logger?: () => Logger | undefined;
 }
 
 const NO_PROMPT: PromptLookup = Object.freeze({ missing: 'prompt' as const });
@@ -84,10 +72,6 @@ export class ControlPlane implements Identity {
   readonly #settings: TtlCache<OrgSettings>;
   readonly #prompts: TtlCache<PromptLookup>;
   readonly #partials: TtlCache<PartialRelease | null>;
-  /** MCP servers, connections and sessions (the `mcp` plugin's store). */
-  readonly mcp: McpStore;
-  /** Agents and their cards (the `a2a` plugin's store). */
-  readonly agents: AgentStore;
 
   constructor(deps: ControlPlaneDeps) {
     this.#deps = deps;
@@ -101,19 +85,6 @@ export class ControlPlane implements Identity {
     this.#settings = cache();
     this.#prompts = cache();
     this.#partials = cache();
-    const workspace = (id: string) => this.workspace(id);
-    const logger = () => deps.logger?.();
-    this.mcp = new McpStore({ repo: this.repo, box: deps.box, now: deps.now, cacheTtlMs: deps.cacheTtlMs, workspace, closer: () => deps.mcpCloser?.(), logger });
-    this.agents = new AgentStore({
-      repo: this.repo,
-      box: deps.box,
-      now: deps.now,
-      cacheTtlMs: deps.cacheTtlMs,
-      cardTtlMs: deps.agentCardTtlMs ?? 300_000,
-      workspace,
-      upstream: () => this.upstream,
-      logger,
-    });
   }
 
   /** The pooled upstream client. */
@@ -121,11 +92,6 @@ export class ControlPlane implements Identity {
     const upstream = this.#deps.upstream?.();
     if (upstream === undefined) throw new Error('control plane: no upstream client');
     return upstream;
-  }
-
-  /** The guardrails plugin's runner, or undefined when it is not loaded. */
-  get guardrails(): GuardrailRunner | undefined {
-    return this.#deps.guardrails?.();
   }
 
   /** The `prompts` plugin's template language; a 503 when it is not loaded (stored prompts need it). */
@@ -176,8 +142,6 @@ export class ControlPlane implements Identity {
     this.#settings.clear();
     this.#prompts.clear();
     this.#partials.clear();
-    this.mcp.clear();
-    this.agents.clear();
   }
 
   settings(): OrgSettings | Promise<OrgSettings> {

@@ -8,14 +8,17 @@ import {
   JSON_RPC_ERRORS,
   JsonRpcErrorBodySchema,
   JsonRpcMessageSchema,
-  MCP_SERVERS,
-  MCP_SESSION_CLOSER,
-  type McpServerStore,
+  migrate,
   parseOptions,
   type RouteDoc,
 } from '../../sdk/index.js';
+import { IDENTITY, registerAdminRoutes, type Identity } from '../../sdk/admin/index.js';
 import { McpGateway } from './gateway.js';
 import { OAuthFlow } from './oauth.js';
+import { MCP_SERVER_MIGRATIONS, MCP_SERVER_NAMESPACE } from './store/migrations.js';
+import { McpRepository } from './store/repository.js';
+import { mcpServerRoutes } from './store/routes.js';
+import { McpStore } from './store/store.js';
 
 export const PLUGIN_NAME = 'mcp';
 
@@ -61,15 +64,18 @@ export const MCP_ERRORS = Object.freeze({
 });
 
 /**
- * The MCP gateway: every MCP server registered in the control plane is
- * served at `/v1/mcp/{id}` over MCP's Streamable HTTP transport (POST a
- * message, GET the server's stream, DELETE the session), to callers with a
- * gateway API key holding `completions.write`. Tools outside a server's
- * `allowed_tools` are neither listed nor callable; its input and output
- * guardrails run on tool calls; every call is logged with its method and
- * tool. OAuth servers get a per-user authorization flow (`POST
- * /v1/mcp/{id}/authorize`, the redirect at `/v1/mcp/oauth/callback`).
- * Needs the control plane (its `MCP_SERVERS` store). See docs/mcp.md.
+ * MCP servers and the MCP gateway. A workspace registers MCP servers
+ * (`/v1/mcp-servers`, with each user's connection to one); each is served at
+ * `/v1/mcp/{id}` over MCP's Streamable HTTP transport (POST a message, GET
+ * the server's stream, DELETE the session), to callers with a gateway API key
+ * holding `completions.write`. Tools outside a server's `allowed_tools` are
+ * neither listed nor callable; its input and output guardrails run on tool
+ * calls; every call is logged with its method and tool. OAuth servers get a
+ * per-user authorization flow (`POST /v1/mcp/{id}/authorize`, the redirect
+ * at `/v1/mcp/oauth/callback`). The servers, connections and sessions are
+ * kept in the control plane's store, beside its workspaces (`IDENTITY`):
+ * without the control plane, every `/v1/mcp` request answers 503. Uses the
+ * `guardrails` plugin for servers with guardrails. See docs/mcp.md.
  */
 export function mcp(options: McpOptions = {}): GatewayPlugin {
   const opts = parseOptions(PLUGIN_NAME, OptionsSchema, options);
@@ -77,8 +83,10 @@ export function mcp(options: McpOptions = {}): GatewayPlugin {
   return {
     name: PLUGIN_NAME,
     errorCodes: MCP_ERRORS,
+    uses: [IDENTITY, GUARDRAIL_RUNNER],
     apply(api) {
-      let store: McpServerStore | null = null;
+      let store: McpStore | null = null;
+      let identity: Identity | undefined;
       let guardrails: GuardrailRunner | undefined;
       const storeOf = () => {
         if (store === null) throw new GatewayError('service_unavailable', 'MCP servers need the control plane, which is not loaded.');
@@ -97,16 +105,23 @@ export function mcp(options: McpOptions = {}): GatewayPlugin {
         },
         { store: storeOf, upstream: api.upstream, oauth, guardrails: () => guardrails, logger: api.logger },
       );
-      api.provide(MCP_SESSION_CLOSER, { closeSessions: (server, connection, sessions) => gateway.closeSessions(server, connection, sessions) });
+      // `/v1/mcp-servers`, beside the control plane's admin routes.
+      registerAdminRoutes(api, mcpServerRoutes, storeOf, () => identity);
 
       const timers: NodeJS.Timeout[] = [];
-      api.onReady(() => {
-        store = api.tryResolve(MCP_SERVERS) ?? null;
+      api.onReady(async () => {
+        const found = api.tryResolve(IDENTITY);
         guardrails = api.tryResolve(GUARDRAIL_RUNNER);
-        if (store === null) {
+        if (found === undefined) {
           api.logger.warn('mcp: no MCP server store (load the control plane before it); every /v1/mcp request will answer 503');
           return;
         }
+        identity = found;
+        await migrate(found.sql(), MCP_SERVER_NAMESPACE, MCP_SERVER_MIGRATIONS);
+        const ready = new McpStore({ identity: found, repo: new McpRepository(() => found.sql()), upstream: api.upstream, closer: gateway, guardrails: () => guardrails, logger: api.logger });
+        // Every admin write (any feature's, identity's) clears what this instance read.
+        identity.onInvalidate(() => ready.clear());
+        store = ready;
         const sweep = () => {
           gateway.sweepStreams().catch((err: unknown) => api.logger.warn({ err }, 'mcp: checking open streams failed'));
         };

@@ -1,14 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
-import {
-  GatewayError,
-  type Logger,
-  type McpCaller,
-  type McpConnection,
-  type McpServerConfig,
-  type McpServerStore,
-  type OAuthTokenSet,
-  type UpstreamClient,
-} from '../../sdk/index.js';
+import { GatewayError, type Logger, type UpstreamClient } from '../../sdk/index.js';
+import type { McpCaller, McpConnection, McpServerConfig, McpServerStore, OAuthTokenSet } from './store/types.js';
 import { upstreamFetch, type FetchLike } from './fetch.js';
 
 /**

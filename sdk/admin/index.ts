@@ -58,6 +58,17 @@ export { TtlCache } from './cache.js';
 export { newId, randomSlug } from './ids.js';
 export { crudRoutes, insertVersioned, updateVersioned, visibleInWorkspace, type CrudSpec, type OpDoc, type VersionedTables } from './crud.js';
 export { checkStoredUrls } from './stored-urls.js';
+export { registerAdminRoutes } from './register.js';
+export {
+  UpstreamServerStatus,
+  UpstreamServerTable,
+  openServer,
+  upstreamServerRoutes,
+  type UpstreamServerConfig,
+  type UpstreamServerKind,
+  type UpstreamServerRow,
+  type UpstreamServerService,
+} from './upstream-servers.js';
 export { SealedDocuments, type StoredDocument } from './sealed-documents.js';
 export { DocumentStore, type DocumentKind, type DocumentRow, type DocumentRules, type DocumentWithBody } from './documents.js';
 export { documentRoutes, type DocumentRoutesSpec } from './document-routes.js';

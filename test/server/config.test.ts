@@ -96,6 +96,15 @@ describe('server config', () => {
     await expect(loadPlugins({ plugins: [{ name: 'nope' }] }, env)).rejects.toThrow(/Plugin "nope" \(plugins\[0\] of the server config\) could not be found: .*Bundled plugins: .*openai/);
     await expect(loadPlugins({ plugins: [{ name: 'openai', options: { baseURL: 'x' } }] }, env)).rejects.toThrow(/Invalid options for openai: baseURL/);
   });
+
+  test("the control plane's agentCardTtlMs, from before it moved to the a2a plugin, still boots and is the a2a plugin's", async () => {
+    const env = readEnv({});
+    const plugins = (ttl: unknown, a2a: Record<string, unknown> = {}) => loadPlugins({ plugins: [{ name: 'control-plane', options: { agentCardTtlMs: ttl } }, { name: 'a2a', options: a2a }] }, env);
+    expect((await plugins(60_000)).map((p) => p.name)).toEqual(['control-plane', 'a2a']);
+    await expect(plugins('soon')).rejects.toThrow(/Invalid options for a2a: agentCardTtlMs/);
+    // The a2a plugin's own option wins.
+    expect((await plugins('soon', { agentCardTtlMs: 1000 })).map((p) => p.name)).toEqual(['control-plane', 'a2a']);
+  });
 });
 
 describe('outbound in the server config', () => {

@@ -118,10 +118,10 @@ function suite(name: string, makeStore: () => Promise<(() => GatewayPlugin) | nu
       gw = await serveGateway({
         plugins: [
           store(),
-          controlPlane({ bootstrapKey: ADMIN, dataDir: await mkdtemp(join(tmpdir(), 'gw-a2a-')), announce: () => undefined, now: () => clock.now, agentCardTtlMs: CARD_TTL }),
+          controlPlane({ bootstrapKey: ADMIN, dataDir: await mkdtemp(join(tmpdir(), 'gw-a2a-')), announce: () => undefined, now: () => clock.now }),
           logStore({ writer: 'inline', flushIntervalMs: 10, retentionDays: 0 }),
           logApi(),
-          a2a(),
+          a2a({ agentCardTtlMs: CARD_TTL }),
           probe,
         ],
       });

@@ -12,6 +12,8 @@ const PACKAGES: ReadonlyArray<{ dir: string; files?: RegExp }> = [
   { dir: 'plugins/control-plane', files: /^plugins\/control-plane\/(routes\/|scim\/admin\.ts$)/ },
   { dir: 'plugins/batches' },
   { dir: 'plugins/fine-tuning' },
+  { dir: 'plugins/a2a', files: /^plugins\/a2a\/store\/routes\.ts$/ },
+  { dir: 'plugins/mcp' },
   { dir: 'plugins/messages' },
   { dir: 'plugins/responses' },
 ];

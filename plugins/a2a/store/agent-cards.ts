@@ -1,5 +1,6 @@
 import * as v from 'valibot';
-import { type AgentServerConfig, GatewayError, issuePath, readText, type UpstreamClient, upstreamUrlProblem } from '../../sdk/index.js';
+import { GatewayError, issuePath, readText, type UpstreamClient, upstreamUrlProblem } from '../../../sdk/index.js';
+import type { AgentServerConfig } from './types.js';
 
 /**
  * Fetching and validating an A2A agent card. The card is the agent's own

@@ -1,31 +1,21 @@
-import { hash } from 'node:crypto';
-import type {
-  McpCaller,
-  McpConnection,
-  McpServerConfig,
-  McpServerStore,
-  McpSession,
-  McpSessionCloser,
-  OAuthTokenSet,
-  RequestContext,
-  Logger,
-} from '../../sdk/index.js';
-import { TtlCache } from '../../sdk/admin/index.js';
-import { newId } from './keys.js';
-import type { ControlPlaneRepository, McpConnectionRow, McpServerRow, WorkspaceRow } from './repository.js';
-import type { SecretBox } from './secret-box.js';
-import { openAuth, registeredClient } from '../../sdk/admin/index.js';
+import { hash, randomUUID } from 'node:crypto';
+import type { GuardrailRunner, Logger, RequestContext, SecretBox, UpstreamClient } from '../../../sdk/index.js';
+import { openServer, registeredClient, TtlCache, type Identity, type UpstreamServerService } from '../../../sdk/admin/index.js';
+import type { McpConnectionRow, McpRepository, McpServerRow } from './repository.js';
+import type { McpCaller, McpConnection, McpServerConfig, McpServerStore, McpSession, McpSessionCloser, OAuthTokenSet } from './types.js';
 
-/** What the MCP store needs of the control plane. */
+/** What the MCP store needs. */
 export interface McpStoreDeps {
-  repo: ControlPlaneRepository;
-  box: () => SecretBox;
-  now: () => number;
-  cacheTtlMs: number;
-  workspace: (id: string) => WorkspaceRow | null | Promise<WorkspaceRow | null>;
-  /** The `mcp` plugin's session closer, when it is loaded. */
-  closer: () => McpSessionCloser | undefined;
-  logger: () => Logger | undefined;
+  /** Workspaces, the store, the encryption key, the clock and the caches' lifetime (the control plane's). */
+  identity: Identity;
+  repo: McpRepository;
+  /** The pooled client (server URLs are checked against the outbound host policy when written). */
+  upstream: UpstreamClient;
+  /** The MCP gateway: ends a revoked connection's sessions. */
+  closer: McpSessionCloser;
+  /** The `guardrails` plugin's runner, when it is loaded (checks a server's guardrails when saved). */
+  guardrails: () => GuardrailRunner | undefined;
+  logger: Logger;
 }
 
 const MAX_CACHED = 10_000;
@@ -47,32 +37,51 @@ const sessionAad = (digest: string) => `mcp-session:${digest}`;
 /** A server row as the request path needs it: secrets opened, lists parsed. */
 export function toServerConfig(box: SecretBox, row: McpServerRow): McpServerConfig {
   return Object.freeze({
-    id: row.id,
-    workspaceId: row.workspace_id,
-    name: row.name,
-    url: row.url,
-    auth: openAuth(box, row, serverAad(row.id), `MCP server "${row.name}"`),
+    ...openServer(box, row, serverAad(row.id), `MCP server "${row.name}"`),
     allowedTools: row.allowed_tools === null ? null : new Set(JSON.parse(row.allowed_tools) as string[]),
     guardrails: row.guardrails === null ? null : Object.freeze(JSON.parse(row.guardrails)),
-    requestTimeoutMs: row.request_timeout_ms,
   });
 }
 
 /**
- * The MCP servers, connections and sessions in the control plane's store,
- * read through TTL caches (cleared by every admin write on this instance).
+ * The MCP servers, connections and sessions in the store the control plane
+ * opens, read through TTL caches (cleared by every admin write on this
+ * instance, through `identity.onInvalidate`). It is also the service of the
+ * admin routes (`routes.ts`, `connections.ts`).
  */
-export class McpStore implements McpServerStore {
+export class McpStore implements McpServerStore, UpstreamServerService<McpServerRow> {
   readonly #deps: McpStoreDeps;
   readonly #servers: TtlCache<McpServerConfig | null>;
   readonly #connections: TtlCache<McpConnection | null>;
   readonly #sessions: TtlCache<McpSession | null>;
+  readonly identity: Identity;
+  readonly upstream: UpstreamClient;
+  readonly repo: McpRepository;
+  readonly servers: McpRepository['servers'];
 
   constructor(deps: McpStoreDeps) {
     this.#deps = deps;
-    this.#servers = new TtlCache(deps.cacheTtlMs, MAX_CACHED, deps.now);
-    this.#connections = new TtlCache(deps.cacheTtlMs, MAX_CACHED, deps.now);
-    this.#sessions = new TtlCache(deps.cacheTtlMs, MAX_CACHED, deps.now);
+    this.identity = deps.identity;
+    this.upstream = deps.upstream;
+    this.repo = deps.repo;
+    this.servers = deps.repo.servers;
+    const cache = <V>() => new TtlCache<V>(deps.identity.cacheTtlMs, MAX_CACHED, () => deps.identity.now());
+    this.#servers = cache();
+    this.#connections = cache();
+    this.#sessions = cache();
+  }
+
+  /** The `guardrails` plugin's runner, or undefined when it is not loaded. */
+  get guardrails(): GuardrailRunner | undefined {
+    return this.#deps.guardrails();
+  }
+
+  get #box(): SecretBox {
+    return this.#deps.identity.box;
+  }
+
+  #now(): number {
+    return this.#deps.identity.now();
   }
 
   clear(): void {
@@ -83,11 +92,11 @@ export class McpStore implements McpServerStore {
 
   async serverById(id: string): Promise<McpServerConfig | undefined> {
     const config = await this.#servers.get(id, async () => {
-      const row = await this.#deps.repo.mcpServer(id);
-      return row === undefined || row.status !== 'active' ? null : toServerConfig(this.#deps.box(), row);
+      const row = await this.#deps.repo.servers.byId(id);
+      return row === undefined || row.status !== 'active' ? null : toServerConfig(this.#box, row);
     });
     if (config === null) return undefined;
-    const ws = await this.#deps.workspace(config.workspaceId);
+    const ws = await this.#deps.identity.workspace(config.workspaceId);
     return ws !== null && ws.status === 'active' ? config : undefined;
   }
 
@@ -102,13 +111,13 @@ export class McpStore implements McpServerStore {
     const subject = subjectOf(caller);
     const key = `${server.id}\n${subject}`;
     const found = await this.#connections.get(key, async () => {
-      const row = await this.#deps.repo.mcpConnection(server.id, subject);
+      const row = await this.#deps.repo.connection(server.id, subject);
       return row === undefined ? null : this.#toConnection(row);
     });
     if (found !== null || !create) return found ?? undefined;
-    const now = this.#deps.now();
+    const now = this.#now();
     const row: McpConnectionRow = {
-      id: newId(),
+      id: randomUUID(),
       mcp_server_id: server.id,
       workspace_id: server.workspaceId,
       subject,
@@ -122,10 +131,10 @@ export class McpStore implements McpServerStore {
       last_used_at: now,
     };
     try {
-      await this.#deps.repo.insert('cp_mcp_connections', { ...row });
+      await this.#deps.repo.insertConnection(row);
     } catch (err) {
       // Two first sessions at once: the other one's insert won; use its row.
-      const other = await this.#deps.repo.mcpConnection(server.id, subject);
+      const other = await this.#deps.repo.connection(server.id, subject);
       if (other === undefined) throw err;
       this.#connections.delete(key);
       return this.#toConnection(other);
@@ -138,66 +147,62 @@ export class McpStore implements McpServerStore {
     let tokens: OAuthTokenSet | null = null;
     if (row.tokens !== null) {
       try {
-        tokens = JSON.parse(this.#deps.box().open(row.tokens, connectionAad(row.id))) as OAuthTokenSet;
+        tokens = JSON.parse(this.#box.open(row.tokens, connectionAad(row.id))) as OAuthTokenSet;
       } catch {
         // Sealed under another encryption key: the user authorizes again, as after a revocation.
-        this.#deps.logger()?.warn({ connection_id: row.id }, 'an MCP connection\'s tokens cannot be decrypted with this gateway\'s encryption key; the user must authorize again');
+        this.#deps.logger.warn({ connection_id: row.id }, 'an MCP connection\'s tokens cannot be decrypted with this gateway\'s encryption key; the user must authorize again');
       }
     }
     return Object.freeze({ id: row.id, serverId: row.mcp_server_id, workspaceId: row.workspace_id, userId: row.user_id, apiKeyId: row.api_key_id, tokens });
   }
 
   async saveTokens(connectionId: string, tokens: OAuthTokenSet | null): Promise<boolean> {
-    const row = await this.#deps.repo.mcpConnectionById(connectionId);
+    const row = await this.#deps.repo.connectionById(connectionId);
     if (row === undefined) return false;
-    const now = this.#deps.now();
-    await this.#deps.repo.update(
-      'cp_mcp_connections',
-      { id: connectionId },
-      {
-        tokens: tokens === null ? null : this.#deps.box().seal(JSON.stringify(tokens), connectionAad(connectionId)),
-        token_expires_at: tokens?.expires_at ?? null,
-        token_scope: tokens?.scope ?? null,
-        updated_at: now,
-      },
-    );
+    const now = this.#now();
+    await this.#deps.repo.updateConnection(connectionId, {
+      tokens: tokens === null ? null : this.#box.seal(JSON.stringify(tokens), connectionAad(connectionId)),
+      token_expires_at: tokens?.expires_at ?? null,
+      token_scope: tokens?.scope ?? null,
+      updated_at: now,
+    });
     this.#connections.delete(`${row.mcp_server_id}\n${row.subject}`);
     return true;
   }
 
   async saveOAuthClient(serverId: string, clientId: string, clientSecret: string | null): Promise<void> {
-    const row = await this.#deps.repo.mcpServer(serverId);
+    const row = await this.#deps.repo.servers.byId(serverId);
     if (row === undefined) return;
-    const columns = registeredClient(this.#deps.box(), row.oauth, clientId, clientSecret, serverAad(serverId));
-    await this.#deps.repo.update('cp_mcp_servers', { id: serverId }, { ...columns, updated_at: this.#deps.now() });
+    const columns = registeredClient(this.#box, row.oauth, clientId, clientSecret, serverAad(serverId));
+    await this.#deps.repo.servers.update(serverId, { ...columns, updated_at: this.#now() });
     this.#servers.delete(serverId);
   }
 
   async createSession(sessionId: string, connection: McpConnection, apiKeyId: string, upstreamSessionId: string | null): Promise<void> {
     const digest = sessionDigest(sessionId);
-    const now = this.#deps.now();
-    await this.#deps.repo.insert('cp_mcp_sessions', {
+    const now = this.#now();
+    await this.#deps.repo.insertSession({
       id: digest,
       connection_id: connection.id,
       mcp_server_id: connection.serverId,
       api_key_id: apiKeyId,
-      upstream_session: upstreamSessionId === null ? null : this.#deps.box().seal(upstreamSessionId, sessionAad(digest)),
+      upstream_session: upstreamSessionId === null ? null : this.#box.seal(upstreamSessionId, sessionAad(digest)),
       created_at: now,
       last_used_at: now,
     });
-    await this.#deps.repo.update('cp_mcp_connections', { id: connection.id }, { last_used_at: now });
+    await this.#deps.repo.updateConnection(connection.id, { last_used_at: now });
     this.#sessions.delete(digest);
   }
 
   async session(sessionId: string): Promise<McpSession | undefined> {
     const digest = sessionDigest(sessionId);
     const found = await this.#sessions.get(digest, async () => {
-      const row = await this.#deps.repo.mcpSession(digest);
+      const row = await this.#deps.repo.session(digest);
       if (row === undefined) return null;
       let upstreamSessionId: string | null = null;
       if (row.upstream_session !== null) {
         try {
-          upstreamSessionId = this.#deps.box().open(row.upstream_session, sessionAad(digest));
+          upstreamSessionId = this.#box.open(row.upstream_session, sessionAad(digest));
         } catch {
           return null; // Unreadable: the client starts a new session.
         }
@@ -209,68 +214,67 @@ export class McpStore implements McpServerStore {
 
   async touchSession(sessionId: string): Promise<void> {
     const digest = sessionDigest(sessionId);
-    const now = this.#deps.now();
-    const row = await this.#deps.repo.mcpSession(digest);
+    const now = this.#now();
+    const row = await this.#deps.repo.session(digest);
     if (row === undefined) return;
-    await this.#deps.repo.update('cp_mcp_sessions', { id: digest }, { last_used_at: now });
-    await this.#deps.repo.update('cp_mcp_connections', { id: row.connection_id }, { last_used_at: now });
+    await this.#deps.repo.updateSession(digest, { last_used_at: now });
+    await this.#deps.repo.updateConnection(row.connection_id, { last_used_at: now });
     this.#sessions.delete(digest);
   }
 
   async deleteSession(sessionId: string): Promise<void> {
     const digest = sessionDigest(sessionId);
-    await this.#deps.repo.deleteMcpSession(digest);
+    await this.#deps.repo.deleteSession(digest);
     this.#sessions.delete(digest);
   }
 
   async liveSessions(sessionIds: readonly string[]): Promise<Set<string>> {
     const byDigest = new Map(sessionIds.map((id) => [sessionDigest(id), id]));
-    const live = await this.#deps.repo.liveMcpSessions([...byDigest.keys()]);
+    const live = await this.#deps.repo.liveSessions([...byDigest.keys()]);
     return new Set([...live].map((d) => byDigest.get(d)!));
   }
 
   async deleteIdleSessions(before: number): Promise<number> {
-    const n = await this.#deps.repo.deleteIdleMcpSessions(before);
+    const n = await this.#deps.repo.deleteIdleSessions(before);
     if (n > 0) this.#sessions.clear();
     return n;
   }
 
   seal(plaintext: string, purpose: string): string {
-    return this.#deps.box().seal(plaintext, `mcp:${purpose}`);
+    return this.#box.seal(plaintext, `mcp:${purpose}`);
   }
 
   open(sealed: string, purpose: string): string {
-    return this.#deps.box().open(sealed, `mcp:${purpose}`);
+    return this.#box.open(sealed, `mcp:${purpose}`);
   }
 
   /**
-   * Revokes a connection: its sessions are ended (the `mcp` plugin sends each
+   * Revokes a connection: its sessions are ended (the MCP gateway sends each
    * upstream session a DELETE, with the tokens still in hand, and closes this
    * instance's streams), then the sessions and the tokens are forgotten.
    * Returns how many sessions it had.
    */
   async revoke(server: McpServerRow, connection: McpConnectionRow): Promise<number> {
-    const sessions = await this.#deps.repo.mcpSessionsOf(connection.id);
-    const closer = this.#deps.closer();
-    if (closer !== undefined && sessions.length > 0) {
+    const sessions = await this.#deps.repo.sessionsOf(connection.id);
+    if (sessions.length > 0) {
       try {
-        const config = toServerConfig(this.#deps.box(), server);
+        const config = toServerConfig(this.#box, server);
         const ended = sessions.map((s) => {
           let upstreamSessionId: string | null = null;
           try {
-            upstreamSessionId = s.upstream_session === null ? null : this.#deps.box().open(s.upstream_session, sessionAad(s.id));
+            upstreamSessionId = s.upstream_session === null ? null : this.#box.open(s.upstream_session, sessionAad(s.id));
           } catch {
             /* unreadable: nothing to end upstream */
           }
           return { sessionId: s.id, upstreamSessionId };
         });
-        closer.closeSessions(config, this.#toConnection(connection), ended);
+        this.#deps.closer.closeSessions(config, this.#toConnection(connection), ended);
       } catch (err) {
         // Ending sessions upstream is a courtesy; forgetting them and the tokens is what revocation means.
-        this.#deps.logger()?.warn({ err, mcp_server_id: server.id }, 'ending the upstream sessions of a revoked MCP connection failed');
+        this.#deps.logger.warn({ err, mcp_server_id: server.id }, 'ending the upstream sessions of a revoked MCP connection failed');
       }
     }
-    await this.#deps.repo.deleteMcpConnection(connection.id);
+    await this.#deps.repo.deleteConnection(connection.id);
     this.clear();
     return sessions.length;
   }
@@ -279,7 +283,7 @@ export class McpStore implements McpServerStore {
   async revokeAll(server: McpServerRow): Promise<number> {
     let n = 0;
     for (;;) {
-      const page = await this.#deps.repo.mcpConnections(server.id, null, { current: 0, size: 100 });
+      const page = await this.#deps.repo.connections(server.id, null, { current: 0, size: 100 });
       if (page.data.length === 0) return n;
       for (const c of page.data) await this.revoke(server, c);
       n += page.data.length;

@@ -1,0 +1,69 @@
+import { performance } from 'node:perf_hooks';
+import type { Readable } from 'node:stream';
+import { GatewayError, type GatewayResponse, jsonRpcErrorBody, type JsonRpcId, jsonResponse, JSONRPC, readText, type RequestContext, type UpstreamResponse } from '../../sdk/index.js';
+
+/*
+ * The MCP gateway's own JSON-RPC answers (failures, timeouts) and how it reads
+ * an upstream's answers.
+ */
+
+/** JSON-RPC codes MCP (and its SDK) give meaning to beyond JSON-RPC's own. */
+export const MCP_CODES = Object.freeze({
+  /** The MCP SDK's `RequestTimeout`: clients report it as a timed-out request. */
+  REQUEST_TIMEOUT: -32001,
+  /** MCP's `URLElicitationRequired`: the user must open a URL (here: to authorize the gateway) and try again. */
+  URL_ELICITATION_REQUIRED: -32042,
+});
+
+export const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Thrown when the upstream did not answer within the request's timeout. */
+export class TimedOut extends Error {}
+
+export const TIMED_OUT = Symbol('timed out');
+
+/** Reads a body whole by `deadline` (performance.now ms): its text, TIMED_OUT, or the GatewayError that cut it. */
+export async function readWithin(body: Readable, limit: number, deadline: number): Promise<string | typeof TIMED_OUT | GatewayError> {
+  let timer: NodeJS.Timeout | null = null;
+  const read = readText(body, limit).catch((err: unknown) => (err instanceof GatewayError ? err : new GatewayError('mcp_upstream_error', 'the answer broke off')));
+  try {
+    return await Promise.race([
+      read,
+      new Promise<typeof TIMED_OUT>((resolve) => {
+        timer = setTimeout(() => resolve(TIMED_OUT), Math.max(0, deadline - performance.now()));
+      }),
+    ]);
+  } finally {
+    if (timer !== null) clearTimeout(timer);
+    if (!body.readableEnded) body.destroy();
+  }
+}
+
+export function timeoutError(timeoutMs: number): GatewayError {
+  return new GatewayError('mcp_upstream_timeout', `Request timed out: the MCP server did not answer within ${timeoutMs} ms; the gateway cancelled the request.`);
+}
+
+export function rpcAnswer(id: JsonRpcId, code: number, message: string, data?: unknown): GatewayResponse {
+  return jsonResponse(200, jsonRpcErrorBody(id, data === undefined ? { code, message } : { code, message, data }));
+}
+
+/** A failure of the upstream (unreachable, an unreadable answer), as the JSON-RPC error the client gets; recorded for the log. */
+export function upstreamFailure(ctx: RequestContext, id: JsonRpcId, message: string, upstreamStatus: number | null, code = 'mcp_upstream_error'): GatewayResponse {
+  ctx.error = new GatewayError(code, message);
+  return rpcAnswer(id, JSONRPC.INTERNAL_ERROR, message, upstreamStatus === null ? undefined : { upstream_status: upstreamStatus });
+}
+
+/** No answer within the request's timeout: the MCP SDK's `RequestTimeout`, with the timeout in `data`. */
+export function timeoutAnswer(ctx: RequestContext, id: JsonRpcId, timeoutMs: number, status = 200): GatewayResponse {
+  ctx.error = timeoutError(timeoutMs);
+  return jsonResponse(status, jsonRpcErrorBody(id, { code: MCP_CODES.REQUEST_TIMEOUT, message: ctx.error.message, data: { timeout_ms: timeoutMs } }));
+}
+
+export function isEventStream(upstream: UpstreamResponse): boolean {
+  const type = headerValue(upstream.headers['content-type']);
+  return type !== undefined && type.toLowerCase().startsWith('text/event-stream');
+}
+
+export function headerValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}

@@ -1,0 +1,70 @@
+import type { Migration } from '../../../sdk/index.js';
+
+/** Migration namespace of MCP servers of workspaces, users' connections (sealed tokens) and MCP sessions. */
+export const MCP_SERVER_NAMESPACE = 'mcp';
+
+/**
+ * MCP servers of workspaces, users' connections (sealed tokens) and MCP sessions.
+ * One text for both dialects (portable types only; JSON as TEXT, booleans 0/1, times as epoch ms).
+ * Each version adopts the control-plane migration that made the same change before these tables had an
+ * owner of their own (`Migration.adopts`): a database from before keeps its tables and rows, a new one gets
+ * them from here.
+ */
+export const MCP_SERVER_MIGRATIONS: readonly Migration[] = [
+  {
+    // MCP servers of a workspace (archived, never deleted: the log keeps naming their ids in its paths), each
+    // user's connection to one (their OAuth tokens, sealed), and the sessions the MCP gateway opened on a
+    // connection (the session id as a SHA-256 digest, the upstream's own session id sealed).
+    version: 1,
+    name: 'mcp_servers',
+    adopts: { namespace: 'control-plane', version: 7 },
+    up: `
+CREATE TABLE cp_mcp_servers (
+  id TEXT PRIMARY KEY,
+  organisation_id TEXT NOT NULL,
+  workspace_id TEXT NOT NULL,
+  name TEXT NOT NULL,
+  description TEXT,
+  url TEXT NOT NULL,
+  auth_type TEXT NOT NULL,
+  auth_header TEXT,
+  auth_secret TEXT,
+  auth_masked TEXT,
+  oauth TEXT,
+  allowed_tools TEXT,
+  guardrails TEXT,
+  request_timeout_ms INTEGER,
+  status TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT NOT NULL,
+  archived_at BIGINT
+);
+CREATE INDEX cp_mcp_servers_workspace ON cp_mcp_servers (workspace_id, status);
+CREATE TABLE cp_mcp_connections (
+  id TEXT PRIMARY KEY,
+  mcp_server_id TEXT NOT NULL,
+  workspace_id TEXT NOT NULL,
+  subject TEXT NOT NULL,
+  user_id TEXT,
+  api_key_id TEXT,
+  tokens TEXT,
+  token_expires_at BIGINT,
+  token_scope TEXT,
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT NOT NULL,
+  last_used_at BIGINT,
+  UNIQUE (mcp_server_id, subject)
+);
+CREATE TABLE cp_mcp_sessions (
+  id TEXT PRIMARY KEY,
+  connection_id TEXT NOT NULL,
+  mcp_server_id TEXT NOT NULL,
+  api_key_id TEXT NOT NULL,
+  upstream_session TEXT,
+  created_at BIGINT NOT NULL,
+  last_used_at BIGINT NOT NULL
+);
+CREATE INDEX cp_mcp_sessions_connection ON cp_mcp_sessions (connection_id);
+CREATE INDEX cp_mcp_sessions_used ON cp_mcp_sessions (last_used_at)`,
+  },
+];

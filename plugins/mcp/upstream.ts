@@ -1,0 +1,128 @@
+import { performance } from 'node:perf_hooks';
+import { GatewayError, type JsonRpcId, type Logger, type RequestContext, type UpstreamClient, type UpstreamResponse } from '../../sdk/index.js';
+import { TimedOut } from './answers.js';
+import { AuthorizationRequired, type OAuthFlow } from './oauth.js';
+import type { McpCaller, McpConnection, McpServerConfig, McpSession } from './store/types.js';
+
+/** Ending an upstream session is a courtesy with a short leash. */
+const END_SESSION_TIMEOUT_MS = 5_000;
+
+export interface UpstreamDeps {
+  upstream: UpstreamClient;
+  oauth: OAuthFlow;
+  logger: Logger;
+  /** The caller a connection belongs to. */
+  caller(ctx: RequestContext): McpCaller;
+  /** The OAuth redirect URI of the request's gateway. */
+  redirectUri(ctx: RequestContext): string;
+}
+
+/**
+ * The MCP gateway's calls to an upstream server: each with the server's auth
+ * (a static header, or the user's OAuth token), recorded as the request's
+ * attempts; and the courtesy calls that cancel a request or end a session.
+ */
+export class McpUpstream {
+  readonly #d: UpstreamDeps;
+
+  constructor(deps: UpstreamDeps) {
+    this.#d = deps;
+  }
+
+  /**
+   * One call to the upstream, with the server's auth: a static header, or
+   * the user's OAuth token (refreshed when due, once more after a 401; with
+   * none usable, {@link AuthorizationRequired}). Waits at most `timeoutMs`
+   * for the answer's headers ({@link TimedOut}).
+   */
+  async call(
+    ctx: RequestContext,
+    server: McpServerConfig,
+    connection: McpConnection,
+    call: { method: 'POST' | 'GET'; body: Buffer | null; session: McpSession | null; timeoutMs: number; accept?: string },
+  ): Promise<UpstreamResponse> {
+    const headers: Record<string, string> = { accept: call.accept ?? 'application/json, text/event-stream' };
+    if (call.body !== null) headers['content-type'] = 'application/json';
+    const version = ctx.header('mcp-protocol-version');
+    if (version !== undefined && version.length <= 64) headers['mcp-protocol-version'] = version;
+    if (call.session?.upstreamSessionId) headers['mcp-session-id'] = call.session.upstreamSessionId;
+    if (ctx.upstreamHeaders !== null) Object.assign(headers, ctx.upstreamHeaders);
+    const auth = server.auth;
+    if (auth.type === 'header') headers[auth.name] = auth.value;
+    let token: string | null = null;
+    if (auth.type === 'oauth') {
+      token = await this.#d.oauth.accessToken(server, connection);
+      if (token === null) throw await this.#authorizationRequired(ctx, server);
+      headers.authorization = `Bearer ${token}`;
+    }
+    let upstream = await this.#send(ctx, server, headers, call);
+    if (upstream.status === 401 && auth.type === 'oauth') {
+      upstream.body.resume();
+      token = await this.#d.oauth.accessToken(server, connection, true);
+      if (token === null) throw await this.#authorizationRequired(ctx, server);
+      headers.authorization = `Bearer ${token}`;
+      upstream = await this.#send(ctx, server, headers, call);
+      if (upstream.status === 401) {
+        upstream.body.resume();
+        await this.#d.oauth.forget(connection);
+        throw await this.#authorizationRequired(ctx, server);
+      }
+    }
+    return upstream;
+  }
+
+  async #send(ctx: RequestContext, server: McpServerConfig, headers: Record<string, string>, call: { method: 'POST' | 'GET'; body: Buffer | null; timeoutMs: number }): Promise<UpstreamResponse> {
+    // The timeout covers the wait for headers; the answer's body has its own deadline (see the gateway's #answer), and a GET stream none.
+    const timer = new AbortController();
+    const clock = setTimeout(() => timer.abort(), call.timeoutMs);
+    const started = performance.now();
+    const attempt = { target: '0', provider: 'mcp', status: null as number | null, startMs: started - ctx.startedAt, latencyMs: 0, error: null as string | null };
+    ctx.attempts.push(attempt);
+    try {
+      const upstream = await this.#d.upstream.send({ method: call.method, url: server.url, headers, body: call.body }, AbortSignal.any([ctx.signal, timer.signal]), call.timeoutMs);
+      attempt.status = upstream.status;
+      return upstream;
+    } catch (err) {
+      attempt.error = err instanceof GatewayError ? err.code : 'aborted';
+      if (timer.signal.aborted || (err instanceof GatewayError && err.code === 'upstream_timeout')) throw new TimedOut();
+      throw err;
+    } finally {
+      clearTimeout(clock);
+      attempt.latencyMs = performance.now() - started;
+      ctx.upstreamLatencyMs = (ctx.upstreamLatencyMs ?? 0) + attempt.latencyMs;
+    }
+  }
+
+  async #authorizationRequired(ctx: RequestContext, server: McpServerConfig): Promise<AuthorizationRequired> {
+    const { url, expiresAt } = await this.#d.oauth.authorizationUrl(server, this.#d.caller(ctx), this.#d.redirectUri(ctx));
+    return new AuthorizationRequired(url, expiresAt, server.name);
+  }
+
+  /** Tells the upstream the gateway gave up on a request (MCP's notifications/cancelled), in the background. */
+  cancel(ctx: RequestContext, server: McpServerConfig, connection: McpConnection, session: McpSession, id: JsonRpcId, timeoutMs: number): void {
+    const body = Buffer.from(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: `The gateway's timeout of ${timeoutMs} ms passed.` } }));
+    const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+    const version = ctx.header('mcp-protocol-version');
+    if (version !== undefined && version.length <= 64) headers['mcp-protocol-version'] = version;
+    if (session.upstreamSessionId !== null) headers['mcp-session-id'] = session.upstreamSessionId;
+    if (server.auth.type === 'header') headers[server.auth.name] = server.auth.value;
+    if (server.auth.type === 'oauth' && connection.tokens !== null) headers.authorization = `Bearer ${connection.tokens.access_token}`;
+    this.#d.upstream
+      .send({ method: 'POST', url: server.url, headers, body }, AbortSignal.timeout(END_SESSION_TIMEOUT_MS), END_SESSION_TIMEOUT_MS)
+      .then((r) => r.body.resume())
+      .catch((err: unknown) => this.#d.logger.debug({ err, mcp_server_id: server.id }, 'telling an MCP server of a cancelled request failed'));
+  }
+
+  /** Ends an upstream session (DELETE with its id), best effort. */
+  async end(server: McpServerConfig, connection: McpConnection, upstreamSessionId: string): Promise<void> {
+    const headers: Record<string, string> = { 'mcp-session-id': upstreamSessionId };
+    if (server.auth.type === 'header') headers[server.auth.name] = server.auth.value;
+    if (server.auth.type === 'oauth' && connection.tokens !== null) headers.authorization = `Bearer ${connection.tokens.access_token}`;
+    try {
+      const r = await this.#d.upstream.send({ method: 'DELETE', url: server.url, headers, body: null }, AbortSignal.timeout(END_SESSION_TIMEOUT_MS), END_SESSION_TIMEOUT_MS);
+      r.body.resume();
+    } catch (err) {
+      this.#d.logger.debug({ err, mcp_server_id: server.id }, 'ending an upstream MCP session failed');
+    }
+  }
+}
