@@ -1,9 +1,7 @@
 /**
- * Stored prompts as the control plane keeps them and the `prompts` plugin
- * renders them: a reference with its version suffix, one version ready for
- * the request path, and where its template holds variables. The services
- * that connect the two plugins are in `tokens.ts` (`PROMPT_SOURCE`,
- * `PROMPT_TEMPLATES`); see docs/prompts.md.
+ * Stored prompts as the `prompts` plugin keeps and renders them: a reference
+ * with its version suffix, one version ready for the request path, and where
+ * its template holds variables; see docs/prompts.md.
  */
 
 /** Which version of a stored prompt a reference names: the published one (no suffix), the latest, or a number. */

@@ -1,6 +1,5 @@
 import { serviceToken, type RequestContext, type Target } from '../core/index.js';
 import type { PricingTable } from './pricing/table.js';
-import type { PromptLookup, PromptSelector, TemplateCheck } from './prompts.js';
 
 /*
  * Services bundled plugins offer one another, each under a typed token.
@@ -129,27 +128,3 @@ export interface GuardrailValidator {
   credentialKeys(): ReadonlySet<string>;
 }
 export const GUARDRAIL_VALIDATOR = serviceToken<GuardrailValidator>('gateway.guardrails.validator');
-
-/**
- * Where the `prompts` plugin finds stored prompts (the control plane offers
- * one: the prompts of the request's workspace, through its TTL cache).
- */
-export interface PromptSource {
-  /**
-   * The version `selector` names of the prompt `ref` (id or slug) in the workspace the request acts
-   * in, with the partials it includes. `{ missing: 'prompt' }` for no such active prompt (another
-   * workspace's included), `{ missing: 'version' }` for a version it does not have.
-   */
-  find(ctx: RequestContext, ref: string, selector: PromptSelector): Promise<PromptLookup>;
-}
-export const PROMPT_SOURCE = serviceToken<PromptSource>('gateway.prompts.source');
-
-/**
- * The template language of stored prompts (the `prompts` plugin offers it), for
- * the control plane to check templates and partials when they are saved.
- */
-export interface PromptTemplates {
-  /** Parses one text (a message text or a partial's content): its syntax error, and the partials it includes. */
-  check(text: string): TemplateCheck;
-}
-export const PROMPT_TEMPLATES = serviceToken<PromptTemplates>('gateway.prompts.templates');

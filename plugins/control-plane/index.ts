@@ -1,15 +1,10 @@
 import * as v from 'valibot';
 import {
-  CONFIG_SOURCE,
-  type ConfigSource,
   GatewayError,
   type GatewayPlugin,
   hasScope,
   migrate,
   parseOptions,
-  PROMPT_SOURCE,
-  PROMPT_TEMPLATES,
-  type PromptTemplates,
   type RequestContext,
   type SqlClient,
   type SqlStore,
@@ -19,14 +14,12 @@ import { IDENTITY, IDENTITY_ADMIN } from '../../sdk/admin/index.js';
 import { bootstrap } from './bootstrap.js';
 import { authenticateJwt, DEFAULT_CLAIMS } from './jwt-auth.js';
 import { createJwtVerifier, loadJwksFile, looksLikeJwt, type JwtVerifier } from './jwt.js';
-import { FEATURE_TABLES } from './feature-tables.js';
 import { IDENTITY_MIGRATIONS, IDENTITY_NAMESPACE } from './migrations.js';
 import { People } from './people.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
 import { toRouteDefinitions } from './routes/http.js';
 import { memberRoutes } from './routes/members.js';
 import { organisationRoutes } from './routes/organisation.js';
-import { promptRoutes } from './routes/prompts.js';
 import { workspaceRoutes } from './routes/workspaces.js';
 import { createSecretBox, loadEncryptionKey, type SecretBox } from './secret-box.js';
 import { ControlPlane } from './service.js';
@@ -72,11 +65,12 @@ const OptionsSchema = v.strictObject({
 export type ControlPlaneOptions = v.InferInput<typeof OptionsSchema>;
 
 /**
- * The control plane: stored API keys (and JWTs) for auth, workspaces and
- * members, stored prompts and partials (rendered by the `prompts`
- * plugin), MCP servers with each user's connection and sessions (served by the
- * `mcp` plugin), agent servers and their cards (served by the `a2a` plugin),
- * organisation settings and the admin API that manages them.
+ * The control plane: identity. The organisation and its settings, workspaces,
+ * members and users, stored API keys (and JWTs) for auth, the encryption key,
+ * and the admin API that manages them. Features that keep state per workspace
+ * (configs, guardrails, prompts, limits, integrations, MCP servers, agents,
+ * single sign-on, SCIM) are plugins of their own that build on it through
+ * `IDENTITY` and `IDENTITY_ADMIN` (sdk/admin).
  * Needs an SQL store plugin (`sqlite` or `postgres`) listed before it.
  * See docs/admin-api.md.
  */
@@ -88,13 +82,11 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
   const claims = { ...DEFAULT_CLAIMS, ...(opts.jwt?.claims ?? {}) };
   return {
     name: PLUGIN_NAME,
-    provides: [IDENTITY, IDENTITY_ADMIN, PROMPT_SOURCE],
+    provides: [IDENTITY, IDENTITY_ADMIN],
     apply(api) {
       let client: SqlClient | null = null;
       let box: SecretBox | null = null;
       let verify: JwtVerifier | null = null;
-      let configs: ConfigSource | undefined;
-      let templates: PromptTemplates | undefined;
       const cp = new ControlPlane({
         db: () => client!,
         box: () => box!,
@@ -102,8 +94,6 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
         cacheTtlMs: opts.cacheTtlMs,
         adminRoutes: opts.routes,
         secretFields: api.targetFields.credentials(),
-        templates: () => templates,
-        configs: () => configs,
         upstream: () => api.upstream,
       });
       // Workspaces, the store and the encryption key, for the features that keep state per workspace (sdk/admin).
@@ -112,16 +102,12 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
       api.provide(IDENTITY_ADMIN, new People(cp));
 
       api.onReady(async () => {
-        // The config plugin's saved configs, which a stored prompt may name (checked when it is saved).
-        configs = api.tryResolve(CONFIG_SOURCE);
-        templates = api.tryResolve(PROMPT_TEMPLATES);
         const store = api.stores.get(opts.store) as SqlStore | undefined;
         if (store === undefined || typeof store.client !== 'function') {
           throw new Error(`${PLUGIN_NAME}: needs an SQL store named "${opts.store}": list the sqlite or postgres plugin before it`);
         }
         client = store.client();
         await migrate(client, IDENTITY_NAMESPACE, IDENTITY_MIGRATIONS);
-        for (const feature of FEATURE_TABLES) await migrate(client, feature.namespace, feature.migrations);
         const key = await loadEncryptionKey({ envValue: opts.encryptionKey, dataDir: opts.dataDir });
         box = createSecretBox(key.key);
         if (key.source === 'generated') api.logger.warn({ file: key.file }, 'generated an encryption key for integration secrets; back it up, or set GATEWAY_ENCRYPTION_KEY');
@@ -153,8 +139,6 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
         return auth;
       });
 
-      // Stored prompts of the request's workspace, for the prompts plugin.
-      api.provide(PROMPT_SOURCE, { find: (ctx, ref, selector) => cp.promptRelease(ctx, ref, selector) });
 
       if (opts.routes) {
         const routes = [
@@ -162,7 +146,6 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
           ...workspaceRoutes,
           ...memberRoutes,
           ...apiKeyRoutes,
-          ...promptRoutes,
         ];
         for (const route of toRouteDefinitions(api.options.basePath, routes, () => cp)) api.routes.add(route);
       }

@@ -59,55 +59,9 @@ export interface ApiKeyRow {
   created_at: number;
   updated_at: number;
 }
-export interface PromptRow {
-  id: string;
-  workspace_id: string;
-  slug: string;
-  name: string;
-  status: 'active' | 'archived';
-  latest_version: number;
-  published_version: number;
-  created_at: number;
-  updated_at: number;
-  archived_at: number | null;
-}
-export interface PromptVersionRow {
-  prompt_id: string;
-  version: number;
-  /** JSON: `template`, one of `provider` / `virtual_key` / `config`, `variables`, `description`. */
-  body: string;
-  /** JSON array: the partials the template includes directly. */
-  partials: string;
-  created_at: number;
-}
-export interface PartialRow {
-  id: string;
-  workspace_id: string;
-  name: string;
-  status: 'active' | 'archived';
-  latest_version: number;
-  published_version: number;
-  created_at: number;
-  updated_at: number;
-  archived_at: number | null;
-}
-export interface PartialVersionRow {
-  partial_id: string;
-  version: number;
-  content: string;
-  description: string | null;
-  /** JSON array: the partials the content includes directly. */
-  partials: string;
-  created_at: number;
-}
-
-/** The resources kept in versions, and the column of each that counts them (see `nextVersion`). */
-const VERSION_COUNTERS = Object.freeze({ cp_prompts: 'latest_version', cp_prompt_partials: 'latest_version' });
-
 /** Numeric columns come back as strings from pg for BIGINT; normalised once, by the tables helper. */
 const NUMERIC: ReadonlySet<string> = new Set([
   'created_at', 'updated_at', 'archived_at', 'previous_expires_at', 'last_rotated_at', 'expires_at', 'version',
-  'latest_version', 'published_version',
 ]);
 
 /**
@@ -141,10 +95,6 @@ export class ControlPlaneRepository {
     return this.tables.update(table, where, patch, client);
   }
 
-  /** The next version number of a versioned resource, inside `tx` (see {@link SqlTables.nextVersion}). */
-  nextVersion(table: keyof typeof VERSION_COUNTERS, id: string, now: number, tx: SqlClient): Promise<number> {
-    return this.tables.nextVersion(table, VERSION_COUNTERS[table], id, now, tx);
-  }
 
   // Organisation
 
@@ -239,58 +189,5 @@ export class ControlPlaneRepository {
 
   async countApiKeys(client = this.db()): Promise<number> {
     return Number((await client.get<{ n: number | string }>('SELECT COUNT(*) AS n FROM cp_api_keys', []))?.n ?? 0);
-  }
-
-  // Prompts and partials. By id a row of any status; by slug (name) only an active one, since archiving frees it.
-
-  prompt(workspaceId: string | null, idOrSlug: string): Promise<PromptRow | undefined> {
-    return workspaceId === null
-      ? this.#get<PromptRow>('SELECT * FROM cp_prompts WHERE id = ?', [idOrSlug])
-      : this.#get<PromptRow>("SELECT * FROM cp_prompts WHERE workspace_id = ? AND (id = ? OR (slug = ? AND status = 'active'))", [workspaceId, idOrSlug, idOrSlug]);
-  }
-
-  prompts(workspaceId: string, statuses: readonly string[], page: Page): Promise<Paged<PromptRow>> {
-    return this.#paged<PromptRow>(
-      `FROM cp_prompts WHERE workspace_id = ? AND status IN (${statuses.map(() => '?').join(', ')})`,
-      [workspaceId, ...statuses],
-      'created_at, id',
-      page,
-    );
-  }
-
-  promptVersion(promptId: string, version: number, client = this.db()): Promise<PromptVersionRow | undefined> {
-    return this.#get<PromptVersionRow>('SELECT * FROM cp_prompt_versions WHERE prompt_id = ? AND version = ?', [promptId, version], client);
-  }
-
-  promptVersions(promptId: string, page: Page): Promise<Paged<PromptVersionRow>> {
-    return this.#paged<PromptVersionRow>('FROM cp_prompt_versions WHERE prompt_id = ?', [promptId], 'version DESC', page);
-  }
-
-  partial(workspaceId: string | null, idOrName: string): Promise<PartialRow | undefined> {
-    return workspaceId === null
-      ? this.#get<PartialRow>('SELECT * FROM cp_prompt_partials WHERE id = ?', [idOrName])
-      : this.#get<PartialRow>("SELECT * FROM cp_prompt_partials WHERE workspace_id = ? AND (id = ? OR (name = ? AND status = 'active'))", [workspaceId, idOrName, idOrName]);
-  }
-
-  /** The workspace's active partial of this name (what `{{> name}}` includes). */
-  activePartial(workspaceId: string, name: string): Promise<PartialRow | undefined> {
-    return this.#get<PartialRow>("SELECT * FROM cp_prompt_partials WHERE workspace_id = ? AND name = ? AND status = 'active'", [workspaceId, name]);
-  }
-
-  partials(workspaceId: string, statuses: readonly string[], page: Page): Promise<Paged<PartialRow>> {
-    return this.#paged<PartialRow>(
-      `FROM cp_prompt_partials WHERE workspace_id = ? AND status IN (${statuses.map(() => '?').join(', ')})`,
-      [workspaceId, ...statuses],
-      'created_at, id',
-      page,
-    );
-  }
-
-  partialVersion(partialId: string, version: number, client = this.db()): Promise<PartialVersionRow | undefined> {
-    return this.#get<PartialVersionRow>('SELECT * FROM cp_prompt_partial_versions WHERE partial_id = ? AND version = ?', [partialId, version], client);
-  }
-
-  partialVersions(partialId: string, page: Page): Promise<Paged<PartialVersionRow>> {
-    return this.#paged<PartialVersionRow>('FROM cp_prompt_partial_versions WHERE partial_id = ?', [partialId], 'version DESC', page);
   }
 }

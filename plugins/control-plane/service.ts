@@ -1,11 +1,6 @@
 import {
   type AuthInfo,
-  type ConfigSource,
   GatewayError,
-  type PartialRelease,
-  type PromptLookup,
-  type PromptSelector,
-  type PromptTemplates,
   type RequestContext,
   type SqlClient,
   type Target,
@@ -13,7 +8,6 @@ import {
 } from '../../sdk/index.js';
 import { requestWorkspaceOf, type Identity, type OrgSettings } from '../../sdk/admin/index.js';
 import { TtlCache } from '../../sdk/admin/index.js';
-import { MAX_INCLUDED_PARTIALS, toPartialRelease, toPromptRelease } from './prompts.js';
 import { ControlPlaneRepository, type WorkspaceRow } from './repository.js';
 import type { SecretBox } from './secret-box.js';
 import { StoredKeys } from './stored-keys.js';
@@ -41,21 +35,16 @@ export interface ControlPlaneDeps {
   adminRoutes?: boolean;
   /** Target fields declared as credentials: sealed at rest, masked in every answer. */
   secretFields: ReadonlySet<string>;
-  /** The `prompts` plugin's template language, when it is loaded (stored prompts are checked with it when saved). */
-  templates?: () => PromptTemplates | undefined;
-  /** The `config` plugin's saved configs, when it is loaded (a stored prompt naming one is checked with it). */
-  configs?: () => ConfigSource | undefined;
   /** The pooled upstream client (URL checks against the outbound host policy). */
   upstream?: () => UpstreamClient;
 }
 
-const NO_PROMPT: PromptLookup = Object.freeze({ missing: 'prompt' as const });
 
 const MAX_CACHED = 10_000;
 
 /**
  * The control plane's state as the request path sees it: stored keys,
- * workspaces and saved configs, each read through a short
+ * workspaces and organisation settings, each read through a short
  * TTL cache. Admin writes call `invalidate()`, so this instance sees them at
  * once and other instances within `cacheTtlMs`.
  */
@@ -70,8 +59,6 @@ export class ControlPlane implements Identity {
   readonly keys: StoredKeys;
   readonly #workspaces: TtlCache<WorkspaceRow | null>;
   readonly #settings: TtlCache<OrgSettings>;
-  readonly #prompts: TtlCache<PromptLookup>;
-  readonly #partials: TtlCache<PartialRelease | null>;
 
   constructor(deps: ControlPlaneDeps) {
     this.#deps = deps;
@@ -83,8 +70,6 @@ export class ControlPlane implements Identity {
     this.keys = new StoredKeys(this);
     this.#workspaces = cache();
     this.#settings = cache();
-    this.#prompts = cache();
-    this.#partials = cache();
   }
 
   /** The pooled upstream client. */
@@ -94,20 +79,8 @@ export class ControlPlane implements Identity {
     return upstream;
   }
 
-  /** The `prompts` plugin's template language; a 503 when it is not loaded (stored prompts need it). */
-  get promptTemplates(): PromptTemplates {
-    const templates = this.#deps.templates?.();
-    if (templates === undefined) throw new GatewayError('service_unavailable', 'Stored prompts need the prompts plugin, which is not loaded.');
-    return templates;
-  }
-
   get box(): SecretBox {
     return this.#deps.box();
-  }
-
-  /** The config plugin's saved configs, or undefined when it is not loaded. */
-  get configs(): ConfigSource | undefined {
-    return this.#deps.configs?.();
   }
 
   /** Credential fields of targets: sealed at rest, masked in answers. */
@@ -140,8 +113,6 @@ export class ControlPlane implements Identity {
     this.keys.clear();
     this.#workspaces.clear();
     this.#settings.clear();
-    this.#prompts.clear();
-    this.#partials.clear();
   }
 
   settings(): OrgSettings | Promise<OrgSettings> {
@@ -170,48 +141,5 @@ export class ControlPlane implements Identity {
    */
   authenticate(secret: string, ctx: RequestContext): Promise<AuthInfo | undefined> {
     return this.keys.authenticate(secret, ctx);
-  }
-
-
-  /**
-   * The version `selector` names of the prompt `ref` (id or slug) in the workspace a request acts in
-   * (see {@link requestWorkspace}), with every partial it includes, through the cache: the same frozen
-   * object until it expires or an admin write clears it.
-   */
-  async promptRelease(ctx: RequestContext, ref: string, selector: PromptSelector): Promise<PromptLookup> {
-    const workspaceId = await this.requestWorkspace(ctx);
-    if (workspaceId === null) return NO_PROMPT;
-    return this.#prompts.get(`${workspaceId}\n${ref}\n${selector}`, () => this.#loadPrompt(workspaceId, ref, selector));
-  }
-
-  async #loadPrompt(workspaceId: string, ref: string, selector: PromptSelector): Promise<PromptLookup> {
-    const row = await this.repo.prompt(workspaceId, ref);
-    if (row === undefined || row.status !== 'active') return NO_PROMPT;
-    const number = selector === 'published' ? row.published_version : selector === 'latest' ? row.latest_version : selector;
-    const version = number > row.latest_version ? undefined : await this.repo.promptVersion(row.id, number);
-    if (version === undefined) return Object.freeze({ missing: 'version' as const, latestVersion: row.latest_version });
-    return toPromptRelease(row, version, await this.includedPartials(workspaceId, JSON.parse(version.partials) as string[]));
-  }
-
-  /**
-   * Every partial that `names` include, directly or through one another, by name: the published
-   * version of the workspace's active partial of that name, or null when there is none. At most
-   * {@link MAX_INCLUDED_PARTIALS}; a name beyond them is left out (saving refuses such a set).
-   */
-  async includedPartials(workspaceId: string, names: readonly string[]): Promise<Map<string, PartialRelease | null>> {
-    const found = new Map<string, PartialRelease | null>();
-    const queue = [...names];
-    while (queue.length > 0 && found.size < MAX_INCLUDED_PARTIALS) {
-      const name = queue.shift()!;
-      if (found.has(name)) continue;
-      const partial = await this.#partials.get(`${workspaceId}\n${name}`, async () => {
-        const row = await this.repo.activePartial(workspaceId, name);
-        const version = row === undefined ? undefined : await this.repo.partialVersion(row.id, row.published_version);
-        return row === undefined || version === undefined ? null : toPartialRelease(row, version);
-      });
-      found.set(name, partial);
-      if (partial !== null) queue.push(...partial.partials);
-    }
-    return found;
   }
 }

@@ -5,24 +5,27 @@ import {
   fieldSchema as f,
   GatewayError,
   jsonResponse,
+  migrate,
   parseOptions,
   parsePromptRef,
-  PROMPT_SOURCE,
-  PROMPT_TEMPLATES,
   STAGES,
   type ConfigSource,
   type GatewayPlugin,
   type PromptRelease,
-  type PromptSource,
   type RequestContext,
   type RouteDefinition,
   type RouteDoc,
   type Target,
   type TargetField,
 } from '../../sdk/index.js';
+import { IDENTITY, registerAdminRoutes, type Identity } from '../../sdk/admin/index.js';
 import { chatBody, variablesOf } from './body.js';
-import { checkTemplate, compiledKey, compilePrompt, renderPrompt, type CompiledPrompt } from './engine.js';
+import { compiledKey, compilePrompt, renderPrompt, type CompiledPrompt } from './engine.js';
 import { envelope, wantsEnvelope } from './envelope.js';
+import { STORED_PROMPTS_MIGRATIONS, STORED_PROMPTS_NAMESPACE } from './store/migrations.js';
+import { partialRoutes } from './store/routes/partials.js';
+import { promptRoutes } from './store/routes/prompts.js';
+import { PromptStore } from './store/service.js';
 
 export const PLUGIN_NAME = 'prompts';
 export { checkTemplate, compilePrompt, formatValue, renderPrompt } from './engine.js';
@@ -91,7 +94,8 @@ interface Prepared {
 }
 
 /**
- * Stored prompts on the request path (docs/prompts.md):
+ * Stored prompts (docs/prompts.md): their tables and admin routes (prompts,
+ * partials, versions, publishing; `plugins/prompts/store/`), and on the request path:
  * - `POST /v1/prompts/{promptId}/completions` (`@latest`, `@N` or the
  *   published version): the prompt's template rendered with the body's
  *   `variables`, the body's other fields over it, sent where the prompt
@@ -102,14 +106,17 @@ interface Prepared {
  * The rendering happens once per request, at `STAGES.beforeRequest.PREPARE`,
  * before validation, limits, guardrails and the cache, which all see the
  * rendered body; to every other plugin a prompt completion is a chat
- * completion (its route is named `chat.completions`). Prompts are stored by
- * the control plane (`PROMPT_SOURCE`); this plugin offers it the template
- * language (`PROMPT_TEMPLATES`), Mustache without HTML escaping.
+ * completion (its route is named `chat.completions`). The template language
+ * is Mustache without HTML escaping. Prompts are kept per workspace on the
+ * control plane's store (`IDENTITY`): without the control plane the admin
+ * routes are not served and the prompt routes answer 503. A version may send
+ * its requests through a saved config (`CONFIG_SOURCE`).
  */
 export function prompts(options: PromptsOptions = {}): GatewayPlugin {
   const opts = parseOptions(PLUGIN_NAME, OptionsSchema, options);
   return {
     name: PLUGIN_NAME,
+    uses: [IDENTITY, CONFIG_SOURCE],
     targetFields: PROMPT_FIELDS,
     errorCodes: { missing_variables: { status: 400, type: 'invalid_request_error' } },
     apply(api) {
@@ -117,15 +124,23 @@ export function prompts(options: PromptsOptions = {}): GatewayPlugin {
       const maxChars = opts.maxRenderedChars ?? api.options.maxBodyBytes;
       // The chat route first, so that the route named `chat.completions` (internal requests look it up by name) stays the chat route.
       addShapedRoutes(api, [CHAT]);
+      let identity: Identity | undefined;
+      let store: PromptStore | undefined;
+      let configs: ConfigSource | undefined;
+      // The partials' routes first: `/prompts/partials/:id` and `/prompts/:id/versions` have as many segments.
+      registerAdminRoutes(api, [...partialRoutes, ...promptRoutes], () => store!, () => identity);
       const completions: RouteDefinition = { name: CHAT, method: 'POST', path: `${base}/prompts/:promptId/completions`, kind: 'provider', body: 'json', doc: COMPLETIONS_DOC };
       api.routes.add(completions);
-      api.provide(PROMPT_TEMPLATES, { check: checkTemplate });
 
-      let source: PromptSource | undefined;
-      let configs: ConfigSource | undefined;
-      api.onReady(() => {
-        source = api.tryResolve(PROMPT_SOURCE);
+      api.onReady(async () => {
         configs = api.tryResolve(CONFIG_SOURCE);
+        identity = api.tryResolve(IDENTITY);
+        if (identity === undefined) return;
+        // Before anything reads the tables. The control plane opens its store in its own onReady: it is listed first.
+        const db = identity.sql();
+        if (db == null) throw new Error(`${PLUGIN_NAME}: list it after control-plane, whose store keeps stored prompts`);
+        await migrate(db, STORED_PROMPTS_NAMESPACE, STORED_PROMPTS_MIGRATIONS);
+        store = new PromptStore(identity, () => configs);
       });
 
       // Versions never change once saved, so a version (with its partials' versions) is parsed once, whichever cache fill brought it.
@@ -146,12 +161,12 @@ export function prompts(options: PromptsOptions = {}): GatewayPlugin {
 
       /** The prompt `raw` names (`id`, `id@latest`, `id@N`) in the request's workspace, parsed; `param` is where the reference came from. */
       const load = async (ctx: RequestContext, raw: string, param: string, via: Prepared['via']): Promise<Prepared> => {
-        if (source === undefined) throw new GatewayError('service_unavailable', 'Stored prompts need the control plane, which is not loaded.');
+        if (store === undefined) throw new GatewayError('service_unavailable', 'Stored prompts need the control plane, which is not loaded.');
         const parsed = parsePromptRef(raw);
         if (parsed === null) {
           throw new GatewayError('invalid_request', `"${raw.slice(0, 128)}" is not a prompt reference: use the prompt's id or slug, optionally followed by @latest or @<version number>.`, { param });
         }
-        const found = await source.find(ctx, parsed.ref, parsed.selector);
+        const found = await store.release(ctx, parsed.ref, parsed.selector);
         if ('missing' in found) {
           const ref = parsed.ref.slice(0, 128);
           throw found.missing === 'prompt'

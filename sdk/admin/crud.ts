@@ -9,6 +9,8 @@ import type { Paged, SqlTables } from './table.js';
 export interface OpDoc {
   summary: string;
   description?: string;
+  /** What `:id` is for this operation, when it differs from the resource's `params` (it takes a version suffix, say). */
+  params?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -19,7 +21,7 @@ export interface OpDoc {
  * what to answer (a list op returns a page). Scopes are `<scope>.create`,
  * `.read`, `.update`, `.delete`.
  */
-export interface CrudSpec<S, CB extends v.GenericSchema, UB extends v.GenericSchema, LQ extends v.GenericSchema, GQ extends v.GenericSchema = v.GenericSchema> {
+export interface CrudSpec<S, CB extends v.GenericSchema, UB extends v.GenericSchema, LQ extends v.GenericSchema, GQ extends v.GenericSchema = v.GenericSchema, F = undefined> {
   /** Route names: `<name>.create`, `<name>.list`, … (`configs`). */
   name: string;
   /** Path under the base path (`/configs`); items at `<path>/:id`. */
@@ -36,18 +38,25 @@ export interface CrudSpec<S, CB extends v.GenericSchema, UB extends v.GenericSch
   /** `query`: the strict query schema the item is read with (parsed before `run`). */
   get?: OpDoc & { query?: GQ; run(ctx: RequestContext, service: S, id: string, query: v.InferOutput<GQ>): Promise<unknown> };
   /**
-   * `admit`: what may refuse the caller whatever it sent (a 404, a 403 on the item), run before the
-   * body is parsed, so such a refusal comes before the 400 a broken body would get.
+   * `find`: looks the item up before the body is parsed, so what may refuse the caller whatever it sent
+   * (a 404, a 403 or 409 on the item) comes before the 400 a broken body would get; `run` gets what it found.
    */
   update?: OpDoc & {
     body: UB;
-    admit?(ctx: RequestContext, service: S, id: string): Promise<void>;
-    run(ctx: RequestContext, service: S, id: string, body: v.InferOutput<UB>): Promise<unknown>;
+    find?(ctx: RequestContext, service: S, id: string): Promise<F>;
+    run(ctx: RequestContext, service: S, id: string, body: v.InferOutput<UB>, found: F): Promise<unknown>;
   };
-  /** `DELETE <path>/:id`: deletes or archives, as the resource does. */
-  remove?: OpDoc & { run(ctx: RequestContext, service: S, id: string): Promise<unknown> };
-  /** `GET <path>/:id/versions`: the versions, newest first, as `{ object: 'list', total_count, data }`. */
-  versions?: OpDoc & { run(ctx: RequestContext, service: S, id: string): Promise<readonly unknown[]> };
+  /**
+   * `DELETE <path>/:id`: deletes or archives, as the resource does. `verb` is the route name's last part
+   * (default: `archive` when the summary starts so, else `delete`).
+   */
+  remove?: OpDoc & { verb?: 'delete' | 'archive'; run(ctx: RequestContext, service: S, id: string): Promise<unknown> };
+  /**
+   * `GET <path>/:id/versions`: the versions, newest first, as `{ object: 'list', total_count, data }`. A run
+   * that pages them returns a page (`total_count` is then the total) and gives the `query` it parses
+   * (after finding the resource, so an unknown one is a 404 whatever the query), for the reference.
+   */
+  versions?: OpDoc & { query?: v.GenericSchema; run(ctx: RequestContext, service: S, id: string): Promise<readonly unknown[] | Paged<unknown>> };
 }
 
 /** The routes of {@link CrudSpec}, in the order create, list, get, versions, update, remove. */
@@ -57,12 +66,14 @@ export function crudRoutes<
   UB extends v.GenericSchema = v.GenericSchema,
   LQ extends v.GenericSchema = v.GenericSchema,
   GQ extends v.GenericSchema = v.GenericSchema,
->(spec: CrudSpec<S, CB, UB, LQ, GQ>): AdminRoute<S>[] {
+  F = undefined,
+>(spec: CrudSpec<S, CB, UB, LQ, GQ, F>): AdminRoute<S>[] {
   const doc = docsFor(spec.tag);
   const scope = spec.scope ?? spec.name;
   const params = spec.params ?? BY_REF;
   const item = `${spec.path}/:id`;
-  const more = (op: OpDoc, extra: Omit<AdminDoc, 'summary' | 'tags'>) => doc(op.summary, { ...(op.description === undefined ? {} : { description: op.description }), ...extra });
+  const more = (op: OpDoc, extra: Omit<AdminDoc, 'summary' | 'tags'>) =>
+    doc(op.summary, { ...(op.description === undefined ? {} : { description: op.description }), ...extra, ...(op.params === undefined ? {} : { params: op.params }) });
   const routes: AdminRoute<S>[] = [];
   const { create, list, get, versions, update, remove } = spec;
   if (create) {
@@ -98,10 +109,10 @@ export function crudRoutes<
       method: 'GET',
       path: `${item}/versions`,
       scope: `${scope}.read`,
-      doc: more(versions, { params }),
+      doc: more(versions, { params, ...(versions.query === undefined ? {} : { query: versions.query }) }),
       handler: async (ctx, s) => {
         const data = await versions.run(ctx, s, ctx.params!.id!);
-        return ok({ object: 'list', total_count: data.length, data });
+        return 'total' in data ? listResponse(data, (x) => x) : ok({ object: 'list', total_count: data.length, data });
       },
     });
   }
@@ -114,13 +125,13 @@ export function crudRoutes<
       doc: more(update, { params, body: update.body }),
       handler: async (ctx, s) => {
         const id = ctx.params!.id!;
-        await update.admit?.(ctx, s, id);
-        return ok(await update.run(ctx, s, id, parseBody(ctx, update.body)));
+        const found = update.find === undefined ? (undefined as F) : await update.find(ctx, s, id);
+        return ok(await update.run(ctx, s, id, parseBody(ctx, update.body), found));
       },
     });
   }
   if (remove) {
-    routes.push({ name: `${spec.name}.${removeVerb(remove.summary)}`, method: 'DELETE', path: item, scope: `${scope}.delete`, doc: more(remove, { params }), handler: async (ctx, s) => ok(await remove.run(ctx, s, ctx.params!.id!)) });
+    routes.push({ name: `${spec.name}.${remove.verb ?? removeVerb(remove.summary)}`, method: 'DELETE', path: item, scope: `${scope}.delete`, doc: more(remove, { params }), handler: async (ctx, s) => ok(await remove.run(ctx, s, ctx.params!.id!)) });
   }
   return routes;
 }

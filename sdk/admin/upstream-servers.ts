@@ -264,7 +264,7 @@ export function upstreamServerRoutes<Row extends UpstreamServerRow, S extends Up
       summary: kind.docs.update,
       body: UpdateBody,
       // Another workspace's server is a 404 whatever the body (before the 400 of a broken one).
-      admit: async (ctx, s, id) => void (await visible(ctx, s, id)),
+      find: async (ctx, s, id) => void (await visible(ctx, s, id)),
       async run(ctx, s, id, body) {
         const row = await visible(ctx, s, id);
         if (body.url !== undefined) checkUpstreamUrl(s.upstream, body.url, 'url');

@@ -143,7 +143,7 @@ function familyRoutes<C extends CommonCreate, U extends CommonUpdate, Q extends 
       update: {
         summary: `Update a ${label}`,
         body: f.update,
-        admit: async (ctx, s, id) => void (await s.writable(ctx, kind, id)),
+        find: async (ctx, s, id) => void (await s.writable(ctx, kind, id)),
         async run(ctx, s, id, body) {
           const row = await s.visible(ctx, kind, id);
           if (body.type !== undefined && body.type !== row.type) throw bad(`cannot change (it is "${row.type}"): archive this policy and create another`, 'type');

@@ -1,13 +1,5 @@
-import type { Migration } from '../../sdk/index.js';
+import type { Migration } from '../../../sdk/index.js';
 
-/*
- * The tables of features that still live in the control plane while they move to plugins of their own (one
- * block each; a feature that moves takes its block with it, to `<its plugin>/…/migrations.ts`, and runs it
- * from there). Each block is its feature's namespace and migrations, adopting the control-plane migrations
- * that made those tables before (`Migration.adopts`).
- */
-
-// ---- prompts ----
 /** Migration namespace of stored prompts and partials of workspaces, and their versions. */
 export const STORED_PROMPTS_NAMESPACE = 'prompts';
 
@@ -72,9 +64,4 @@ CREATE TABLE cp_prompt_partial_versions (
   PRIMARY KEY (partial_id, version)
 )`,
   },
-];
-
-/** Every feature table still migrated by the control plane, by namespace. */
-export const FEATURE_TABLES: ReadonlyArray<{ namespace: string; migrations: readonly Migration[] }> = [
-  { namespace: STORED_PROMPTS_NAMESPACE, migrations: STORED_PROMPTS_MIGRATIONS },
 ];

@@ -1,4 +1,4 @@
-import type { PartialRelease, PromptRelease, PromptSelection, PromptVariable } from '../../sdk/index.js';
+import type { PartialRelease, PromptRelease, PromptSelection, PromptSelector, PromptVariable } from '../../../sdk/index.js';
 import type { PartialRow, PartialVersionRow, PromptRow, PromptVersionRow } from './repository.js';
 
 /** Most partials one prompt may include, directly or through one another. */
@@ -25,6 +25,11 @@ export function selectionOf(body: PromptSelection): PromptSelection {
   if (body.provider !== undefined) return { provider: body.provider };
   if (body.virtual_key !== undefined) return { virtual_key: body.virtual_key };
   return { config: body.config! };
+}
+
+/** The version number `selector` names of a prompt or partial (which may be past its latest). */
+export function versionNumber(row: { latest_version: number; published_version: number }, selector: PromptSelector): number {
+  return selector === 'published' ? row.published_version : selector === 'latest' ? row.latest_version : selector;
 }
 
 /** A stored version as the request path uses it (parsed once per cache fill). */
