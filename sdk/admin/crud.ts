@@ -21,18 +21,25 @@ export interface OpDoc {
  * what to answer (a list op returns a page). Scopes are `<scope>.create`,
  * `.read`, `.update`, `.delete`.
  */
-export interface CrudSpec<S, CB extends v.GenericSchema, UB extends v.GenericSchema, LQ extends v.GenericSchema, GQ extends v.GenericSchema = v.GenericSchema, F = undefined> {
+export interface CrudSpec<S, CB extends v.GenericSchema, UB extends v.GenericSchema, LQ extends v.GenericSchema, GQ extends v.GenericSchema = v.GenericSchema, F = undefined, FC = undefined> {
   /** Route names: `<name>.create`, `<name>.list`, … (`configs`). */
   name: string;
-  /** Path under the base path (`/configs`); items at `<path>/:id`. */
+  /** Path under the base path (`/configs`); items at `<path>/:id` unless `item` says otherwise. */
   path: string;
+  /**
+   * The path of one item, for a resource under another (`/workspaces/:id/members/:userId`); default
+   * `<path>/:id`. `key` names its last parameter, the id the operations get (default `id`).
+   */
+  item?: string;
+  key?: string;
   /** The API reference's tag (`Configs`). */
   tag: string;
   /** The scope resource; default `name` (stored guardrails use `configs`). */
   scope?: string;
   /** What `:id` is, for the reference; default {@link BY_REF}. */
   params?: Readonly<Record<string, string>>;
-  create?: OpDoc & { body: CB; run(ctx: RequestContext, service: S, body: v.InferOutput<CB>): Promise<unknown> };
+  /** `find`: what may refuse the caller whatever it sent (the parent it creates under, its authority), before the body is parsed. */
+  create?: OpDoc & { body: CB; find?(ctx: RequestContext, service: S): Promise<FC>; run(ctx: RequestContext, service: S, body: v.InferOutput<CB>, found: FC): Promise<unknown> };
   /** `total`: the envelope also carries the count as `total` (the name some specs give `total_count`). */
   list?: OpDoc & { query: LQ; total?: boolean; run(ctx: RequestContext, service: S, query: v.InferOutput<LQ>): Promise<Paged<unknown>> };
   /** `query`: the strict query schema the item is read with (parsed before `run`). */
@@ -67,17 +74,29 @@ export function crudRoutes<
   LQ extends v.GenericSchema = v.GenericSchema,
   GQ extends v.GenericSchema = v.GenericSchema,
   F = undefined,
->(spec: CrudSpec<S, CB, UB, LQ, GQ, F>): AdminRoute<S>[] {
+  FC = undefined,
+>(spec: CrudSpec<S, CB, UB, LQ, GQ, F, FC>): AdminRoute<S>[] {
   const doc = docsFor(spec.tag);
   const scope = spec.scope ?? spec.name;
   const params = spec.params ?? BY_REF;
-  const item = `${spec.path}/:id`;
+  const item = spec.item ?? `${spec.path}/:id`;
+  const key = spec.key ?? 'id';
   const more = (op: OpDoc, extra: Omit<AdminDoc, 'summary' | 'tags'>) =>
     doc(op.summary, { ...(op.description === undefined ? {} : { description: op.description }), ...extra, ...(op.params === undefined ? {} : { params: op.params }) });
   const routes: AdminRoute<S>[] = [];
   const { create, list, get, versions, update, remove } = spec;
   if (create) {
-    routes.push({ name: `${spec.name}.create`, method: 'POST', path: spec.path, scope: `${scope}.create`, doc: more(create, { body: create.body }), handler: async (ctx, s) => ok(await create.run(ctx, s, parseBody(ctx, create.body))) });
+    routes.push({
+      name: `${spec.name}.create`,
+      method: 'POST',
+      path: spec.path,
+      scope: `${scope}.create`,
+      doc: more(create, { body: create.body }),
+      handler: async (ctx, s) => {
+        const found = create.find === undefined ? (undefined as FC) : await create.find(ctx, s);
+        return ok(await create.run(ctx, s, parseBody(ctx, create.body), found));
+      },
+    });
   }
   if (list) {
     routes.push({
@@ -100,7 +119,7 @@ export function crudRoutes<
       path: item,
       scope: `${scope}.read`,
       doc: more(get, query === undefined ? { params } : { params, query }),
-      handler: async (ctx, s) => ok(await get.run(ctx, s, ctx.params!.id!, (query === undefined ? undefined : parseQuery(ctx, query)) as v.InferOutput<GQ>)),
+      handler: async (ctx, s) => ok(await get.run(ctx, s, ctx.params![key]!, (query === undefined ? undefined : parseQuery(ctx, query)) as v.InferOutput<GQ>)),
     });
   }
   if (versions) {
@@ -111,7 +130,7 @@ export function crudRoutes<
       scope: `${scope}.read`,
       doc: more(versions, { params, ...(versions.query === undefined ? {} : { query: versions.query }) }),
       handler: async (ctx, s) => {
-        const data = await versions.run(ctx, s, ctx.params!.id!);
+        const data = await versions.run(ctx, s, ctx.params![key]!);
         return 'total' in data ? listResponse(data, (x) => x) : ok({ object: 'list', total_count: data.length, data });
       },
     });
@@ -124,14 +143,14 @@ export function crudRoutes<
       scope: `${scope}.update`,
       doc: more(update, { params, body: update.body }),
       handler: async (ctx, s) => {
-        const id = ctx.params!.id!;
+        const id = ctx.params![key]!;
         const found = update.find === undefined ? (undefined as F) : await update.find(ctx, s, id);
         return ok(await update.run(ctx, s, id, parseBody(ctx, update.body), found));
       },
     });
   }
   if (remove) {
-    routes.push({ name: `${spec.name}.${remove.verb ?? removeVerb(remove.summary)}`, method: 'DELETE', path: item, scope: `${scope}.delete`, doc: more(remove, { params }), handler: async (ctx, s) => ok(await remove.run(ctx, s, ctx.params!.id!)) });
+    routes.push({ name: `${spec.name}.${remove.verb ?? removeVerb(remove.summary)}`, method: 'DELETE', path: item, scope: `${scope}.delete`, doc: more(remove, { params }), handler: async (ctx, s) => ok(await remove.run(ctx, s, ctx.params![key]!)) });
   }
   return routes;
 }

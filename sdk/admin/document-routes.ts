@@ -4,6 +4,7 @@ import { crudRoutes, type OpDoc } from './crud.js';
 import type { DocumentStore } from './documents.js';
 import { pageOf, type AdminRoute } from './http.js';
 import { workspaceFor } from './identity.js';
+import { mapPage } from './table.js';
 
 /** A body schema whose entries are the resource's own fields (what is not one of them is the document, when it sits beside them). */
 type FieldsSchema<O> = v.GenericSchema<unknown, O> & { readonly entries: Readonly<Record<string, unknown>> };
@@ -67,7 +68,7 @@ export function documentRoutes<V, CO extends CreateFields, UO extends UpdateFiel
       async run(ctx, s, q) {
         const workspaceId = await workspaceFor(ctx, s.identity, q.workspace_id);
         const paged = await s.list({ workspaceId, ids: q.ids, status: q.status }, pageOf(q));
-        return { total: paged.total, data: paged.data.map((row) => s.present(row, s.spec.listBodies)) };
+        return mapPage(paged, (row) => s.present(row, s.spec.listBodies));
       },
     },
     get: { ...spec.get, run: async (ctx, s, id) => s.present(await s.visible(ctx, id)) },

@@ -53,7 +53,7 @@ export {
   type UserInfo,
   type UserWorkspace,
 } from './people.js';
-export { SqlTables, type Page, type Paged } from './table.js';
+export { mapPage, SqlTables, type Page, type Paged } from './table.js';
 export { TtlCache } from './cache.js';
 export { newId, randomSlug } from './ids.js';
 export { crudRoutes, insertVersioned, updateVersioned, visibleInWorkspace, type CrudSpec, type OpDoc, type VersionedTables } from './crud.js';

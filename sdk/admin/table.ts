@@ -12,6 +12,11 @@ export interface Paged<T> {
   total: number;
 }
 
+/** A page with each row presented. */
+export function mapPage<T, R>(paged: Paged<T>, present: (row: T) => R): Paged<R> {
+  return { total: paged.total, data: paged.data.map(present) };
+}
+
 type Row = Record<string, unknown>;
 
 /**

@@ -4,7 +4,7 @@ import type { RequestContext, UpstreamClient } from '../../core/index.js';
 import { crudRoutes } from './crud.js';
 import { BY_ID, Description, isOrgLevel, iso, Name, notFound, PAGE_QUERY, pageOf, patchOf, type AdminRoute } from './http.js';
 import { workspaceFor, type Identity } from './identity.js';
-import type { Page, Paged, SqlTables } from './table.js';
+import { mapPage, type Page, type Paged, type SqlTables } from './table.js';
 import type { SecretBox } from '../secret-box.js';
 import type { UpstreamAuth } from '../tokens.js';
 import { checkUpstreamUrl, openAuth, presentAuth, sealAuth, TimeoutField, UrlField, type AuthColumns, type AuthInput } from './upstream-auth.js';
@@ -256,7 +256,7 @@ export function upstreamServerRoutes<Row extends UpstreamServerRow, S extends Up
         // Organisation-level keys see every workspace's unless they name one.
         const workspaceId = isOrgLevel(ctx) && q.workspace_id === undefined ? null : await workspaceFor(ctx, s.identity, q.workspace_id);
         const paged = await s.servers.page({ workspaceId, status: q.status }, pageOf(q));
-        return { total: paged.total, data: paged.data.map((row) => present(ctx, row)) };
+        return mapPage(paged, (row) => present(ctx, row));
       },
     },
     get: { summary: kind.docs.get, run: async (ctx, s, id) => present(ctx, await visible(ctx, s, id)) },

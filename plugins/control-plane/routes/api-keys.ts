@@ -5,24 +5,7 @@ import type { ApiKeyRow } from '../repository.js';
 import { requireAuthority, requireAuthorityOverKey, requireGrantable, roleHolder } from '../grants.js';
 import { defaultScopes } from '../scopes.js';
 import type { ControlPlane, RotationPolicy } from '../service.js';
-import {
-  patchOf,
-  Description,
-  Metadata,
-  Name,
-  PAGE_QUERY,
-  listResponse,
-  notFound,
-  ok,
-  optionalBody,
-  pageOf,
-  parseBody,
-  parseQuery,
-  requireOrgLevel,
-  workspaceFor,
-  BY_ID, docsFor,
-  type AdminRoute,
-} from './http.js';
+import { BY_ID, crudRoutes, Description, docsFor, mapPage, Metadata, Name, notFound, ok, optionalBody, PAGE_QUERY, pageOf, patchOf, requireOrgLevel, workspaceFor, type AdminRoute } from './http.js';
 import { MIN_TRANSITION_MS } from '../keys.js';
 
 const doc = docsFor('API keys');
@@ -66,118 +49,100 @@ async function visibleKey(ctx: RequestContext, cp: ControlPlane, id: string): Pr
 }
 
 export const apiKeyRoutes: AdminRoute[] = [
-  {
-    name: 'api_keys.create',
-    method: 'POST',
+  ...crudRoutes<ControlPlane, typeof CreateBody, typeof UpdateBody, typeof ListQuery, v.GenericSchema, ApiKeyRow>({
+    name: 'api_keys',
     path: '/api-keys',
-    scope: 'api_keys.create',
-    doc: doc('Create an API key', { body: CreateBody, description: 'The secret is in the answer, once. Default scopes follow the type and role, trimmed to what the calling key holds; scopes given must all be held by it.' }),
-    async handler(ctx, cp) {
-      const body = parseBody(ctx, CreateBody);
-      let workspaceId: string | null = null;
-      let userId: string | null = null;
-      let role = 'admin';
-      if (body.type === 'organisation-service') {
-        requireOrgLevel(ctx, 'Creating an organisation-service key');
-        if (body.workspace_id) throw new GatewayError('invalid_request', "Invalid request body: 'workspace_id' must be absent for an organisation-service key.", { param: 'workspace_id' });
-      } else {
-        workspaceId = await workspaceFor(ctx, cp, body.workspace_id);
-        role = 'manager';
-      }
-      if (body.type === 'workspace-user') {
-        if (!body.user_id) throw new GatewayError('invalid_request', "Invalid request body: 'user_id' is required for a workspace-user key.", { param: 'user_id' });
-        const member = await cp.repo.member(workspaceId!, body.user_id);
-        if (member === undefined) throw notFound('member of this workspace with user id', body.user_id, 'user_id');
-        userId = member.user_id;
-        role = member.role;
-      } else if (body.user_id) {
-        throw new GatewayError('invalid_request', "Invalid request body: 'user_id' is only for workspace-user keys.", { param: 'user_id' });
-      }
-      // Default scopes follow the type and role, trimmed to what the caller holds; explicit ones must all be held,
-      // and the key's role (a user key acts as its owner) must be one the caller holds at least.
-      const scopes = body.scopes ?? defaultScopes(body.type, role).filter((s) => ctx.auth === null || hasScope(ctx.auth.scopes, s));
-      requireGrantable(ctx, scopes);
-      if (body.type !== 'organisation-service') requireAuthority(ctx, { ...roleHolder(role), scopes }, `create a key that acts as "${role}"`, body.type === 'workspace-user' ? 'user_id' : 'type');
-      const policy = settleRotationPolicy(body.rotation_policy, body.type, await cp.settings(), cp.now(), null);
-      const { row, secret } = await insertKey(cp, {
-        type: body.type,
-        name: body.name,
-        description: body.description ?? null,
-        workspaceId,
-        userId,
-        scopes,
-        rotationPolicy: policy,
-        expiresAt: body.expires_at ? Date.parse(body.expires_at) : null,
-        metadata: body.metadata ?? null,
-      });
-      return ok(presentKey(row, cp.now(), secret));
+    tag: 'API keys',
+    params: BY_ID,
+    create: {
+      summary: 'Create an API key',
+      description: 'The secret is in the answer, once. Default scopes follow the type and role, trimmed to what the calling key holds; scopes given must all be held by it.',
+      body: CreateBody,
+      async run(ctx, cp, body) {
+        let workspaceId: string | null = null;
+        let userId: string | null = null;
+        let role = 'admin';
+        if (body.type === 'organisation-service') {
+          requireOrgLevel(ctx, 'Creating an organisation-service key');
+          if (body.workspace_id) throw new GatewayError('invalid_request', "Invalid request body: 'workspace_id' must be absent for an organisation-service key.", { param: 'workspace_id' });
+        } else {
+          workspaceId = await workspaceFor(ctx, cp, body.workspace_id);
+          role = 'manager';
+        }
+        if (body.type === 'workspace-user') {
+          if (!body.user_id) throw new GatewayError('invalid_request', "Invalid request body: 'user_id' is required for a workspace-user key.", { param: 'user_id' });
+          const member = await cp.repo.member(workspaceId!, body.user_id);
+          if (member === undefined) throw notFound('member of this workspace with user id', body.user_id, 'user_id');
+          userId = member.user_id;
+          role = member.role;
+        } else if (body.user_id) {
+          throw new GatewayError('invalid_request', "Invalid request body: 'user_id' is only for workspace-user keys.", { param: 'user_id' });
+        }
+        // Default scopes follow the type and role, trimmed to what the caller holds; explicit ones must all be held,
+        // and the key's role (a user key acts as its owner) must be one the caller holds at least.
+        const scopes = body.scopes ?? defaultScopes(body.type, role).filter((s) => ctx.auth === null || hasScope(ctx.auth.scopes, s));
+        requireGrantable(ctx, scopes);
+        if (body.type !== 'organisation-service') requireAuthority(ctx, { ...roleHolder(role), scopes }, `create a key that acts as "${role}"`, body.type === 'workspace-user' ? 'user_id' : 'type');
+        const policy = settleRotationPolicy(body.rotation_policy, body.type, await cp.settings(), cp.now(), null);
+        const { row, secret } = await insertKey(cp, {
+          type: body.type,
+          name: body.name,
+          description: body.description ?? null,
+          workspaceId,
+          userId,
+          scopes,
+          rotationPolicy: policy,
+          expiresAt: body.expires_at ? Date.parse(body.expires_at) : null,
+          metadata: body.metadata ?? null,
+        });
+        return presentKey(row, cp.now(), secret);
+      },
     },
-  },
-  {
-    name: 'api_keys.list',
-    method: 'GET',
-    path: '/api-keys',
-    scope: 'api_keys.read',
-    doc: doc('List API keys', { query: ListQuery }),
-    async handler(ctx, cp) {
-      const q = parseQuery(ctx, ListQuery);
-      const own = ctx.auth?.workspaceId ?? null;
-      const workspaceId = own !== null || q.workspace_id !== undefined ? await workspaceFor(ctx, cp, q.workspace_id) : undefined;
-      const now = cp.now();
-      return listResponse(await cp.repo.apiKeys({ workspaceId, type: q.type }, pageOf(q)), (row) => presentKey(row, now));
+    list: {
+      summary: 'List API keys',
+      query: ListQuery,
+      async run(ctx, cp, q) {
+        const own = ctx.auth?.workspaceId ?? null;
+        const workspaceId = own !== null || q.workspace_id !== undefined ? await workspaceFor(ctx, cp, q.workspace_id) : undefined;
+        const now = cp.now();
+        return mapPage(await cp.repo.apiKeys({ workspaceId, type: q.type }, pageOf(q)), (row) => presentKey(row, now));
+      },
     },
-  },
-  {
-    name: 'api_keys.get',
-    method: 'GET',
-    path: '/api-keys/:id',
-    scope: 'api_keys.read',
-    doc: doc('Get an API key', { params: BY_ID }),
-    async handler(ctx, cp) {
-      return ok(presentKey(await visibleKey(ctx, cp, ctx.params!.id!), cp.now()));
+    get: { summary: 'Get an API key', run: async (ctx, cp, id) => presentKey(await visibleKey(ctx, cp, id), cp.now()) },
+    update: {
+      summary: 'Update an API key',
+      body: UpdateBody,
+      find: visibleKey,
+      async run(ctx, cp, _id, body, row) {
+        await requireAuthorityOverKey(ctx, cp.repo, row, 'change this API key');
+        const patch = patchOf(body, ['name', 'description', 'status'], cp.now());
+        if (body.metadata !== undefined) patch.metadata = body.metadata === null ? null : JSON.stringify(body.metadata);
+        if (body.expires_at !== undefined) patch.expires_at = body.expires_at === null ? null : Date.parse(body.expires_at);
+        if (body.scopes !== undefined) {
+          requireGrantable(ctx, body.scopes);
+          patch.scopes = JSON.stringify(body.scopes);
+        }
+        if (body.rotation_policy !== undefined) {
+          const previous = row.rotation_policy === null ? null : (JSON.parse(row.rotation_policy) as RotationPolicy);
+          const policy = settleRotationPolicy(body.rotation_policy, row.type, await cp.settings(), cp.now(), body.rotation_policy === null ? null : previous);
+          patch.rotation_policy = policy === null ? null : JSON.stringify(policy);
+        }
+        await cp.repo.update('cp_api_keys', { id: row.id }, patch);
+        cp.invalidate();
+        return presentKey((await cp.repo.apiKey(row.id))!, cp.now());
+      },
     },
-  },
-  {
-    name: 'api_keys.update',
-    method: 'PUT',
-    path: '/api-keys/:id',
-    scope: 'api_keys.update',
-    doc: doc('Update an API key', { params: BY_ID, body: UpdateBody }),
-    async handler(ctx, cp) {
-      const row = await visibleKey(ctx, cp, ctx.params!.id!);
-      const body = parseBody(ctx, UpdateBody);
-      await requireAuthorityOverKey(ctx, cp.repo, row, 'change this API key');
-      const patch = patchOf(body, ['name', 'description', 'status'], cp.now());
-      if (body.metadata !== undefined) patch.metadata = body.metadata === null ? null : JSON.stringify(body.metadata);
-      if (body.expires_at !== undefined) patch.expires_at = body.expires_at === null ? null : Date.parse(body.expires_at);
-      if (body.scopes !== undefined) {
-        requireGrantable(ctx, body.scopes);
-        patch.scopes = JSON.stringify(body.scopes);
-      }
-      if (body.rotation_policy !== undefined) {
-        const previous = row.rotation_policy === null ? null : (JSON.parse(row.rotation_policy) as RotationPolicy);
-        const policy = settleRotationPolicy(body.rotation_policy, row.type, await cp.settings(), cp.now(), body.rotation_policy === null ? null : previous);
-        patch.rotation_policy = policy === null ? null : JSON.stringify(policy);
-      }
-      await cp.repo.update('cp_api_keys', { id: row.id }, patch);
-      cp.invalidate();
-      return ok(presentKey((await cp.repo.apiKey(row.id))!, cp.now()));
+    remove: {
+      summary: 'Delete an API key',
+      async run(ctx, cp, id) {
+        const row = await visibleKey(ctx, cp, id);
+        await requireAuthorityOverKey(ctx, cp.repo, row, 'delete this API key');
+        await cp.repo.deleteApiKey(row.id);
+        cp.invalidate();
+        return { id: row.id, object: 'api-key', deleted: true };
+      },
     },
-  },
-  {
-    name: 'api_keys.delete',
-    method: 'DELETE',
-    path: '/api-keys/:id',
-    scope: 'api_keys.delete',
-    doc: doc('Delete an API key', { params: BY_ID }),
-    async handler(ctx, cp) {
-      const row = await visibleKey(ctx, cp, ctx.params!.id!);
-      await requireAuthorityOverKey(ctx, cp.repo, row, 'delete this API key');
-      await cp.repo.deleteApiKey(row.id);
-      cp.invalidate();
-      return ok({ id: row.id, object: 'api-key', deleted: true });
-    },
-  },
+  }),
   {
     name: 'api_keys.rotate',
     method: 'POST',

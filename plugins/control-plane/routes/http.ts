@@ -6,38 +6,7 @@ import type { ControlPlane } from '../service.js';
  * The control plane's admin routes are the SDK kit's (sdk/admin), with the
  * control plane itself as their service.
  */
-export {
-  BY_ID,
-  BY_REF,
-  DEFAULT_PAGE_SIZE,
-  Description,
-  MAX_PAGE_SIZE,
-  Metadata,
-  Name,
-  PAGE_QUERY,
-  Slug,
-  canSee,
-  canWrite,
-  conflict,
-  docsFor,
-  forbidden,
-  isOrgAdmin,
-  isOrgLevel,
-  iso,
-  json,
-  listResponse,
-  notFound,
-  ok,
-  optionalBody,
-  pageOf,
-  parseBody,
-  parseQuery,
-  parseValue,
-  patchOf,
-  requireOrgLevel,
-  toRouteDefinitions,
-  type AdminDoc,
-} from '../../../sdk/admin/index.js';
+export * from '../../../sdk/admin/index.js';
 
 export type AdminRoute = KitRoute<ControlPlane>;
 

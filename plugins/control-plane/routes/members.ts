@@ -3,13 +3,13 @@ import type { RequestContext } from '../../../sdk/index.js';
 import { Role } from '../../../sdk/admin/index.js';
 import { insertKey, presentKey, settleRotationPolicy } from '../api-keys.js';
 import { newId } from '../keys.js';
-import type { MemberRow } from '../repository.js';
+import type { MemberRow, WorkspaceRow } from '../repository.js';
+import type { ControlPlane } from '../service.js';
 import { requireAuthority, roleHolder } from '../grants.js';
 import { defaultScopes } from '../scopes.js';
-import { PAGE_QUERY, conflict, iso, listResponse, notFound, ok, pageOf, parseBody, parseQuery, docsFor, type AdminRoute } from './http.js';
+import { conflict, crudRoutes, iso, mapPage, notFound, PAGE_QUERY, pageOf, type AdminRoute } from './http.js';
 import { visibleWorkspace } from './workspaces.js';
 
-const doc = docsFor('Members');
 const WORKSPACE = { id: 'The workspace id or slug.' };
 const MEMBER = { ...WORKSPACE, userId: "The member's user id." };
 
@@ -40,16 +40,29 @@ function presentMember(row: MemberRow) {
   };
 }
 
-export const memberRoutes: AdminRoute[] = [
-  {
-    name: 'members.create',
-    method: 'POST',
-    path: '/workspaces/:id/members',
-    scope: 'members.create',
-    doc: doc('Add a member to a workspace', { params: WORKSPACE, body: AddBody, description: 'The user is created when the email is new. With the organisation setting `user_api_key_auto_create`, the answer carries the member\'s new user key, shown once. A key may only give a role whose scopes it holds.' }),
-    async handler(ctx, cp) {
-      const ws = await visibleWorkspace(ctx, cp, ctx.params!.id!);
-      const body = parseBody(ctx, AddBody);
+/** The member, else a 404 naming the user id. */
+async function memberOf(cp: ControlPlane, ws: WorkspaceRow, userId: string): Promise<MemberRow> {
+  const member = await cp.repo.member(ws.id, userId);
+  if (member === undefined) throw notFound('member', userId, 'userId');
+  return member;
+}
+
+const inWorkspace = (ctx: RequestContext, cp: ControlPlane) => visibleWorkspace(ctx, cp, ctx.params!.id!);
+
+export const memberRoutes: AdminRoute[] = crudRoutes<ControlPlane, typeof AddBody, typeof UpdateBody, typeof ListQuery, v.GenericSchema, WorkspaceRow, WorkspaceRow>({
+  name: 'members',
+  path: '/workspaces/:id/members',
+  item: '/workspaces/:id/members/:userId',
+  key: 'userId',
+  tag: 'Members',
+  params: MEMBER,
+  create: {
+    summary: 'Add a member to a workspace',
+    description: "The user is created when the email is new. With the organisation setting `user_api_key_auto_create`, the answer carries the member's new user key, shown once. A key may only give a role whose scopes it holds.",
+    params: WORKSPACE,
+    body: AddBody,
+    find: inWorkspace,
+    async run(ctx, cp, body, ws) {
       checkAssignable(ctx, body.role);
       const now = cp.now();
       let user = await cp.repo.userByEmail(body.email);
@@ -62,7 +75,7 @@ export const memberRoutes: AdminRoute[] = [
       cp.invalidate();
       const member = (await cp.repo.member(ws.id, user.id))!;
       const settings = await cp.settings();
-      if (!settings.user_api_key_auto_create) return ok(presentMember(member));
+      if (!settings.user_api_key_auto_create) return presentMember(member);
       // Organisation setting user_api_key_auto_create: each new member gets a user key, shown once here.
       const { row, secret } = await insertKey(cp, {
         type: 'workspace-user',
@@ -75,68 +88,41 @@ export const memberRoutes: AdminRoute[] = [
         expiresAt: null,
         metadata: null,
       });
-      return ok({ ...presentMember(member), api_key: presentKey(row, now, secret) });
+      return { ...presentMember(member), api_key: presentKey(row, now, secret) };
     },
   },
-  {
-    name: 'members.list',
-    method: 'GET',
-    path: '/workspaces/:id/members',
-    scope: 'members.read',
-    doc: doc('List the members of a workspace', { params: WORKSPACE, query: ListQuery }),
-    async handler(ctx, cp) {
-      const ws = await visibleWorkspace(ctx, cp, ctx.params!.id!);
-      const q = parseQuery(ctx, ListQuery);
-      return listResponse(await cp.repo.members(ws.id, pageOf(q)), presentMember);
-    },
+  list: {
+    summary: 'List the members of a workspace',
+    params: WORKSPACE,
+    query: ListQuery,
+    run: async (ctx, cp, q) => mapPage(await cp.repo.members((await inWorkspace(ctx, cp)).id, pageOf(q)), presentMember),
   },
-  {
-    name: 'members.get',
-    method: 'GET',
-    path: '/workspaces/:id/members/:userId',
-    scope: 'members.read',
-    doc: doc('Get a member', { params: MEMBER }),
-    async handler(ctx, cp) {
-      const ws = await visibleWorkspace(ctx, cp, ctx.params!.id!);
-      const member = await cp.repo.member(ws.id, ctx.params!.userId!);
-      if (member === undefined) throw notFound('member', ctx.params!.userId!, 'userId');
-      return ok(presentMember(member));
-    },
-  },
-  {
-    name: 'members.update',
-    method: 'PUT',
-    path: '/workspaces/:id/members/:userId',
-    scope: 'members.update',
-    doc: doc('Change a member\'s role', { params: MEMBER, body: UpdateBody }),
-    async handler(ctx, cp) {
-      const ws = await visibleWorkspace(ctx, cp, ctx.params!.id!);
-      const body = parseBody(ctx, UpdateBody);
-      const current = await cp.repo.member(ws.id, ctx.params!.userId!);
-      if (current === undefined) throw notFound('member', ctx.params!.userId!, 'userId');
+  get: { summary: 'Get a member', run: async (ctx, cp, userId) => presentMember(await memberOf(cp, await inWorkspace(ctx, cp), userId)) },
+  update: {
+    summary: "Change a member's role",
+    body: UpdateBody,
+    find: inWorkspace,
+    async run(ctx, cp, userId, body, ws) {
+      const current = await memberOf(cp, ws, userId);
       // Both the role taken away and the role given must be within the caller's own.
       requireAuthority(ctx, roleHolder(current.role), `change the role of a member who is "${current.role}"`, 'userId');
       checkAssignable(ctx, body.role);
       const changed = await cp.repo.update('cp_members', { workspace_id: ws.id, user_id: current.user_id }, { role: body.role, updated_at: cp.now() });
-      if (changed === 0) throw notFound('member', ctx.params!.userId!, 'userId');
+      if (changed === 0) throw notFound('member', userId, 'userId');
       cp.invalidate();
-      return ok(presentMember((await cp.repo.member(ws.id, ctx.params!.userId!))!));
+      return presentMember((await cp.repo.member(ws.id, userId))!);
     },
   },
-  {
-    name: 'members.delete',
-    method: 'DELETE',
-    path: '/workspaces/:id/members/:userId',
-    scope: 'members.delete',
-    doc: doc('Remove a member', { params: MEMBER }),
-    async handler(ctx, cp) {
-      const ws = await visibleWorkspace(ctx, cp, ctx.params!.id!);
-      const current = await cp.repo.member(ws.id, ctx.params!.userId!);
-      if (current === undefined) throw notFound('member', ctx.params!.userId!, 'userId');
+  remove: {
+    summary: 'Remove a member',
+    verb: 'delete',
+    async run(ctx, cp, userId) {
+      const ws = await inWorkspace(ctx, cp);
+      const current = await memberOf(cp, ws, userId);
       requireAuthority(ctx, roleHolder(current.role), `remove a member who is "${current.role}"`, 'userId');
-      if (!(await cp.repo.removeMember(ws.id, current.user_id))) throw notFound('member', ctx.params!.userId!, 'userId');
+      if (!(await cp.repo.removeMember(ws.id, current.user_id))) throw notFound('member', userId, 'userId');
       cp.invalidate();
-      return ok({ object: 'workspace-member', user_id: ctx.params!.userId!, workspace_id: ws.id, deleted: true });
+      return { object: 'workspace-member', user_id: userId, workspace_id: ws.id, deleted: true };
     },
   },
-];
+});

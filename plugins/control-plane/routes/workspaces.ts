@@ -3,30 +3,8 @@ import { GatewayError, type RequestContext } from '../../../sdk/index.js';
 import { newId, randomSlug } from '../keys.js';
 import type { WorkspaceRow } from '../repository.js';
 import type { ControlPlane } from '../service.js';
-import {
-  patchOf,
-  Description,
-  Metadata,
-  Name,
-  PAGE_QUERY,
-  Slug,
-  forbidden,
-  conflict,
-  isOrgAdmin,
-  iso,
-  json,
-  listResponse,
-  notFound,
-  ok,
-  pageOf,
-  parseBody,
-  parseQuery,
-  requireOrgLevel,
-  docsFor,
-  type AdminRoute,
-} from './http.js';
+import { conflict, crudRoutes, Description, forbidden, isOrgAdmin, iso, json, mapPage, Metadata, Name, notFound, PAGE_QUERY, pageOf, patchOf, requireOrgLevel, Slug, type AdminRoute } from './http.js';
 
-const doc = docsFor('Workspaces');
 const WORKSPACE = { id: 'The workspace id or slug.' };
 
 const Status = v.picklist(['active', 'archived'], 'must be "active" or "archived"');
@@ -69,16 +47,21 @@ export async function visibleWorkspace(ctx: RequestContext, cp: ControlPlane, id
   return row;
 }
 
-export const workspaceRoutes: AdminRoute[] = [
-  {
-    name: 'workspaces.create',
-    method: 'POST',
-    path: '/workspaces',
-    scope: 'workspaces.create',
-    doc: doc('Create a workspace', { body: CreateBody, description: 'Needs an organisation-level key.' }),
-    async handler(ctx, cp) {
-      requireOrgLevel(ctx, 'Creating a workspace');
-      const body = parseBody(ctx, CreateBody);
+function refuseDefault(row: WorkspaceRow, param: string): void {
+  if (row.slug === 'default') throw new GatewayError('invalid_request', 'The default workspace cannot be archived.', { param });
+}
+
+export const workspaceRoutes: AdminRoute[] = crudRoutes<ControlPlane, typeof CreateBody, typeof UpdateBody, typeof ListQuery, v.GenericSchema, WorkspaceRow, void>({
+  name: 'workspaces',
+  path: '/workspaces',
+  tag: 'Workspaces',
+  params: WORKSPACE,
+  create: {
+    summary: 'Create a workspace',
+    description: 'Needs an organisation-level key.',
+    body: CreateBody,
+    find: async (ctx) => requireOrgLevel(ctx, 'Creating a workspace'),
+    async run(_ctx, cp, body) {
       const org = await cp.repo.organisation();
       const slug = body.slug ?? `ws-${randomSlug(8)}`;
       if ((await cp.repo.workspace(slug)) !== undefined) throw conflict(`A workspace with slug "${slug}" exists.`, 'slug');
@@ -97,72 +80,54 @@ export const workspaceRoutes: AdminRoute[] = [
       };
       await cp.repo.insert('cp_workspaces', { ...row });
       cp.invalidate();
-      return ok(presentWorkspace(row));
+      return presentWorkspace(row);
     },
   },
-  {
-    name: 'workspaces.list',
-    method: 'GET',
-    path: '/workspaces',
-    scope: 'workspaces.read',
-    doc: doc('List workspaces', { query: ListQuery, description: 'Active ones unless `status` says otherwise; archived ones for organisation owners and admins only. A workspace key sees its own.' }),
-    async handler(ctx, cp) {
-      const q = parseQuery(ctx, ListQuery);
+  list: {
+    summary: 'List workspaces',
+    description: 'Active ones unless `status` says otherwise; archived ones for organisation owners and admins only. A workspace key sees its own.',
+    query: ListQuery,
+    async run(ctx, cp, q) {
       const statuses = q.status ?? ['active'];
       if (statuses.includes('archived') && !isOrgAdmin(ctx)) {
         throw forbidden('Only organisation owners and admins may list archived workspaces.');
       }
-      return listResponse(await cp.repo.workspaces(statuses, ctx.auth?.workspaceId ?? null, pageOf(q)), presentWorkspace);
+      return mapPage(await cp.repo.workspaces(statuses, ctx.auth?.workspaceId ?? null, pageOf(q)), presentWorkspace);
     },
   },
-  {
-    name: 'workspaces.get',
-    method: 'GET',
-    path: '/workspaces/:id',
-    scope: 'workspaces.read',
-    doc: doc('Get a workspace', { params: WORKSPACE }),
-    async handler(ctx, cp) {
-      return ok(presentWorkspace(await visibleWorkspace(ctx, cp, ctx.params!.id!)));
-    },
-  },
-  {
-    name: 'workspaces.update',
-    method: 'PUT',
-    path: '/workspaces/:id',
-    scope: 'workspaces.update',
-    doc: doc('Update a workspace', { params: WORKSPACE, body: UpdateBody, description: 'Archiving or restoring (`status`) needs an organisation-level key.' }),
-    async handler(ctx, cp) {
-      const row = await visibleWorkspace(ctx, cp, ctx.params!.id!);
-      const body = parseBody(ctx, UpdateBody);
+  get: { summary: 'Get a workspace', run: async (ctx, cp, id) => presentWorkspace(await visibleWorkspace(ctx, cp, id)) },
+  update: {
+    summary: 'Update a workspace',
+    description: 'Archiving or restoring (`status`) needs an organisation-level key.',
+    body: UpdateBody,
+    find: visibleWorkspace,
+    async run(ctx, cp, _id, body, row) {
       const patch = patchOf(body, ['name', 'description'], cp.now());
       if (body.metadata !== undefined) patch.metadata = body.metadata === null ? null : JSON.stringify(body.metadata);
       if (body.status !== undefined && body.status !== row.status) {
         requireOrgLevel(ctx, 'Archiving or restoring a workspace');
-        if (body.status === 'archived' && row.slug === 'default') throw new GatewayError('invalid_request', 'The default workspace cannot be archived.', { param: 'status' });
+        if (body.status === 'archived') refuseDefault(row, 'status');
         patch.status = body.status;
         patch.archived_at = body.status === 'archived' ? cp.now() : null;
       }
       await cp.repo.update('cp_workspaces', { id: row.id }, patch);
       cp.invalidate();
-      return ok(presentWorkspace((await cp.repo.workspace(row.id))!));
+      return presentWorkspace((await cp.repo.workspace(row.id))!);
     },
   },
-  {
-    name: 'workspaces.archive',
-    method: 'DELETE',
-    path: '/workspaces/:id',
-    scope: 'workspaces.delete',
-    doc: doc('Archive a workspace', { params: WORKSPACE, description: 'Needs an organisation-level key; the default workspace cannot be archived.' }),
-    async handler(ctx, cp) {
+  remove: {
+    summary: 'Archive a workspace',
+    description: 'Needs an organisation-level key; the default workspace cannot be archived.',
+    async run(ctx, cp, id) {
       requireOrgLevel(ctx, 'Archiving a workspace');
-      const row = await visibleWorkspace(ctx, cp, ctx.params!.id!);
-      if (row.slug === 'default') throw new GatewayError('invalid_request', 'The default workspace cannot be archived.', { param: 'id' });
+      const row = await visibleWorkspace(ctx, cp, id);
+      refuseDefault(row, 'id');
       if (row.status !== 'archived') {
         const now = cp.now();
         await cp.repo.update('cp_workspaces', { id: row.id }, { status: 'archived', archived_at: now, updated_at: now });
         cp.invalidate();
       }
-      return ok(presentWorkspace((await cp.repo.workspace(row.id))!));
+      return presentWorkspace((await cp.repo.workspace(row.id))!);
     },
   },
-];
+});

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type * as v from 'valibot';
 import { firstReset, type GatewayResponse, type LimitCondition, type LimitGroupBy, type RequestContext, type UsageLimitPolicy, usagePeriod, utcMidnight } from '../../../sdk/index.js';
-import { BY_ID, crudRoutes, docsFor, isOrgLevel, notFound, ok, pageOf, parseQuery, workspaceFor, type AdminRoute } from '../../../sdk/admin/index.js';
+import { BY_ID, crudRoutes, docsFor, isOrgLevel, mapPage, notFound, ok, pageOf, parseQuery, workspaceFor, type AdminRoute } from '../../../sdk/admin/index.js';
 import { presentPolicy, toPolicy } from './present.js';
 import type { LimitPolicyRow, PolicyFilter, PolicyKind } from './repository.js';
 import {
@@ -128,7 +128,7 @@ function familyRoutes<C extends CommonCreate, U extends CommonUpdate, Q extends 
           const workspaceId = await s.listWorkspace(ctx, q.workspace_id);
           const paged = await s.repo.list(kind, { workspaceId, ...f.filter(q) }, pageOf(q));
           const now = s.now();
-          return { total: paged.total, data: paged.data.map((row) => presentPolicy(row, now)) };
+          return mapPage(paged, (row) => presentPolicy(row, now));
         },
       },
       get: {

@@ -5,6 +5,7 @@ import {
   docsFor,
   insertVersioned,
   iso,
+  mapPage,
   ok,
   PAGE_QUERY,
   pageOf,
@@ -195,7 +196,7 @@ export function versionedOps<R extends VersionedHead, V extends { version: numbe
       async run(ctx, store, q): Promise<Paged<unknown>> {
         const workspaceId = await workspaceFor(ctx, store.identity, q.workspace_id);
         const page = await kind.rows(store).list(workspaceId, q.status ?? ['active'], pageOf(q));
-        return { total: page.total, data: page.data.map((row) => present(kind, row)) };
+        return mapPage(page, (row) => present(kind, row));
       },
     },
     get: {

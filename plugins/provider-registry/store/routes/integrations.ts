@@ -9,9 +9,10 @@ import {
   Description,
   docsFor,
   forbidden,
+  crudRoutes,
   iso,
   json,
-  listResponse,
+  mapPage,
   Name,
   newId,
   notFound,
@@ -19,7 +20,6 @@ import {
   PAGE_QUERY,
   pageOf,
   parseBody,
-  parseQuery,
   patchOf,
   randomSlug,
   Slug,
@@ -192,117 +192,99 @@ function credentialColumns(store: ProviderStore, id: string, key: string | undef
 
 export function integrationRoutes(providers: Registry<Provider>): AdminRoute<ProviderStore>[] {
   return [
-    {
-      name: 'integrations.create',
-      method: 'POST',
+    ...crudRoutes<ProviderStore, typeof CreateBody, typeof UpdateBody, typeof ListQuery, v.GenericSchema, IntegrationRow>({
+      name: 'integrations',
       path: '/integrations',
-      scope: 'integrations.create',
-      doc: doc('Create an integration', { body: CreateBody, description: 'Provider credentials, sealed at rest and never shown again (answers mask them). `create_default_provider` also creates a provider slug for it.' }),
-      async handler(ctx, store) {
-        const body = parseBody(ctx, CreateBody);
-        checkProvider(providers, body.ai_provider_id);
-        // Organisation keys create organisation-wide integrations unless they name a workspace.
-        const workspaceId = ctx.auth?.workspaceId || body.workspace_id ? await workspaceFor(ctx, store.identity, body.workspace_id) : null;
-        await checkScopedReferences(store, workspaceId, body.secret_mappings);
-        checkStoredUrls(store.upstream, body.configurations, 'configurations');
-        const slug = body.slug ?? `${body.ai_provider_id.replace(/[^a-z0-9-]/g, '')}-${randomSlug(6)}`;
-        if ((await store.repo.integration(slug)) !== undefined) throw conflict(`An integration with slug "${slug}" exists.`, 'slug');
-        const id = newId();
-        const now = store.now();
-        const row: IntegrationRow = {
-          id,
-          organisation_id: await store.identity.organisationId(),
-          workspace_id: workspaceId,
-          slug,
-          name: body.name,
-          description: body.description ?? null,
-          provider: body.ai_provider_id,
-          status: 'active',
-          ...credentialColumns(store, id, body.key, body.configurations ?? {}),
-          secret_mappings: body.secret_mappings ? JSON.stringify(body.secret_mappings) : null,
-          pricing_multiplier: body.pricing_adjustments?.multiplier ?? null,
-          created_at: now,
-          updated_at: now,
-        };
-        let provider = null;
-        if (body.create_default_provider) {
-          // The default provider lives in the integration's workspace, or the caller's (default) one for organisation-wide integrations.
-          const providerWorkspace = workspaceId ?? (await workspaceFor(ctx, store.identity, undefined));
-          const providerSlug = body.default_provider_slug ?? slug;
-          if ((await store.repo.provider(providerWorkspace, providerSlug)) !== undefined) throw conflict(`A provider with slug "@${providerSlug}" exists in the workspace.`, 'default_provider_slug');
-          await store.repo.insert('cp_integrations', { ...row });
-          provider = await insertProvider(store, { workspaceId: providerWorkspace, slug: providerSlug, name: body.name, integrationId: id, note: null });
-        } else {
-          await store.repo.insert('cp_integrations', { ...row });
-        }
-        store.invalidate();
-        return ok({ ...presentIntegration(row), ...(provider === null ? {} : { default_provider: provider }) });
+      tag: 'Integrations',
+      params: BY_ID,
+      create: {
+        summary: 'Create an integration',
+        description: 'Provider credentials, sealed at rest and never shown again (answers mask them). `create_default_provider` also creates a provider slug for it.',
+        body: CreateBody,
+        async run(ctx, store, body) {
+          checkProvider(providers, body.ai_provider_id);
+          // Organisation keys create organisation-wide integrations unless they name a workspace.
+          const workspaceId = ctx.auth?.workspaceId || body.workspace_id ? await workspaceFor(ctx, store.identity, body.workspace_id) : null;
+          await checkScopedReferences(store, workspaceId, body.secret_mappings);
+          checkStoredUrls(store.upstream, body.configurations, 'configurations');
+          const slug = body.slug ?? `${body.ai_provider_id.replace(/[^a-z0-9-]/g, '')}-${randomSlug(6)}`;
+          if ((await store.repo.integration(slug)) !== undefined) throw conflict(`An integration with slug "${slug}" exists.`, 'slug');
+          const id = newId();
+          const now = store.now();
+          const row: IntegrationRow = {
+            id,
+            organisation_id: await store.identity.organisationId(),
+            workspace_id: workspaceId,
+            slug,
+            name: body.name,
+            description: body.description ?? null,
+            provider: body.ai_provider_id,
+            status: 'active',
+            ...credentialColumns(store, id, body.key, body.configurations ?? {}),
+            secret_mappings: body.secret_mappings ? JSON.stringify(body.secret_mappings) : null,
+            pricing_multiplier: body.pricing_adjustments?.multiplier ?? null,
+            created_at: now,
+            updated_at: now,
+          };
+          let provider = null;
+          if (body.create_default_provider) {
+            // The default provider lives in the integration's workspace, or the caller's (default) one for organisation-wide integrations.
+            const providerWorkspace = workspaceId ?? (await workspaceFor(ctx, store.identity, undefined));
+            const providerSlug = body.default_provider_slug ?? slug;
+            if ((await store.repo.provider(providerWorkspace, providerSlug)) !== undefined) throw conflict(`A provider with slug "@${providerSlug}" exists in the workspace.`, 'default_provider_slug');
+            await store.repo.insert('cp_integrations', { ...row });
+            provider = await insertProvider(store, { workspaceId: providerWorkspace, slug: providerSlug, name: body.name, integrationId: id, note: null });
+          } else {
+            await store.repo.insert('cp_integrations', { ...row });
+          }
+          store.invalidate();
+          return { ...presentIntegration(row), ...(provider === null ? {} : { default_provider: provider }) };
+        },
       },
-    },
-    {
-      name: 'integrations.list',
-      method: 'GET',
-      path: '/integrations',
-      scope: 'integrations.read',
-      doc: doc('List integrations', { query: ListQuery }),
-      async handler(ctx, store) {
-        const q = parseQuery(ctx, ListQuery);
-        const own = ctx.auth?.workspaceId ?? null;
-        const workspaceId = own !== null || q.workspace_id !== undefined ? await workspaceFor(ctx, store.identity, q.workspace_id) : null;
-        return listResponse(await store.repo.integrations(workspaceId, pageOf(q)), presentIntegration);
+      list: {
+        summary: 'List integrations',
+        query: ListQuery,
+        async run(ctx, store, q) {
+          const own = ctx.auth?.workspaceId ?? null;
+          const workspaceId = own !== null || q.workspace_id !== undefined ? await workspaceFor(ctx, store.identity, q.workspace_id) : null;
+          return mapPage(await store.repo.integrations(workspaceId, pageOf(q)), presentIntegration);
+        },
       },
-    },
-    {
-      name: 'integrations.get',
-      method: 'GET',
-      path: '/integrations/:id',
-      scope: 'integrations.read',
-      doc: doc('Get an integration', { params: BY_ID }),
-      async handler(ctx, store) {
-        return ok(presentIntegration(await visibleIntegration(ctx, store, ctx.params!.id!, false)));
+      get: { summary: 'Get an integration', run: async (ctx, store, id) => presentIntegration(await visibleIntegration(ctx, store, id, false)) },
+      update: {
+        summary: 'Update an integration',
+        body: UpdateBody,
+        find: (ctx, store, id) => visibleIntegration(ctx, store, id, true),
+        async run(_ctx, store, _id, body, row) {
+          await checkScopedReferences(store, row.workspace_id, body.secret_mappings);
+          checkStoredUrls(store.upstream, body.configurations, 'configurations');
+          const patch = patchOf(body, ['name', 'description', 'status'], store.now());
+          if (body.secret_mappings !== undefined) patch.secret_mappings = body.secret_mappings === null ? null : JSON.stringify(body.secret_mappings);
+          if (body.pricing_adjustments !== undefined) patch.pricing_multiplier = body.pricing_adjustments?.multiplier ?? null;
+          if (body.key !== undefined || body.configurations !== undefined) {
+            // Unsent credentials stay as they were: a new key alone keeps the secret settings, and new settings keep the key.
+            // Replacing both needs no decryption: the way out when the encryption key was lost.
+            const current = body.key !== undefined && body.configurations !== undefined ? {} : openStored(store, row);
+            const configurations = body.configurations ?? { ...(JSON.parse(row.configurations) as Record<string, unknown>), ...(current.configurations ?? {}) };
+            Object.assign(patch, credentialColumns(store, row.id, body.key ?? current.key, configurations));
+          }
+          await store.repo.update('cp_integrations', { id: row.id }, patch);
+          store.invalidate();
+          return presentIntegration((await store.repo.integration(row.id))!);
+        },
       },
-    },
-    {
-      name: 'integrations.update',
-      method: 'PUT',
-      path: '/integrations/:id',
-      scope: 'integrations.update',
-      doc: doc('Update an integration', { params: BY_ID, body: UpdateBody }),
-      async handler(ctx, store) {
-        const row = await visibleIntegration(ctx, store, ctx.params!.id!, true);
-        const body = parseBody(ctx, UpdateBody);
-        await checkScopedReferences(store, row.workspace_id, body.secret_mappings);
-        checkStoredUrls(store.upstream, body.configurations, 'configurations');
-        const patch = patchOf(body, ['name', 'description', 'status'], store.now());
-        if (body.secret_mappings !== undefined) patch.secret_mappings = body.secret_mappings === null ? null : JSON.stringify(body.secret_mappings);
-        if (body.pricing_adjustments !== undefined) patch.pricing_multiplier = body.pricing_adjustments?.multiplier ?? null;
-        if (body.key !== undefined || body.configurations !== undefined) {
-          // Unsent credentials stay as they were: a new key alone keeps the secret settings, and new settings keep the key.
-          // Replacing both needs no decryption: the way out when the encryption key was lost.
-          const current = body.key !== undefined && body.configurations !== undefined ? {} : openStored(store, row);
-          const configurations = body.configurations ?? { ...(JSON.parse(row.configurations) as Record<string, unknown>), ...(current.configurations ?? {}) };
-          Object.assign(patch, credentialColumns(store, row.id, body.key ?? current.key, configurations));
-        }
-        await store.repo.update('cp_integrations', { id: row.id }, patch);
-        store.invalidate();
-        return ok(presentIntegration((await store.repo.integration(row.id))!));
+      remove: {
+        summary: 'Delete an integration',
+        async run(ctx, store, id) {
+          const row = await visibleIntegration(ctx, store, id, true);
+          const users = await store.repo.providersUsingIntegration(row.id);
+          if (users > 0) throw conflict(`The integration is used by ${users} provider${users === 1 ? '' : 's'}; delete ${users === 1 ? 'it' : 'them'} first.`, 'id');
+          await store.repo.deleteIntegration(row.id);
+          store.invalidate();
+          return { id: row.id, object: 'integration', deleted: true };
+        },
       },
-    },
-    {
-      name: 'integrations.delete',
-      method: 'DELETE',
-      path: '/integrations/:id',
-      scope: 'integrations.delete',
-      doc: doc('Delete an integration', { params: BY_ID }),
-      async handler(ctx, store) {
-        const row = await visibleIntegration(ctx, store, ctx.params!.id!, true);
-        const users = await store.repo.providersUsingIntegration(row.id);
-        if (users > 0) throw conflict(`The integration is used by ${users} provider${users === 1 ? '' : 's'}; delete ${users === 1 ? 'it' : 'them'} first.`, 'id');
-        await store.repo.deleteIntegration(row.id);
-        store.invalidate();
-        return ok({ id: row.id, object: 'integration', deleted: true });
-      },
-    },
+    }),
     {
       name: 'integrations.models.list',
       method: 'GET',

@@ -1,29 +1,8 @@
 import * as v from 'valibot';
 import type { RequestContext } from '../../../../sdk/index.js';
-import {
-  BY_REF,
-  canSee,
-  conflict,
-  docsFor,
-  iso,
-  listResponse,
-  newId,
-  notFound,
-  ok,
-  PAGE_QUERY,
-  pageOf,
-  parseBody,
-  parseQuery,
-  patchOf,
-  randomSlug,
-  Slug,
-  workspaceFor,
-  type AdminRoute,
-} from '../../../../sdk/admin/index.js';
+import { canSee, conflict, crudRoutes, iso, mapPage, newId, notFound, PAGE_QUERY, pageOf, patchOf, randomSlug, Slug, workspaceFor, type AdminRoute } from '../../../../sdk/admin/index.js';
 import type { ProviderRow } from '../repository.js';
 import type { ProviderStore } from '../service.js';
-
-const doc = docsFor('Providers');
 
 const Note = v.nullish(v.pipe(v.string(), v.maxLength(2000, 'must be at most 2000 characters')));
 const ProviderName = v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(200));
@@ -78,71 +57,47 @@ async function visibleProvider(ctx: RequestContext, store: ProviderStore, ref: s
   return row;
 }
 
-export const providerRoutes: AdminRoute<ProviderStore>[] = [
-  {
-    name: 'providers.create',
-    method: 'POST',
-    path: '/providers',
-    scope: 'providers.create',
-    doc: doc('Create a provider slug', { body: CreateBody, description: 'A name (`@slug`) configs and requests use for an integration\'s credentials.' }),
-    async handler(ctx, store) {
-      const body = parseBody(ctx, CreateBody);
+export const providerRoutes: AdminRoute<ProviderStore>[] = crudRoutes<ProviderStore, typeof CreateBody, typeof UpdateBody, typeof ListQuery, v.GenericSchema, ProviderRow>({
+  name: 'providers',
+  path: '/providers',
+  tag: 'Providers',
+  create: {
+    summary: 'Create a provider slug',
+    description: "A name (`@slug`) configs and requests use for an integration's credentials.",
+    body: CreateBody,
+    async run(ctx, store, body) {
       const workspaceId = await workspaceFor(ctx, store.identity, body.workspace_id);
       const integration = await usableIntegration(ctx, store, workspaceId, body.integration_id);
       const slug = body.slug ?? `${integration.provider.replace(/[^a-z0-9-]/g, '')}-${randomSlug(6)}`;
       if ((await store.repo.provider(workspaceId, slug)) !== undefined) throw conflict(`A provider with slug "@${slug}" exists in this workspace.`, 'slug');
-      return ok(await insertProvider(store, { workspaceId, slug, name: body.name, integrationId: integration.id, note: body.note ?? null }));
+      return insertProvider(store, { workspaceId, slug, name: body.name, integrationId: integration.id, note: body.note ?? null });
     },
   },
-  {
-    name: 'providers.list',
-    method: 'GET',
-    path: '/providers',
-    scope: 'providers.read',
-    doc: doc('List provider slugs', { query: ListQuery }),
-    async handler(ctx, store) {
-      const q = parseQuery(ctx, ListQuery);
-      const workspaceId = await workspaceFor(ctx, store.identity, q.workspace_id);
-      return listResponse(await store.repo.providers(workspaceId, pageOf(q)), presentProvider);
-    },
+  list: {
+    summary: 'List provider slugs',
+    query: ListQuery,
+    run: async (ctx, store, q) => mapPage(await store.repo.providers(await workspaceFor(ctx, store.identity, q.workspace_id), pageOf(q)), presentProvider),
   },
-  {
-    name: 'providers.get',
-    method: 'GET',
-    path: '/providers/:id',
-    scope: 'providers.read',
-    doc: doc('Get a provider slug', { params: BY_REF }),
-    async handler(ctx, store) {
-      return ok(presentProvider(await visibleProvider(ctx, store, ctx.params!.id!)));
-    },
-  },
-  {
-    name: 'providers.update',
-    method: 'PUT',
-    path: '/providers/:id',
-    scope: 'providers.update',
-    doc: doc('Update a provider slug', { params: BY_REF, body: UpdateBody }),
-    async handler(ctx, store) {
-      const row = await visibleProvider(ctx, store, ctx.params!.id!);
-      const body = parseBody(ctx, UpdateBody);
+  get: { summary: 'Get a provider slug', run: async (ctx, store, id) => presentProvider(await visibleProvider(ctx, store, id)) },
+  update: {
+    summary: 'Update a provider slug',
+    body: UpdateBody,
+    find: visibleProvider,
+    async run(ctx, store, _id, body, row) {
       const patch = patchOf(body, ['name', 'note', 'status'], store.now());
       if (body.integration_id !== undefined) patch.integration_id = (await usableIntegration(ctx, store, row.workspace_id, body.integration_id)).id;
       await store.repo.update('cp_providers', { id: row.id }, patch);
       store.invalidate();
-      return ok(presentProvider((await store.repo.provider(row.workspace_id, row.id))!));
+      return presentProvider((await store.repo.provider(row.workspace_id, row.id))!);
     },
   },
-  {
-    name: 'providers.delete',
-    method: 'DELETE',
-    path: '/providers/:id',
-    scope: 'providers.delete',
-    doc: doc('Delete a provider slug', { params: BY_REF }),
-    async handler(ctx, store) {
-      const row = await visibleProvider(ctx, store, ctx.params!.id!);
+  remove: {
+    summary: 'Delete a provider slug',
+    async run(ctx, store, id) {
+      const row = await visibleProvider(ctx, store, id);
       await store.repo.deleteProvider(row.id);
       store.invalidate();
-      return ok({ id: row.id, object: 'provider', deleted: true });
+      return { id: row.id, object: 'provider', deleted: true };
     },
   },
-];
+});
