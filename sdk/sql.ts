@@ -15,7 +15,10 @@ export interface SqlClient {
   close(): Promise<void>;
 }
 
-/** One schema change. `up` is one SQL text for both dialects, or one per dialect. */
+/**
+ * One schema change. `up` is one SQL text for both dialects (portable types only: TEXT, INTEGER, BIGINT,
+ * DOUBLE PRECISION; JSON as TEXT, booleans 0/1, times as epoch ms), or one per dialect.
+ */
 export interface Migration {
   version: number;
   name: string;

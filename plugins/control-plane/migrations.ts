@@ -5,10 +5,7 @@ export const IDENTITY_NAMESPACE = 'identity';
 
 /**
  * Identity: the organisation, its workspaces, users and members, and API keys (SHA-256 digests only).
- * One text for both dialects (portable types only; JSON as TEXT, booleans 0/1, times as epoch ms).
- * Each version adopts the control-plane migration that made the same change before these tables had an
- * owner of their own (`Migration.adopts`): a database from before keeps its tables and rows, a new one gets
- * them from here.
+ * Each version adopts the control-plane migration that made the same change (`Migration.adopts`).
  */
 export const IDENTITY_MIGRATIONS: readonly Migration[] = [
   {

@@ -1,11 +1,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import * as v from 'valibot';
 import { GatewayError } from '../../sdk/index.js';
-import { Name, PAGE_QUERY, Role, conflict, iso, listResponse, notFound, ok, pageOf, parseBody, parseQuery, requireOrgLevel, workspaceFor, BY_ID, docsFor, type AdminRoute } from '../../sdk/admin/index.js';
+import { BY_ID, conflict, crudRoutes, iso, mapPage, Name, notFound, PAGE_QUERY, pageOf, requireOrgLevel, Role, workspaceFor, type AdminRoute, type CrudAccess } from '../../sdk/admin/index.js';
 import { hashSecret, newMapping, usersOfMapping, type MappingRow, type Scim, type ScimTokenRow } from './store.js';
 import { scimWrite } from './write.js';
-
-const doc = docsFor('SCIM');
 
 /*
  * The admin API of SCIM (under /v1, with gateway keys): the bearer tokens
@@ -61,128 +59,109 @@ async function mappingOr404(scim: Scim, id: string): Promise<MappingRow> {
   return row;
 }
 
+const MAPPING_GUARD: Readonly<Record<CrudAccess, string>> = {
+  create: 'Mapping SCIM groups to workspaces',
+  read: 'Reading SCIM workspace mappings',
+  update: 'Changing a SCIM workspace mapping',
+  delete: 'Deleting a SCIM workspace mapping',
+};
+const TOKEN_GUARD: Readonly<Record<CrudAccess, string>> = { create: 'Creating a SCIM token', read: 'Reading SCIM tokens', update: 'Changing a SCIM token', delete: 'Deleting a SCIM token' };
+/** Both resources decide who joins which workspace with which role: organisation-level keys only, with the organisation's scopes. */
+const ORGANISATION_SCOPES = { create: 'organisation.update', read: 'organisation.read', delete: 'organisation.update' } as const;
+
 /** The admin routes. */
 export const scimAdminRoutes: AdminRoute<Scim>[] = [
-  {
-    name: 'scim.workspaces.create',
-    method: 'POST',
+  ...crudRoutes<Scim, typeof MappingBody, v.GenericSchema, typeof MappingQuery>({
+    name: 'scim.workspaces',
     path: '/scim/workspaces',
-    scope: 'organisation.update',
-    doc: doc('Map an identity-provider group to a workspace', { body: MappingBody, description: 'Users in the group become members of the workspace with the mapped role.' }),
-    async handler(ctx, scim) {
-      requireOrgLevel(ctx, 'Mapping SCIM groups to workspaces');
-      const body = parseBody(ctx, MappingBody);
-      // The role's members get its scopes: a caller may only hand out what it holds (as when adding a member).
-      scim.people.requireRoleAuthority(ctx, body.role, `give the "${body.role}" role`, 'role');
-      const ws = await scim.identity.workspace(body.workspace_id);
-      if (ws === null) throw notFound('workspace', body.workspace_id, 'workspace_id');
-      if (ws.status !== 'active') throw new GatewayError('invalid_request', `Workspace "${ws.slug}" is archived.`, { param: 'workspace_id' });
-      const row = newMapping(ws.id, body.role, body.scim_group_id ?? null, body.scim_group_name ?? null, scim.now());
-      const same = await scim.db().get(
-        'SELECT id FROM cp_scim_workspace_mappings WHERE workspace_id = ? AND (scim_group_id = ? OR scim_group_name_key = ?)',
-        [ws.id, row.scim_group_id ?? '', row.scim_group_name_key ?? ''],
-      );
-      if (same !== undefined) throw conflict('This group is mapped to this workspace already; delete that mapping to change its role.', row.scim_group_id === null ? 'scim_group_name' : 'scim_group_id');
-      // Members of the group join the workspace now.
-      await scimWrite(scim, async (tx, touched) => {
-        await scim.tables.insert('cp_scim_workspace_mappings', { ...row }, tx);
-        for (const id of await usersOfMapping(tx, row)) touched.add(id);
-      });
-      return ok(presentMapping(row));
+    tag: 'SCIM',
+    params: BY_ID,
+    scopes: ORGANISATION_SCOPES,
+    guard: (ctx, access) => requireOrgLevel(ctx, MAPPING_GUARD[access]),
+    create: {
+      summary: 'Map an identity-provider group to a workspace',
+      description: 'Users in the group become members of the workspace with the mapped role.',
+      body: MappingBody,
+      async run(ctx, scim, body) {
+        // The role's members get its scopes: a caller may only hand out what it holds (as when adding a member).
+        scim.people.requireRoleAuthority(ctx, body.role, `give the "${body.role}" role`, 'role');
+        const ws = await scim.identity.workspace(body.workspace_id);
+        if (ws === null) throw notFound('workspace', body.workspace_id, 'workspace_id');
+        if (ws.status !== 'active') throw new GatewayError('invalid_request', `Workspace "${ws.slug}" is archived.`, { param: 'workspace_id' });
+        const row = newMapping(ws.id, body.role, body.scim_group_id ?? null, body.scim_group_name ?? null, scim.now());
+        const same = await scim.db().get(
+          'SELECT id FROM cp_scim_workspace_mappings WHERE workspace_id = ? AND (scim_group_id = ? OR scim_group_name_key = ?)',
+          [ws.id, row.scim_group_id ?? '', row.scim_group_name_key ?? ''],
+        );
+        if (same !== undefined) throw conflict('This group is mapped to this workspace already; delete that mapping to change its role.', row.scim_group_id === null ? 'scim_group_name' : 'scim_group_id');
+        // Members of the group join the workspace now.
+        await scimWrite(scim, async (tx, touched) => {
+          await scim.tables.insert('cp_scim_workspace_mappings', { ...row }, tx);
+          for (const id of await usersOfMapping(tx, row)) touched.add(id);
+        });
+        return presentMapping(row);
+      },
     },
-  },
-  {
-    name: 'scim.workspaces.list',
-    method: 'GET',
-    path: '/scim/workspaces',
-    scope: 'organisation.read',
-    doc: doc('List group to workspace mappings', { query: MappingQuery }),
-    async handler(ctx, scim) {
-      requireOrgLevel(ctx, 'Reading SCIM workspace mappings');
-      const q = parseQuery(ctx, MappingQuery);
-      const page = pageOf(q);
-      const workspaceId = q.workspace_id === undefined ? null : await workspaceFor(ctx, scim.identity, q.workspace_id);
-      const where = workspaceId === null ? '' : ' WHERE workspace_id = ?';
-      const params = workspaceId === null ? [] : [workspaceId];
-      const db = scim.db();
-      const total = Number((await db.get<{ n: number | string }>(`SELECT COUNT(*) AS n FROM cp_scim_workspace_mappings${where}`, params))?.n ?? 0);
-      const data = await db.all<MappingRow>(`SELECT * FROM cp_scim_workspace_mappings${where} ORDER BY created_at, id LIMIT ? OFFSET ?`, [...params, page.size, page.current * page.size]);
-      return listResponse({ total, data }, presentMapping);
+    list: {
+      summary: 'List group to workspace mappings',
+      query: MappingQuery,
+      async run(ctx, scim, q) {
+        const workspaceId = q.workspace_id === undefined ? null : await workspaceFor(ctx, scim.identity, q.workspace_id);
+        const where = workspaceId === null ? '' : ' WHERE workspace_id = ?';
+        const page = await scim.tables.paged<MappingRow>(`FROM cp_scim_workspace_mappings${where}`, workspaceId === null ? [] : [workspaceId], 'created_at, id', pageOf(q));
+        return mapPage(page, presentMapping);
+      },
     },
-  },
-  {
-    name: 'scim.workspaces.get',
-    method: 'GET',
-    path: '/scim/workspaces/:id',
-    scope: 'organisation.read',
-    doc: doc('Get a group to workspace mapping', { params: BY_ID }),
-    async handler(ctx, scim) {
-      requireOrgLevel(ctx, 'Reading SCIM workspace mappings');
-      return ok(presentMapping(await mappingOr404(scim, ctx.params!.id!)));
+    get: { summary: 'Get a group to workspace mapping', run: async (_ctx, scim, id) => presentMapping(await mappingOr404(scim, id)) },
+    remove: {
+      summary: 'Delete a group to workspace mapping',
+      async run(ctx, scim, id) {
+        const row = await mappingOr404(scim, id);
+        // Its members lose the role: taking a role away takes as much as giving it.
+        scim.people.requireRoleAuthority(ctx, row.role, `delete a mapping that gives the "${row.role}" role`, 'id');
+        // Members the mapping made lose the membership (unless another mapping still gives it).
+        await scimWrite(scim, async (tx, touched) => {
+          await tx.run('DELETE FROM cp_scim_workspace_mappings WHERE id = ?', [row.id]);
+          for (const id of await usersOfMapping(tx, row)) touched.add(id);
+        });
+        return { id: row.id, object: 'scim-workspace-mapping', deleted: true };
+      },
     },
-  },
-  {
-    name: 'scim.workspaces.delete',
-    method: 'DELETE',
-    path: '/scim/workspaces/:id',
-    scope: 'organisation.update',
-    doc: doc('Delete a group to workspace mapping', { params: BY_ID }),
-    async handler(ctx, scim) {
-      requireOrgLevel(ctx, 'Deleting a SCIM workspace mapping');
-      const row = await mappingOr404(scim, ctx.params!.id!);
-      // Its members lose the role: taking a role away takes as much as giving it.
-      scim.people.requireRoleAuthority(ctx, row.role, `delete a mapping that gives the "${row.role}" role`, 'id');
-      // Members the mapping made lose the membership (unless another mapping still gives it).
-      await scimWrite(scim, async (tx, touched) => {
-        await tx.run('DELETE FROM cp_scim_workspace_mappings WHERE id = ?', [row.id]);
-        for (const id of await usersOfMapping(tx, row)) touched.add(id);
-      });
-      return ok({ id: row.id, object: 'scim-workspace-mapping', deleted: true });
-    },
-  },
-  {
-    name: 'scim.tokens.create',
-    method: 'POST',
+  }),
+  ...crudRoutes<Scim, typeof TokenBody, v.GenericSchema, typeof TokenQuery>({
+    name: 'scim.tokens',
     path: '/scim/tokens',
-    scope: 'organisation.update',
-    doc: doc('Create a SCIM token', { body: TokenBody, description: 'A bearer token an identity provider provisions users and groups with at `/scim/v2`; shown once.' }),
-    async handler(ctx, scim) {
-      requireOrgLevel(ctx, 'Creating a SCIM token');
-      const body = parseBody(ctx, TokenBody);
-      // The token puts any user in any mapped group, so with any role a mapping gives, up to admin.
-      scim.people.requireRoleAuthority(ctx, 'admin', 'create a SCIM token (it can give the "admin" role through group mappings)', 'x-gateway-api-key');
-      const secret = SCIM_TOKEN_PREFIX + randomBytes(32).toString('base64url');
-      const row: ScimTokenRow = { id: randomUUID(), name: body.name, token_mask: maskToken(secret), created_at: scim.now(), last_used_at: null };
-      await scim.tables.insert('cp_scim_tokens', { ...row, token_hash: hashSecret(secret) });
-      return ok(presentToken(row, secret));
+    tag: 'SCIM',
+    params: BY_ID,
+    scopes: ORGANISATION_SCOPES,
+    guard: (ctx, access) => requireOrgLevel(ctx, TOKEN_GUARD[access]),
+    create: {
+      summary: 'Create a SCIM token',
+      description: 'A bearer token an identity provider provisions users and groups with at `/scim/v2`; shown once.',
+      body: TokenBody,
+      async run(ctx, scim, body) {
+        // The token puts any user in any mapped group, so with any role a mapping gives, up to admin.
+        scim.people.requireRoleAuthority(ctx, 'admin', 'create a SCIM token (it can give the "admin" role through group mappings)', 'x-gateway-api-key');
+        const secret = SCIM_TOKEN_PREFIX + randomBytes(32).toString('base64url');
+        const row: ScimTokenRow = { id: randomUUID(), name: body.name, token_mask: maskToken(secret), created_at: scim.now(), last_used_at: null };
+        await scim.tables.insert('cp_scim_tokens', { ...row, token_hash: hashSecret(secret) });
+        return presentToken(row, secret);
+      },
     },
-  },
-  {
-    name: 'scim.tokens.list',
-    method: 'GET',
-    path: '/scim/tokens',
-    scope: 'organisation.read',
-    doc: doc('List SCIM tokens', { query: TokenQuery }),
-    async handler(ctx, scim) {
-      requireOrgLevel(ctx, 'Reading SCIM tokens');
-      const page = pageOf(parseQuery(ctx, TokenQuery));
-      const db = scim.db();
-      const total = Number((await db.get<{ n: number | string }>('SELECT COUNT(*) AS n FROM cp_scim_tokens', []))?.n ?? 0);
-      const data = await db.all<ScimTokenRow>('SELECT id, name, token_mask, created_at, last_used_at FROM cp_scim_tokens ORDER BY created_at, id LIMIT ? OFFSET ?', [page.size, page.current * page.size]);
-      return listResponse({ total, data }, (r) => presentToken(r));
+    list: {
+      summary: 'List SCIM tokens',
+      query: TokenQuery,
+      async run(_ctx, scim, q) {
+        const page = await scim.tables.paged<ScimTokenRow>('FROM cp_scim_tokens', [], 'created_at, id', pageOf(q), 'id, name, token_mask, created_at, last_used_at');
+        return mapPage(page, (r) => presentToken(r));
+      },
     },
-  },
-  {
-    name: 'scim.tokens.delete',
-    method: 'DELETE',
-    path: '/scim/tokens/:id',
-    scope: 'organisation.update',
-    doc: doc('Delete a SCIM token', { params: BY_ID }),
-    async handler(ctx, scim) {
-      requireOrgLevel(ctx, 'Deleting a SCIM token');
-      const id = ctx.params!.id!;
-      if ((await scim.db().run('DELETE FROM cp_scim_tokens WHERE id = ?', [id])).changes === 0) throw notFound('SCIM token', id);
-      return ok({ id, object: 'scim-token', deleted: true });
+    remove: {
+      summary: 'Delete a SCIM token',
+      async run(_ctx, scim, id) {
+        if ((await scim.db().run('DELETE FROM cp_scim_tokens WHERE id = ?', [id])).changes === 0) throw notFound('SCIM token', id);
+        return { id, object: 'scim-token', deleted: true };
+      },
     },
-  },
+  }),
 ];

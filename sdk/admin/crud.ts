@@ -36,6 +36,10 @@ export interface CrudSpec<S, CB extends v.GenericSchema, UB extends v.GenericSch
   tag: string;
   /** The scope resource; default `name` (stored guardrails use `configs`). */
   scope?: string;
+  /** Scopes of their own for some operations (SCIM's mappings need `organisation.update` to create). */
+  scopes?: Readonly<Partial<Record<CrudAccess, string>>>;
+  /** Runs first on every route, before anything is looked up or parsed: what refuses the caller whatever the operation (`requireOrgLevel`). */
+  guard?(ctx: RequestContext, access: CrudAccess): void;
   /** What `:id` is, for the reference; default {@link BY_REF}. */
   params?: Readonly<Record<string, string>>;
   /** `find`: what may refuse the caller whatever it sent (the parent it creates under, its authority), before the body is parsed. */
@@ -66,6 +70,9 @@ export interface CrudSpec<S, CB extends v.GenericSchema, UB extends v.GenericSch
   versions?: OpDoc & { query?: v.GenericSchema; run(ctx: RequestContext, service: S, id: string): Promise<readonly unknown[] | Paged<unknown>> };
 }
 
+/** What an operation does, as scopes name it: `read` for list, get and versions. */
+export type CrudAccess = 'create' | 'read' | 'update' | 'delete';
+
 /** The routes of {@link CrudSpec}, in the order create, list, get, versions, update, remove. */
 export function crudRoutes<
   S,
@@ -77,7 +84,7 @@ export function crudRoutes<
   FC = undefined,
 >(spec: CrudSpec<S, CB, UB, LQ, GQ, F, FC>): AdminRoute<S>[] {
   const doc = docsFor(spec.tag);
-  const scope = spec.scope ?? spec.name;
+  const scopeOf = (access: CrudAccess) => spec.scopes?.[access] ?? `${spec.scope ?? spec.name}.${access}`;
   const params = spec.params ?? BY_REF;
   const item = spec.item ?? `${spec.path}/:id`;
   const key = spec.key ?? 'id';
@@ -90,7 +97,7 @@ export function crudRoutes<
       name: `${spec.name}.create`,
       method: 'POST',
       path: spec.path,
-      scope: `${scope}.create`,
+      scope: scopeOf('create'),
       doc: more(create, { body: create.body }),
       handler: async (ctx, s) => {
         const found = create.find === undefined ? (undefined as FC) : await create.find(ctx, s);
@@ -103,7 +110,7 @@ export function crudRoutes<
       name: `${spec.name}.list`,
       method: 'GET',
       path: spec.path,
-      scope: `${scope}.read`,
+      scope: scopeOf('read'),
       doc: more(list, { query: list.query }),
       handler: async (ctx, s) => {
         const paged = await list.run(ctx, s, parseQuery(ctx, list.query));
@@ -117,7 +124,7 @@ export function crudRoutes<
       name: `${spec.name}.get`,
       method: 'GET',
       path: item,
-      scope: `${scope}.read`,
+      scope: scopeOf('read'),
       doc: more(get, query === undefined ? { params } : { params, query }),
       handler: async (ctx, s) => ok(await get.run(ctx, s, ctx.params![key]!, (query === undefined ? undefined : parseQuery(ctx, query)) as v.InferOutput<GQ>)),
     });
@@ -127,7 +134,7 @@ export function crudRoutes<
       name: `${spec.name}.versions`,
       method: 'GET',
       path: `${item}/versions`,
-      scope: `${scope}.read`,
+      scope: scopeOf('read'),
       doc: more(versions, { params, ...(versions.query === undefined ? {} : { query: versions.query }) }),
       handler: async (ctx, s) => {
         const data = await versions.run(ctx, s, ctx.params![key]!);
@@ -140,7 +147,7 @@ export function crudRoutes<
       name: `${spec.name}.update`,
       method: 'PUT',
       path: item,
-      scope: `${scope}.update`,
+      scope: scopeOf('update'),
       doc: more(update, { params, body: update.body }),
       handler: async (ctx, s) => {
         const id = ctx.params![key]!;
@@ -150,10 +157,23 @@ export function crudRoutes<
     });
   }
   if (remove) {
-    routes.push({ name: `${spec.name}.${remove.verb ?? removeVerb(remove.summary)}`, method: 'DELETE', path: item, scope: `${scope}.delete`, doc: more(remove, { params }), handler: async (ctx, s) => ok(await remove.run(ctx, s, ctx.params![key]!)) });
+    routes.push({ name: `${spec.name}.${remove.verb ?? removeVerb(remove.summary)}`, method: 'DELETE', path: item, scope: scopeOf('delete'), doc: more(remove, { params }), handler: async (ctx, s) => ok(await remove.run(ctx, s, ctx.params![key]!)) });
   }
-  return routes;
+  const guard = spec.guard;
+  if (guard === undefined) return routes;
+  return routes.map((route) => {
+    const access = ACCESS[route.method]!;
+    return {
+      ...route,
+      handler: async (ctx, s) => {
+        guard(ctx, access);
+        return route.handler(ctx, s);
+      },
+    };
+  });
 }
+
+const ACCESS: Readonly<Record<string, CrudAccess>> = { POST: 'create', GET: 'read', PUT: 'update', DELETE: 'delete' };
 
 /** `archive` when the summary says the resource is archived rather than deleted (its route name says so too). */
 function removeVerb(summary: string): string {

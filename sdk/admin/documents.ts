@@ -54,6 +54,44 @@ export interface DocumentRules<V> {
   build(row: DocumentWithBody): V | null;
 }
 
+/**
+ * A document kind's tables as two migrations: the resource (with `archived_at` when it archives) and its
+ * versions, named `name` (version 1); then the column holding each version's sealed credentials (version 2,
+ * `sealed_documents`: '' when a version has none, NULL for one written before, sealed by
+ * {@link DocumentStore.ready}). `adopts`: the control-plane versions that made the same two changes before
+ * the kind had tables of its own (see `Migration.adopts`).
+ */
+export function documentMigrations(kind: Pick<DocumentKind, 'table' | 'versions' | 'key' | 'archives'>, name: string, adopts?: readonly [number, number]): Migration[] {
+  const from = (version: number | undefined) => (version === undefined ? {} : { adopts: { namespace: 'control-plane', version } });
+  return [
+    {
+      version: 1,
+      name,
+      ...from(adopts?.[0]),
+      up: `
+CREATE TABLE ${kind.table} (
+  id TEXT PRIMARY KEY,
+  workspace_id TEXT NOT NULL,
+  slug TEXT NOT NULL,
+  name TEXT NOT NULL,
+  status TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT NOT NULL,${kind.archives ? '\n  archived_at BIGINT,' : ''}
+  UNIQUE (workspace_id, slug)
+);
+CREATE TABLE ${kind.versions} (
+  ${kind.key} TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  body TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  PRIMARY KEY (${kind.key}, version)
+)`,
+    },
+    { version: 2, name: 'sealed_documents', ...from(adopts?.[1]), up: `ALTER TABLE ${kind.versions} ADD COLUMN sealed TEXT` },
+  ];
+}
+
 const NUMERIC: ReadonlySet<string> = new Set(['version', 'created_at', 'updated_at', 'archived_at']);
 const MAX_CACHED = 10_000;
 

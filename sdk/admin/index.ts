@@ -56,7 +56,7 @@ export {
 export { mapPage, SqlTables, type Page, type Paged } from './table.js';
 export { TtlCache } from './cache.js';
 export { newId, randomSlug } from './ids.js';
-export { crudRoutes, insertVersioned, updateVersioned, visibleInWorkspace, type CrudSpec, type OpDoc, type VersionedTables } from './crud.js';
+export { crudRoutes, insertVersioned, updateVersioned, visibleInWorkspace, type CrudAccess, type CrudSpec, type OpDoc, type VersionedTables } from './crud.js';
 export { checkStoredUrls } from './stored-urls.js';
 export { registerAdminRoutes } from './register.js';
 export {
@@ -64,13 +64,14 @@ export {
   UpstreamServerTable,
   openServer,
   upstreamServerRoutes,
+  upstreamServerTable,
   type UpstreamServerConfig,
   type UpstreamServerKind,
   type UpstreamServerRow,
   type UpstreamServerService,
 } from './upstream-servers.js';
 export { SealedDocuments, type StoredDocument } from './sealed-documents.js';
-export { DocumentStore, type DocumentKind, type DocumentRow, type DocumentRules, type DocumentWithBody } from './documents.js';
+export { documentMigrations, DocumentStore, type DocumentKind, type DocumentRow, type DocumentRules, type DocumentWithBody } from './documents.js';
 export { documentRoutes, type DocumentRoutesSpec } from './document-routes.js';
 export {
   AgentAuthSchema,

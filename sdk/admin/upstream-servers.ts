@@ -33,6 +33,31 @@ export interface UpstreamServerRow extends AuthColumns {
   archived_at: number | null;
 }
 
+/**
+ * `CREATE TABLE` for one kind's servers: the columns of {@link UpstreamServerRow} with the kind's own (`own`:
+ * lines of `name TYPE,`, the timeout among them) after the credentials, as the kinds' first migrations wrote them.
+ */
+export function upstreamServerTable(table: string, own: string): string {
+  return `CREATE TABLE ${table} (
+  id TEXT PRIMARY KEY,
+  organisation_id TEXT NOT NULL,
+  workspace_id TEXT NOT NULL,
+  name TEXT NOT NULL,
+  description TEXT,
+  url TEXT NOT NULL,
+  auth_type TEXT NOT NULL,
+  auth_header TEXT,
+  auth_secret TEXT,
+  auth_masked TEXT,
+  ${own.trim()}
+  status TEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT NOT NULL,
+  archived_at BIGINT
+);
+CREATE INDEX ${table}_workspace ON ${table} (workspace_id, status)`;
+}
+
 /** The statements on one kind's table that its routes and its request path share. */
 export class UpstreamServerTable<Row extends UpstreamServerRow> {
   /**

@@ -5,10 +5,7 @@ export const LIMIT_POLICIES_NAMESPACE = 'limit-policies';
 
 /**
  * Rate-limit and usage-limit policies of workspaces.
- * One text for both dialects (portable types only; JSON as TEXT, booleans 0/1, times as epoch ms).
- * Each version adopts the control-plane migration that made the same change before these tables had an
- * owner of their own (`Migration.adopts`): a database from before keeps its tables and rows, a new one gets
- * them from here.
+ * Each version adopts the control-plane migration that made the same change (`Migration.adopts`).
  */
 export const LIMIT_POLICIES_MIGRATIONS: readonly Migration[] = [
   {

@@ -1,14 +1,12 @@
 import type { Migration } from '../../../sdk/index.js';
+import { upstreamServerTable } from '../../../sdk/admin/index.js';
 
 /** Migration namespace of MCP servers of workspaces, users' connections (sealed tokens) and MCP sessions. */
 export const MCP_SERVER_NAMESPACE = 'mcp';
 
 /**
  * MCP servers of workspaces, users' connections (sealed tokens) and MCP sessions.
- * One text for both dialects (portable types only; JSON as TEXT, booleans 0/1, times as epoch ms).
- * Each version adopts the control-plane migration that made the same change before these tables had an
- * owner of their own (`Migration.adopts`): a database from before keeps its tables and rows, a new one gets
- * them from here.
+ * Each version adopts the control-plane migration that made the same change (`Migration.adopts`).
  */
 export const MCP_SERVER_MIGRATIONS: readonly Migration[] = [
   {
@@ -18,28 +16,13 @@ export const MCP_SERVER_MIGRATIONS: readonly Migration[] = [
     version: 1,
     name: 'mcp_servers',
     adopts: { namespace: 'control-plane', version: 7 },
-    up: `
-CREATE TABLE cp_mcp_servers (
-  id TEXT PRIMARY KEY,
-  organisation_id TEXT NOT NULL,
-  workspace_id TEXT NOT NULL,
-  name TEXT NOT NULL,
-  description TEXT,
-  url TEXT NOT NULL,
-  auth_type TEXT NOT NULL,
-  auth_header TEXT,
-  auth_secret TEXT,
-  auth_masked TEXT,
-  oauth TEXT,
+    up: `${upstreamServerTable(
+      'cp_mcp_servers',
+      `oauth TEXT,
   allowed_tools TEXT,
   guardrails TEXT,
-  request_timeout_ms INTEGER,
-  status TEXT NOT NULL,
-  created_at BIGINT NOT NULL,
-  updated_at BIGINT NOT NULL,
-  archived_at BIGINT
-);
-CREATE INDEX cp_mcp_servers_workspace ON cp_mcp_servers (workspace_id, status);
+  request_timeout_ms INTEGER,`,
+    )};
 CREATE TABLE cp_mcp_connections (
   id TEXT PRIMARY KEY,
   mcp_server_id TEXT NOT NULL,

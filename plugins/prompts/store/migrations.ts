@@ -5,11 +5,16 @@ export const STORED_PROMPTS_NAMESPACE = 'prompts';
 
 /**
  * Stored prompts and partials of workspaces, and their versions.
- * One text for both dialects (portable types only; JSON as TEXT, booleans 0/1, times as epoch ms).
- * Each version adopts the control-plane migration that made the same change before these tables had an
- * owner of their own (`Migration.adopts`): a database from before keeps its tables and rows, a new one gets
- * them from here.
+ * Each version adopts the control-plane migration that made the same change (`Migration.adopts`).
  */
+/** What prompts and partials both keep: a status, the latest and the published version, when made, changed, archived. */
+const RELEASED = `status TEXT NOT NULL,
+  latest_version INTEGER NOT NULL,
+  published_version INTEGER NOT NULL,
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT NOT NULL,
+  archived_at BIGINT`;
+
 export const STORED_PROMPTS_MIGRATIONS: readonly Migration[] = [
   {
     // Stored prompts and the partials they include, each with numbered versions (never changed once
@@ -25,12 +30,7 @@ CREATE TABLE cp_prompts (
   workspace_id TEXT NOT NULL,
   slug TEXT NOT NULL,
   name TEXT NOT NULL,
-  status TEXT NOT NULL,
-  latest_version INTEGER NOT NULL,
-  published_version INTEGER NOT NULL,
-  created_at BIGINT NOT NULL,
-  updated_at BIGINT NOT NULL,
-  archived_at BIGINT
+  ${RELEASED}
 );
 CREATE UNIQUE INDEX cp_prompts_active_slug ON cp_prompts (workspace_id, slug) WHERE status = 'active';
 CREATE INDEX cp_prompts_workspace ON cp_prompts (workspace_id, status, created_at);
@@ -46,12 +46,7 @@ CREATE TABLE cp_prompt_partials (
   id TEXT PRIMARY KEY,
   workspace_id TEXT NOT NULL,
   name TEXT NOT NULL,
-  status TEXT NOT NULL,
-  latest_version INTEGER NOT NULL,
-  published_version INTEGER NOT NULL,
-  created_at BIGINT NOT NULL,
-  updated_at BIGINT NOT NULL,
-  archived_at BIGINT
+  ${RELEASED}
 );
 CREATE UNIQUE INDEX cp_prompt_partials_active_name ON cp_prompt_partials (workspace_id, name) WHERE status = 'active';
 CREATE TABLE cp_prompt_partial_versions (
