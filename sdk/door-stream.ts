@@ -1,5 +1,5 @@
-import { Transform } from 'node:stream';
 import { GatewayError, readResponseBody, type GatewayResponse } from '../core/index.js';
+import { textTransform } from './text-transform.js';
 
 /**
  * Turns one stream format into another as it flows (a chat completions
@@ -36,28 +36,17 @@ export function translateStream(answer: GatewayResponse, translator: DoorStreamT
   const source = answer.body as NodeJS.ReadableStream & { destroy(err?: Error): void; readableEnded?: boolean };
   const observers = answer.observers;
   let failed = false;
-  const transform = new Transform({
-    transform(chunk: Buffer, _enc, done) {
+  const transform = textTransform(
+    (chunk) => {
       if (observers !== null) for (const o of observers) o.onChunk(chunk);
-      let out: string;
-      try {
-        out = translator.push(chunk);
-      } catch (err) {
-        return done(err as Error);
-      }
-      done(null, out === '' ? undefined : out);
+      return translator.push(chunk);
     },
-    flush(done) {
-      if (failed) return done(null, translator.fail('The upstream connection broke off during the response.'));
+    () => {
+      if (failed) return translator.fail('The upstream connection broke off during the response.');
       if (observers !== null) for (const o of observers) o.onEnd?.(null);
-      try {
-        const out = translator.end();
-        done(null, out === '' ? undefined : out);
-      } catch (err) {
-        done(err as Error);
-      }
+      return translator.end();
     },
-  });
+  );
   transform.push(translator.start());
   source.on('error', (err: Error) => {
     if (failed || transform.destroyed) return;

@@ -19,3 +19,33 @@ export function wholeBodyObserver(limit: number, done: (body: Buffer) => void): 
     },
   };
 }
+
+/**
+ * Observes an answer line by line as it is sent (an SSE stream's usage
+ * event): `line` gets each line longer than 8 characters (shorter ones are
+ * blank or bare `event:` names, never what a reader looks for), without its
+ * newline; the last one at the end. A line that grows past `limit` without
+ * ending is dropped. `done` runs when the answer ended.
+ */
+export function lineObserver(limit: number, line: (text: string) => void, done?: () => void): BodyObserver {
+  let partial = '';
+  return {
+    onChunk(chunk) {
+      const text = partial + chunk.toString('utf8');
+      let start = 0;
+      let nl = text.indexOf('\n');
+      while (nl !== -1) {
+        if (nl - start > 8) line(text.slice(start, nl));
+        start = nl + 1;
+        nl = text.indexOf('\n', start);
+      }
+      partial = start === 0 ? text : text.slice(start);
+      if (partial.length > limit) partial = '';
+    },
+    onEnd() {
+      if (partial.length > 8) line(partial);
+      partial = '';
+      done?.();
+    },
+  };
+}

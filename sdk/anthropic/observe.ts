@@ -1,6 +1,6 @@
 import type { BodyObserver, RequestContext } from '../../core/index.js';
 import { toGatewayUsage } from '../openai/translate.js';
-import { wholeBodyObserver } from '../whole-body.js';
+import { lineObserver, wholeBodyObserver } from '../whole-body.js';
 import { mergeCounts, usageFromCounts, type AnthropicCounts } from './usage.js';
 
 /** Larger non-stream bodies are not scanned for usage; the answer still goes out untouched. */
@@ -36,27 +36,11 @@ export function anthropicUsageObserver(ctx: RequestContext, sse: boolean): BodyO
       finish();
     });
   }
-  let partial = '';
-  const line = (l: string) => {
-    if (l.startsWith('data:') && l.includes('"usage"')) take(l.slice(5));
-  };
-  return {
-    onChunk(chunk) {
-      const text = partial + chunk.toString('utf8');
-      let start = 0;
-      let nl = text.indexOf('\n');
-      while (nl !== -1) {
-        line(text.slice(start, nl));
-        start = nl + 1;
-        nl = text.indexOf('\n', start);
-      }
-      partial = start === 0 ? text : text.slice(start);
-      if (partial.length > MAX_SCANNED_BYTES) partial = '';
+  return lineObserver(
+    MAX_SCANNED_BYTES,
+    (l) => {
+      if (l.startsWith('data:') && l.includes('"usage"')) take(l.slice(5));
     },
-    onEnd() {
-      if (partial !== '') line(partial);
-      partial = '';
-      finish();
-    },
-  };
+    finish,
+  );
 }

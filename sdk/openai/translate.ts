@@ -1,6 +1,7 @@
-import { Transform, type Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { forwardableHeaders, GatewayError, type GatewayResponse, type RequestContext, type UpstreamResponse, type Usage } from '../../core/index.js';
 import type { OpenAIUsage } from './chunks.js';
+import { textTransform } from '../text-transform.js';
 
 /** Largest non-stream upstream answer read for translation. */
 const MAX_TRANSLATED_BYTES = 32 * 1024 * 1024;
@@ -103,25 +104,7 @@ export interface StreamTranslator {
  * backpressure flows through the Transform.
  */
 export function streamAnswer(upstream: UpstreamResponse, translator: StreamTranslator): GatewayResponse {
-  const transform = new Transform({
-    transform(chunk: Buffer, _enc, done) {
-      let out: string;
-      try {
-        out = translator.push(chunk);
-      } catch (err) {
-        return done(err as Error);
-      }
-      done(null, out === '' ? undefined : out);
-    },
-    flush(done) {
-      try {
-        const out = translator.end();
-        done(null, out === '' ? undefined : out);
-      } catch (err) {
-        done(err as Error);
-      }
-    },
-  });
+  const transform = textTransform((chunk) => translator.push(chunk), () => translator.end());
   upstream.body.on('error', (err) => transform.destroy(err));
   transform.on('close', () => {
     if (!upstream.body.readableEnded) upstream.body.destroy();

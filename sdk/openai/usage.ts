@@ -1,5 +1,5 @@
 import type { BodyObserver, RequestContext, Usage } from '../../core/index.js';
-import { wholeBodyObserver } from '../whole-body.js';
+import { lineObserver, wholeBodyObserver } from '../whole-body.js';
 
 /** Larger non-stream bodies are not scanned for usage; the answer still goes out untouched. */
 const MAX_SCANNED_BYTES = 8 * 1024 * 1024;
@@ -75,30 +75,10 @@ export function jsonUsageObserver(ctx: RequestContext): BodyObserver {
  * that carry a usage object are parsed; every other chunk is a substring test.
  */
 export function sseUsageObserver(ctx: RequestContext): BodyObserver {
-  let partial = '';
-  const scanLine = (line: string) => {
+  return lineObserver(MAX_SCANNED_BYTES, (line) => {
     if (line.startsWith('data:') && line.includes('"usage":{')) {
       const usage = extractUsage(line);
       if (usage !== null) ctx.usage = usage;
     }
-  };
-  return {
-    onChunk(chunk) {
-      const text = partial + chunk.toString('utf8');
-      let start = 0;
-      let nl = text.indexOf('\n');
-      while (nl !== -1) {
-        if (nl - start > 8) scanLine(text.slice(start, nl));
-        start = nl + 1;
-        nl = text.indexOf('\n', start);
-      }
-      partial = start === 0 ? text : text.slice(start);
-      // A single line that never ends is not an SSE event worth holding on to.
-      if (partial.length > MAX_SCANNED_BYTES) partial = '';
-    },
-    onEnd() {
-      if (partial.length > 0) scanLine(partial);
-      partial = '';
-    },
-  };
+  });
 }
