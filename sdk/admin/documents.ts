@@ -59,7 +59,8 @@ export interface DocumentRules<V> {
  * versions, named `name` (version 1); then the column holding each version's sealed credentials (version 2,
  * `sealed_documents`: '' when a version has none, NULL for one written before, sealed by
  * {@link DocumentStore.ready}). `adopts`: the control-plane versions that made the same two changes before
- * the kind had tables of its own (see `Migration.adopts`).
+ * the kind had tables of its own (see `Migration.adopts`). Frozen, as applied migrations are: a change to
+ * these tables is a new migration of the kind, never an edit here.
  */
 export function documentMigrations(kind: Pick<DocumentKind, 'table' | 'versions' | 'key' | 'archives'>, name: string, adopts?: readonly [number, number]): Migration[] {
   const from = (version: number | undefined) => (version === undefined ? {} : { adopts: { namespace: 'control-plane', version } });

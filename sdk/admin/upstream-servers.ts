@@ -36,6 +36,7 @@ export interface UpstreamServerRow extends AuthColumns {
 /**
  * `CREATE TABLE` for one kind's servers: the columns of {@link UpstreamServerRow} with the kind's own (`own`:
  * lines of `name TYPE,`, the timeout among them) after the credentials, as the kinds' first migrations wrote them.
+ * Frozen, as applied migrations are: a change to these tables is a new migration of each kind, never an edit here.
  */
 export function upstreamServerTable(table: string, own: string): string {
   return `CREATE TABLE ${table} (
