@@ -20,7 +20,7 @@ export { createHooks, type GatewayHooks } from './hooks.js';
 export { STAGES, type StageGroup } from './stages.js';
 export type { GatewayPlugin, PluginAPI, Registries } from './plugin.js';
 export { Registry } from './registry.js';
-export { RouteTable, type RouteEntry, type RouteMatch } from './router.js';
+export { RouteTable, routeApi, type RouteEntry, type RouteMatch } from './router.js';
 export { ROUTING_HEADERS } from './routing-headers.js';
 export { serviceToken, TOKENS, type ServiceToken } from './tokens.js';
 export { GATEWAY_API_VERSION } from './version.js';

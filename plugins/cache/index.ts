@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { extractUsage, fieldSchema as f, parseOptions, STAGES, type GatewayPlugin, type GatewayResponse, type RequestContext, type TargetField } from '../../sdk/index.js';
+import { extractUsage, fieldSchema as f, parseOptions, STAGES, type GatewayPlugin, type GatewayResponse, type RequestContext, type TargetField, routeApi } from '../../sdk/index.js';
 import { assembleStream } from './assemble.js';
 import { captureObserver } from './capture.js';
 import { createTargetIdentity, exactKey, identityFields, partitionOf, REFRESH_HEADER, STATUS_HEADER } from './key.js';
@@ -101,7 +101,7 @@ export function cache(options: CacheOptions = {}): GatewayPlugin {
 
       const lookupRequest = async (ctx: RequestContext): Promise<GatewayResponse | undefined> => {
         const target = ctx.target;
-        if (target === null || !CACHEABLE_ROUTES.has(ctx.route!.name)) return undefined;
+        if (target === null || !CACHEABLE_ROUTES.has(routeApi(ctx.route!))) return undefined;
         const settings = target.cache;
         if (!isObject(settings) || typeof settings.mode !== 'string') {
           setStatus(ctx, 'DISABLED');
@@ -119,7 +119,7 @@ export function cache(options: CacheOptions = {}): GatewayPlugin {
         const maxAge = typeof settings.max_age === 'number' && settings.max_age >= 0 ? Math.min(settings.max_age, opts.maxAgeCap) : opts.defaultMaxAge;
         const maxAgeMs = maxAge * 1000;
         const t = now();
-        const route = ctx.route!.name;
+        const route = routeApi(ctx.route!);
         const stream = ctx.stream;
         const includeUsage = stream && isObject(ctx.body?.stream_options) && ctx.body.stream_options.include_usage === true;
         const partition = partitionOf(ctx, target, identity);
@@ -160,7 +160,7 @@ export function cache(options: CacheOptions = {}): GatewayPlugin {
       };
 
       const save = (pending: Pending, bytes: Buffer, sse: boolean, status: number): void => {
-        const route = pending.lookup.ctx.route!.name;
+        const route = routeApi(pending.lookup.ctx.route!);
         const text = bytes.toString('utf8');
         const body = sse ? assembleStream(route, text) : text;
         if (body === null || body.charCodeAt(0) !== 123 /* { */) return;

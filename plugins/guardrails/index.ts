@@ -22,6 +22,7 @@ import {
   requestText,
   responseText,
   type Target,
+  routeApi,
 } from '../../sdk/index.js';
 import { IDENTITY } from '../../sdk/admin/index.js';
 import { bad, compileHooks, entryIssue, fromNamed, withOverrides, type CompiledHook, type CompiledHooks, type HookRef, type ResolvedHooks } from './compile.js';
@@ -150,7 +151,7 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
         text,
         request: ctx.body ?? {},
         response,
-        route: ctx.route!.name,
+        route: routeApi(ctx.route!),
         model: ctx.model,
         metadata: ctx.metadata,
         signal: ctx.signal,
@@ -199,7 +200,7 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
         ctx.logFields.hook_results = results(state);
         // Proxied requests carry raw bytes (no parsed body): their hooks still run, on an empty text.
         for (const hook of hooks.input) {
-          const text = ctx.body === null ? '' : requestText(ctx.route!.name, ctx.body);
+          const text = ctx.body === null ? '' : requestText(routeApi(ctx.route!), ctx.body);
           const { outcome, transformed } = await runHook(hook, inputOf(ctx, 'input', text, null));
           state.before.push(outcome);
           if (transformed !== null) {
@@ -229,7 +230,7 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
               if (later.length > 0) ctx.state.set(`${PLUGIN_NAME}:async`, () => runAll(later, inputOf(ctx, 'output', text, null), state));
               const deny = await runAll(sync, inputOf(ctx, 'output', text, null), state);
               return deny === null ? null : (deniedBody(ctx, state, deny, checks) as unknown as Record<string, unknown>);
-            }, streamFormatOf(ctx.route!.name)),
+            }, streamFormatOf(routeApi(ctx.route!))),
           );
           return response;
         }

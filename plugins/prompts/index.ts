@@ -106,7 +106,7 @@ interface Prepared {
  * The rendering happens once per request, at `STAGES.beforeRequest.PREPARE`,
  * before validation, limits, guardrails and the cache, which all see the
  * rendered body; to every other plugin a prompt completion is a chat
- * completion (its route is named `chat.completions`). The template language
+ * completion (its route, `prompts.completions`, speaks the `chat.completions` API: `RouteDefinition.api`). The template language
  * is Mustache without HTML escaping. Prompts are kept per workspace on the
  * control plane's store (`IDENTITY`): without the control plane the admin
  * routes are not served and the prompt routes answer 503. A version may send
@@ -122,14 +122,14 @@ export function prompts(options: PromptsOptions = {}): GatewayPlugin {
     apply(api) {
       const base = api.options.basePath;
       const maxChars = opts.maxRenderedChars ?? api.options.maxBodyBytes;
-      // The chat route first, so that the route named `chat.completions` (internal requests look it up by name) stays the chat route.
       addShapedRoutes(api, [CHAT]);
       let identity: Identity | undefined;
       let store: PromptStore | undefined;
       let configs: ConfigSource | undefined;
       // The partials' routes first: `/prompts/partials/:id` and `/prompts/:id/versions` have as many segments.
       registerAdminRoutes(api, [...partialRoutes, ...promptRoutes], () => store!, () => identity);
-      const completions: RouteDefinition = { name: CHAT, method: 'POST', path: `${base}/prompts/:promptId/completions`, kind: 'provider', body: 'json', doc: COMPLETIONS_DOC };
+      // Its own name (route names are unique), speaking the chat API: providers, validation, limits, guardrails and the cache treat it as chat.
+      const completions: RouteDefinition = { name: 'prompts.completions', api: CHAT, method: 'POST', path: `${base}/prompts/:promptId/completions`, kind: 'provider', body: 'json', doc: COMPLETIONS_DOC };
       api.routes.add(completions);
 
       api.onReady(async () => {
