@@ -8,8 +8,11 @@ export { RequestContext } from './context.js';
 export {
   GatewayError,
   CORE_ERROR_CODES,
-  errorCodeSpec,
+  defineErrors,
+  resolveErrorCode,
   toGatewayError,
+  type ErrorFactory,
+  type GatewayErrorOptions,
   type CoreErrorCode,
   type ErrorCode,
   type ErrorCodeSpec,

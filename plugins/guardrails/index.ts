@@ -88,6 +88,7 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
     apply(api) {
       const compiled = new WeakMap<Target, CompiledHooks | null>();
       const checks = api.checks as Registry<GuardrailCheck>;
+      const denials: Denials = { checks, codes: api.errorCodes };
       // Stored guardrails are checked with this before they are stored: the same rules as a config's inline entry.
       let credentialKeys: ReadonlySet<string> | null = null;
       const validator: GuardrailValidator = {
@@ -180,8 +181,8 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
             results.push(outcome);
             if (outcome.verdict) continue;
             if (hook.deny) {
-              const error = denial(outcome, checks);
-              return { denied: true, failed, error: { code: error.code, message: error.message }, results };
+              const error = denial(outcome, denials);
+              return { denied: true, failed, error, results };
             }
             failed = true;
           }
@@ -208,7 +209,7 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
             ctx.bodyChanged = true;
           }
           if (!outcome.verdict) {
-            if (hook.deny) return denied(ctx, state, outcome, checks);
+            if (hook.deny) return denied(ctx, state, outcome, denials);
             state.failed = true;
           }
         }
@@ -229,7 +230,7 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
             guardStream(async (text) => {
               if (later.length > 0) ctx.state.set(`${PLUGIN_NAME}:async`, () => runAll(later, inputOf(ctx, 'output', text, null), state));
               const deny = await runAll(sync, inputOf(ctx, 'output', text, null), state);
-              return deny === null ? null : (deniedBody(ctx, state, deny, checks) as unknown as Record<string, unknown>);
+              return deny === null ? null : (deniedBody(ctx, state, deny, denials) as unknown as Record<string, unknown>);
             }, streamFormatOf(routeApi(ctx.route!))),
           );
           return response;
@@ -260,7 +261,7 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
           const snapshot = answer;
           ctx.state.set(`${PLUGIN_NAME}:async`, () => runAll(later, inputOf(ctx, 'output', responseText(snapshot), snapshot), state));
         }
-        if (deny !== null) return denied(ctx, state, deny, checks);
+        if (deny !== null) return denied(ctx, state, deny, denials);
         const headers = response.headers;
         delete headers['content-length'];
         headers['content-type'] = 'application/json';
@@ -303,22 +304,29 @@ function results(state: RunState) {
 }
 
 /** The error a denying hook answers with: its first failing check's own code, else `guardrail_denied`. */
-function denial(hook: HookOutcome, checks: Registry<GuardrailCheck>): GatewayError {
+/** What a denial is built from: the checks (their own deny codes) and this gateway's error codes (their meaning). */
+interface Denials {
+  checks: Registry<GuardrailCheck>;
+  codes: ReadonlyMap<string, ErrorCodeSpec>;
+}
+
+function denial(hook: HookOutcome, { checks, codes }: Denials): GatewayError {
   const failing = hook.checks.find((c) => !c.verdict);
   const why = failing?.explanation ? `: ${failing.explanation}` : '.';
   const code = (failing === undefined ? undefined : checks.get(failing.id)?.denyCode) ?? 'guardrail_denied';
-  return new GatewayError(code, `Denied by hook "${hook.id}" (check ${failing?.id ?? 'unknown'})${why}`);
+  // The meaning the code's plugin declared in this gateway (checked at boot to be a 446).
+  return new GatewayError(code, `Denied by hook "${hook.id}" (check ${failing?.id ?? 'unknown'})${why}`, { spec: codes.get(code) });
 }
 
 /** A denial's body. The denial is also the request's error: answered here rather than thrown, it would else reach the log (its `error_code`) and the metrics as no error at all. */
-function deniedBody(ctx: RequestContext, state: RunState, hook: HookOutcome, checks: Registry<GuardrailCheck>) {
-  const error = denial(hook, checks);
+function deniedBody(ctx: RequestContext, state: RunState, hook: HookOutcome, denials: Denials) {
+  const error = denial(hook, denials);
   ctx.error = error;
   return { error: error.toEnvelope().error, hook_results: results(state) };
 }
 
-function denied(ctx: RequestContext, state: RunState, hook: HookOutcome, checks: Registry<GuardrailCheck>): GatewayResponse {
-  return { status: DENIED_STATUS, headers: { 'content-type': 'application/json' }, body: JSON.stringify(deniedBody(ctx, state, hook, checks)), observers: null };
+function denied(ctx: RequestContext, state: RunState, hook: HookOutcome, denials: Denials): GatewayResponse {
+  return { status: DENIED_STATUS, headers: { 'content-type': 'application/json' }, body: JSON.stringify(deniedBody(ctx, state, hook, denials)), observers: null };
 }
 
 function isEventStream(response: GatewayResponse): boolean {

@@ -20,7 +20,7 @@ import {
 } from '../../sdk/index.js';
 import { IDENTITY, registerAdminRoutes, type Identity } from '../../sdk/admin/index.js';
 import { chatBody, variablesOf } from './body.js';
-import { compiledKey, compilePrompt, renderPrompt, type CompiledPrompt } from './engine.js';
+import { compiledKey, compilePrompt, promptError, renderPrompt, type CompiledPrompt } from './engine.js';
 import { envelope, wantsEnvelope } from './envelope.js';
 import { STORED_PROMPTS_MIGRATIONS, STORED_PROMPTS_NAMESPACE } from './store/migrations.js';
 import { partialRoutes } from './store/routes/partials.js';
@@ -118,7 +118,7 @@ export function prompts(options: PromptsOptions = {}): GatewayPlugin {
     name: PLUGIN_NAME,
     uses: [IDENTITY, CONFIG_SOURCE],
     targetFields: PROMPT_FIELDS,
-    errorCodes: { missing_variables: { status: 400, type: 'invalid_request_error' } },
+    errorCodes: promptError.codes,
     apply(api) {
       const base = api.options.basePath;
       const maxChars = opts.maxRenderedChars ?? api.options.maxBodyBytes;

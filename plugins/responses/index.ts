@@ -4,7 +4,6 @@ import {
   bundledContextWindowData,
   ContextWindows,
   effectiveBody,
-  type ErrorCodeSpec,
   estimatePromptTokens,
   GatewayError,
   type GatewayPlugin,
@@ -30,6 +29,7 @@ import { storedResponseRoutes } from './routes.js';
 import { ResponsesBodySchema, ResponsesOptionsSchema, type ResponsesOptions } from './schema.js';
 import { ResponseRepository, type Turn } from './store.js';
 import { summaryToChat, withSummaryEcho } from './summary.js';
+import { responsesError } from './errors.js';
 
 export const PLUGIN_NAME = 'responses';
 /** The route name of `POST /v1/responses`. */
@@ -40,11 +40,9 @@ export { ResponseRepository, type StoredResponse, type Turn } from './store.js';
 export { estimateTokens, fitConversation, type FitInput, type FitResult } from './truncate.js';
 export { RESPONSE_MIGRATIONS, RESPONSES_NAMESPACE } from './migrations.js';
 
-/** The error codes this door raises. */
-export const RESPONSES_ERRORS: Readonly<Record<string, ErrorCodeSpec>> = Object.freeze({
-  context_length_exceeded: { status: 400, type: 'invalid_request_error' },
-  previous_response_not_found: { status: 404, type: 'invalid_request_error' },
-});
+import { RESPONSES_ERRORS } from './errors.js';
+
+export { RESPONSES_ERRORS };
 
 type Json = Record<string, unknown>;
 const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -262,7 +260,7 @@ function providerOf(target: Target): string {
 }
 
 function previousNotFound(id: string): GatewayError {
-  return new GatewayError('previous_response_not_found', `Previous response with id '${id}' not found.`, { param: 'previous_response_id' });
+  return responsesError('previous_response_not_found', `Previous response with id '${id}' not found.`, { param: 'previous_response_id' });
 }
 
 function isSse(response: GatewayResponse): boolean {
