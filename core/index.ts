@@ -4,7 +4,7 @@
  * the tests may import it directly.
  */
 export { createGateway, DEFAULT_OPTIONS, type CreateGatewayOptions, type Gateway } from './gateway.js';
-export { RequestContext } from './context.js';
+export { RequestContext, stateKey, type StateKey } from './context.js';
 export {
   GatewayError,
   CORE_ERROR_CODES,

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { extractUsage, fieldSchema as f, parseOptions, STAGES, type GatewayPlugin, type GatewayResponse, type RequestContext, type TargetField, routeApi } from '../../sdk/index.js';
+import { extractUsage, fieldSchema as f, parseOptions, STAGES, type GatewayPlugin, type GatewayResponse, type RequestContext, type TargetField, routeApi, stateKey } from '../../sdk/index.js';
 import { assembleStream } from './assemble.js';
 import { captureObserver } from './capture.js';
 import { createTargetIdentity, exactKey, identityFields, partitionOf, REFRESH_HEADER, STATUS_HEADER } from './key.js';
@@ -50,12 +50,13 @@ export const CACHE_FIELDS: Readonly<Record<string, TargetField>> = Object.freeze
   },
 });
 
-/** A miss waiting for its answer, kept in `ctx.state` under the plugin's name. */
+/** A miss waiting for its answer, kept on the request under {@link PENDING}. */
 interface Pending {
   lookup: CacheLookup;
   mode: CacheMode;
   maxAgeMs: number;
 }
+const PENDING = stateKey<Pending>(PLUGIN_NAME);
 
 const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
 
@@ -155,7 +156,7 @@ export function cache(options: CacheOptions = {}): GatewayPlugin {
           }
         }
         setStatus(ctx, refresh ? 'REFRESH' : 'MISS');
-        if (maxAgeMs > 0) ctx.state.set(PLUGIN_NAME, { lookup, mode, maxAgeMs } satisfies Pending);
+        if (maxAgeMs > 0) ctx.set(PENDING, { lookup, mode, maxAgeMs });
         return undefined;
       };
 
@@ -185,7 +186,7 @@ export function cache(options: CacheOptions = {}): GatewayPlugin {
 
       // Late too: the answer seen is the one the client gets, after any other tap replaced or wrapped it.
       api.hooks.afterResponse.tap({ name: PLUGIN_NAME, stage: STAGES.afterResponse.STORE }, (response, ctx) => {
-        const pending = ctx.state.get(PLUGIN_NAME) as Pending | undefined;
+        const pending = ctx.get(PENDING);
         if (pending === undefined || response.status < 200 || response.status >= 300 || response.body === null) return response;
         const type = response.headers['content-type'];
         const contentType = (Array.isArray(type) ? type[0] : type) ?? '';

@@ -22,8 +22,7 @@ import {
   requestText,
   responseText,
   type Target,
-  routeApi,
-} from '../../sdk/index.js';
+  routeApi, stateKey } from '../../sdk/index.js';
 import { IDENTITY } from '../../sdk/admin/index.js';
 import { bad, compileHooks, entryIssue, fromNamed, withOverrides, type CompiledHook, type CompiledHooks, type HookRef, type ResolvedHooks } from './compile.js';
 import { GUARDRAIL_ENTRY_SCHEMA, GUARDRAIL_FIELDS } from './fields.js';
@@ -63,6 +62,9 @@ interface RunState {
   after: HookOutcome[];
   failed: boolean;
 }
+const RUN = stateKey<RunState>(PLUGIN_NAME);
+/** The async after-hooks still to run, once the answer went out (at the log hook). */
+const ASYNC_HOOKS = stateKey<() => Promise<unknown>>(`${PLUGIN_NAME}:async`);
 
 /**
  * Hooks and guardrails (spec: before/after request hooks, input/output
@@ -197,7 +199,7 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
         if (compiledHooks === null) return undefined;
         const hooks = await resolveHooks(ctx, compiledHooks);
         const state: RunState = { hooks, before: [], after: [], failed: false };
-        ctx.state.set(PLUGIN_NAME, state);
+        ctx.set(RUN, state);
         ctx.logFields.hook_results = results(state);
         // Proxied requests carry raw bytes (no parsed body): their hooks still run, on an empty text.
         for (const hook of hooks.input) {
@@ -217,7 +219,7 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
       });
 
       api.hooks.afterResponse.tapPromise({ name: PLUGIN_NAME, stage: STAGES.afterResponse.GUARD }, async (response, ctx) => {
-        const state = ctx.state.get(PLUGIN_NAME) as RunState | undefined;
+        const state = ctx.get(RUN);
         if (state === undefined || response.status === DENIED_STATUS) return response;
         const hooks = state.hooks;
         const sync = hooks.output.filter((h) => !h.async);
@@ -228,7 +230,7 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
           if (sync.length === 0 && later.length === 0) return response;
           response.body = (response.body as Readable).pipe(
             guardStream(async (text) => {
-              if (later.length > 0) ctx.state.set(`${PLUGIN_NAME}:async`, () => runAll(later, inputOf(ctx, 'output', text, null), state));
+              if (later.length > 0) ctx.set(ASYNC_HOOKS, () => runAll(later, inputOf(ctx, 'output', text, null), state));
               const deny = await runAll(sync, inputOf(ctx, 'output', text, null), state);
               return deny === null ? null : (deniedBody(ctx, state, deny, denials) as unknown as Record<string, unknown>);
             }, streamFormatOf(routeApi(ctx.route!))),
@@ -259,7 +261,7 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
         }
         if (later.length > 0) {
           const snapshot = answer;
-          ctx.state.set(`${PLUGIN_NAME}:async`, () => runAll(later, inputOf(ctx, 'output', responseText(snapshot), snapshot), state));
+          ctx.set(ASYNC_HOOKS, () => runAll(later, inputOf(ctx, 'output', responseText(snapshot), snapshot), state));
         }
         if (deny !== null) return denied(ctx, state, deny, denials);
         const headers = response.headers;
@@ -275,9 +277,10 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
 
       // Async after-hooks: after the answer was sent, never delaying it. Their results go to the log.
       api.hooks.log.tapPromise(PLUGIN_NAME, async (ctx) => {
-        const pending = ctx.state.get(`${PLUGIN_NAME}:async`) as (() => Promise<unknown>) | undefined;
+        const pending = ctx.get(ASYNC_HOOKS);
         if (pending === undefined) return;
-        const state = ctx.state.get(PLUGIN_NAME) as RunState;
+        // Set with the async hooks: they are kept only once the input stage ran.
+        const state = ctx.get(RUN)!;
         const before = state.after.length;
         await pending();
         api.logger.info({ trace_id: ctx.traceId, async_hook_results: state.after.slice(before) }, 'async hook results');

@@ -17,8 +17,7 @@ import {
   requestSummary,
   STAGES,
   type UsageLimitPolicy,
-  usagePeriod,
-} from '../../sdk/index.js';
+  usagePeriod, stateKey } from '../../sdk/index.js';
 import { IDENTITY } from '../../sdk/admin/index.js';
 import { estimateNanoUsd, estimateTokens, NANO, nanoUsd, priceForRequest, requestedModel, usageNanoUsd, type TokenEstimate } from './estimate.js';
 import { limitHeaders, refusalMessage, secondsUntil, type PolicyState } from './headers.js';
@@ -45,7 +44,7 @@ export type LimitsOptions = LimitsOptionsInput & {
   now?: () => number;
 };
 
-/** What a request holds until its answer is in, kept in `ctx.state`. */
+/** What a request holds until its answer is in, kept on the request under {@link HELD}. */
 interface Held {
   holds: Hold[];
   /** Per hold: what its real amount is counted in. */
@@ -53,6 +52,7 @@ interface Held {
   /** The price a cost budget reserved with, for an answer the price list cannot price itself. */
   price: ModelPrice | null;
 }
+const HELD = stateKey<Held>(PLUGIN_NAME);
 
 /** The entry a `redis` store plugin registers. */
 interface RedisConnection {
@@ -246,7 +246,7 @@ export function limits(options: LimitsOptions = {}): GatewayPlugin {
           const p = states[i]!.policy;
           held.kinds.push(p.kind === 'usage' && p.type === 'cost' ? 'cost' : 'tokens');
         }
-        if (held.holds.length > 0) ctx.state.set(PLUGIN_NAME, held);
+        if (held.holds.length > 0) ctx.set(HELD, held);
       };
 
       // Before guardrails and the cache, after validation: see STAGES.beforeRequest.LIMIT.
@@ -284,7 +284,7 @@ export function limits(options: LimitsOptions = {}): GatewayPlugin {
 
       // After the log sinks (their summary is reused), once the answer ended: streams, clients that left and failures alike.
       api.hooks.log.tap({ name: PLUGIN_NAME, stage: STAGES.log.SETTLE }, (ctx) => {
-        const held = ctx.state.get(PLUGIN_NAME) as Held | undefined;
+        const held = ctx.get(HELD);
         if (held === undefined || store === null) return;
         let actual: number[];
         try {

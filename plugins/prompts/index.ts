@@ -16,8 +16,7 @@ import {
   type RouteDefinition,
   type RouteDoc,
   type Target,
-  type TargetField,
-} from '../../sdk/index.js';
+  type TargetField, stateKey } from '../../sdk/index.js';
 import { IDENTITY, registerAdminRoutes, type Identity } from '../../sdk/admin/index.js';
 import { chatBody, variablesOf } from './body.js';
 import { compiledKey, compilePrompt, promptError, renderPrompt, type CompiledPrompt } from './engine.js';
@@ -85,13 +84,14 @@ const RENDER_DOC: RouteDoc = {
   body: PromptRequestSchema,
 };
 
-/** What a request that uses a stored prompt carries, in `ctx.state`. */
+/** What a request that uses a stored prompt carries, under {@link PREPARED}. */
 interface Prepared {
   release: PromptRelease;
   compiled: CompiledPrompt;
   /** `route`: the prompt completions route (its answer gets the envelope); `config`: a chat request whose config names the prompt. */
   via: 'route' | 'config';
 }
+const PREPARED = stateKey<Prepared>(PLUGIN_NAME);
 
 /**
  * Stored prompts (docs/prompts.md): their tables and admin routes (prompts,
@@ -216,7 +216,7 @@ export function prompts(options: PromptsOptions = {}): GatewayPlugin {
         if (ctx.route !== completions) return done();
         load(ctx, ctx.params!.promptId!, 'promptId', 'route')
           .then((prepared) => {
-            ctx.state.set(PLUGIN_NAME, prepared);
+            ctx.set(PREPARED, prepared);
             return targetOf(ctx, prepared.release);
           })
           .then((target) => done(null, target), done);
@@ -250,13 +250,13 @@ export function prompts(options: PromptsOptions = {}): GatewayPlugin {
 
       const fromConfig = async (ctx: RequestContext, target: Target): Promise<void> => {
         const prepared = await load(ctx, target.prompt_id as string, 'prompt_id', 'config');
-        ctx.state.set(PLUGIN_NAME, prepared);
+        ctx.set(PREPARED, prepared);
         apply(ctx, render(ctx, prepared));
         if (namesNoTarget(target)) ctx.target = withPromptTarget(target, await targetOf(ctx, prepared.release));
       };
 
       api.hooks.beforeRequest.tapAsync({ name: PLUGIN_NAME, stage: STAGES.beforeRequest.PREPARE }, (ctx, done) => {
-        const prepared = ctx.state.get(PLUGIN_NAME) as Prepared | undefined;
+        const prepared = ctx.get(PREPARED);
         if (prepared !== undefined) {
           // The prompt completions route: loaded with its target; only the rendering is left.
           try {
@@ -282,7 +282,7 @@ export function prompts(options: PromptsOptions = {}): GatewayPlugin {
 
       // The spec's envelope, on the prompt completions route only (the chat route keeps the chat shape); after the cache kept the plain answer.
       api.hooks.afterResponse.tap({ name: PLUGIN_NAME, stage: STAGES.afterResponse.SHAPE }, (response, ctx) => {
-        const prepared = ctx.state.get(PLUGIN_NAME) as Prepared | undefined;
+        const prepared = ctx.get(PREPARED);
         if (prepared?.via !== 'route' || !wantsEnvelope(response)) return response;
         return envelope(response);
       });
