@@ -7,6 +7,22 @@ import type { Attempt, AuthInfo, Provider, RouteDefinition, Target, Usage } from
 import { LightSignal, type UpstreamSignal } from './upstream/signal.js';
 
 /**
+ * A typed key for per-request state (`ctx.get(key)`, `ctx.set(key, value)`): the value's type
+ * travels with the key, so no reader casts. Made once at module load with {@link stateKey}, never
+ * per request.
+ */
+export type StateKey<T> = symbol & { readonly __state?: T };
+
+/**
+ * A key for a value of type `T` a plugin keeps on a request (what a before tap found, for its after
+ * tap). `name` is namespaced by the owner (`cache`, `observe:summary`); the same name is the same
+ * key in every copy of the SDK. Keys that several plugins read live in the SDK.
+ */
+export function stateKey<T>(name: string): StateKey<T> {
+  return Symbol.for(`ai-gateway.state:${name}`) as StateKey<T>;
+}
+
+/**
  * Everything the gateway knows about one request, passed to every hook.
  * All fields are set in the constructor so every context has the same shape
  * (V8 keeps property access monomorphic on the hot path).
@@ -95,8 +111,8 @@ export class RequestContext {
   /** Extra fields for this request's log line (hook results, cache details…), keyed by field name. */
   readonly logFields: Record<string, unknown> = {};
 
-  /** Scratch space for plugins, keyed by plugin name. */
-  readonly state: Map<string, unknown> = new Map();
+  /** Scratch space for plugins: read and write it through typed keys with {@link get} and {@link set}. */
+  readonly state: Map<symbol, unknown> = new Map();
 
   #log: Logger | null = null;
   readonly #rootLogger: Logger;
@@ -162,6 +178,22 @@ export class RequestContext {
   get log(): Logger {
     if (this.#log === null) this.#log = this.#rootLogger.child({ trace_id: this.traceId });
     return this.#log;
+  }
+
+  /** The value kept under `key` on this request, or undefined. */
+  get<T>(key: StateKey<T>): T | undefined {
+    // The one cast: `set` only ever stores a T under a StateKey<T>.
+    return this.state.get(key) as T | undefined;
+  }
+
+  /** Keeps `value` under `key` for the rest of this request. */
+  set<T>(key: StateKey<T>, value: T): void {
+    this.state.set(key, value);
+  }
+
+  /** Whether anything is kept under `key`. */
+  has(key: StateKey<unknown>): boolean {
+    return this.state.has(key);
   }
 
   /** Returns the header's first value, lower-case name expected. */

@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { container as rootContainer } from 'tsyringe';
-import { checkErrorCode, CORE_ERROR_CODES, GatewayError, registerErrorCode, type ErrorCodeSpec } from './errors.js';
+import { checkErrorCode, CORE_ERROR_CODES, GatewayError, type ErrorCodeSpec } from './errors.js';
 import { CORE_TARGET_FIELDS, TargetFields } from './fields.js';
 import { createHooks, type GatewayHooks } from './hooks.js';
 import { errorResponse, writeResponse } from './http/write-response.js';
@@ -97,8 +97,6 @@ export function createGateway(init: CreateGatewayOptions): Gateway {
     }
   }
   targetFields.seal();
-  // Registered only once every declaration passed, so a gateway that fails to boot leaves no code behind.
-  for (const [code, entry] of errorCodes) if (entry.owner !== 'core') registerErrorCode(code, entry, entry.owner);
   const paths = redactPaths(targetFields.credentials());
   const logger = init.logger === undefined ? createLogger({ redact: paths }) : withRedaction(init.logger, paths);
   const hooks = createHooks();
@@ -125,6 +123,8 @@ export function createGateway(init: CreateGatewayOptions): Gateway {
   container.register(TOKENS.Registries, { useValue: registries });
   container.register(TOKENS.Routes, { useValue: routes });
   container.register(TOKENS.Upstream, { useValue: upstream });
+  // This gateway's own table: a plugin code raised without its spec is answered with the meaning declared here.
+  container.register(TOKENS.ErrorCodes, { useValue: errorCodes });
 
   const interceptors: InterceptorEntry[] = [];
   const readyFns: Array<() => void | Promise<void>> = [];

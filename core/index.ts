@@ -4,12 +4,15 @@
  * the tests may import it directly.
  */
 export { createGateway, DEFAULT_OPTIONS, type CreateGatewayOptions, type Gateway } from './gateway.js';
-export { RequestContext } from './context.js';
+export { RequestContext, stateKey, type StateKey } from './context.js';
 export {
   GatewayError,
   CORE_ERROR_CODES,
-  errorCodeSpec,
+  defineErrors,
+  resolveErrorCode,
   toGatewayError,
+  type ErrorFactory,
+  type GatewayErrorOptions,
   type CoreErrorCode,
   type ErrorCode,
   type ErrorCodeSpec,
@@ -20,7 +23,7 @@ export { createHooks, type GatewayHooks } from './hooks.js';
 export { STAGES, type StageGroup } from './stages.js';
 export type { GatewayPlugin, PluginAPI, Registries } from './plugin.js';
 export { Registry } from './registry.js';
-export { RouteTable, type RouteEntry, type RouteMatch } from './router.js';
+export { RouteTable, routeApi, type RouteEntry, type RouteMatch } from './router.js';
 export { ROUTING_HEADERS } from './routing-headers.js';
 export { serviceToken, TOKENS, type ServiceToken } from './tokens.js';
 export { GATEWAY_API_VERSION } from './version.js';

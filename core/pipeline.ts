@@ -5,7 +5,7 @@ import { inject, injectable } from 'tsyringe';
 import { requireScope } from './auth.js';
 import { RequestContext } from './context.js';
 import { refuseUnreadRoutingHeaders } from './routing-headers.js';
-import { GatewayError, toGatewayError } from './errors.js';
+import { GatewayError, resolveErrorCode, toGatewayError, type ErrorCodeSpec } from './errors.js';
 import type { GatewayHooks } from './hooks.js';
 import { bearerToken } from './http/headers.js';
 import { parseJsonObject, readBody } from './http/read-body.js';
@@ -97,6 +97,7 @@ export class Pipeline {
     @inject(TOKENS.Logger) private readonly logger: Logger,
     @inject(TOKENS.Options) private readonly options: Readonly<Required<GatewayOptions>>,
     @inject(TOKENS.Upstream) private readonly upstream: UpstreamClient,
+    @inject(TOKENS.ErrorCodes) private readonly errorCodes: ReadonlyMap<string, ErrorCodeSpec>,
   ) {}
 
   /**
@@ -176,11 +177,16 @@ export class Pipeline {
 
   private failure(ctx: RequestContext, err: unknown): GatewayResponse {
     // A client that went away is not a gateway fault: recorded as 499 (nginx's convention), never as an internal error.
-    const e = ctx.clientGone && !(err instanceof GatewayError) ? new GatewayError('client_closed_request', 'The client closed the connection before the answer was ready.') : toGatewayError(err);
+    const e = ctx.clientGone && !(err instanceof GatewayError) ? new GatewayError('client_closed_request', 'The client closed the connection before the answer was ready.') : this.resolve(toGatewayError(err));
     ctx.error = e;
     if (e.code === 'internal_error') this.logger.error({ err, trace_id: ctx.traceId, path: ctx.path }, 'unexpected error');
     const format = ctx.route?.errorFormat;
     return format === undefined ? errorResponse(e) : format.response(e, ctx);
+  }
+
+  /** A plugin code raised without its spec gets this gateway's meaning; an unknown one is logged and answered as an internal error. */
+  private resolve(e: GatewayError): GatewayError {
+    return e.resolved ? e : resolveErrorCode(e, this.errorCodes, (code) => this.logger.error({ code }, `unknown error code "${code}": declare it in the plugin's errorCodes`));
   }
 
   private async process(ctx: RequestContext, req: IncomingMessage): Promise<GatewayResponse> {
@@ -289,7 +295,7 @@ export class Pipeline {
       }
       return { status: response.status, body };
     } catch (err) {
-      ctx.error = toGatewayError(err);
+      ctx.error = this.resolve(toGatewayError(err));
       ctx.status = ctx.error.status;
       throw ctx.error;
     } finally {

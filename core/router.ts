@@ -40,6 +40,12 @@ export class RouteTable {
   add(route: RouteDefinition): void {
     if (this.#frozen) throw new Error(`route table is frozen after boot; add "${route.name}" in a plugin's apply()`);
     const key = `${route.method} ${route.path}`;
+    // Names are how routes are found (internal requests, logs, metrics, route-filtered taps): two routes under one
+    // name would leave one of them unreachable by name, so the second is a boot error naming both.
+    const named = this.#byName.get(route.name);
+    if (named !== undefined && named !== route) {
+      throw new Error(`route name "${route.name}" is registered twice: ${named.method} ${named.path} and ${key}; give one of them another name`);
+    }
     if (route.path.includes('/:')) {
       this.#params.push({ route, segments: route.path.split('/') });
     } else {
@@ -48,7 +54,7 @@ export class RouteTable {
     }
     this.#paths.add(route.path);
     this.#all.push(route);
-    if (!this.#byName.has(route.name)) this.#byName.set(route.name, route);
+    this.#byName.set(route.name, route);
   }
 
   /**
@@ -63,7 +69,7 @@ export class RouteTable {
     return entries;
   }
 
-  /** The route registered under a name (the first, if several share it). */
+  /** The route registered under a name (names are unique: see {@link add}). */
   byName(name: string): RouteDefinition | undefined {
     return this.#byName.get(name);
   }
@@ -129,6 +135,15 @@ export class RouteTable {
   freeze(): void {
     this.#frozen = true;
   }
+}
+
+/**
+ * The API a route speaks: its `api` when it is another route's under another name (the prompt
+ * completions route speaks `chat.completions`), else its own name. Provider adapters are found by
+ * it, and plugins that read bodies and answers by route key on it.
+ */
+export function routeApi(route: RouteDefinition): string {
+  return route.api ?? route.name;
 }
 
 function matchSegments(pattern: string[], parts: string[]): Record<string, string> | null {

@@ -69,6 +69,11 @@ export const STAGES = Object.freeze({
      * envelope): after the store kept the provider's answer, before the observers see the bytes.
      */
     SHAPE: 500,
+    /**
+     * Give an error answer the envelope its front door promises (Anthropic's on the Messages
+     * route): after every tap that could still produce or replace an error, just before the observers.
+     */
+    ERROR_FORMAT: 900,
     /** See the bytes exactly as the client gets them: after every tap that could change them. */
     OBSERVE: 1000,
   }),

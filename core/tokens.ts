@@ -39,4 +39,6 @@ export const TOKENS = Object.freeze({
   Registries: Symbol.for('gateway.registries'),
   Routes: Symbol.for('gateway.routes'),
   Upstream: Symbol.for('gateway.upstream'),
+  /** This gateway's error codes (the core's and its plugins'), to answer a plugin code built without its spec. */
+  ErrorCodes: Symbol.for('gateway.error-codes'),
 });

@@ -203,8 +203,15 @@ export interface Strategy {
 
 /** A route the gateway serves. Registered at boot with `api.routes.add`. */
 export interface RouteDefinition {
-  /** Stable name, used by providers (`chat.completions`) and in logs. */
+  /** Stable name, unique in a gateway (a second route under a name is a boot error), used in logs and to find the route. */
   name: string;
+  /**
+   * The API this route speaks when it is another route's under another name and path (the prompt
+   * completions route speaks `chat.completions`): providers serve it with their adapter for that
+   * route, and plugins that read bodies and answers by route (validation, limits, guardrails, the
+   * cache) treat it as that route. Absent: the route's own `name`. Read it with `routeApi(route)`.
+   */
+  api?: string;
   method: 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PATCH';
   /** Full path, e.g. `/v1/chat/completions`; `:param` segments match one segment. */
   path: string;

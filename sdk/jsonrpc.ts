@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { exceedsJsonDepth, GatewayError, jsonResponse, type ErrorFormat, type GatewayResponse, type RequestContext } from '../core/index.js';
+import { exceedsJsonDepth, GatewayError, jsonResponse, type ErrorFormat, type GatewayResponse, type RequestContext, stateKey } from '../core/index.js';
 
 /**
  * JSON-RPC 2.0 as the gateway's MCP and A2A endpoints speak it: reading one
@@ -134,11 +134,11 @@ export function gatewayErrorToJsonRpc(err: GatewayError): JsonRpcErrorObject {
 }
 
 /** Where a JSON-RPC route keeps the id of the message being answered, so its errors name it. */
-const ID_STATE = 'jsonrpc:id';
+const ID_STATE = stateKey<JsonRpcId>('jsonrpc:id');
 
 /** Records the id of the message a request carries (errors answered later name it). */
 export function setJsonRpcId(ctx: RequestContext, id: JsonRpcId | undefined): void {
-  if (id !== undefined) ctx.state.set(ID_STATE, id);
+  if (id !== undefined) ctx.set(ID_STATE, id);
 }
 
 /**
@@ -147,7 +147,7 @@ export function setJsonRpcId(ctx: RequestContext, id: JsonRpcId | undefined): vo
  * {@link JsonRpcError} keeps its own), naming the message's id once known.
  */
 export function jsonRpcRouteError(err: GatewayError, ctx: RequestContext): GatewayResponse {
-  const id = (ctx.state.get(ID_STATE) as JsonRpcId | undefined) ?? null;
+  const id = ctx.get(ID_STATE) ?? null;
   return jsonRpcErrorResponse(err.status, id, gatewayErrorToJsonRpc(err), err.headers ? { ...err.headers } : {});
 }
 

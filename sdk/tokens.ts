@@ -1,4 +1,4 @@
-import { serviceToken, type RequestContext, type Target } from '../core/index.js';
+import { serviceToken, type GatewayError, type RequestContext, type Target } from '../core/index.js';
 import type { PricingTable } from './pricing/table.js';
 
 /*
@@ -90,8 +90,8 @@ export interface GuardrailVerdict {
   denied: boolean;
   /** A hook without deny failed: go on, and say so. */
   failed: boolean;
-  /** The denial, as the guardrails plugin words it (`guardrail_denied` or the check's own code). */
-  error: { code: string; message: string } | null;
+  /** The denial, as the guardrails plugin words it (`guardrail_denied` or the check's own code, with the meaning its plugin declared). */
+  error: GatewayError | null;
   /** Each hook's result, in the `hook_results` shape. */
   results: unknown[];
 }

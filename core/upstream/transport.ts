@@ -24,7 +24,7 @@ export function createTransport(providers: Registry<Provider>, client: UpstreamC
     const provider = providers.require(name, 'provider');
     ctx.provider = provider;
     const route = ctx.route!;
-    let adapter = provider.routes[route.name];
+    let adapter = provider.routes[route.api ?? route.name];
     if (adapter?.accepts !== undefined && !adapter.accepts(ctx, target)) adapter = undefined;
     // A front door the provider does not speak goes through its adapter for another route, translated both ways.
     let via: RouteTranslation | undefined;

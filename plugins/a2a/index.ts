@@ -27,6 +27,7 @@ import { agentServerTable } from './store/repository.js';
 import { agentServerRoutes } from './store/routes.js';
 import { AgentStore } from './store/store.js';
 import type { AgentCardEntry, AgentServerConfig, AgentServerStore } from './store/types.js';
+import { a2aError } from './errors.js';
 
 export const PLUGIN_NAME = 'a2a';
 
@@ -73,15 +74,9 @@ const OptionsSchema = v.strictObject({
 
 export type A2AOptions = v.InferInput<typeof OptionsSchema>;
 
-export const A2A_ERRORS = Object.freeze({
-  a2a_invalid_message: { status: 400, type: 'invalid_request_error' },
-  a2a_method_not_allowed: { status: 400, type: 'invalid_request_error' },
-  a2a_agent_error: { status: 502, type: 'upstream_error' },
-  a2a_upstream_error: { status: 502, type: 'upstream_error' },
-  a2a_upstream_timeout: { status: 504, type: 'timeout_error' },
-  agent_card_unavailable: { status: 502, type: 'upstream_error' },
-  agent_card_invalid: { status: 502, type: 'upstream_error' },
-});
+import { A2A_ERRORS } from './errors.js';
+
+export { A2A_ERRORS };
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
@@ -135,8 +130,8 @@ export function a2a(options: A2AOptions = {}): GatewayPlugin {
         return { store: agents, server };
       };
 
-      const failure = (ctx: RequestContext, id: JsonRpcId, code: string, rpcCode: number, message: string, data?: unknown): GatewayResponse => {
-        ctx.error = new GatewayError(code, message);
+      const failure = (ctx: RequestContext, id: JsonRpcId, code: keyof typeof A2A_ERRORS, rpcCode: number, message: string, data?: unknown): GatewayResponse => {
+        ctx.error = a2aError(code, message);
         return jsonResponse(200, jsonRpcErrorBody(id, data === undefined ? { code: rpcCode, message } : { code: rpcCode, message, data }));
       };
 
@@ -167,7 +162,7 @@ export function a2a(options: A2AOptions = {}): GatewayPlugin {
             ({ message } = readJsonRpc(ctx.rawBody, api.options.maxJsonDepth));
           } catch (err) {
             if (!(err instanceof JsonRpcError)) throw err;
-            ctx.error = new GatewayError('a2a_invalid_message', err.message);
+            ctx.error = a2aError('a2a_invalid_message', err.message);
             return jsonResponse(err.status, jsonRpcErrorBody(null, { code: err.code, message: err.message }));
           }
           const id = message.id ?? null;
@@ -242,7 +237,7 @@ export function a2a(options: A2AOptions = {}): GatewayPlugin {
             }
             return failure(ctx, id, 'a2a_upstream_error', A2A_CODES.INVALID_AGENT_RESPONSE, `The agent "${server.name}" answered with something that is not a JSON-RPC answer.`);
           }
-          if (isObject(answer.error)) ctx.error = new GatewayError('a2a_agent_error', `The agent "${server.name}" answered with an error: ${String(answer.error.message ?? '').slice(0, 500)}`);
+          if (isObject(answer.error)) ctx.error = a2aError('a2a_agent_error', `The agent "${server.name}" answered with an error: ${String(answer.error.message ?? '').slice(0, 500)}`);
           // An agent's error answer keeps its JSON-RPC error; the HTTP status is 200, as A2A clients expect errors in-band.
           return { status: 200, headers: { 'content-type': 'application/json' }, body: text, observers: null };
         },

@@ -1,7 +1,6 @@
 import { join } from 'node:path';
 import {
   createSecretBox,
-  type ErrorCodeSpec,
   type GatewayPlugin,
   type GatewayResponse,
   loadEncryptionKey,
@@ -28,10 +27,9 @@ export const PLUGIN_NAME = 'batches';
 export type { BatchesOptions };
 export { BATCHES_MIGRATIONS, BATCHES_NAMESPACE } from './migrations.js';
 
-/** The codes this plugin answers with, beyond the core's. */
-export const BATCHES_ERRORS: Readonly<Record<string, ErrorCodeSpec>> = Object.freeze({
-  invalid_file: { status: 400, type: 'invalid_request_error' },
-});
+import { BATCHES_ERRORS } from './errors.js';
+
+export { BATCHES_ERRORS };
 
 /**
  * Files and batches for every provider (docs/batches.md).

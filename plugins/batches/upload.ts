@@ -6,6 +6,7 @@ import { pipeline } from 'node:stream/promises';
 import busboy from 'busboy';
 import { GatewayError, randomHex, type RequestContext } from '../../sdk/index.js';
 import { batchLineProblem, fineTuneLineProblem, LineSplitter, lineText } from './jsonl.js';
+import { batchesError } from './errors.js';
 
 /** A received upload, validated, in a temp file. */
 export interface Upload {
@@ -179,7 +180,7 @@ function first(a: Problem | null, b: Problem | null): Problem | null {
 }
 
 function invalidLine(p: Problem): GatewayError {
-  return new GatewayError('invalid_file', `Invalid JSONL file: line ${p.line}: ${p.message}.`, { param: 'file', headers: { connection: 'close' } });
+  return batchesError('invalid_file', `Invalid JSONL file: line ${p.line}: ${p.message}.`, { param: 'file', headers: { connection: 'close' } });
 }
 
 function tooLarge(limit: number): GatewayError {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import * as v from 'valibot';
-import { fieldSchema as f, GatewayError, parseOptions, STAGES, type Dispatch, type ErrorCodeSpec, type GatewayPlugin, type GatewayResponse, type RequestContext, type Target, type TargetField } from '../../sdk/index.js';
+import { defineErrors, fieldSchema as f, GatewayError, parseOptions, STAGES, type Dispatch, type GatewayPlugin, type GatewayResponse, type RequestContext, type Target, type TargetField } from '../../sdk/index.js';
 import { redisBreakerState } from './redis-state.js';
 import { memoryBreakerState, type Admission, type BreakerState } from './state.js';
 
@@ -24,9 +24,10 @@ export const BREAKER_FIELDS: Readonly<Record<string, TargetField>> = Object.free
 });
 
 /** The answer while a breaker is open: 503, so clients and fallbacks treat it as the target being down. */
-export const BREAKER_ERRORS: Readonly<Record<string, ErrorCodeSpec>> = Object.freeze({
+const breakerError = defineErrors({
   circuit_open: { status: 503, type: 'server_error' },
 });
+export const BREAKER_ERRORS = breakerError.codes;
 
 /** Gateway errors that count as failures: the target is down, slow or garbled. */
 const FAILURE_ERRORS = new Set(['upstream_unreachable', 'upstream_invalid_response', 'upstream_timeout', 'request_timeout']);
@@ -98,7 +99,7 @@ export function breaker(options: BreakerOptions = {}): GatewayPlugin {
         }
         if (admission.state === 'open') {
           const seconds = Math.max(1, Math.ceil(admission.retryInMs / 1000));
-          throw new GatewayError('circuit_open', `The circuit breaker for provider "${target.provider}" (target ${ctx.targetPath}) is open after repeated failures; retry in ${seconds} s.`, {
+          throw breakerError('circuit_open', `The circuit breaker for provider "${target.provider}" (target ${ctx.targetPath}) is open after repeated failures; retry in ${seconds} s.`, {
             headers: { 'retry-after': String(seconds) },
           });
         }

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { extractUsage, fieldSchema as f, parseOptions, STAGES, type GatewayPlugin, type GatewayResponse, type RequestContext, type TargetField } from '../../sdk/index.js';
+import { extractUsage, fieldSchema as f, parseOptions, STAGES, type GatewayPlugin, type GatewayResponse, type RequestContext, type TargetField, routeApi, stateKey } from '../../sdk/index.js';
 import { assembleStream } from './assemble.js';
 import { captureObserver } from './capture.js';
 import { createTargetIdentity, exactKey, identityFields, partitionOf, REFRESH_HEADER, STATUS_HEADER } from './key.js';
@@ -50,12 +50,13 @@ export const CACHE_FIELDS: Readonly<Record<string, TargetField>> = Object.freeze
   },
 });
 
-/** A miss waiting for its answer, kept in `ctx.state` under the plugin's name. */
+/** A miss waiting for its answer, kept on the request under {@link PENDING}. */
 interface Pending {
   lookup: CacheLookup;
   mode: CacheMode;
   maxAgeMs: number;
 }
+const PENDING = stateKey<Pending>(PLUGIN_NAME);
 
 const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
 
@@ -101,7 +102,7 @@ export function cache(options: CacheOptions = {}): GatewayPlugin {
 
       const lookupRequest = async (ctx: RequestContext): Promise<GatewayResponse | undefined> => {
         const target = ctx.target;
-        if (target === null || !CACHEABLE_ROUTES.has(ctx.route!.name)) return undefined;
+        if (target === null || !CACHEABLE_ROUTES.has(routeApi(ctx.route!))) return undefined;
         const settings = target.cache;
         if (!isObject(settings) || typeof settings.mode !== 'string') {
           setStatus(ctx, 'DISABLED');
@@ -119,7 +120,7 @@ export function cache(options: CacheOptions = {}): GatewayPlugin {
         const maxAge = typeof settings.max_age === 'number' && settings.max_age >= 0 ? Math.min(settings.max_age, opts.maxAgeCap) : opts.defaultMaxAge;
         const maxAgeMs = maxAge * 1000;
         const t = now();
-        const route = ctx.route!.name;
+        const route = routeApi(ctx.route!);
         const stream = ctx.stream;
         const includeUsage = stream && isObject(ctx.body?.stream_options) && ctx.body.stream_options.include_usage === true;
         const partition = partitionOf(ctx, target, identity);
@@ -155,12 +156,12 @@ export function cache(options: CacheOptions = {}): GatewayPlugin {
           }
         }
         setStatus(ctx, refresh ? 'REFRESH' : 'MISS');
-        if (maxAgeMs > 0) ctx.state.set(PLUGIN_NAME, { lookup, mode, maxAgeMs } satisfies Pending);
+        if (maxAgeMs > 0) ctx.set(PENDING, { lookup, mode, maxAgeMs });
         return undefined;
       };
 
       const save = (pending: Pending, bytes: Buffer, sse: boolean, status: number): void => {
-        const route = pending.lookup.ctx.route!.name;
+        const route = routeApi(pending.lookup.ctx.route!);
         const text = bytes.toString('utf8');
         const body = sse ? assembleStream(route, text) : text;
         if (body === null || body.charCodeAt(0) !== 123 /* { */) return;
@@ -185,7 +186,7 @@ export function cache(options: CacheOptions = {}): GatewayPlugin {
 
       // Late too: the answer seen is the one the client gets, after any other tap replaced or wrapped it.
       api.hooks.afterResponse.tap({ name: PLUGIN_NAME, stage: STAGES.afterResponse.STORE }, (response, ctx) => {
-        const pending = ctx.state.get(PLUGIN_NAME) as Pending | undefined;
+        const pending = ctx.get(PENDING);
         if (pending === undefined || response.status < 200 || response.status >= 300 || response.body === null) return response;
         const type = response.headers['content-type'];
         const contentType = (Array.isArray(type) ? type[0] : type) ?? '';

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { RequestContext, Target, TargetFields } from '../../sdk/index.js';
+import { routeApi, type RequestContext, type Target, type TargetFields } from '../../sdk/index.js';
 
 /** Body fields left out of the key: how the answer is delivered, not what is asked. */
 const DELIVERY_FIELDS: ReadonlySet<string> = new Set(['stream', 'stream_options']);
@@ -98,7 +98,7 @@ export const STATUS_HEADER = 'x-gateway-cache-status';
 export function partitionOf(ctx: RequestContext, target: Target, identity: TargetIdentity): string {
   const namespace = ctx.header(NAMESPACE_HEADER);
   const scope = namespace === undefined || namespace === '' ? ['default'] : ['ns', namespace];
-  return sha256(JSON.stringify(['cache/v1', ctx.route!.name, identity(target), ctx.auth?.workspaceId ?? null, scope]));
+  return sha256(JSON.stringify(['cache/v1', routeApi(ctx.route!), identity(target), ctx.auth?.workspaceId ?? null, scope]));
 }
 
 /** The exact-match key: partition + canonical body. */

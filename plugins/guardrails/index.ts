@@ -22,7 +22,7 @@ import {
   requestText,
   responseText,
   type Target,
-} from '../../sdk/index.js';
+  routeApi, stateKey } from '../../sdk/index.js';
 import { IDENTITY } from '../../sdk/admin/index.js';
 import { bad, compileHooks, entryIssue, fromNamed, withOverrides, type CompiledHook, type CompiledHooks, type HookRef, type ResolvedHooks } from './compile.js';
 import { GUARDRAIL_ENTRY_SCHEMA, GUARDRAIL_FIELDS } from './fields.js';
@@ -62,6 +62,9 @@ interface RunState {
   after: HookOutcome[];
   failed: boolean;
 }
+const RUN = stateKey<RunState>(PLUGIN_NAME);
+/** The async after-hooks still to run, once the answer went out (at the log hook). */
+const ASYNC_HOOKS = stateKey<() => Promise<unknown>>(`${PLUGIN_NAME}:async`);
 
 /**
  * Hooks and guardrails (spec: before/after request hooks, input/output
@@ -87,6 +90,7 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
     apply(api) {
       const compiled = new WeakMap<Target, CompiledHooks | null>();
       const checks = api.checks as Registry<GuardrailCheck>;
+      const denials: Denials = { checks, codes: api.errorCodes };
       // Stored guardrails are checked with this before they are stored: the same rules as a config's inline entry.
       let credentialKeys: ReadonlySet<string> | null = null;
       const validator: GuardrailValidator = {
@@ -150,7 +154,7 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
         text,
         request: ctx.body ?? {},
         response,
-        route: ctx.route!.name,
+        route: routeApi(ctx.route!),
         model: ctx.model,
         metadata: ctx.metadata,
         signal: ctx.signal,
@@ -179,8 +183,8 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
             results.push(outcome);
             if (outcome.verdict) continue;
             if (hook.deny) {
-              const error = denial(outcome, checks);
-              return { denied: true, failed, error: { code: error.code, message: error.message }, results };
+              const error = denial(outcome, denials);
+              return { denied: true, failed, error, results };
             }
             failed = true;
           }
@@ -195,11 +199,11 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
         if (compiledHooks === null) return undefined;
         const hooks = await resolveHooks(ctx, compiledHooks);
         const state: RunState = { hooks, before: [], after: [], failed: false };
-        ctx.state.set(PLUGIN_NAME, state);
+        ctx.set(RUN, state);
         ctx.logFields.hook_results = results(state);
         // Proxied requests carry raw bytes (no parsed body): their hooks still run, on an empty text.
         for (const hook of hooks.input) {
-          const text = ctx.body === null ? '' : requestText(ctx.route!.name, ctx.body);
+          const text = ctx.body === null ? '' : requestText(routeApi(ctx.route!), ctx.body);
           const { outcome, transformed } = await runHook(hook, inputOf(ctx, 'input', text, null));
           state.before.push(outcome);
           if (transformed !== null) {
@@ -207,7 +211,7 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
             ctx.bodyChanged = true;
           }
           if (!outcome.verdict) {
-            if (hook.deny) return denied(ctx, state, outcome, checks);
+            if (hook.deny) return denied(ctx, state, outcome, denials);
             state.failed = true;
           }
         }
@@ -215,7 +219,7 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
       });
 
       api.hooks.afterResponse.tapPromise({ name: PLUGIN_NAME, stage: STAGES.afterResponse.GUARD }, async (response, ctx) => {
-        const state = ctx.state.get(PLUGIN_NAME) as RunState | undefined;
+        const state = ctx.get(RUN);
         if (state === undefined || response.status === DENIED_STATUS) return response;
         const hooks = state.hooks;
         const sync = hooks.output.filter((h) => !h.async);
@@ -226,10 +230,10 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
           if (sync.length === 0 && later.length === 0) return response;
           response.body = (response.body as Readable).pipe(
             guardStream(async (text) => {
-              if (later.length > 0) ctx.state.set(`${PLUGIN_NAME}:async`, () => runAll(later, inputOf(ctx, 'output', text, null), state));
+              if (later.length > 0) ctx.set(ASYNC_HOOKS, () => runAll(later, inputOf(ctx, 'output', text, null), state));
               const deny = await runAll(sync, inputOf(ctx, 'output', text, null), state);
-              return deny === null ? null : (deniedBody(ctx, state, deny, checks) as unknown as Record<string, unknown>);
-            }, streamFormatOf(ctx.route!.name)),
+              return deny === null ? null : (deniedBody(ctx, state, deny, denials) as unknown as Record<string, unknown>);
+            }, streamFormatOf(routeApi(ctx.route!))),
           );
           return response;
         }
@@ -257,9 +261,9 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
         }
         if (later.length > 0) {
           const snapshot = answer;
-          ctx.state.set(`${PLUGIN_NAME}:async`, () => runAll(later, inputOf(ctx, 'output', responseText(snapshot), snapshot), state));
+          ctx.set(ASYNC_HOOKS, () => runAll(later, inputOf(ctx, 'output', responseText(snapshot), snapshot), state));
         }
-        if (deny !== null) return denied(ctx, state, deny, checks);
+        if (deny !== null) return denied(ctx, state, deny, denials);
         const headers = response.headers;
         delete headers['content-length'];
         headers['content-type'] = 'application/json';
@@ -273,9 +277,10 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
 
       // Async after-hooks: after the answer was sent, never delaying it. Their results go to the log.
       api.hooks.log.tapPromise(PLUGIN_NAME, async (ctx) => {
-        const pending = ctx.state.get(`${PLUGIN_NAME}:async`) as (() => Promise<unknown>) | undefined;
+        const pending = ctx.get(ASYNC_HOOKS);
         if (pending === undefined) return;
-        const state = ctx.state.get(PLUGIN_NAME) as RunState;
+        // Set with the async hooks: they are kept only once the input stage ran.
+        const state = ctx.get(RUN)!;
         const before = state.after.length;
         await pending();
         api.logger.info({ trace_id: ctx.traceId, async_hook_results: state.after.slice(before) }, 'async hook results');
@@ -302,22 +307,29 @@ function results(state: RunState) {
 }
 
 /** The error a denying hook answers with: its first failing check's own code, else `guardrail_denied`. */
-function denial(hook: HookOutcome, checks: Registry<GuardrailCheck>): GatewayError {
+/** What a denial is built from: the checks (their own deny codes) and this gateway's error codes (their meaning). */
+interface Denials {
+  checks: Registry<GuardrailCheck>;
+  codes: ReadonlyMap<string, ErrorCodeSpec>;
+}
+
+function denial(hook: HookOutcome, { checks, codes }: Denials): GatewayError {
   const failing = hook.checks.find((c) => !c.verdict);
   const why = failing?.explanation ? `: ${failing.explanation}` : '.';
   const code = (failing === undefined ? undefined : checks.get(failing.id)?.denyCode) ?? 'guardrail_denied';
-  return new GatewayError(code, `Denied by hook "${hook.id}" (check ${failing?.id ?? 'unknown'})${why}`);
+  // The meaning the code's plugin declared in this gateway (checked at boot to be a 446).
+  return new GatewayError(code, `Denied by hook "${hook.id}" (check ${failing?.id ?? 'unknown'})${why}`, { spec: codes.get(code) });
 }
 
 /** A denial's body. The denial is also the request's error: answered here rather than thrown, it would else reach the log (its `error_code`) and the metrics as no error at all. */
-function deniedBody(ctx: RequestContext, state: RunState, hook: HookOutcome, checks: Registry<GuardrailCheck>) {
-  const error = denial(hook, checks);
+function deniedBody(ctx: RequestContext, state: RunState, hook: HookOutcome, denials: Denials) {
+  const error = denial(hook, denials);
   ctx.error = error;
   return { error: error.toEnvelope().error, hook_results: results(state) };
 }
 
-function denied(ctx: RequestContext, state: RunState, hook: HookOutcome, checks: Registry<GuardrailCheck>): GatewayResponse {
-  return { status: DENIED_STATUS, headers: { 'content-type': 'application/json' }, body: JSON.stringify(deniedBody(ctx, state, hook, checks)), observers: null };
+function denied(ctx: RequestContext, state: RunState, hook: HookOutcome, denials: Denials): GatewayResponse {
+  return { status: DENIED_STATUS, headers: { 'content-type': 'application/json' }, body: JSON.stringify(deniedBody(ctx, state, hook, denials)), observers: null };
 }
 
 function isEventStream(response: GatewayResponse): boolean {

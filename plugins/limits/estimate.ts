@@ -1,4 +1,4 @@
-import { costOf, estimateRequestPromptTokens, type ModelPrice, type PricingTable, type RequestContext, type Target, type Usage } from '../../sdk/index.js';
+import { costOf, estimateRequestPromptTokens, type ModelPrice, type PricingTable, type RequestContext, type Target, type Usage, routeApi } from '../../sdk/index.js';
 
 /** Nano-USD per USD: cost budgets count integers of 1e-9 USD, so sums over millions of requests stay exact. */
 export const NANO = 1e9;
@@ -27,10 +27,11 @@ export interface TokenEstimate {
  * rerank have no completion; `count_tokens` reserves nothing.
  */
 export function estimateTokens(ctx: RequestContext, defaultCompletion: number): TokenEstimate {
-  if (ctx.route !== null && NO_TOKENS.has(ctx.route.name)) return { prompt: 0, completion: 0 };
+  const api = ctx.route === null ? null : routeApi(ctx.route);
+  if (api !== null && NO_TOKENS.has(api)) return { prompt: 0, completion: 0 };
   const body = ctx.body;
   const prompt = estimateRequestPromptTokens(ctx);
-  if (ctx.route !== null && INPUT_ONLY.has(ctx.route.name)) return { prompt, completion: 0 };
+  if (api !== null && INPUT_ONLY.has(api)) return { prompt, completion: 0 };
   const bound = positiveInt(body?.max_completion_tokens) ?? positiveInt(body?.max_tokens) ?? positiveInt(body?.max_output_tokens) ?? defaultCompletion;
   return { prompt, completion: bound * (positiveInt(body?.n) ?? 1) };
 }

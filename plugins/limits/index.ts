@@ -3,8 +3,7 @@ import {
   bundledPricing,
   captureResponses,
   DEFAULT_SCAN_LIMIT,
-  type ErrorCodeSpec,
-  GatewayError,
+  defineErrors,
   type GatewayPlugin,
   type LimitPolicy,
   type LimitPolicySet,
@@ -18,8 +17,7 @@ import {
   requestSummary,
   STAGES,
   type UsageLimitPolicy,
-  usagePeriod,
-} from '../../sdk/index.js';
+  usagePeriod, stateKey } from '../../sdk/index.js';
 import { IDENTITY } from '../../sdk/admin/index.js';
 import { estimateNanoUsd, estimateTokens, NANO, nanoUsd, priceForRequest, requestedModel, usageNanoUsd, type TokenEstimate } from './estimate.js';
 import { limitHeaders, refusalMessage, secondsUntil, type PolicyState } from './headers.js';
@@ -33,19 +31,20 @@ import { holdMember, type CheckItem, type Hold, type LimitStore } from './store.
 export const PLUGIN_NAME = 'limits';
 
 /** The codes this plugin answers with (docs/limits.md). */
-export const LIMIT_ERRORS: Readonly<Record<string, ErrorCodeSpec>> = Object.freeze({
+const limitError = defineErrors({
   rate_limit_exceeded: { status: 429, type: 'rate_limit_error' },
   usage_limit_exceeded: { status: 429, type: 'rate_limit_error' },
   limit_store_unavailable: { status: 503, type: 'server_error' },
   usage_limit_unpriced: { status: 400, type: 'invalid_request_error' },
 });
+export const LIMIT_ERRORS = limitError.codes;
 
 export type LimitsOptions = LimitsOptionsInput & {
   /** Clock in epoch ms (windows, periods, reservations); replace it in tests. */
   now?: () => number;
 };
 
-/** What a request holds until its answer is in, kept in `ctx.state`. */
+/** What a request holds until its answer is in, kept on the request under {@link HELD}. */
 interface Held {
   holds: Hold[];
   /** Per hold: what its real amount is counted in. */
@@ -53,6 +52,7 @@ interface Held {
   /** The price a cost budget reserved with, for an answer the price list cannot price itself. */
   price: ModelPrice | null;
 }
+const HELD = stateKey<Held>(PLUGIN_NAME);
 
 /** The entry a `redis` store plugin registers. */
 interface RedisConnection {
@@ -197,7 +197,7 @@ export function limits(options: LimitsOptions = {}): GatewayPlugin {
               const model = requestedModel(ctx);
               if (model !== null && opts.unpricedModels === 'refuse') {
                 ctx.logFields.limit_policy_id = p.id;
-                throw new GatewayError(
+                throw limitError(
                   'usage_limit_unpriced',
                   `Model "${model.slice(0, 128)}" has no known price, so the cost budget "${p.name.slice(0, 100)}" (${p.id}) cannot be enforced; add its price (pricing plugin) or use a priced model.`,
                   { param: 'model' },
@@ -221,7 +221,7 @@ export function limits(options: LimitsOptions = {}): GatewayPlugin {
           const closed = matched.find((c) => !c.policy.fail_open);
           if (closed === undefined) return;
           ctx.logFields.limit_policy_id = closed.policy.id;
-          throw new GatewayError('limit_store_unavailable', `The limit counters cannot be reached and policy "${closed.policy.name.slice(0, 100)}" (${closed.policy.id}) fails closed; retry shortly.`, {
+          throw limitError('limit_store_unavailable', `The limit counters cannot be reached and policy "${closed.policy.name.slice(0, 100)}" (${closed.policy.id}) fails closed; retry shortly.`, {
             headers: { 'retry-after': '5' },
           });
         }
@@ -233,7 +233,7 @@ export function limits(options: LimitsOptions = {}): GatewayPlugin {
         if (result.denied !== -1) {
           const s = states[result.denied]!;
           ctx.logFields.limit_policy_id = s.policy.id;
-          throw new GatewayError(s.policy.kind === 'rate' ? 'rate_limit_exceeded' : 'usage_limit_exceeded', refusalMessage(s, now), {
+          throw limitError(s.policy.kind === 'rate' ? 'rate_limit_exceeded' : 'usage_limit_exceeded', refusalMessage(s, now), {
             headers: s.resetAt === null ? undefined : { 'retry-after': String(secondsUntil(s.resetAt, now)) },
           });
         }
@@ -246,7 +246,7 @@ export function limits(options: LimitsOptions = {}): GatewayPlugin {
           const p = states[i]!.policy;
           held.kinds.push(p.kind === 'usage' && p.type === 'cost' ? 'cost' : 'tokens');
         }
-        if (held.holds.length > 0) ctx.state.set(PLUGIN_NAME, held);
+        if (held.holds.length > 0) ctx.set(HELD, held);
       };
 
       // Before guardrails and the cache, after validation: see STAGES.beforeRequest.LIMIT.
@@ -284,7 +284,7 @@ export function limits(options: LimitsOptions = {}): GatewayPlugin {
 
       // After the log sinks (their summary is reused), once the answer ended: streams, clients that left and failures alike.
       api.hooks.log.tap({ name: PLUGIN_NAME, stage: STAGES.log.SETTLE }, (ctx) => {
-        const held = ctx.state.get(PLUGIN_NAME) as Held | undefined;
+        const held = ctx.get(HELD);
         if (held === undefined || store === null) return;
         let actual: number[];
         try {

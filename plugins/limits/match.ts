@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { ENDPOINT_TYPES, endpointTypesMatched, type LimitPolicy, type LimitPolicySet, type RequestContext, type Target } from '../../sdk/index.js';
+import { ENDPOINT_TYPES, endpointTypesMatched, type LimitPolicy, type LimitPolicySet, type RequestContext, type Target, routeApi } from '../../sdk/index.js';
 
 /** What a request is matched and grouped on; read from the context once per key and policy. */
 type Getter = (ctx: RequestContext, workspaceId: string | null) => string | null;
@@ -17,7 +17,8 @@ const MAX_GROUP_VALUE = 256;
 
 /** `endpoint_type`: the route's name for people (`chat`, `embeddings`, …), else the route's own name. */
 export function endpointType(ctx: RequestContext): string | null {
-  const name = ctx.route?.name;
+  // By the API the route speaks: a prompt completion counts as a chat call.
+  const name = ctx.route === null ? undefined : routeApi(ctx.route);
   return name === undefined ? null : (ENDPOINT_TYPES[name] ?? name);
 }
 

@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Readable } from 'node:stream';
 import { GatewayError, type GatewayResponse, jsonRpcErrorBody, type JsonRpcId, jsonResponse, JSONRPC, readText, type RequestContext, type UpstreamResponse } from '../../sdk/index.js';
+import { MCP_ERRORS, mcpError } from './errors.js';
 
 /*
  * The MCP gateway's own JSON-RPC answers (failures, timeouts) and how it reads
@@ -25,7 +26,7 @@ export const TIMED_OUT = Symbol('timed out');
 /** Reads a body whole by `deadline` (performance.now ms): its text, TIMED_OUT, or the GatewayError that cut it. */
 export async function readWithin(body: Readable, limit: number, deadline: number): Promise<string | typeof TIMED_OUT | GatewayError> {
   let timer: NodeJS.Timeout | null = null;
-  const read = readText(body, limit).catch((err: unknown) => (err instanceof GatewayError ? err : new GatewayError('mcp_upstream_error', 'the answer broke off')));
+  const read = readText(body, limit).catch((err: unknown) => (err instanceof GatewayError ? err : mcpError('mcp_upstream_error', 'the answer broke off')));
   try {
     return await Promise.race([
       read,
@@ -40,7 +41,7 @@ export async function readWithin(body: Readable, limit: number, deadline: number
 }
 
 export function timeoutError(timeoutMs: number): GatewayError {
-  return new GatewayError('mcp_upstream_timeout', `Request timed out: the MCP server did not answer within ${timeoutMs} ms; the gateway cancelled the request.`);
+  return mcpError('mcp_upstream_timeout', `Request timed out: the MCP server did not answer within ${timeoutMs} ms; the gateway cancelled the request.`);
 }
 
 export function rpcAnswer(id: JsonRpcId, code: number, message: string, data?: unknown): GatewayResponse {
@@ -48,8 +49,8 @@ export function rpcAnswer(id: JsonRpcId, code: number, message: string, data?: u
 }
 
 /** A failure of the upstream (unreachable, an unreadable answer), as the JSON-RPC error the client gets; recorded for the log. */
-export function upstreamFailure(ctx: RequestContext, id: JsonRpcId, message: string, upstreamStatus: number | null, code = 'mcp_upstream_error'): GatewayResponse {
-  ctx.error = new GatewayError(code, message);
+export function upstreamFailure(ctx: RequestContext, id: JsonRpcId, message: string, upstreamStatus: number | null, code: keyof typeof MCP_ERRORS = 'mcp_upstream_error'): GatewayResponse {
+  ctx.error = mcpError(code, message);
   return rpcAnswer(id, JSONRPC.INTERNAL_ERROR, message, upstreamStatus === null ? undefined : { upstream_status: upstreamStatus });
 }
 

@@ -24,6 +24,7 @@ import { AuthorizationRequired, type OAuthFlow } from './oauth.js';
 import type { McpCaller, McpConnection, McpServerConfig, McpServerStore, McpSession, McpSessionToEnd } from './store/types.js';
 import { SessionStreams } from './streams.js';
 import { McpUpstream } from './upstream.js';
+import { mcpError } from './errors.js';
 
 export interface GatewayOptions {
   /** Default wait for an answer to one forwarded request, in ms (a server's `request_timeout_ms` wins). */
@@ -85,7 +86,7 @@ export class McpGateway {
       ({ message, kind } = readJsonRpc(ctx.rawBody, this.#o.maxJsonDepth));
     } catch (err) {
       if (!(err instanceof JsonRpcError)) throw err;
-      ctx.error = new GatewayError('mcp_invalid_message', err.message);
+      ctx.error = mcpError('mcp_invalid_message', err.message);
       return jsonResponse(err.status, jsonRpcErrorBody(null, { code: err.code, message: err.message }));
     }
     setJsonRpcId(ctx, message.id);
@@ -228,10 +229,10 @@ export class McpGateway {
   async #session(ctx: RequestContext, server: McpServerConfig): Promise<{ session: McpSession; connection: McpConnection }> {
     const sessionId = ctx.header('mcp-session-id');
     if (sessionId === undefined || sessionId === '') {
-      throw new GatewayError('mcp_session_required', 'Bad request: an mcp-session-id header is required; send initialize first to open a session.', { param: 'mcp-session-id' });
+      throw mcpError('mcp_session_required', 'Bad request: an mcp-session-id header is required; send initialize first to open a session.', { param: 'mcp-session-id' });
     }
     const store = this.#d.store();
-    const gone = () => new GatewayError('mcp_session_not_found', 'Session not found: it ended, expired or was revoked; send initialize to open a new one.', { param: 'mcp-session-id' });
+    const gone = () => mcpError('mcp_session_not_found', 'Session not found: it ended, expired or was revoked; send initialize to open a new one.', { param: 'mcp-session-id' });
     const session = sessionId.length > 256 ? undefined : await store.session(sessionId);
     const caller = this.caller(ctx);
     if (session === undefined || session.serverId !== server.id || session.apiKeyId !== caller.apiKeyId) throw gone();
@@ -303,7 +304,7 @@ export class McpGateway {
         maxEventBytes: this.#o.maxAnswerBytes,
         onFailure: (kind) => {
           if (kind === 'oversized') {
-            ctx.error = new GatewayError('mcp_upstream_error', `The MCP server "${server.name}" sent an event larger than ${this.#o.maxAnswerBytes} bytes; the stream was closed.`);
+            ctx.error = mcpError('mcp_upstream_error', `The MCP server "${server.name}" sent an event larger than ${this.#o.maxAnswerBytes} bytes; the stream was closed.`);
             return jsonRpcErrorBody(request.id, { code: JSONRPC.INTERNAL_ERROR, message: ctx.error.message });
           }
           if (kind === 'timeout') {
@@ -311,7 +312,7 @@ export class McpGateway {
             ctx.error = timeoutError(timeoutMs);
             return jsonRpcErrorBody(request.id, { code: MCP_CODES.REQUEST_TIMEOUT, message: ctx.error.message, data: { timeout_ms: timeoutMs } });
           }
-          ctx.error = new GatewayError('mcp_upstream_error', `The MCP server "${server.name}" ended its stream without answering.`);
+          ctx.error = mcpError('mcp_upstream_error', `The MCP server "${server.name}" ended its stream without answering.`);
           return jsonRpcErrorBody(request.id, { code: JSONRPC.INTERNAL_ERROR, message: ctx.error.message });
         },
       });
@@ -347,7 +348,7 @@ export class McpGateway {
       }
     }
     if (isObject(body) && isObject(body.error) && typeof body.error.code === 'number' && typeof body.error.message === 'string') {
-      ctx.error = new GatewayError('mcp_upstream_error', `The MCP server "${server.name}" answered HTTP ${upstream.status}: ${body.error.message.slice(0, 500)}`);
+      ctx.error = mcpError('mcp_upstream_error', `The MCP server "${server.name}" answered HTTP ${upstream.status}: ${body.error.message.slice(0, 500)}`);
       return jsonResponse(200, jsonRpcErrorBody(request.id, { code: body.error.code, message: body.error.message, ...(body.error.data === undefined ? {} : { data: body.error.data }) }));
     }
     return upstreamFailure(ctx, request.id, `The MCP server "${server.name}" failed: it answered HTTP ${upstream.status}.`, upstream.status);
@@ -358,7 +359,7 @@ export class McpGateway {
     upstream.body.resume();
     if (upstream.status === 404 && session.upstreamSessionId !== null) return this.#sessionGone(ctx, session);
     if (upstream.status >= 200 && upstream.status < 300) return { status: 202, headers: {}, body: null, observers: null };
-    ctx.error = new GatewayError('mcp_upstream_error', `The MCP server answered HTTP ${upstream.status}.`);
+    ctx.error = mcpError('mcp_upstream_error', `The MCP server answered HTTP ${upstream.status}.`);
     return jsonResponse(502, jsonRpcErrorBody(null, { code: JSONRPC.INTERNAL_ERROR, message: ctx.error.message, data: { upstream_status: upstream.status } }));
   }
 
@@ -369,11 +370,11 @@ export class McpGateway {
       await this.#d.store().deleteSession(sessionId);
       this.#streams.close(sessionId);
     }
-    throw new GatewayError('mcp_session_not_found', 'Session not found: the MCP server ended it; send initialize to open a new one.', { param: 'mcp-session-id' });
+    throw mcpError('mcp_session_not_found', 'Session not found: the MCP server ended it; send initialize to open a new one.', { param: 'mcp-session-id' });
   }
 
   #authorizationAnswer(ctx: RequestContext, id: JsonRpcId, err: AuthorizationRequired): GatewayResponse {
-    ctx.error = new GatewayError('mcp_authorization_required', err.message);
+    ctx.error = mcpError('mcp_authorization_required', err.message);
     const elicitation = { mode: 'url', elicitationId: randomBytes(12).toString('base64url'), url: err.url, message: err.message };
     return rpcAnswer(id, MCP_CODES.URL_ELICITATION_REQUIRED, err.message, { elicitations: [elicitation], authorization_url: err.url, expires_at: new Date(err.expiresAt).toISOString() });
   }

@@ -1,7 +1,8 @@
-import { GatewayError, type GatewayResponse, type GuardrailRunner, JSONRPC, jsonRpcErrorBody, type JsonRpcId, type RequestContext } from '../../sdk/index.js';
+import { type GatewayResponse, type GuardrailRunner, JSONRPC, jsonRpcErrorBody, type JsonRpcId, type RequestContext } from '../../sdk/index.js';
 import { isObject, rpcAnswer, upstreamFailure } from './answers.js';
 import type { RelayedMessage } from './events.js';
 import type { McpServerConfig } from './store/types.js';
+import { mcpError } from './errors.js';
 
 /*
  * What the MCP gateway judges: a tool call against the server's allow-list
@@ -26,7 +27,7 @@ export interface Forwarded {
 export async function checkToolCall(ctx: RequestContext, server: McpServerConfig, request: Forwarded, runner: GuardrailRunner | undefined): Promise<GatewayResponse | null> {
   const name = request.params.name;
   if (typeof name !== 'string' || name === '') {
-    ctx.error = new GatewayError('mcp_invalid_message', 'tools/call needs params.name, the tool to call.');
+    ctx.error = mcpError('mcp_invalid_message', 'tools/call needs params.name, the tool to call.');
     return rpcAnswer(request.id, JSONRPC.INVALID_PARAMS, 'Invalid params: tools/call needs params.name, the tool to call.');
   }
   request.tool = name;
@@ -34,7 +35,7 @@ export async function checkToolCall(ctx: RequestContext, server: McpServerConfig
   if (server.allowedTools !== null && !server.allowedTools.has(name)) {
     // Worded as MCP servers word an unknown tool: whether it exists upstream is not the caller's to learn.
     const text = `Unknown tool: "${name.slice(0, 128)}" is not available through this gateway.`;
-    ctx.error = new GatewayError('mcp_tool_not_allowed', text);
+    ctx.error = mcpError('mcp_tool_not_allowed', text);
     return rpcAnswer(request.id, JSONRPC.INVALID_PARAMS, text);
   }
   const lists = server.guardrails;
@@ -44,7 +45,7 @@ export async function checkToolCall(ctx: RequestContext, server: McpServerConfig
   const verdict = await runner.run(ctx, lists, 'input', { text: argumentText(args), request: { name, arguments: isObject(args) ? args : {} }, response: null, route: TOOL_CALL_ROUTE });
   ctx.logFields.hook_results = { before_request_hooks: verdict.results, after_request_hooks: [] };
   if (!verdict.denied) return null;
-  ctx.error = new GatewayError(verdict.error!.code, verdict.error!.message);
+  ctx.error = verdict.error!;
   return rpcAnswer(request.id, JSONRPC.SERVER_ERROR, verdict.error!.message, denialData(ctx, verdict.error!.code));
 }
 
@@ -53,7 +54,7 @@ async function checkResult(ctx: RequestContext, server: McpServerConfig, request
   const lists = server.guardrails;
   if (lists?.output_guardrails === undefined || lists.output_guardrails.length === 0 || !isObject(answer.result)) return answer;
   if (runner === undefined) {
-    ctx.error = new GatewayError('mcp_guardrails_unavailable', `The MCP server "${server.name}" has guardrails, and this gateway does not load the guardrails plugin: the result is withheld.`);
+    ctx.error = mcpError('mcp_guardrails_unavailable', `The MCP server "${server.name}" has guardrails, and this gateway does not load the guardrails plugin: the result is withheld.`);
     return jsonRpcErrorBody(request.id, { code: JSONRPC.INTERNAL_ERROR, message: ctx.error.message });
   }
   const result = answer.result;
@@ -61,7 +62,7 @@ async function checkResult(ctx: RequestContext, server: McpServerConfig, request
   const before = (ctx.logFields.hook_results as { before_request_hooks?: unknown[] } | undefined)?.before_request_hooks ?? [];
   ctx.logFields.hook_results = { before_request_hooks: before, after_request_hooks: verdict.results };
   if (!verdict.denied) return answer;
-  ctx.error = new GatewayError(verdict.error!.code, verdict.error!.message);
+  ctx.error = verdict.error!;
   return jsonRpcErrorBody(request.id, { code: JSONRPC.SERVER_ERROR, message: verdict.error!.message, data: denialData(ctx, verdict.error!.code) });
 }
 
@@ -72,15 +73,15 @@ export async function judgeAnswer(ctx: RequestContext, server: McpServerConfig, 
     return { ...answer, result: { ...answer.result, tools: answer.result.tools.filter((t: unknown) => isObject(t) && typeof t.name === 'string' && allowed.has(t.name)) } };
   }
   if (request.method !== 'tools/call') {
-    if (isObject(answer.error)) ctx.error = new GatewayError('mcp_upstream_error', `The MCP server answered ${request.method} with an error: ${String(answer.error.message ?? '').slice(0, 500)}`);
+    if (isObject(answer.error)) ctx.error = mcpError('mcp_upstream_error', `The MCP server answered ${request.method} with an error: ${String(answer.error.message ?? '').slice(0, 500)}`);
     return answer;
   }
   if (isObject(answer.error)) {
-    ctx.error = new GatewayError('mcp_tool_error', `The MCP server refused the call of "${request.tool}": ${String(answer.error.message ?? '').slice(0, 500)}`);
+    ctx.error = mcpError('mcp_tool_error', `The MCP server refused the call of "${request.tool}": ${String(answer.error.message ?? '').slice(0, 500)}`);
     return answer;
   }
   if (isObject(answer.result) && answer.result.isError === true) {
-    ctx.error = new GatewayError('mcp_tool_error', `The tool "${request.tool}" reported an error: ${resultText(answer.result).slice(0, 500)}`);
+    ctx.error = mcpError('mcp_tool_error', `The tool "${request.tool}" reported an error: ${resultText(answer.result).slice(0, 500)}`);
   }
   return checkResult(ctx, server, request, answer, runner);
 }

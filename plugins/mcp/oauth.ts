@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { GatewayError, type Logger, type UpstreamClient } from '../../sdk/index.js';
 import type { McpCaller, McpConnection, McpServerConfig, McpServerStore, OAuthTokenSet } from './store/types.js';
 import { upstreamFetch, type FetchLike } from './fetch.js';
+import { mcpError } from './errors.js';
 
 /**
  * OAuth 2.1 for MCP servers that use it, per user: the gateway is the OAuth
@@ -125,7 +126,7 @@ export class OAuthFlow {
   async #register(server: McpServerConfig, info: ServerInfo, redirectUri: string): Promise<{ client_id: string; client_secret?: string }> {
     const metadata = info.authorizationServerMetadata;
     if (metadata?.registration_endpoint === undefined) {
-      throw new GatewayError('mcp_authorization_failed', `MCP server "${server.name}": its authorization server offers no dynamic client registration; set auth.client_id (and client_secret) on the server.`);
+      throw mcpError('mcp_authorization_failed', `MCP server "${server.name}": its authorization server offers no dynamic client registration; set auth.client_id (and client_secret) on the server.`);
     }
     const methods = metadata.token_endpoint_auth_methods_supported;
     // A server-side client can keep a secret: ask for one where the server allows it.
@@ -197,7 +198,7 @@ export class OAuthFlow {
     const error = query.get('error');
     if (error !== null) {
       const description = query.get('error_description');
-      throw new GatewayError('mcp_authorization_failed', `MCP server "${server.name}": the authorization server refused (${error.slice(0, 64)}${description === null ? '' : `: ${description.slice(0, 200)}`}).`);
+      throw mcpError('mcp_authorization_failed', `MCP server "${server.name}": the authorization server refused (${error.slice(0, 64)}${description === null ? '' : `: ${description.slice(0, 200)}`}).`);
     }
     const code = query.get('code');
     if (code === null || code === '') throw new GatewayError('invalid_request', 'The redirect carries no code parameter.', { param: 'code' });
@@ -300,5 +301,5 @@ function failed(server: McpServerConfig, what: string, err?: unknown): GatewayEr
   if (err instanceof GatewayError && err.code === 'host_not_allowed') return err;
   // The SDK's messages name endpoints and OAuth error codes, never credentials; cut them short all the same.
   const why = err instanceof Error && err.message !== '' ? `: ${err.message.slice(0, 300)}` : '';
-  return new GatewayError('mcp_authorization_failed', `MCP server "${server.name}": ${what}${why}.`, { cause: err });
+  return mcpError('mcp_authorization_failed', `MCP server "${server.name}": ${what}${why}.`, { cause: err });
 }

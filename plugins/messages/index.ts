@@ -151,7 +151,7 @@ export function messagesDoor(options: MessagesOptions = {}): GatewayPlugin {
 
       // Last before the observers: every error answer (upstream, translated, a guardrail's 446) in Anthropic's envelope.
       // A callback tap: every other answer passes synchronously, without a promise per request.
-      api.hooks.afterResponse.tapAsync({ name: PLUGIN_NAME, stage: STAGES.afterResponse.OBSERVE - 1 }, (response, ctx, done) => {
+      api.hooks.afterResponse.tapAsync({ name: PLUGIN_NAME, stage: STAGES.afterResponse.ERROR_FORMAT }, (response, ctx, done) => {
         if (response.status < 400 || ctx.route!.frontDoor !== 'messages' || response.body === null) return done(null, response);
         toAnthropicError(response).then((rewritten) => done(null, rewritten), (err: unknown) => done(err as Error));
       });

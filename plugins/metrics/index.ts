@@ -244,8 +244,9 @@ export function metrics(options: MetricsOptions = {}): GatewayPlugin {
         responseTypes: ['text/plain'],
         ...(tokenDigest === null ? { scope: opts.scope } : { bearer: 'the metrics token (`GATEWAY_METRICS_TOKEN`)' }),
       };
-      for (const path of opts.paths) {
-        api.routes.add({ name: 'metrics', method: 'GET', path, kind: 'handler', body: 'none', auth: tokenDigest === null, ...(tokenDigest === null ? { scope: opts.scope } : {}), doc, handler });
+      // Route names are unique: the first path is `metrics`, the others `metrics.2`, `metrics.3`, … (the log's housekeeping list names the first two).
+      for (const [i, path] of opts.paths.entries()) {
+        api.routes.add({ name: i === 0 ? 'metrics' : `metrics.${i + 1}`, method: 'GET', path, kind: 'handler', body: 'none', auth: tokenDigest === null, ...(tokenDigest === null ? { scope: opts.scope } : {}), doc, handler });
       }
     },
   };

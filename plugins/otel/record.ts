@@ -1,5 +1,5 @@
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context } from '@opentelemetry/api';
-import { randomHex, requestSummary, w3cTraceId, type PricingTable, type RequestContext } from '../../sdk/index.js';
+import { randomHex, requestSummary, w3cTraceId, type PricingTable, type RequestContext, routeApi } from '../../sdk/index.js';
 import { ATTR, GATEWAY_ATTR, operationOf, providerName } from './conventions.js';
 import type { Telemetry } from './telemetry.js';
 
@@ -31,7 +31,7 @@ const arrivalOf = (ctx: RequestContext) => performance.timeOrigin + ctx.startedA
 export function recordRequest(t: Telemetry, ctx: RequestContext, pricing: PricingTable): void {
   const s = requestSummary(ctx, { pricing, wantText: false });
   const route = ctx.route?.name ?? null;
-  const operation = operationOf(route);
+  const operation = ctx.route === null ? null : operationOf(routeApi(ctx.route));
   const provider = s.provider === null ? null : providerName(s.provider);
   const model = s.modelRequested ?? ctx.model;
   const errorType = ctx.error?.code ?? (ctx.status >= 400 ? String(ctx.status) : null);

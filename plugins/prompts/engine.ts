@@ -1,5 +1,8 @@
 import Mustache from 'mustache';
-import { GatewayError, templateTexts, type PromptRelease, type TemplateCheck } from '../../sdk/index.js';
+import { defineErrors, GatewayError, templateTexts, type PromptRelease, type TemplateCheck } from '../../sdk/index.js';
+
+/** The prompts plugin's own error codes (its `errorCodes`), and the factory that raises them with their declared meaning. */
+export const promptError = defineErrors({ missing_variables: { status: 400, type: 'invalid_request_error' } });
 
 /** Parsed template tokens (mustache's `TemplateSpans`). */
 type Tokens = ReturnType<typeof Mustache.parse>;
@@ -169,7 +172,7 @@ export function renderPrompt(compiled: CompiledPrompt, template: Readonly<Record
   const view = ownOnly({ ...compiled.defaults, ...variables }) as Record<string, unknown>;
   const missing = compiled.required.filter((name) => !(name in view));
   if (missing.length > 0) {
-    throw new GatewayError(
+    throw promptError(
       'missing_variables',
       `Missing variable${missing.length === 1 ? '' : 's'} ${missing.map((m) => `"${m}"`).join(', ')}: the template uses ${missing.length === 1 ? 'it' : 'them'} and declares no default. Send ${missing.length === 1 ? 'it' : 'them'} in variables.`,
       { param: 'variables' },

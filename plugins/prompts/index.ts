@@ -16,11 +16,10 @@ import {
   type RouteDefinition,
   type RouteDoc,
   type Target,
-  type TargetField,
-} from '../../sdk/index.js';
+  type TargetField, stateKey } from '../../sdk/index.js';
 import { IDENTITY, registerAdminRoutes, type Identity } from '../../sdk/admin/index.js';
 import { chatBody, variablesOf } from './body.js';
-import { compiledKey, compilePrompt, renderPrompt, type CompiledPrompt } from './engine.js';
+import { compiledKey, compilePrompt, promptError, renderPrompt, type CompiledPrompt } from './engine.js';
 import { envelope, wantsEnvelope } from './envelope.js';
 import { STORED_PROMPTS_MIGRATIONS, STORED_PROMPTS_NAMESPACE } from './store/migrations.js';
 import { partialRoutes } from './store/routes/partials.js';
@@ -85,13 +84,14 @@ const RENDER_DOC: RouteDoc = {
   body: PromptRequestSchema,
 };
 
-/** What a request that uses a stored prompt carries, in `ctx.state`. */
+/** What a request that uses a stored prompt carries, under {@link PREPARED}. */
 interface Prepared {
   release: PromptRelease;
   compiled: CompiledPrompt;
   /** `route`: the prompt completions route (its answer gets the envelope); `config`: a chat request whose config names the prompt. */
   via: 'route' | 'config';
 }
+const PREPARED = stateKey<Prepared>(PLUGIN_NAME);
 
 /**
  * Stored prompts (docs/prompts.md): their tables and admin routes (prompts,
@@ -106,7 +106,7 @@ interface Prepared {
  * The rendering happens once per request, at `STAGES.beforeRequest.PREPARE`,
  * before validation, limits, guardrails and the cache, which all see the
  * rendered body; to every other plugin a prompt completion is a chat
- * completion (its route is named `chat.completions`). The template language
+ * completion (its route, `prompts.completions`, speaks the `chat.completions` API: `RouteDefinition.api`). The template language
  * is Mustache without HTML escaping. Prompts are kept per workspace on the
  * control plane's store (`IDENTITY`): without the control plane the admin
  * routes are not served and the prompt routes answer 503. A version may send
@@ -118,18 +118,18 @@ export function prompts(options: PromptsOptions = {}): GatewayPlugin {
     name: PLUGIN_NAME,
     uses: [IDENTITY, CONFIG_SOURCE],
     targetFields: PROMPT_FIELDS,
-    errorCodes: { missing_variables: { status: 400, type: 'invalid_request_error' } },
+    errorCodes: promptError.codes,
     apply(api) {
       const base = api.options.basePath;
       const maxChars = opts.maxRenderedChars ?? api.options.maxBodyBytes;
-      // The chat route first, so that the route named `chat.completions` (internal requests look it up by name) stays the chat route.
       addShapedRoutes(api, [CHAT]);
       let identity: Identity | undefined;
       let store: PromptStore | undefined;
       let configs: ConfigSource | undefined;
       // The partials' routes first: `/prompts/partials/:id` and `/prompts/:id/versions` have as many segments.
       registerAdminRoutes(api, [...partialRoutes, ...promptRoutes], () => store!, () => identity);
-      const completions: RouteDefinition = { name: CHAT, method: 'POST', path: `${base}/prompts/:promptId/completions`, kind: 'provider', body: 'json', doc: COMPLETIONS_DOC };
+      // Its own name (route names are unique), speaking the chat API: providers, validation, limits, guardrails and the cache treat it as chat.
+      const completions: RouteDefinition = { name: 'prompts.completions', api: CHAT, method: 'POST', path: `${base}/prompts/:promptId/completions`, kind: 'provider', body: 'json', doc: COMPLETIONS_DOC };
       api.routes.add(completions);
 
       api.onReady(async () => {
@@ -216,7 +216,7 @@ export function prompts(options: PromptsOptions = {}): GatewayPlugin {
         if (ctx.route !== completions) return done();
         load(ctx, ctx.params!.promptId!, 'promptId', 'route')
           .then((prepared) => {
-            ctx.state.set(PLUGIN_NAME, prepared);
+            ctx.set(PREPARED, prepared);
             return targetOf(ctx, prepared.release);
           })
           .then((target) => done(null, target), done);
@@ -250,13 +250,13 @@ export function prompts(options: PromptsOptions = {}): GatewayPlugin {
 
       const fromConfig = async (ctx: RequestContext, target: Target): Promise<void> => {
         const prepared = await load(ctx, target.prompt_id as string, 'prompt_id', 'config');
-        ctx.state.set(PLUGIN_NAME, prepared);
+        ctx.set(PREPARED, prepared);
         apply(ctx, render(ctx, prepared));
         if (namesNoTarget(target)) ctx.target = withPromptTarget(target, await targetOf(ctx, prepared.release));
       };
 
       api.hooks.beforeRequest.tapAsync({ name: PLUGIN_NAME, stage: STAGES.beforeRequest.PREPARE }, (ctx, done) => {
-        const prepared = ctx.state.get(PLUGIN_NAME) as Prepared | undefined;
+        const prepared = ctx.get(PREPARED);
         if (prepared !== undefined) {
           // The prompt completions route: loaded with its target; only the rendering is left.
           try {
@@ -282,7 +282,7 @@ export function prompts(options: PromptsOptions = {}): GatewayPlugin {
 
       // The spec's envelope, on the prompt completions route only (the chat route keeps the chat shape); after the cache kept the plain answer.
       api.hooks.afterResponse.tap({ name: PLUGIN_NAME, stage: STAGES.afterResponse.SHAPE }, (response, ctx) => {
-        const prepared = ctx.state.get(PLUGIN_NAME) as Prepared | undefined;
+        const prepared = ctx.get(PREPARED);
         if (prepared?.via !== 'route' || !wantsEnvelope(response)) return response;
         return envelope(response);
       });

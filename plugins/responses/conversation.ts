@@ -1,6 +1,7 @@
-import { GatewayError, responses, type ContextWindows } from '../../sdk/index.js';
+import { responses, type ContextWindows } from '../../sdk/index.js';
 import type { Turn } from './store.js';
 import { fitConversation } from './truncate.js';
+import { responsesError } from './errors.js';
 
 type Json = Record<string, unknown>;
 
@@ -56,7 +57,7 @@ export function fit(r: FitRequest): { history: Json[]; input: Json[] } {
   const result = fitConversation({ history: r.history, input: r.input, fixed: [r.body.instructions ?? null, r.body.tools ?? null], reserve, window, mode });
   if (result.fits) return { history: result.history, input: result.input };
   const hint = mode === 'disabled' ? ' Send truncation: "auto" to let the gateway drop items from the middle of the conversation.' : ' Dropping items from the middle was not enough.';
-  throw new GatewayError(
+  throw responsesError(
     'context_length_exceeded',
     `The conversation (about ${result.tokens} tokens${reserve > 0 ? `, plus max_output_tokens ${reserve}` : ''}) exceeds the context window of ${model} at ${r.provider} (${window} tokens).${hint}`,
     { param: 'input' },

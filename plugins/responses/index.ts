@@ -4,7 +4,6 @@ import {
   bundledContextWindowData,
   ContextWindows,
   effectiveBody,
-  type ErrorCodeSpec,
   estimatePromptTokens,
   GatewayError,
   type GatewayPlugin,
@@ -21,8 +20,7 @@ import {
   type SqlStore,
   STAGES,
   type Target,
-  translateStream,
-} from '../../sdk/index.js';
+  translateStream, stateKey } from '../../sdk/index.js';
 import { responseObserver } from './capture.js';
 import { fit, historyItems, rawInput, storedInput } from './conversation.js';
 import { RESPONSE_MIGRATIONS, RESPONSES_NAMESPACE } from './migrations.js';
@@ -30,6 +28,7 @@ import { storedResponseRoutes } from './routes.js';
 import { ResponsesBodySchema, ResponsesOptionsSchema, type ResponsesOptions } from './schema.js';
 import { ResponseRepository, type Turn } from './store.js';
 import { summaryToChat, withSummaryEcho } from './summary.js';
+import { responsesError } from './errors.js';
 
 export const PLUGIN_NAME = 'responses';
 /** The route name of `POST /v1/responses`. */
@@ -40,21 +39,20 @@ export { ResponseRepository, type StoredResponse, type Turn } from './store.js';
 export { estimateTokens, fitConversation, type FitInput, type FitResult } from './truncate.js';
 export { RESPONSE_MIGRATIONS, RESPONSES_NAMESPACE } from './migrations.js';
 
-/** The error codes this door raises. */
-export const RESPONSES_ERRORS: Readonly<Record<string, ErrorCodeSpec>> = Object.freeze({
-  context_length_exceeded: { status: 400, type: 'invalid_request_error' },
-  previous_response_not_found: { status: 404, type: 'invalid_request_error' },
-});
+import { RESPONSES_ERRORS } from './errors.js';
+
+export { RESPONSES_ERRORS };
 
 type Json = Record<string, unknown>;
 const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
 
-/** What the door knows about one request, from before the strategy runs (kept in `ctx.state`). */
+/** What the door knows about one request, from before the strategy runs (kept under {@link DOOR}). */
 interface DoorState {
   workspaceId: string;
   /** The conversation of `previous_response_id`, oldest turn first; null when none was asked for or none is stored. */
   turns: Turn[] | null;
 }
+const DOOR = stateKey<DoorState>(PLUGIN_NAME);
 
 /** The workspace responses are stored under: the caller's, or '' for callers without one (static keys). */
 export const workspaceOf = (ctx: RequestContext): string => ctx.auth?.workspaceId ?? '';
@@ -78,7 +76,7 @@ export function responsesDoor(options: ResponsesOptions = {}): GatewayPlugin {
   const opts = parseOptions(PLUGIN_NAME, ResponsesOptionsSchema, options);
   const windows = new ContextWindows(mergeWindows(opts.contextWindows));
   const parse = v.safeParser(ResponsesBodySchema);
-  const stateOf = (ctx: RequestContext): DoorState => (ctx.state.get(PLUGIN_NAME) as DoorState | undefined) ?? { workspaceId: workspaceOf(ctx), turns: null };
+  const stateOf = (ctx: RequestContext): DoorState => ctx.get(DOOR) ?? { workspaceId: workspaceOf(ctx), turns: null };
 
   let repository: ResponseRepository | null = null;
   /** Writes not finished yet, by workspace and id: a next turn that names one waits for it. */
@@ -190,7 +188,7 @@ export function responsesDoor(options: ResponsesOptions = {}): GatewayPlugin {
             addImplicitPromptTokens(ctx, estimatePromptTokens({ input: historyItems(turns, null) }));
           }
         }
-        ctx.state.set(PLUGIN_NAME, st);
+        ctx.set(DOOR, st);
       };
       // First: a bad body never reaches guardrails, the cache or a provider; the conversation is loaded once per request.
       // A callback tap: other routes (chat) pass synchronously, without a promise per request.
@@ -262,7 +260,7 @@ function providerOf(target: Target): string {
 }
 
 function previousNotFound(id: string): GatewayError {
-  return new GatewayError('previous_response_not_found', `Previous response with id '${id}' not found.`, { param: 'previous_response_id' });
+  return responsesError('previous_response_not_found', `Previous response with id '${id}' not found.`, { param: 'previous_response_id' });
 }
 
 function isSse(response: GatewayResponse): boolean {

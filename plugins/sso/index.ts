@@ -10,8 +10,7 @@ import {
   migrate,
   parseOptions,
   type RequestContext,
-  STAGES,
-} from '../../sdk/index.js';
+  STAGES, stateKey } from '../../sdk/index.js';
 import { ACCOUNT_STATUS, IDENTITY, IDENTITY_ADMIN, SIGN_IN_SESSIONS, type Identity, type IdentityAdmin, type UserWorkspace } from '../../sdk/admin/index.js';
 import { readCookie, setCookie } from './cookies.js';
 import { SSO_MIGRATIONS, SSO_NAMESPACE } from './migrations.js';
@@ -67,6 +66,7 @@ interface SessionState {
   csrf: string;
   workspaces: readonly UserWorkspace[];
 }
+const SESSION = stateKey<SessionState>(PLUGIN_NAME);
 
 /**
  * The CSRF token of a session: derived from its secret (so nothing more is
@@ -192,7 +192,7 @@ export function sso(options: SsoOptions = {}): GatewayPlugin {
           }
         }
         const workspaces = await people!.userWorkspaces(session.userId);
-        ctx.state.set(PLUGIN_NAME, { session, csrf, workspaces } satisfies SessionState);
+        ctx.set(SESSION, { session, csrf, workspaces });
         const named = ctx.header('x-gateway-workspace');
         let membership: UserWorkspace | undefined;
         if (named !== undefined && named !== '') {
@@ -358,7 +358,7 @@ export function sso(options: SsoOptions = {}): GatewayPlugin {
         kind: 'handler',
         body: 'raw',
         async handler(ctx): Promise<GatewayResponse> {
-          const state = ctx.state.get(PLUGIN_NAME) as SessionState | undefined;
+          const state = ctx.get(SESSION);
           if (state === undefined) throw new GatewayError('invalid_request', 'Only a session (the sign-in cookie) can log out; API keys are deleted or disabled instead.', { param: null });
           await sessions!.end(state.session.id);
           const res = jsonResponse(200, { object: 'session', logged_out: true, end_session_url: oidc === null ? null : await oidc.endSessionUrl() });
@@ -381,7 +381,7 @@ export function sso(options: SsoOptions = {}): GatewayPlugin {
         body: 'none',
         async handler(ctx): Promise<GatewayResponse> {
           const auth = ctx.auth;
-          const state = ctx.state.get(PLUGIN_NAME) as SessionState | undefined;
+          const state = ctx.get(SESSION);
           if (state !== undefined) {
             const s = state.session;
             const org = (await identity!.settings()).session_settings.max_session_ttl;

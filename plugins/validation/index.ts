@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { ChatCompletionBodySchema, CompletionBodySchema, EmbeddingBodySchema, invalidBody, STAGES, type GatewayPlugin } from '../../sdk/index.js';
+import { ChatCompletionBodySchema, CompletionBodySchema, EmbeddingBodySchema, invalidBody, STAGES, type GatewayPlugin, routeApi } from '../../sdk/index.js';
 
 export const PLUGIN_NAME = 'validation';
 
@@ -22,7 +22,7 @@ export function validation(): GatewayPlugin {
     name: PLUGIN_NAME,
     apply(api) {
       api.hooks.beforeRequest.tap({ name: PLUGIN_NAME, stage: STAGES.beforeRequest.VALIDATE }, (ctx) => {
-        const parse = PARSERS.get(ctx.route!.name);
+        const parse = PARSERS.get(routeApi(ctx.route!));
         if (parse === undefined || ctx.body === null) return undefined;
         const result = parse(ctx.body);
         if (!result.success) throw invalidBody(result.issues);

@@ -1,7 +1,7 @@
-import { serviceToken, STAGES, type GatewayResponse, type PluginAPI, type RequestContext, type Target } from '../../core/index.js';
+import { serviceToken, STAGES, type GatewayResponse, type PluginAPI, type RequestContext, type Target, stateKey } from '../../core/index.js';
 
-/** Where the captured response sits in `ctx.state`. */
-const BODY_STATE = 'observe:response';
+/** Where the captured response is kept on the request. */
+const BODY_STATE = stateKey<CapturedResponse>('observe:response');
 
 /** Default bytes of a response kept for the log (the assembled stream, the captured body, the answered model). */
 export const DEFAULT_SCAN_LIMIT = 2 * 1024 * 1024;
@@ -78,7 +78,7 @@ export function pricingMultiplier(target: Target | null): number {
 }
 
 function observeResponse(ctx: RequestContext, response: GatewayResponse, bodyLimit: number, scanLimit: number): void {
-  if (response.body === null || ctx.state.has(BODY_STATE)) return;
+  if (response.body === null || ctx.has(BODY_STATE)) return;
   const type = response.headers['content-type'];
   const contentType = ((Array.isArray(type) ? type[0] : type) ?? '').toLowerCase();
   const sse = contentType.startsWith('text/event-stream');
@@ -87,7 +87,7 @@ function observeResponse(ctx: RequestContext, response: GatewayResponse, bodyLim
   // the body limit (what body capture keeps, or just their head).
   const limit = sse ? scanLimit : bodyLimit;
   const captured: CapturedResponse = { sse, json, contentType, chunks: [], kept: 0, total: 0, ended: false, error: false };
-  ctx.state.set(BODY_STATE, captured);
+  ctx.set(BODY_STATE, captured);
   const observer = {
     onChunk(chunk: Buffer) {
       captured.total += chunk.length;
@@ -107,7 +107,7 @@ function observeResponse(ctx: RequestContext, response: GatewayResponse, bodyLim
 
 /** The response bytes captured for this request, if an observer saw it. */
 export function capturedResponse(ctx: RequestContext): CapturedResponse | null {
-  return (ctx.state.get(BODY_STATE) as CapturedResponse | undefined) ?? null;
+  return ctx.get(BODY_STATE) ?? null;
 }
 
 export function capturedBytes(c: CapturedResponse): Buffer {

@@ -1,10 +1,9 @@
 import { performance } from 'node:perf_hooks';
-import type { RequestContext, Usage } from '../../core/index.js';
+import { stateKey, type RequestContext, type Usage } from '../../core/index.js';
 import type { CostStatus, PricingTable } from '../pricing/table.js';
 import { assembleSSE } from './assemble.js';
 import { capturedBytes, capturedResponse, modelOfJson, pricingMultiplier, requestedProvider, type CapturedResponse } from './capture.js';
 
-const SUMMARY_STATE = 'observe:summary';
 
 /** Characters per token in the estimate used when a stream carries no usage. */
 export const CHARS_PER_TOKEN = 4;
@@ -60,14 +59,16 @@ export interface SummaryOptions {
 /** Marks whether a kept summary holds the answer's text. */
 const WITH_TEXT = Symbol('withText');
 
-/** The summary of a finished request, computed on first use and kept in `ctx.state`. */
+const SUMMARY_STATE = stateKey<RequestSummary & { [WITH_TEXT]: boolean }>('observe:summary');
+
+/** The summary of a finished request, computed on first use and kept on the request. */
 export function requestSummary(ctx: RequestContext, options: SummaryOptions): RequestSummary {
-  const known = ctx.state.get(SUMMARY_STATE) as (RequestSummary & { [WITH_TEXT]: boolean }) | undefined;
+  const known = ctx.get(SUMMARY_STATE);
   // A summary made without the text serves every caller but one that wants the text (the log store
   // with body capture), which gets its own: whichever log tap ran first must not decide for the others.
   if (known !== undefined && (known[WITH_TEXT] || !options.wantText)) return known;
   const summary = Object.assign(summarize(ctx, options), { [WITH_TEXT]: options.wantText });
-  ctx.state.set(SUMMARY_STATE, summary);
+  ctx.set(SUMMARY_STATE, summary);
   return summary;
 }
 
@@ -254,7 +255,7 @@ export function estimatePromptTokens(body: Record<string, unknown> | null): numb
   return Math.ceil(chars / CHARS_PER_TOKEN);
 }
 
-const IMPLICIT_PROMPT_STATE = 'observe:implicit-prompt-tokens';
+const IMPLICIT_PROMPT_STATE = stateKey<number>('observe:implicit-prompt-tokens');
 
 /**
  * Records prompt tokens a request sends that its body does not show: the
@@ -265,10 +266,10 @@ const IMPLICIT_PROMPT_STATE = 'observe:implicit-prompt-tokens';
  */
 export function addImplicitPromptTokens(ctx: RequestContext, tokens: number): void {
   if (!Number.isFinite(tokens) || tokens <= 0) return;
-  ctx.state.set(IMPLICIT_PROMPT_STATE, ((ctx.state.get(IMPLICIT_PROMPT_STATE) as number | undefined) ?? 0) + Math.ceil(tokens));
+  ctx.set(IMPLICIT_PROMPT_STATE, (ctx.get(IMPLICIT_PROMPT_STATE) ?? 0) + Math.ceil(tokens));
 }
 
 /** A request's prompt tokens, estimated: its body's (`estimatePromptTokens`) plus what `addImplicitPromptTokens` recorded. */
 export function estimateRequestPromptTokens(ctx: RequestContext): number {
-  return estimatePromptTokens(ctx.body) + ((ctx.state.get(IMPLICIT_PROMPT_STATE) as number | undefined) ?? 0);
+  return estimatePromptTokens(ctx.body) + (ctx.get(IMPLICIT_PROMPT_STATE) ?? 0);
 }

@@ -89,3 +89,13 @@ test('a fallback that claims a request: every route it could serve defers to it 
   expect((t.match('GET', '/v1/logs') as { route: RouteDefinition }).route).toBe(logs);
   expect((t.match('POST', '/v1/api-keys/k1/rotate') as { route: RouteDefinition }).route).toBe(rotate);
 });
+
+test('route names are unique: a second route under a name is a boot error naming both', () => {
+  const t = new RouteTable();
+  t.add(route('chat.completions', 'POST', '/v1/chat/completions'));
+  expect(() => t.add(route('chat.completions', 'POST', '/v1/prompts/:id/completions'))).toThrow(
+    'route name "chat.completions" is registered twice: POST /v1/chat/completions and POST /v1/prompts/:id/completions',
+  );
+  t.add({ ...route('prompts.completions', 'POST', '/v1/prompts/:id/completions'), api: 'chat.completions' });
+  expect(t.byName('prompts.completions')?.api).toBe('chat.completions');
+});

@@ -1,6 +1,7 @@
 import * as v from 'valibot';
 import { GatewayError, issuePath, readText, type UpstreamClient, upstreamUrlProblem } from '../../../sdk/index.js';
 import type { AgentServerConfig } from './types.js';
+import { a2aError } from '../errors.js';
 
 /**
  * Fetching and validating an A2A agent card. The card is the agent's own
@@ -47,7 +48,7 @@ export interface ValidCard {
   streaming: boolean;
 }
 
-const invalid = (name: string, why: string) => new GatewayError('agent_card_invalid', `The agent card of "${name}" is invalid: ${why}.`);
+const invalid = (name: string, why: string) => a2aError('agent_card_invalid', `The agent card of "${name}" is invalid: ${why}.`);
 
 /**
  * Checks a card and finds its JSON-RPC endpoint.
@@ -100,7 +101,7 @@ export async function fetchAgentCard(upstream: UpstreamClient, server: AgentServ
     } catch (err) {
       if (err instanceof GatewayError && err.code === 'host_not_allowed') throw err;
       const why = err instanceof GatewayError ? err.message : 'the request failed';
-      throw new GatewayError('agent_card_unavailable', `The agent card of "${server.name}" could not be fetched: ${why}`, { cause: err });
+      throw a2aError('agent_card_unavailable', `The agent card of "${server.name}" could not be fetched: ${why}`, { cause: err });
     }
     status = response.status;
     if (status === 404 && url !== urls.at(-1)) {
@@ -115,7 +116,7 @@ export async function fetchAgentCard(upstream: UpstreamClient, server: AgentServ
     try {
       text = await readText(response.body, MAX_CARD_BYTES);
     } catch (err) {
-      throw new GatewayError('agent_card_unavailable', `The agent card of "${server.name}" could not be read: ${err instanceof GatewayError ? err.message : 'the answer broke off'}`, { cause: err });
+      throw a2aError('agent_card_unavailable', `The agent card of "${server.name}" could not be read: ${err instanceof GatewayError ? err.message : 'the answer broke off'}`, { cause: err });
     }
     let json: unknown;
     try {
@@ -125,5 +126,5 @@ export async function fetchAgentCard(upstream: UpstreamClient, server: AgentServ
     }
     return validateCard(json, server.name);
   }
-  throw new GatewayError('agent_card_unavailable', `The agent card of "${server.name}" could not be fetched: the agent answered HTTP ${status} at ${urls.length > 1 ? 'its well-known paths' : 'its URL'}.`);
+  throw a2aError('agent_card_unavailable', `The agent card of "${server.name}" could not be fetched: the agent answered HTTP ${status} at ${urls.length > 1 ? 'its well-known paths' : 'its URL'}.`);
 }

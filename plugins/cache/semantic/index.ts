@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { type GatewayPlugin, parseOptions, plainObject, type PluginAPI, type RequestContext, type Target } from '../../../sdk/index.js';
+import { type GatewayPlugin, parseOptions, plainObject, type PluginAPI, type RequestContext, type Target, routeApi } from '../../../sdk/index.js';
 import { sha256 } from '../key.js';
 import type { CacheCandidate, CacheLookup, CacheMode } from '../types.js';
 import { rateLimitedWarning } from '../warn.js';
@@ -135,7 +135,7 @@ function semanticMode(api: PluginAPI, configured: Target | null, opts: v.InferOu
 
   const scratchOf = (req: CacheLookup): Scratch => {
     if (req.scratch !== null && req.scratch !== undefined) return req.scratch as Scratch;
-    const input = semanticInput(req.ctx.route!.name, req.ctx.body, opts.maxInputChars);
+    const input = semanticInput(routeApi(req.ctx.route!), req.ctx.body, opts.maxInputChars);
     const scratch: Scratch = { input, scope: input === null ? null : sha256(`semantic\n${req.partition}\n${input.params}`), vector: undefined };
     req.scratch = scratch;
     return scratch;

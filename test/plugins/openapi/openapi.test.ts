@@ -127,7 +127,7 @@ describe('the document of the default server', () => {
       expect(pathParams).toEqual(names);
     }
     expect(operations(doc)).toHaveLength(expected);
-    // Operation ids are unique although route names are not (`metrics` at two paths, `chat.completions` twice).
+    // Operation ids are unique (route names are too: the route table refuses a second route under a name).
     const ids = operations(doc).map(({ op }) => op.operationId);
     expect(new Set(ids).size).toBe(ids.length);
   });

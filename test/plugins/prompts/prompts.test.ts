@@ -562,8 +562,8 @@ function suite(name: string, makeStore: () => Promise<(() => GatewayPlugin) | nu
       const byPath = (p: string) => entries.filter((e) => e.path === p);
       const viaRoute = byPath('/v1/prompts/greeting/completions');
       expect(viaRoute.map((e) => [e.status, e.prompt_id, e.prompt_version, e.route]).sort()).toEqual([
-        [200, ids.greeting, 1, 'chat.completions'],
-        [400, ids.greeting, 1, 'chat.completions'],
+        [200, ids.greeting, 1, 'prompts.completions'],
+        [400, ids.greeting, 1, 'prompts.completions'],
       ]);
       expect(byPath('/v1/chat/completions').map((e) => [e.status, e.prompt_id, e.prompt_version])).toEqual([[200, ids.versions, 2]]);
       const filtered = await expectOk(call('GET', `/logs?trace_id=${marker}&prompt_id=${ids.versions}&prompt_version=2`, keys.A!));
