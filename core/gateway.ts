@@ -5,6 +5,7 @@ import { container as rootContainer } from 'tsyringe';
 import { checkErrorCode, CORE_ERROR_CODES, GatewayError, type ErrorCodeSpec } from './errors.js';
 import { CORE_TARGET_FIELDS, TargetFields } from './fields.js';
 import { createHooks, type GatewayHooks } from './hooks.js';
+import { enableRouteFilters } from './lifecycle/route-taps.js';
 import { errorResponse, writeResponse } from './http/write-response.js';
 import { RequestContext } from './context.js';
 import { createLogger, flushLogger, redactPaths, withRedaction } from './logger.js';
@@ -100,6 +101,8 @@ export function createGateway(init: CreateGatewayOptions): Gateway {
   const paths = redactPaths(targetFields.credentials());
   const logger = init.logger === undefined ? createLogger({ redact: paths }) : withRedaction(init.logger, paths);
   const hooks = createHooks();
+  // Before any plugin taps: a tap may then name the routes it serves (core/lifecycle/route-taps.ts).
+  enableRouteFilters(hooks);
   const registries: Registries = {
     providers: new Registry('provider'),
     strategies: new Registry('strategy'),
