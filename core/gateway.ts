@@ -5,6 +5,7 @@ import { container as rootContainer } from 'tsyringe';
 import { checkErrorCode, CORE_ERROR_CODES, GatewayError, type ErrorCodeSpec } from './errors.js';
 import { CORE_TARGET_FIELDS, TargetFields } from './fields.js';
 import { createHooks, type GatewayHooks } from './hooks.js';
+import { coreTaps, onlyProviderRule } from './lifecycle/defaults.js';
 import { enableRouteFilters } from './lifecycle/route-taps.js';
 import { errorResponse, writeResponse } from './http/write-response.js';
 import { RequestContext } from './context.js';
@@ -194,7 +195,9 @@ export function createGateway(init: CreateGatewayOptions): Gateway {
   routes.freeze();
 
   const pipeline = container.resolve(Pipeline);
-  pipeline.seal(compose(interceptors, pipeline.transport()), unreadRoutingHeaders(readHeaders));
+  // The core's defaults, as taps at their named stages: the 401 (STAGES.auth.REFUSE) and the default target (STAGES.resolveProvider.DEFAULT_TARGET).
+  const onlyProvider = onlyProviderRule(registries, hooks);
+  pipeline.seal(compose(interceptors, pipeline.transport()), unreadRoutingHeaders(readHeaders), { taps: coreTaps(routes, onlyProvider), onlyProvider });
   pipelineRef = pipeline;
 
   let isReady = false;

@@ -7,8 +7,7 @@ import { refuseUnreadRoutingHeaders } from './routing-headers.js';
 import { GatewayError, resolveErrorCode, toGatewayError, type ErrorCodeSpec } from './errors.js';
 import type { GatewayHooks } from './hooks.js';
 import { errorResponse, readResponseBody, writeResponse } from './http/write-response.js';
-import { coreTaps, onlyProviderRule } from './lifecycle/defaults.js';
-import { compileRouteHooks, type RouteHooks } from './lifecycle/route-taps.js';
+import { compileRouteHooks, type CoreTap, type RouteHooks } from './lifecycle/route-taps.js';
 import { entryStages, runDelivered, runStages, type EntryStages, type StageHost } from './lifecycle/table.js';
 import type { Registries } from './plugin.js';
 import type { RouteTable } from './router.js';
@@ -80,7 +79,7 @@ export class Pipeline implements StageHost {
   #process: EntryStages | null = null;
   #internal: EntryStages | null = null;
   #detached: EntryStages | null = null;
-  #onlyProvider: () => string | null;
+  #onlyProvider: () => string | null = () => null;
   #inFlight = 0;
   /** Who waits for no request in flight: every caller of idle() since the count was last zero. */
   #idle: Array<() => void> = [];
@@ -93,20 +92,20 @@ export class Pipeline implements StageHost {
     @inject(TOKENS.Options) readonly options: Readonly<Required<GatewayOptions>>,
     @inject(TOKENS.Upstream) private readonly upstream: UpstreamClient,
     @inject(TOKENS.ErrorCodes) private readonly errorCodes: ReadonlyMap<string, ErrorCodeSpec>,
-  ) {
-    this.#onlyProvider = onlyProviderRule(registries, hooks);
-  }
+  ) {}
 
   /**
    * Compiles each route's hooks (the taps that serve it, with the core's defaults at their stages),
    * the stages of each entry point, and takes the interceptor chain composed around the transport.
    * `unreadHeaders`: the routing headers no loaded plugin reads (refused when a request sends one).
+   * `defaults`: the core's own taps (core/lifecycle/defaults.ts), and the one-provider rule they use.
    */
-  seal(dispatch: Dispatch, unreadHeaders: readonly string[] = []): void {
+  seal(dispatch: Dispatch, unreadHeaders: readonly string[], defaults: { taps: readonly CoreTap[]; onlyProvider: () => string | null }): void {
     this.#unreadHeaders = unreadHeaders;
+    this.#onlyProvider = defaults.onlyProvider;
     this.#routeHooks = compileRouteHooks(
       this.hooks,
-      coreTaps(this.routes, this.#onlyProvider),
+      defaults.taps,
       this.routes.list().map((e) => e.route),
     );
     this.#unrouted = this.#routeHooks.get(null)!;
