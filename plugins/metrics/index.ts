@@ -54,6 +54,8 @@ export function metrics(options: MetricsOptions = {}): GatewayPlugin {
   const tokenDigest = opts.token === undefined ? null : digest(opts.token);
   return {
     name: PLUGIN_NAME,
+    // The log store's state (its queue, its drops), as series of their own when it is loaded.
+    uses: [LOG_STORE],
     apply(api) {
       const registry = new client.Registry();
       const p = opts.prefix;
