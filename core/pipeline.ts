@@ -88,7 +88,7 @@ export class Pipeline implements StageHost {
     @inject(TOKENS.Hooks) readonly hooks: GatewayHooks,
     @inject(TOKENS.Registries) private readonly registries: Registries,
     @inject(TOKENS.Routes) readonly routes: RouteTable,
-    @inject(TOKENS.Logger) readonly logger: Logger,
+    @inject(TOKENS.Logger) private readonly logger: Logger,
     @inject(TOKENS.Options) readonly options: Readonly<Required<GatewayOptions>>,
     @inject(TOKENS.Upstream) private readonly upstream: UpstreamClient,
     @inject(TOKENS.ErrorCodes) private readonly errorCodes: ReadonlyMap<string, ErrorCodeSpec>,
@@ -114,6 +114,10 @@ export class Pipeline implements StageHost {
     this.#detached = entryStages('detached', this.hooks);
     this.#dispatch = dispatch;
   }
+
+  readonly logFailed = (err: unknown): void => {
+    this.logger.error({ err }, 'a log hook failed');
+  };
 
   get unrouted(): RouteHooks {
     return this.#unrouted!;

@@ -1,5 +1,4 @@
 import type { IncomingMessage } from 'node:http';
-import type { Logger } from 'pino';
 import { requireScope } from '../auth.js';
 import type { RequestContext } from '../context.js';
 import { GatewayError } from '../errors.js';
@@ -26,7 +25,8 @@ export interface StageHost {
   /** The routing headers no loaded plugin reads are refused (a no-op when every one is read). */
   refuseUnreadHeaders(ctx: RequestContext): void;
   runTarget(ctx: RequestContext, target: Target, path: string): Promise<GatewayResponse>;
-  readonly logger: Logger;
+  /** Logs a failed log tap (one function for every request, not a closure per request). */
+  readonly logFailed: (err: unknown) => void;
   /** The hooks of a request that matched no route (the log hook's unfiltered taps). */
   readonly unrouted: RouteHooks;
 }
@@ -65,6 +65,31 @@ async function runHandler(host: StageHost, ctx: RequestContext, req: IncomingMes
   if (ctx.rawBody === null && fallback.body === 'raw' && bodyMode === 'none' && ctx.method !== 'GET' && ctx.method !== 'DELETE') {
     ctx.rawBody = await readBody(req!, host.options.maxBodyBytes);
   }
+  return undefined;
+}
+
+// The stages' awaited halves: module functions, so a stage allocates no closure per request.
+
+/** The route's auth taps; the last (STAGES.auth.REFUSE) refuses, so an answer is always an AuthInfo. */
+async function authenticate(auth: NonNullable<RouteHooks['auth']>, ctx: RequestContext): Promise<undefined> {
+  ctx.auth = (await auth(ctx))!;
+  return undefined;
+}
+
+async function readRequestBody(host: StageHost, ctx: RequestContext, req: IncomingMessage, json: boolean): Promise<undefined> {
+  const raw = await readBody(req, host.options.maxBodyBytes);
+  ctx.rawBody = raw;
+  if (json) {
+    const body = parseJsonObject(raw, host.options.maxJsonDepth);
+    ctx.body = body;
+    if (typeof body.model === 'string') ctx.model = body.model;
+    ctx.stream = body.stream === true;
+  }
+  return undefined;
+}
+
+async function settleTarget(ctx: RequestContext, target: Promise<Target>): Promise<undefined> {
+  ctx.target = await target;
   return undefined;
 }
 
@@ -123,11 +148,7 @@ export const LIFECYCLE: readonly Stage[] = Object.freeze([
     run(_host, ctx) {
       const auth = ctx.routeHooks!.auth;
       if (auth === null) return undefined;
-      // The stage's last tap refuses (STAGES.auth.REFUSE): an answer here is always an AuthInfo.
-      return auth(ctx).then((info) => {
-        ctx.auth = info!;
-        return undefined;
-      });
+      return authenticate(auth, ctx);
     },
   },
   {
@@ -151,16 +172,7 @@ export const LIFECYCLE: readonly Stage[] = Object.freeze([
         ctx.bodyStream = req;
         return undefined;
       }
-      return readBody(req!, host.options.maxBodyBytes).then((raw) => {
-        ctx.rawBody = raw;
-        if (mode === 'json') {
-          const body = parseJsonObject(raw, host.options.maxJsonDepth);
-          ctx.body = body;
-          if (typeof body.model === 'string') ctx.model = body.model;
-          ctx.stream = body.stream === true;
-        }
-        return undefined;
-      });
+      return readRequestBody(host, ctx, req!, mode === 'json');
     },
   },
   {
@@ -181,14 +193,9 @@ export const LIFECYCLE: readonly Stage[] = Object.freeze([
       host.refuseUnreadHeaders(ctx);
       // The stage's last tap is the default target (STAGES.resolveProvider.DEFAULT_TARGET): always a target, or a throw.
       const target = ctx.routeHooks!.resolveProvider(ctx);
-      if (!(target instanceof Promise)) {
-        ctx.target = target;
-        return undefined;
-      }
-      return target.then((t) => {
-        ctx.target = t;
-        return undefined;
-      });
+      if (target instanceof Promise) return settleTarget(ctx, target);
+      ctx.target = target;
+      return undefined;
     },
   },
   {
@@ -225,7 +232,7 @@ export const LIFECYCLE: readonly Stage[] = Object.freeze([
       const log = (ctx.routeHooks ?? host.unrouted).log;
       if (log === null) return undefined;
       // Never awaited by the response path: a failing sink is logged, the client already has its answer.
-      log(ctx).catch((err: unknown) => host.logger.error({ err }, 'a log hook failed'));
+      log(ctx).catch(host.logFailed);
       return undefined;
     },
   },
