@@ -12,6 +12,7 @@ import {
   type LogStoreStatus,
   parseOptions,
   pricingOf,
+  PRICING,
   type PricingTable,
   type RequestContext,
   type RouteDoc,
@@ -55,7 +56,7 @@ export function metrics(options: MetricsOptions = {}): GatewayPlugin {
   return {
     name: PLUGIN_NAME,
     // The log store's state (its queue, its drops), as series of their own when it is loaded.
-    uses: [LOG_STORE],
+    uses: [LOG_STORE, PRICING],
     apply(api) {
       const registry = new client.Registry();
       const p = opts.prefix;

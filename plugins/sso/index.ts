@@ -206,6 +206,7 @@ export function sso(options: SsoOptions = {}): GatewayPlugin {
           throw forbidden('You are not a member of any workspace yet: ask an admin to add you (or your group, through SCIM).');
         }
         const scopes = people!.roleScopes(membership.role);
+        // As above: the session is accepted on every route; provider routes also need the role's completions.write.
         if (ctx.route?.kind === 'provider' && !hasScope(scopes, 'completions.write')) {
           throw forbidden(`Your role lacks the "completions.write" scope needed for ${ctx.method} ${ctx.path}.`);
         }

@@ -5,6 +5,9 @@ import { pluginPackage, ROOT, sourceFiles } from './imports.js';
 
 /** A token a plugin resolves (or asks about) at run time: `api.resolve(X)`, `api.tryResolve(X)`, `api.provided(X)`. */
 const RESOLVED = /\bapi\.(?:resolve|tryResolve|provided)(?:<[^>]*>)?\(\s*([A-Z][A-Z0-9_]*)\s*\)/g;
+/** SDK helpers that resolve a token for the plugin that calls them with its api: a call counts as resolving it. */
+const HELPERS: Readonly<Record<string, string>> = { pricingOf: 'PRICING' };
+const HELPER_CALL = new RegExp(`\\b(${Object.keys(HELPERS).join('|')})\\(\\s*api\\s*\\)`, 'g');
 /** The plugin object's declarations: `requires: [A, B]`, `uses: [...]`, `provides: [...]`. */
 const DECLARED = /\b(?:requires|uses|provides)\s*:\s*\[([^\]]*)\]/g;
 
@@ -16,6 +19,7 @@ function undeclared(files: readonly string[]): string[] {
     const pkg = pluginPackage(file);
     const text = readFileSync(join(ROOT, file), 'utf8');
     for (const m of text.matchAll(RESOLVED)) (resolved.get(pkg) ?? resolved.set(pkg, new Set()).get(pkg)!).add(m[1]!);
+    for (const m of text.matchAll(HELPER_CALL)) (resolved.get(pkg) ?? resolved.set(pkg, new Set()).get(pkg)!).add(HELPERS[m[1]!]!);
     for (const m of text.matchAll(DECLARED)) {
       for (const token of m[1]!.split(',').map((t) => t.trim()).filter((t) => /^[A-Z][A-Z0-9_]*$/.test(t))) (declared.get(pkg) ?? declared.set(pkg, new Set()).get(pkg)!).add(token);
     }
@@ -25,7 +29,7 @@ function undeclared(files: readonly string[]): string[] {
   return out.sort();
 }
 
-test('every service token a plugin resolves at run time is in its requires, uses or provides', () => {
+test('every service token a plugin resolves at run time (itself, or through an SDK helper such as pricingOf) is in its requires, uses or provides', () => {
   expect(undeclared(sourceFiles('plugins'))).toEqual([]);
 });
 
@@ -35,5 +39,6 @@ test('the rule can fail: a resolved token that is not declared is reported', () 
   const found = [...text.matchAll(RESOLVED)].map((m) => m[1]);
   const declared = [...text.matchAll(DECLARED)].flatMap((m) => m[1]!.split(',').map((t) => t.trim()));
   expect(found).toEqual(['LOG_STORE']);
+  expect([...'pricing = pricingOf(api);'.matchAll(HELPER_CALL)].map((m) => HELPERS[m[1]!])).toEqual(['PRICING']);
   expect(declared).toEqual(['IDENTITY']);
 });
