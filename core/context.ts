@@ -3,6 +3,7 @@ import type { Readable } from 'node:stream';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { GatewayError } from './errors.js';
+import type { RouteHooks } from './lifecycle/route-taps.js';
 import type { Attempt, AuthInfo, Provider, RouteDefinition, Target, Usage } from './types.js';
 import { LightSignal, type UpstreamSignal } from './upstream/signal.js';
 
@@ -39,6 +40,11 @@ export class RequestContext {
   readonly startedAt: number;
 
   route: RouteDefinition | null = null;
+  /**
+   * The hooks compiled at boot for `route` (the taps that serve it): set by the pipeline together with
+   * `route`, read by the lifecycle's stages. Plugins have no use for it.
+   */
+  routeHooks: RouteHooks | null = null;
   /** Path parameters of the matched route (`:id` segments). */
   params: Record<string, string> | null = null;
 

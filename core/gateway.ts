@@ -5,6 +5,8 @@ import { container as rootContainer } from 'tsyringe';
 import { checkErrorCode, CORE_ERROR_CODES, GatewayError, type ErrorCodeSpec } from './errors.js';
 import { CORE_TARGET_FIELDS, TargetFields } from './fields.js';
 import { createHooks, type GatewayHooks } from './hooks.js';
+import { coreTaps, onlyProviderRule } from './lifecycle/defaults.js';
+import { enableRouteFilters } from './lifecycle/route-taps.js';
 import { errorResponse, writeResponse } from './http/write-response.js';
 import { RequestContext } from './context.js';
 import { createLogger, flushLogger, redactPaths, withRedaction } from './logger.js';
@@ -100,6 +102,8 @@ export function createGateway(init: CreateGatewayOptions): Gateway {
   const paths = redactPaths(targetFields.credentials());
   const logger = init.logger === undefined ? createLogger({ redact: paths }) : withRedaction(init.logger, paths);
   const hooks = createHooks();
+  // Before any plugin taps: a tap may then name the routes it serves (core/lifecycle/route-taps.ts).
+  enableRouteFilters(hooks);
   const registries: Registries = {
     providers: new Registry('provider'),
     strategies: new Registry('strategy'),
@@ -191,7 +195,9 @@ export function createGateway(init: CreateGatewayOptions): Gateway {
   routes.freeze();
 
   const pipeline = container.resolve(Pipeline);
-  pipeline.seal(compose(interceptors, pipeline.transport()), unreadRoutingHeaders(readHeaders));
+  // The core's defaults, as taps at their named stages: the 401 (STAGES.auth.REFUSE) and the default target (STAGES.resolveProvider.DEFAULT_TARGET).
+  const onlyProvider = onlyProviderRule(registries, hooks);
+  pipeline.seal(compose(interceptors, pipeline.transport()), unreadRoutingHeaders(readHeaders), { taps: coreTaps(routes, onlyProvider), onlyProvider });
   pipelineRef = pipeline;
 
   let isReady = false;

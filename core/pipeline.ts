@@ -2,18 +2,17 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { inject, injectable } from 'tsyringe';
-import { requireScope } from './auth.js';
 import { RequestContext } from './context.js';
 import { refuseUnreadRoutingHeaders } from './routing-headers.js';
 import { GatewayError, resolveErrorCode, toGatewayError, type ErrorCodeSpec } from './errors.js';
 import type { GatewayHooks } from './hooks.js';
-import { bearerToken } from './http/headers.js';
-import { parseJsonObject, readBody } from './http/read-body.js';
 import { errorResponse, readResponseBody, writeResponse } from './http/write-response.js';
+import { compileRouteHooks, type CoreTap, type RouteHooks } from './lifecycle/route-taps.js';
+import { entryStages, runDelivered, runStages, type EntryStages, type StageHost } from './lifecycle/table.js';
 import type { Registries } from './plugin.js';
 import type { RouteTable } from './router.js';
 import { TOKENS } from './tokens.js';
-import type { AuthInfo, Dispatch, GatewayOptions, GatewayResponse, Target } from './types.js';
+import type { AuthInfo, Dispatch, GatewayOptions, GatewayResponse, RouteDefinition, Target } from './types.js';
 import { upstreamBodyError, type UpstreamClient } from './upstream/client.js';
 import { createTransport } from './upstream/transport.js';
 
@@ -65,58 +64,69 @@ export interface DetachedResponse {
 }
 
 
-/** Which hooks have taps, read once at boot so empty stages cost nothing per request. */
-interface UsedHooks {
-  request: boolean;
-  auth: boolean;
-  resolveProvider: boolean;
-  beforeRequest: boolean;
-  resolveTarget: boolean;
-  afterResponse: boolean;
-  log: boolean;
-}
-
 /**
- * Runs one request through the lifecycle:
- * request → auth → body → resolveProvider → beforeRequest → strategy → (per leaf: resolveTarget →
- * interceptors → transport) → afterResponse → write → log.
+ * Runs requests through the lifecycle table (core/lifecycle/table.ts): request → route → auth →
+ * scope → body → handler → resolveProvider → beforeRequest → strategy (per leaf: resolveTarget →
+ * interceptors → transport) → afterResponse → (delivery) → log. `handle`, `internal` and `detached`
+ * are its three entry points; each runs the table less the stages it skips.
  */
 @injectable()
-export class Pipeline {
-  #used: UsedHooks | null = null;
+export class Pipeline implements StageHost {
   #dispatch: Dispatch | null = null;
   #unreadHeaders: readonly string[] = [];
+  #routeHooks = new Map<RouteDefinition | null, RouteHooks>();
+  #unrouted: RouteHooks | null = null;
+  #process: EntryStages | null = null;
+  #internal: EntryStages | null = null;
+  #detached: EntryStages | null = null;
+  #onlyProvider: () => string | null = () => null;
   #inFlight = 0;
   /** Who waits for no request in flight: every caller of idle() since the count was last zero. */
   #idle: Array<() => void> = [];
 
   constructor(
-    @inject(TOKENS.Hooks) private readonly hooks: GatewayHooks,
+    @inject(TOKENS.Hooks) readonly hooks: GatewayHooks,
     @inject(TOKENS.Registries) private readonly registries: Registries,
-    @inject(TOKENS.Routes) private readonly routes: RouteTable,
+    @inject(TOKENS.Routes) readonly routes: RouteTable,
     @inject(TOKENS.Logger) private readonly logger: Logger,
-    @inject(TOKENS.Options) private readonly options: Readonly<Required<GatewayOptions>>,
+    @inject(TOKENS.Options) readonly options: Readonly<Required<GatewayOptions>>,
     @inject(TOKENS.Upstream) private readonly upstream: UpstreamClient,
     @inject(TOKENS.ErrorCodes) private readonly errorCodes: ReadonlyMap<string, ErrorCodeSpec>,
   ) {}
 
   /**
-   * Freezes the set of used hooks and composes the interceptor chain around the transport.
+   * Compiles each route's hooks (the taps that serve it, with the core's defaults at their stages),
+   * the stages of each entry point, and takes the interceptor chain composed around the transport.
    * `unreadHeaders`: the routing headers no loaded plugin reads (refused when a request sends one).
+   * `defaults`: the core's own taps (core/lifecycle/defaults.ts), and the one-provider rule they use.
    */
-  seal(dispatch: Dispatch, unreadHeaders: readonly string[] = []): void {
+  seal(dispatch: Dispatch, unreadHeaders: readonly string[], defaults: { taps: readonly CoreTap[]; onlyProvider: () => string | null }): void {
     this.#unreadHeaders = unreadHeaders;
-    const h = this.hooks;
-    this.#used = {
-      request: h.request.isUsed(),
-      auth: h.auth.isUsed(),
-      resolveProvider: h.resolveProvider.isUsed(),
-      beforeRequest: h.beforeRequest.isUsed(),
-      resolveTarget: h.resolveTarget.isUsed(),
-      afterResponse: h.afterResponse.isUsed(),
-      log: h.log.isUsed(),
-    };
+    this.#onlyProvider = defaults.onlyProvider;
+    this.#routeHooks = compileRouteHooks(
+      this.hooks,
+      defaults.taps,
+      this.routes.list().map((e) => e.route),
+    );
+    this.#unrouted = this.#routeHooks.get(null)!;
+    this.#process = entryStages('process', this.hooks);
+    this.#internal = entryStages('internal', this.hooks);
+    this.#detached = entryStages('detached', this.hooks);
     this.#dispatch = dispatch;
+  }
+
+  readonly logFailed = (err: unknown): void => {
+    this.logger.error({ err }, 'a log hook failed');
+  };
+
+  get unrouted(): RouteHooks {
+    return this.#unrouted!;
+  }
+
+  /** Sets the request's route and the hooks compiled for it. */
+  enter(ctx: RequestContext, route: RouteDefinition): void {
+    ctx.route = route;
+    ctx.routeHooks = this.#routeHooks.get(route) ?? this.#unrouted;
   }
 
   /** The bare transport, before interceptors (used by seal's caller to compose). */
@@ -155,7 +165,8 @@ export class Pipeline {
   private async run(ctx: RequestContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
     let response: GatewayResponse;
     try {
-      response = await this.process(ctx, req);
+      // Every client route answers or throws by the end of the table (the strategy stage, at the latest).
+      response = (await runStages(this.#process!.answer, this, ctx, 'process', req))!;
     } catch (err) {
       response = this.failure(ctx, err);
     }
@@ -170,9 +181,7 @@ export class Pipeline {
       res.destroy();
     }
     ctx.latencyMs = performance.now() - ctx.startedAt;
-    if (this.#used!.log) {
-      this.hooks.log.promise(ctx).catch((err: unknown) => this.logger.error({ err }, 'a log hook failed'));
-    }
+    runDelivered(this.#process!.delivered, this, ctx, 'process');
   }
 
   private failure(ctx: RequestContext, err: unknown): GatewayResponse {
@@ -189,75 +198,6 @@ export class Pipeline {
     return e.resolved ? e : resolveErrorCode(e, this.errorCodes, (code) => this.logger.error({ code }, `unknown error code "${code}": declare it in the plugin's errorCodes`));
   }
 
-  private async process(ctx: RequestContext, req: IncomingMessage): Promise<GatewayResponse> {
-    const used = this.#used!;
-    if (used.request) this.hooks.request.call(ctx);
-
-    const match = this.routes.match(ctx.method, ctx.path);
-    if (match === null) throw new GatewayError('not_found', `Unknown route ${ctx.method} ${ctx.path}.`);
-    if (match === 'method_not_allowed') throw new GatewayError('method_not_allowed', `Method ${ctx.method} is not allowed on ${ctx.path}.`);
-    let route = match.route;
-    ctx.params = match.params;
-    if (this.routes.defersToFallback(route, ctx)) {
-      const fallback = this.routes.fallbackFor(ctx.method, ctx.path);
-      if (fallback !== null) {
-        route = fallback;
-        ctx.params = null;
-      }
-    }
-    ctx.route = route;
-
-    if (route.auth !== false && used.auth) {
-      // Every source is tried in stage order (a tap passes on a request carrying no credential of its kind, so a session
-      // cookie is reached when there is no key); the one refusal, when none accepted it, is here.
-      const auth = await this.hooks.auth.promise(ctx);
-      if (auth === undefined) {
-        const key = ctx.header('x-gateway-api-key');
-        const message = key === undefined || key === '' ? 'Missing gateway API key: send it in the x-gateway-api-key header.' : 'Missing or unknown gateway API key (x-gateway-api-key).';
-        throw new GatewayError('unauthorized', message, { param: 'x-gateway-api-key' });
-      }
-      ctx.auth = auth;
-    }
-    // Before the body: a key without the scope learns nothing from how its input would have been judged.
-    if (route.scope !== undefined) requireScope(ctx, route.scope);
-
-    const bodyMode = route.body ?? (ctx.method === 'GET' || ctx.method === 'DELETE' ? 'none' : 'json');
-    if (bodyMode === 'stream') ctx.bodyStream = req;
-    else if (bodyMode !== 'none') {
-      ctx.rawBody = await readBody(req, this.options.maxBodyBytes);
-      if (bodyMode === 'json') {
-        const body = parseJsonObject(ctx.rawBody, this.options.maxJsonDepth);
-        ctx.body = body;
-        if (typeof body.model === 'string') ctx.model = body.model;
-        ctx.stream = body.stream === true;
-      }
-    }
-
-    if (route.kind === 'handler') {
-      const answer = await route.handler!(ctx);
-      if (answer !== null) return answer;
-      // The handler passes: the generic proxy serves it as if this route had not matched.
-      const fallback = this.routes.fallbackFor(ctx.method, ctx.path);
-      if (fallback === null) throw new GatewayError('not_found', `Nothing found at ${ctx.method} ${ctx.path}.`);
-      route = fallback;
-      ctx.route = route;
-      ctx.params = null;
-      if (ctx.rawBody === null && route.body === 'raw' && bodyMode === 'none' && ctx.method !== 'GET' && ctx.method !== 'DELETE') {
-        ctx.rawBody = await readBody(req, this.options.maxBodyBytes);
-      }
-    }
-
-    if (this.#unreadHeaders.length > 0) this.refuseUnreadHeaders(ctx);
-    const target = (used.resolveProvider ? await this.hooks.resolveProvider.promise(ctx) : undefined) ?? this.defaultTarget(ctx);
-    ctx.target = target;
-
-    let response = used.beforeRequest ? await this.hooks.beforeRequest.promise(ctx) : undefined;
-    // A before tap may have replaced the target (a stored prompt that brings its own provider, STAGES.beforeRequest.PREPARE).
-    if (response === undefined) response = await this.runTarget(ctx, ctx.target ?? target, '');
-    if (used.afterResponse) response = await this.hooks.afterResponse.promise(response, ctx);
-    return response;
-  }
-
   /**
    * A request the gateway makes itself (e.g. an embedding for the semantic
    * cache): run through the strategy, interceptors and transport like a
@@ -270,7 +210,7 @@ export class Pipeline {
     const parent = request.parent ?? null;
     const ctx = new RequestContext('POST', route.path, {}, parent?.signal ?? null, this.logger);
     ctx.internal = true;
-    ctx.route = route;
+    this.enter(ctx, route);
     ctx.traceId = parent?.traceId ?? null;
     ctx.parentSpanId = parent?.spanId ?? null;
     ctx.metadata = parent?.metadata ?? null;
@@ -280,7 +220,7 @@ export class Pipeline {
     if (typeof request.body.model === 'string') ctx.model = request.body.model;
     ctx.target = request.target;
     try {
-      const response = await this.runTarget(ctx, request.target, '');
+      const response = (await runStages(this.#internal!.answer, this, ctx, 'internal', null))!;
       const bytes = await readResponseBody(response.body);
       for (const o of response.observers ?? []) {
         o.onChunk(bytes);
@@ -300,7 +240,7 @@ export class Pipeline {
       throw ctx.error;
     } finally {
       ctx.latencyMs = performance.now() - ctx.startedAt;
-      if (this.#used!.log) this.hooks.log.promise(ctx).catch((err: unknown) => this.logger.error({ err }, 'a log hook failed'));
+      runDelivered(this.#internal!.delivered, this, ctx, 'internal');
     }
   }
 
@@ -314,30 +254,18 @@ export class Pipeline {
    * its status and envelope. Not counted in `inFlight`: its owner drains it.
    */
   async detached(request: DetachedRequest): Promise<DetachedResponse> {
-    const used = this.#used!;
     const ctx = new RequestContext('POST', request.path, request.headers, request.signal ?? null, this.logger);
     let response: GatewayResponse;
     let bytes: Buffer;
     try {
-      if (used.request) this.hooks.request.call(ctx);
-      const match = this.routes.match('POST', ctx.path);
-      if (match === null || match === 'method_not_allowed' || match.route.kind !== 'provider' || this.routes.isFallback(match.route)) {
-        throw new GatewayError('invalid_request', `POST ${ctx.path} is not a route the gateway can run on its own.`, { param: 'url' });
-      }
-      ctx.route = match.route;
-      ctx.params = match.params;
       ctx.auth = request.auth;
       ctx.body = request.body;
       ctx.rawBody = Buffer.from(JSON.stringify(request.body));
       if (typeof request.body.model === 'string') ctx.model = request.body.model;
       ctx.stream = request.body.stream === true;
-      if (request.target === null && this.#unreadHeaders.length > 0) this.refuseUnreadHeaders(ctx);
-      const target = request.target ?? (used.resolveProvider ? await this.hooks.resolveProvider.promise(ctx) : undefined) ?? this.defaultTarget(ctx);
-      ctx.target = target;
-      let answer = used.beforeRequest ? await this.hooks.beforeRequest.promise(ctx) : undefined;
-      if (answer === undefined) answer = await this.runTarget(ctx, target, '');
-      if (used.afterResponse) answer = await this.hooks.afterResponse.promise(answer, ctx);
-      response = answer;
+      // A target accepted with the work runs as it was; none resolves one from the headers now (the resolveProvider stage).
+      ctx.target = request.target;
+      response = (await runStages(this.#detached!.answer, this, ctx, 'detached', null))!;
       bytes = await readWhole(ctx, response);
     } catch (err) {
       response = this.failure(ctx, upstreamBodyError(err) ?? err);
@@ -346,7 +274,7 @@ export class Pipeline {
     for (const name in ctx.responseHeaders) response.headers[name] = ctx.responseHeaders[name]!;
     ctx.status = response.status;
     ctx.latencyMs = performance.now() - ctx.startedAt;
-    if (used.log) this.hooks.log.promise(ctx).catch((err: unknown) => this.logger.error({ err }, 'a log hook failed'));
+    runDelivered(this.#detached!.delivered, this, ctx, 'detached');
     return { status: response.status, headers: response.headers, body: bytes, traceId: ctx.traceId, attempts: ctx.attempts.length, error: ctx.error };
   }
 
@@ -362,11 +290,12 @@ export class Pipeline {
     }
     ctx.targetPath = path === '' ? '0' : path;
     ctx.leafTarget = target;
-    if (!this.#used!.resolveTarget) {
+    const resolveTarget = ctx.routeHooks!.resolveTarget;
+    if (resolveTarget === null) {
       ctx.resolvedTarget = target;
       return this.#dispatch!(ctx, target);
     }
-    return this.hooks.resolveTarget.promise(target, ctx).then((resolved) => {
+    return resolveTarget(target, ctx).then((resolved) => {
       // A tap that hands on null or a non-object is a plugin bug: a 500 naming the hook, not a TypeError deep in the transport.
       if (typeof resolved !== 'object' || resolved === null) throw new Error('a resolveTarget tap returned no target');
       ctx.resolvedTarget = resolved;
@@ -376,31 +305,11 @@ export class Pipeline {
 
   /**
    * A routing header no loaded plugin reads is a 400, not a request sent elsewhere. The one-provider
-   * default (see {@link defaultTarget}) reads `x-gateway-provider` itself when it names that provider.
+   * default (core/lifecycle/defaults.ts) reads `x-gateway-provider` itself when it names that provider.
    */
-  private refuseUnreadHeaders(ctx: RequestContext): void {
-    refuseUnreadRoutingHeaders(ctx.headers, this.#unreadHeaders, (name, value) => name === 'x-gateway-provider' && this.usesOnlyProvider() && value === this.registries.providers.names()[0]);
-  }
-
-  /** Whether requests go to the only provider by default (one provider, no resolver plugin: the minimal build). */
-  private usesOnlyProvider(): boolean {
-    return this.registries.providers.size === 1 && !this.#used!.resolveProvider;
-  }
-
-  /**
-   * With no resolver answer. A build with one provider and no resolver plugin
-   * at all (the minimal build) sends everything to that provider, with the
-   * client's bearer token as its key. Otherwise the client must choose.
-   */
-  private defaultTarget(ctx: RequestContext): Target {
-    const providers = this.registries.providers;
-    if (this.usesOnlyProvider()) return { provider: providers.names()[0]!, api_key: bearerToken(ctx.headers) };
-    if (this.routes.isFallback(ctx.route!)) {
-      throw new GatewayError('not_found', `Unknown route ${ctx.method} ${ctx.path}, and no provider was selected to proxy it to (x-gateway-provider).`);
-    }
-    throw new GatewayError('provider_required', 'No provider selected. Send x-gateway-provider (and Authorization: Bearer <provider key>) or x-gateway-config.', {
-      param: 'x-gateway-provider',
-    });
+  refuseUnreadHeaders(ctx: RequestContext): void {
+    if (this.#unreadHeaders.length === 0) return;
+    refuseUnreadRoutingHeaders(ctx.headers, this.#unreadHeaders, (name, value) => name === 'x-gateway-provider' && value === this.#onlyProvider());
   }
 }
 

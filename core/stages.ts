@@ -21,6 +21,11 @@ export const STAGES = Object.freeze({
     STORED_KEYS: 100,
     /** A signed-in person's session cookie, when the request carries no key at all. */
     SESSIONS: 200,
+    /**
+     * The core's refusal (401), after every source was tried and none accepted the request. Only on
+     * routes some authenticator serves: a build without auth is open.
+     */
+    REFUSE: 1_000_000,
   }),
   resolveProvider: Object.freeze({
     /**
@@ -32,6 +37,11 @@ export const STAGES = Object.freeze({
     CONFIG: -100,
     /** `x-gateway-provider` and its companion headers. */
     HEADERS: 0,
+    /**
+     * The core's default, when no tap chose: the one provider of a build with one provider and no
+     * resolver plugin, else a 400 `provider_required` (a 404 under the generic proxy's prefix).
+     */
+    DEFAULT_TARGET: 1_000_000,
   }),
   resolveTarget: Object.freeze({
     /** Provider slugs and virtual keys become a provider with its credentials. */

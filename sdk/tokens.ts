@@ -63,7 +63,7 @@ export interface LogStoreStatus {
   /** Writes everything queued now. */
   flush(): Promise<void>;
 }
-export const LOG_STORE = serviceToken<LogStoreStatus>('gateway.logs.store');
+export const LOG_STORE = serviceToken<LogStoreStatus>('gateway.logs.store', 'log-store');
 
 /**
  * How the gateway authenticates to an upstream MCP server or agent, with its

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { extractUsage, fieldSchema as f, parseOptions, STAGES, type GatewayPlugin, type GatewayResponse, type RequestContext, type TargetField, routeApi, stateKey } from '../../sdk/index.js';
+import { extractUsage, fieldSchema as f, parseOptions, STAGES, type GatewayPlugin, type GatewayResponse, type RequestContext, type RouteDefinition, type TargetField, routeApi, stateKey } from '../../sdk/index.js';
 import { assembleStream } from './assemble.js';
 import { captureObserver } from './capture.js';
 import { createTargetIdentity, exactKey, identityFields, partitionOf, REFRESH_HEADER, STATUS_HEADER } from './key.js';
@@ -102,7 +102,7 @@ export function cache(options: CacheOptions = {}): GatewayPlugin {
 
       const lookupRequest = async (ctx: RequestContext): Promise<GatewayResponse | undefined> => {
         const target = ctx.target;
-        if (target === null || !CACHEABLE_ROUTES.has(routeApi(ctx.route!))) return undefined;
+        if (target === null) return undefined;
         const settings = target.cache;
         if (!isObject(settings) || typeof settings.mode !== 'string') {
           setStatus(ctx, 'DISABLED');
@@ -182,7 +182,9 @@ export function cache(options: CacheOptions = {}): GatewayPlugin {
 
       // Late: validation, guardrails and anything else that may refuse or rewrite the request run first,
       // so a hit is never served to a request they would refuse, and the key sees the final body.
-      api.hooks.beforeRequest.tapPromise({ name: PLUGIN_NAME, stage: STAGES.beforeRequest.ANSWER }, lookupRequest);
+      // Only the routes whose answers can be kept (and those that speak their API): the others never pay the lookup's promise.
+      const cacheable = (route: RouteDefinition) => CACHEABLE_ROUTES.has(routeApi(route));
+      api.hooks.beforeRequest.tapPromise({ name: PLUGIN_NAME, stage: STAGES.beforeRequest.ANSWER, routes: cacheable }, lookupRequest);
 
       // Late too: the answer seen is the one the client gets, after any other tap replaced or wrapped it.
       api.hooks.afterResponse.tap({ name: PLUGIN_NAME, stage: STAGES.afterResponse.STORE }, (response, ctx) => {

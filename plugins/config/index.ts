@@ -61,8 +61,9 @@ export function config(options: ConfigOptions = {}): GatewayPlugin {
     // Routing headers it reads: without a plugin that does, a request sending one is refused (core/routing-headers.ts).
     headers: ['x-gateway-config'],
     targetFields: CONFIG_FIELDS,
-    // Identity for the workspaces' saved configs; the guardrail checks' credential parameters, sealed in them.
-    uses: [IDENTITY, GUARDRAIL_VALIDATOR],
+    // Identity for the workspaces' saved configs; the guardrail checks' credential parameters, sealed in them; the saved
+    // configs themselves (its own store provides them when the control plane is loaded); the provider headers' targets.
+    uses: [IDENTITY, GUARDRAIL_VALIDATOR, CONFIG_SOURCE, HEADER_TARGETS],
     apply(api) {
       // Every field is declared before any plugin is applied, so the schema is complete here.
       const parser = createConfigParser(api.targetFields, { maxDepth: api.options.maxJsonDepth });

@@ -133,6 +133,7 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
         if (secret === undefined || secret === '') return undefined;
         const auth = verify !== null && looksLikeJwt(secret) ? await authenticateJwt(cp, verify, claims, secret) : await cp.authenticate(secret, ctx);
         if (auth === undefined) return undefined;
+        // Checked here rather than by a route filter: the key authenticates on every route; only provider routes need this scope.
         if (ctx.route?.kind === 'provider' && !hasScope(auth.scopes, 'completions.write')) {
           throw new GatewayError('forbidden', `This API key lacks the "completions.write" scope needed for ${ctx.method} ${ctx.path}.`, { param: 'x-gateway-api-key' });
         }

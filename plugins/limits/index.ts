@@ -10,6 +10,7 @@ import {
   type ModelPrice,
   parseOptions,
   pricingOf,
+  PRICING,
   type PricingTable,
   randomHex,
   rateWindow,
@@ -82,7 +83,7 @@ export function limits(options: LimitsOptions = {}): GatewayPlugin {
     name: PLUGIN_NAME,
     errorCodes: LIMIT_ERRORS,
     // Workspaces' stored policies and their admin routes; without the control plane, the server config's alone.
-    uses: [IDENTITY],
+    uses: [IDENTITY, PRICING],
     apply(api) {
       let store: LimitStore | null = null;
       let pricing: PricingTable = bundledPricing();

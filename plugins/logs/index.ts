@@ -9,6 +9,7 @@ import {
   migrate,
   parseOptions,
   pricingOf,
+  PRICING,
   type PricingTable,
   requestSummary,
   type ServiceToken,
@@ -105,6 +106,8 @@ export function logStore(options: LogStoreOptions = {}): GatewayPlugin {
   const skip = new Set(opts.skipPaths);
   return {
     name: PLUGIN_NAME,
+    // The price list for costs (`pricingOf`), the bundled one without the pricing plugin.
+    uses: [PRICING],
     apply(api) {
       let repository: LogRepository | null = null;
       let pricing: PricingTable = bundledPricing();

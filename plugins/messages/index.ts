@@ -66,7 +66,7 @@ export function messagesDoor(options: MessagesOptions = {}): GatewayPlugin {
   const opts = parseOptions(PLUGIN_NAME, MessagesOptionsSchema, options);
   const cacheControl = new Set(opts.cacheControlProviders);
   type Parser = (input: unknown) => v.SafeParseResult<v.GenericSchema>;
-  // Built once; the request path only looks one up by route name.
+  // Built once, by route; each is its own route-filtered tap.
   const parsers = new Map<string, Parser>([
     [MESSAGES_ROUTE, v.safeParser(MessagesBodySchema) as Parser],
     [COUNT_TOKENS_ROUTE, v.safeParser(CountTokensBodySchema) as Parser],
@@ -141,18 +141,20 @@ export function messagesDoor(options: MessagesOptions = {}): GatewayPlugin {
       for (const route of routes) api.routes.add(route);
 
       // First: a bad body never reaches guardrails, the cache or a provider.
-      api.hooks.beforeRequest.tap({ name: PLUGIN_NAME, stage: STAGES.beforeRequest.VALIDATE }, (ctx) => {
-        const parse = parsers.get(ctx.route!.name);
-        if (parse === undefined || ctx.body === null) return undefined;
-        const result = parse(ctx.body);
-        if (!result.success) throw invalidBody(result.issues);
-        return undefined;
-      });
+      for (const [route, parse] of parsers) {
+        api.hooks.beforeRequest.tap({ name: PLUGIN_NAME, stage: STAGES.beforeRequest.VALIDATE, routes: [route] }, (ctx) => {
+          if (ctx.body === null) return undefined;
+          const result = parse(ctx.body);
+          if (!result.success) throw invalidBody(result.issues);
+          return undefined;
+        });
+      }
 
       // Last before the observers: every error answer (upstream, translated, a guardrail's 446) in Anthropic's envelope.
       // A callback tap: every other answer passes synchronously, without a promise per request.
-      api.hooks.afterResponse.tapAsync({ name: PLUGIN_NAME, stage: STAGES.afterResponse.ERROR_FORMAT }, (response, ctx, done) => {
-        if (response.status < 400 || ctx.route!.frontDoor !== 'messages' || response.body === null) return done(null, response);
+      const messagesDoor = { name: PLUGIN_NAME, stage: STAGES.afterResponse.ERROR_FORMAT, routes: (route: RouteDefinition) => route.frontDoor === 'messages' };
+      api.hooks.afterResponse.tapAsync(messagesDoor, (response, _ctx, done) => {
+        if (response.status < 400 || response.body === null) return done(null, response);
         toAnthropicError(response).then((rewritten) => done(null, rewritten), (err: unknown) => done(err as Error));
       });
     },

@@ -12,6 +12,7 @@ import {
   type LogStoreStatus,
   parseOptions,
   pricingOf,
+  PRICING,
   type PricingTable,
   type RequestContext,
   type RouteDoc,
@@ -54,6 +55,8 @@ export function metrics(options: MetricsOptions = {}): GatewayPlugin {
   const tokenDigest = opts.token === undefined ? null : digest(opts.token);
   return {
     name: PLUGIN_NAME,
+    // The log store's state (its queue, its drops), as series of their own when it is loaded.
+    uses: [LOG_STORE, PRICING],
     apply(api) {
       const registry = new client.Registry();
       const p = opts.prefix;

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { bundledPricing, captureResponses, DEFAULT_SCAN_LIMIT, gatewayPackageVersion, parseOptions, pricingOf, randomHex, type GatewayPlugin, type PricingTable, type RequestContext, withoutUserInfo } from '../../sdk/index.js';
+import { bundledPricing, captureResponses, DEFAULT_SCAN_LIMIT, gatewayPackageVersion, parseOptions, pricingOf, PRICING, randomHex, type GatewayPlugin, type PricingTable, type RequestContext, withoutUserInfo } from '../../sdk/index.js';
 import type { ExportSettings, Telemetry } from './telemetry.js';
 
 export const PLUGIN_NAME = 'otel';
@@ -81,6 +81,8 @@ export function otel(options: OtelOptions = {}): GatewayPlugin {
   const settings = exportSettings(opts);
   return {
     name: PLUGIN_NAME,
+    // The price list for costs (`pricingOf`), the bundled one without the pricing plugin.
+    uses: [PRICING],
     apply(api) {
       if (settings.tracesUrl === null && settings.metricsUrl === null) return; // off: no tap, no import
       let telemetry: Telemetry | null = null;

@@ -53,6 +53,7 @@ export function pricing(options: PricingOptions = {}): GatewayPlugin {
   }
   return {
     name: PLUGIN_NAME,
+    provides: [PRICING],
     apply(api) {
       api.provide(PRICING, table);
     },

@@ -212,8 +212,8 @@ export function prompts(options: PromptsOptions = {}): GatewayPlugin {
       };
 
       // The prompt completions route names its target itself: the prompt's, whatever config or provider headers say.
-      api.hooks.resolveProvider.tapAsync({ name: PLUGIN_NAME, stage: STAGES.resolveProvider.ROUTE }, (ctx, done) => {
-        if (ctx.route !== completions) return done();
+      const completionsOnly = (route: RouteDefinition) => route === completions;
+      api.hooks.resolveProvider.tapAsync({ name: PLUGIN_NAME, stage: STAGES.resolveProvider.ROUTE, routes: completionsOnly }, (ctx, done) => {
         load(ctx, ctx.params!.promptId!, 'promptId', 'route')
           .then((prepared) => {
             ctx.set(PREPARED, prepared);
@@ -273,6 +273,7 @@ export function prompts(options: PromptsOptions = {}): GatewayPlugin {
         if (hasNested(target)) {
           return done(new GatewayError('invalid_request', 'prompt_id is read at the top level of a config only: one rendered body serves every target of a request.', { param: 'x-gateway-config' }));
         }
+        // A route check inside the tap: a config's prompt_id can reach any provider route, and the others are refused here with a reason.
         if (ctx.route!.name !== CHAT) {
           if (!namesNoTarget(target)) return done();
           return done(new GatewayError('invalid_request', `A config with prompt_id and no provider serves ${base}/chat/completions only; it names no provider for ${ctx.method} ${ctx.path}.`, { param: 'x-gateway-config' }));
@@ -281,7 +282,7 @@ export function prompts(options: PromptsOptions = {}): GatewayPlugin {
       });
 
       // The spec's envelope, on the prompt completions route only (the chat route keeps the chat shape); after the cache kept the plain answer.
-      api.hooks.afterResponse.tap({ name: PLUGIN_NAME, stage: STAGES.afterResponse.SHAPE }, (response, ctx) => {
+      api.hooks.afterResponse.tap({ name: PLUGIN_NAME, stage: STAGES.afterResponse.SHAPE, routes: completionsOnly }, (response, ctx) => {
         const prepared = ctx.get(PREPARED);
         if (prepared?.via !== 'route' || !wantsEnvelope(response)) return response;
         return envelope(response);

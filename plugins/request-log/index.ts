@@ -66,6 +66,8 @@ export function requestLog(options: RequestLogOptions = {}): GatewayPlugin {
   const { level, lines } = parseOptions(PLUGIN_NAME, OptionsSchema, options);
   return {
     name: PLUGIN_NAME,
+    // With the log store loaded, `lines: 'auto'` prints failures only (the store keeps every request).
+    uses: [LOG_STORE],
     apply(api) {
       const logger = api.logger;
       // Decided once the gateway is assembled: the log store may be listed after this plugin.

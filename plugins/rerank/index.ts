@@ -34,8 +34,7 @@ export function rerank(options: RerankOptions = {}): GatewayPlugin {
         const url = opts.baseURLs?.[row.name];
         api.providers.add(row.name, rerankProvider(url === undefined ? row : { ...row, baseURL: url.replace(/\/$/, '') }));
       }
-      api.hooks.beforeRequest.tap({ name: PLUGIN_NAME, stage: STAGES.beforeRequest.VALIDATE }, (ctx) => {
-        if (ctx.route?.name !== RERANK_ROUTE) return undefined;
+      api.hooks.beforeRequest.tap({ name: PLUGIN_NAME, stage: STAGES.beforeRequest.VALIDATE, routes: [RERANK_ROUTE] }, (ctx) => {
         const result = parse(ctx.body);
         if (!result.success) throw invalidBody(result.issues);
         return undefined;

@@ -192,8 +192,8 @@ export function responsesDoor(options: ResponsesOptions = {}): GatewayPlugin {
       };
       // First: a bad body never reaches guardrails, the cache or a provider; the conversation is loaded once per request.
       // A callback tap: other routes (chat) pass synchronously, without a promise per request.
-      api.hooks.beforeRequest.tapAsync({ name: PLUGIN_NAME, stage: STAGES.beforeRequest.VALIDATE }, (ctx, done) => {
-        if (ctx.route!.name !== RESPONSES_ROUTE || ctx.body === null) return done();
+      api.hooks.beforeRequest.tapAsync({ name: PLUGIN_NAME, stage: STAGES.beforeRequest.VALIDATE, routes: [RESPONSES_ROUTE] }, (ctx, done) => {
+        if (ctx.body === null) return done();
         const result = parse(ctx.body);
         if (!result.success) return done(invalidBody(result.issues));
         prepare(ctx, ctx.body).then(() => done(), (err: unknown) => done(err as Error));
@@ -211,8 +211,7 @@ export function responsesDoor(options: ResponsesOptions = {}): GatewayPlugin {
       };
       // Late, so what is stored is what the client got (after output guardrails). A callback tap: other routes pass
       // synchronously; only a native answer to a request that asks for a reasoning summary is awaited (its echo).
-      api.hooks.afterResponse.tapAsync({ name: PLUGIN_NAME, stage: STAGES.afterResponse.STORE }, (response, ctx, done) => {
-        if (ctx.route!.name !== RESPONSES_ROUTE) return done(null, response);
+      api.hooks.afterResponse.tapAsync({ name: PLUGIN_NAME, stage: STAGES.afterResponse.STORE, routes: [RESPONSES_ROUTE] }, (response, ctx, done) => {
         if (response.status < 200 || response.status >= 300 || response.body === null) return done(null, response);
         const summary = ctx.body === null ? null : responses.requestedSummary(ctx.body);
         // A translated answer echoes it already (the door built its object); a native one or a cached copy may not.

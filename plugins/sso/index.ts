@@ -201,10 +201,12 @@ export function sso(options: SsoOptions = {}): GatewayPlugin {
         } else membership = workspaces[0];
         const base = { keyId: `session:${session.id}`, type: 'session', userId: session.userId };
         if (membership === undefined) {
+          // A route check inside the tap, not a route filter: the session authenticates on every route, and only what it grants differs.
           if (ctx.route !== null && MEMBERLESS_ROUTES.has(ctx.route.name)) return Object.freeze({ ...base, workspaceId: NO_WORKSPACE, scopes: Object.freeze([]), role: 'none' });
           throw forbidden('You are not a member of any workspace yet: ask an admin to add you (or your group, through SCIM).');
         }
         const scopes = people!.roleScopes(membership.role);
+        // As above: the session is accepted on every route; provider routes also need the role's completions.write.
         if (ctx.route?.kind === 'provider' && !hasScope(scopes, 'completions.write')) {
           throw forbidden(`Your role lacks the "completions.write" scope needed for ${ctx.method} ${ctx.path}.`);
         }

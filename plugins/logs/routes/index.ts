@@ -27,14 +27,12 @@ export function logApi(options: LogApiOptions = {}): GatewayPlugin {
   const { scope } = parseOptions(PLUGIN_NAME, OptionsSchema, options);
   return {
     name: PLUGIN_NAME,
+    // Checked at boot: without the log store the boot stops, naming it.
+    requires: [LOG_STORE_SERVICE],
     apply(api) {
       let service: LogStoreService | null = null;
       api.onReady(() => {
-        try {
-          service = api.resolve(LOG_STORE_SERVICE);
-        } catch {
-          throw new Error(`${PLUGIN_NAME}: needs the log-store plugin`);
-        }
+        service = api.resolve(LOG_STORE_SERVICE);
       });
       const repository = () => service!.repository();
       const base = api.options.basePath;
