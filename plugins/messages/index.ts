@@ -152,8 +152,8 @@ export function messagesDoor(options: MessagesOptions = {}): GatewayPlugin {
 
       // Last before the observers: every error answer (upstream, translated, a guardrail's 446) in Anthropic's envelope.
       // A callback tap: every other answer passes synchronously, without a promise per request.
-      const messagesDoor = { name: PLUGIN_NAME, stage: STAGES.afterResponse.ERROR_FORMAT, routes: (route: RouteDefinition) => route.frontDoor === 'messages' };
-      api.hooks.afterResponse.tapAsync(messagesDoor, (response, _ctx, done) => {
+      const onMessagesDoor = { name: PLUGIN_NAME, stage: STAGES.afterResponse.ERROR_FORMAT, routes: (route: RouteDefinition) => route.frontDoor === 'messages' };
+      api.hooks.afterResponse.tapAsync(onMessagesDoor, (response, _ctx, done) => {
         if (response.status < 400 || response.body === null) return done(null, response);
         toAnthropicError(response).then((rewritten) => done(null, rewritten), (err: unknown) => done(err as Error));
       });

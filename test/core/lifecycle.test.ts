@@ -203,3 +203,14 @@ describe('typed request state', () => {
     expect(ctx.has(stateKey<number>('test:other'))).toBe(false);
   });
 });
+
+test('a second route under a name stops the boot, naming both', () => {
+  const twice: GatewayPlugin = {
+    name: 'twice',
+    apply(api) {
+      api.routes.add({ name: 'dup', method: 'GET', path: '/one', kind: 'handler', handler: () => null });
+      api.routes.add({ name: 'dup', method: 'POST', path: '/two', kind: 'handler', handler: () => null });
+    },
+  };
+  expect(() => createGateway({ plugins: [twice], logger: memoryLogger().logger })).toThrow('route name "dup" is registered twice: GET /one and POST /two');
+});
