@@ -27,14 +27,26 @@ const CHECK_MS = 100;
  * Arms the lingering close for a request that has a body: if its answer ends
  * the connection before the body was all received, the connection lingers.
  * A 408 does not: it answers a body that stopped coming, so nothing is on its way.
+ *
+ * The socket's `destroySoon` is replaced only when the answer is being
+ * finished with the body still incomplete ('prefinish' comes before Node's
+ * own 'finish' listener, which calls `destroySoon` for an answer that ends
+ * the connection). Replacing it on every request kept each request's objects
+ * reachable from the long-lived socket: they outlived the young generation
+ * and the old one filled with them (five full collections per 40,000
+ * requests instead of one, about a third more CPU per request).
  */
 export function lingerIfBodyPending(req: IncomingMessage, res: ServerResponse): void {
-  const socket = req.socket as Socket;
-  // Replaced on each request with a body; the one armed for an earlier request sees that request complete and does what Node does.
-  socket.destroySoon = () => {
-    if (req.complete || res.statusCode === 408 || socket.destroyed) Socket.prototype.destroySoon.call(socket);
-    else linger(socket, req);
-  };
+  res.once('prefinish', () => {
+    const socket = req.socket as Socket | null;
+    if (req.complete || res.statusCode === 408 || socket === null || socket.destroyed) return;
+    socket.destroySoon = () => {
+      // Back to Node's own, should the connection carry on after all (the answer kept it alive).
+      socket.destroySoon = Socket.prototype.destroySoon;
+      if (req.complete || socket.destroyed) socket.destroySoon();
+      else linger(socket, req);
+    };
+  });
 }
 
 function linger(socket: Socket, req: IncomingMessage): void {
