@@ -32,6 +32,7 @@ export { addShapedRoutes, INFERENCE_TAG, OPENAI_ROUTES, type OpenAIRouteName } f
 export { ChatCompletionBodySchema, CompletionBodySchema, EmbeddingBodySchema } from './openai/schema.js';
 export { errorAnswer, jsonAnswer, openAIErrorType, readJson, readText, streamAnswer, toGatewayUsage, wantsUsage, type ErrorFields, type StreamTranslator } from './openai/translate.js';
 export { extractUsage, jsonUsageObserver, sseUsageObserver, toUsage } from './openai/usage.js';
+export { chatTurns, forEachChatMessage, toolArguments, type ChatTurn, type ChatTurns } from './chat-turns.js';
 export * as anthropic from './anthropic/index.js';
 export * as gemini from './gemini/index.js';
 export * as responses from './responses/index.js';

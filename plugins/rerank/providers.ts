@@ -34,27 +34,28 @@ export interface RerankProviderRow {
   resultsField: 'results' | 'data';
 }
 
+/**
+ * The body both take: the model, the query, the documents' texts and no documents back; the gateway's
+ * `top_n` under the provider's name for it; `own` fields; then the request's extra parameters.
+ */
+function nativeBody(body: Json, model: string, documents: string[], topField: 'top_n' | 'top_k', own: Json = {}): Json {
+  const out: Json = { model, query: body.query, documents, return_documents: false };
+  if (typeof body.top_n === 'number') out[topField] = body.top_n;
+  return { ...out, ...own, ...extraParameters(body) };
+}
+
 export const RERANK_PROVIDERS: readonly RerankProviderRow[] = Object.freeze([
   {
     name: 'jina',
     baseURL: 'https://api.jina.ai/v1',
     resultsField: 'results',
-    body(body, model, documents) {
-      const out: Json = { model, query: body.query, documents, return_documents: false };
-      if (typeof body.top_n === 'number') out.top_n = body.top_n;
-      return { ...out, ...extraParameters(body) };
-    },
+    body: (body, model, documents) => nativeBody(body, model, documents, 'top_n'),
   },
   {
     name: 'voyage',
     baseURL: 'https://api.voyageai.com/v1',
     resultsField: 'data',
-    body(body, model, documents) {
-      const out: Json = { model, query: body.query, documents, return_documents: false };
-      if (typeof body.top_n === 'number') out.top_k = body.top_n;
-      if (typeof body.truncation === 'boolean') out.truncation = body.truncation;
-      return { ...out, ...extraParameters(body) };
-    },
+    body: (body, model, documents) => nativeBody(body, model, documents, 'top_k', typeof body.truncation === 'boolean' ? { truncation: body.truncation } : {}),
   },
 ]);
 

@@ -1,4 +1,5 @@
 import { GatewayError } from '../../core/index.js';
+import { chatTurns, forEachChatMessage, toolArguments } from '../chat-turns.js';
 
 /** How an OpenAI chat body becomes an Anthropic Messages body. */
 export interface AnthropicRequestOptions {
@@ -13,11 +14,6 @@ export interface AnthropicRequestOptions {
 
 type Block = Record<string, unknown>;
 type Json = Record<string, unknown>;
-
-interface Turn {
-  role: 'user' | 'assistant';
-  content: Block[];
-}
 
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -99,23 +95,13 @@ function num(v: unknown): number | undefined {
 
 /** Splits system/developer text out and maps every other message to Anthropic turns, merging same-role neighbours. */
 function mapMessages(input: unknown, options: AnthropicRequestOptions): { system: Block[]; messages: Json[] } {
-  if (!Array.isArray(input)) throw invalid('messages', "'messages' is required and must be an array.");
   const system: Block[] = [];
-  const turns: Turn[] = [];
+  const { turns, push } = chatTurns<Block>();
   /** Ids given to deprecated `function_call`s (they carry none), by function name, for the `function` messages that answer them. */
   const functionIds = new Map<string, string[]>();
   let functionCalls = 0;
 
-  const push = (role: Turn['role'], blocks: Block[]) => {
-    if (blocks.length === 0) return;
-    const last = turns.at(-1);
-    if (last !== undefined && last.role === role) last.content.push(...blocks);
-    else turns.push({ role, content: blocks });
-  };
-
-  input.forEach((message: unknown, i: number) => {
-    const where = `messages[${i}]`;
-    if (!isObject(message)) throw invalid(where, `'${where}' must be an object.`);
+  forEachChatMessage(input, (message, where) => {
     switch (message.role) {
       case 'system':
       case 'developer':
@@ -138,7 +124,7 @@ function mapMessages(input: unknown, options: AnthropicRequestOptions): { system
           message.tool_calls.forEach((call: unknown, j: number) => {
             const fn = isObject(call) ? call.function : undefined;
             if (!isObject(call) || !isObject(fn)) throw invalid(`${where}.tool_calls[${j}]`, `'${where}.tool_calls[${j}]' must be a function tool call.`);
-            blocks.push({ type: 'tool_use', id: call.id, name: fn.name, input: parseArguments(fn.arguments) });
+            blocks.push({ type: 'tool_use', id: call.id, name: fn.name, input: toolArguments(fn.arguments) });
           });
         } else if (isObject(message.function_call)) {
           const name = String(message.function_call.name);
@@ -146,7 +132,7 @@ function mapMessages(input: unknown, options: AnthropicRequestOptions): { system
           const ids = functionIds.get(name) ?? [];
           ids.push(id);
           functionIds.set(name, ids);
-          blocks.push({ type: 'tool_use', id, name, input: parseArguments(message.function_call.arguments) });
+          blocks.push({ type: 'tool_use', id, name, input: toolArguments(message.function_call.arguments) });
         }
         push('assistant', blocks);
         break;
@@ -178,18 +164,6 @@ function mapMessages(input: unknown, options: AnthropicRequestOptions): { system
 function toolResultsFirst(blocks: Block[]): Block[] {
   if (!blocks.some((b, i) => b.type === 'tool_result' && i > 0 && blocks[i - 1]!.type !== 'tool_result')) return blocks;
   return [...blocks.filter((b) => b.type === 'tool_result'), ...blocks.filter((b) => b.type !== 'tool_result')];
-}
-
-/** `input` must be an object; arguments that do not parse to one become `{}`. */
-function parseArguments(args: unknown): Json {
-  if (isObject(args)) return args;
-  if (typeof args !== 'string') return {};
-  try {
-    const value: unknown = JSON.parse(args);
-    return isObject(value) ? value : {};
-  } catch {
-    return {};
-  }
 }
 
 function textBlock(text: string, part?: Json): Block {

@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 // Type only: the file is read with require below, but this import makes tsc copy it to dist/.
 import type BundledWindows from './context-windows.json';
-import { candidates, longestPrefix } from './table.js';
+import { builtOnce, candidates, longestPrefix } from './table.js';
 
 const require = createRequire(import.meta.url);
 
@@ -53,15 +53,10 @@ export class ContextWindows {
   }
 }
 
-let bundled: ContextWindows | null = null;
-
 /** The data of the context windows shipped with the gateway (`sdk/pricing/context-windows.json`). */
 export function bundledContextWindowData(): ContextWindowData {
   return require('./context-windows.json') as typeof BundledWindows as ContextWindowData;
 }
 
 /** The context windows shipped with the gateway, built once. */
-export function bundledContextWindows(): ContextWindows {
-  bundled ??= new ContextWindows(bundledContextWindowData());
-  return bundled;
-}
+export const bundledContextWindows: () => ContextWindows = builtOnce(() => new ContextWindows(bundledContextWindowData()));

@@ -191,7 +191,11 @@ function checkPrice(provider: string, model: string, price: ModelPrice): ModelPr
   return Object.freeze({ ...price });
 }
 
-let bundled: PricingTable | null = null;
+/** `make`, called on the first call only: the bundled tables are built when first asked for, then kept. */
+export function builtOnce<T>(make: () => T): () => T {
+  let built: T | undefined;
+  return () => (built ??= make());
+}
 
 /** The data of the price list shipped with the gateway (`sdk/pricing/prices.json`). */
 export function bundledPricingData(): PricingData {
@@ -199,10 +203,7 @@ export function bundledPricingData(): PricingData {
 }
 
 /** The price list shipped with the gateway, built once. */
-export function bundledPricing(): PricingTable {
-  bundled ??= new PricingTable(bundledPricingData());
-  return bundled;
-}
+export const bundledPricing: () => PricingTable = builtOnce(() => new PricingTable(bundledPricingData()));
 
 /** Reads a price file of the bundled file's shape. */
 export function readPricingData(file: string): PricingData {

@@ -12,7 +12,7 @@ import {
   type UpstreamResponse,
 } from '../../../sdk/index.js';
 import { isObject } from './converse.js';
-import { EventStreamDecoder, EventStreamError, type EventMessage } from './eventstream.js';
+import { EventStreamDecoder, translateEventStream, type EventMessage } from './eventstream.js';
 
 type Json = Record<string, unknown>;
 
@@ -232,16 +232,7 @@ export function converseStreamTranslator(options: ConverseStreamOptions): Stream
   return {
     push(chunk) {
       if (closed) return '';
-      let messages: EventMessage[];
-      try {
-        messages = decoder.push(chunk);
-      } catch (err) {
-        if (err instanceof EventStreamError) return fail(`The upstream event stream is corrupt: ${err.message}`, 'upstream_error', 'invalid_event_stream');
-        throw err;
-      }
-      let out = '';
-      for (const m of messages) out += handle(m);
-      return out;
+      return translateEventStream(decoder, chunk, handle, (reason) => fail(`The upstream event stream is corrupt: ${reason}`, 'upstream_error', 'invalid_event_stream'));
     },
     end() {
       if (closed) return '';

@@ -1,4 +1,4 @@
-import { GatewayError } from '../../../sdk/index.js';
+import { chatTurns, forEachChatMessage, GatewayError, toolArguments } from '../../../sdk/index.js';
 
 /**
  * OpenAI chat body → Bedrock Converse body (bedrock.md §3). Pure: the model id
@@ -90,26 +90,12 @@ export function toConverseRequest(body: Json, options: ConverseOptions): Json {
   return out;
 }
 
-interface Turn {
-  role: 'user' | 'assistant';
-  content: Block[];
-}
-
 function mapMessages(input: unknown, options: ConverseOptions): { system: Block[]; messages: Json[]; toolNames: Set<string> } {
-  if (!Array.isArray(input)) throw invalid('messages', "'messages' is required and must be an array.");
   const { provider } = options;
   const system: Block[] = [];
-  const turns: Turn[] = [];
+  const { turns, push } = chatTurns<Block>();
   const toolNames = new Set<string>();
-  const push = (role: Turn['role'], blocks: Block[]) => {
-    if (blocks.length === 0) return;
-    const last = turns.at(-1);
-    if (last !== undefined && last.role === role) last.content.push(...blocks);
-    else turns.push({ role, content: blocks });
-  };
-  input.forEach((message: unknown, i: number) => {
-    const where = `messages[${i}]`;
-    if (!isObject(message)) throw invalid(where, `'${where}' must be an object.`);
+  forEachChatMessage(input, (message, where) => {
     switch (message.role) {
       case 'system':
       case 'developer':
@@ -126,7 +112,7 @@ function mapMessages(input: unknown, options: ConverseOptions): { system: Block[
             const fn = isObject(call) ? call.function : undefined;
             if (!isObject(call) || !isObject(fn) || typeof fn.name !== 'string') throw invalid(`${where}.tool_calls[${j}]`, `'${where}.tool_calls[${j}]' must be a function tool call.`);
             toolNames.add(fn.name);
-            blocks.push({ toolUse: { toolUseId: String(call.id), name: fn.name, input: parseArguments(fn.arguments) } });
+            blocks.push({ toolUse: { toolUseId: String(call.id), name: fn.name, input: toolArguments(fn.arguments) } });
           });
         }
         push('assistant', blocks);
@@ -161,17 +147,6 @@ function texts(content: unknown, where: string, provider: string, lenient = fals
     } else if (!lenient) throw invalid(`${where}[${j}]`, `'${where}[${j}]' must be a text part for provider "${provider}".`);
   });
   return out;
-}
-
-function parseArguments(args: unknown): Json {
-  if (isObject(args)) return args;
-  if (typeof args !== 'string') return {};
-  try {
-    const value: unknown = JSON.parse(args);
-    return isObject(value) ? value : {};
-  } catch {
-    return {};
-  }
 }
 
 /** Converse's prompt-caching marker: everything before it is cached (bedrock.md §3). */

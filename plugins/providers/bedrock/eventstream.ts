@@ -100,3 +100,20 @@ export class EventStreamDecoder {
     return this.#chunks[0]!;
   }
 }
+
+/**
+ * What a stream translator makes of one chunk: the chunk's whole messages decoded and each one's output
+ * (`handle`) joined, or `corrupt` with the decoder's reason when the bytes are not an event stream.
+ */
+export function translateEventStream(decoder: EventStreamDecoder, chunk: Buffer, handle: (message: EventMessage) => string, corrupt: (reason: string) => string): string {
+  let messages: EventMessage[];
+  try {
+    messages = decoder.push(chunk);
+  } catch (err) {
+    if (err instanceof EventStreamError) return corrupt(err.message);
+    throw err;
+  }
+  let out = '';
+  for (const m of messages) out += handle(m);
+  return out;
+}

@@ -1,5 +1,5 @@
 import { anthropic, type GatewayResponse, passThrough, type RequestContext, type StreamTranslator, streamAnswer, type UpstreamResponse } from '../../../sdk/index.js';
-import { EventStreamDecoder, EventStreamError, type EventMessage } from './eventstream.js';
+import { EventStreamDecoder, translateEventStream, type EventMessage } from './eventstream.js';
 
 /**
  * Claude on Bedrock through InvokeModel (bedrock.md §7): the Anthropic
@@ -77,16 +77,7 @@ export function invokeStreamTranslator(): StreamTranslator {
   return {
     push(chunk) {
       if (closed) return '';
-      let messages: EventMessage[];
-      try {
-        messages = decoder.push(chunk);
-      } catch (err) {
-        if (err instanceof EventStreamError) return fail('api_error', `The upstream event stream is corrupt: ${err.message}`);
-        throw err;
-      }
-      let out = '';
-      for (const m of messages) out += handle(m);
-      return out;
+      return translateEventStream(decoder, chunk, handle, (reason) => fail('api_error', `The upstream event stream is corrupt: ${reason}`));
     },
     end() {
       if (closed || stopped) return '';
