@@ -45,9 +45,10 @@ export async function stopAll(): Promise<void> {
   clearTimeout(timer);
 }
 
-/** A TypeScript child run through tsx, which reports its URL over IPC once listening. */
-export function forkTs(name: string, file: string, args: string[] = []): Promise<Child> {
-  const child = fork(here(file), args, { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+/** A child that reports its URL over IPC once listening: TypeScript through tsx, plain `.mjs` by plain node. */
+export function forkChild(name: string, file: string, args: string[] = []): Promise<Child> {
+  const execArgv = file.endsWith('.ts') ? ['--import', 'tsx'] : [];
+  const child = fork(here(file), args, { execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   track(child, name);
   return new Promise((resolve, reject) => {
     child.once('message', (m: { url: string }) => resolve({ name, url: m.url, pid: child.pid! }));
@@ -97,7 +98,7 @@ export async function startGateway(apiKey: string, logFile: string, options: { n
   });
   closeSync(out);
   track(child, name);
-  await forkTs('reaper', 'reaper.ts', [String(child.pid)]);
+  await forkChild('reaper', 'reaper.ts', [String(child.pid)]);
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 15_000;
   while (Date.now() < deadline) {

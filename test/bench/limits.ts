@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { forkTs } from './children.js';
+import { forkChild } from './children.js';
 import { measure, type LoadResult } from './load.js';
 
 /** Autocannon runs this case adds to the bench: two gateways at two concurrencies. */
@@ -26,7 +26,7 @@ export async function limitsBench(mockUrl: string, duration: number, body: strin
   for (const which of ['none', 'policies'] as const) {
     const logFile = join(tmpdir(), `bench-limits-${which}-${process.pid}.log`);
     process.on('exit', () => rmSync(logFile, { force: true }));
-    const gw = await forkTs(`limits-${which}`, 'limits-gateway.ts', [mockUrl, logFile, which]);
+    const gw = await forkChild(`limits-${which}`, 'limits-gateway.ts', [mockUrl, logFile, which]);
     const headers = { 'content-type': 'application/json' };
     const smoke = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers, body });
     const text = await smoke.text();

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { forkTs, startGateway, stopAll, type Child } from './children.js';
+import { forkChild, startGateway, stopAll, type Child } from './children.js';
 import { measure, rssMb, withRss } from './load.js';
 import { DEFAULT_CONFIG } from '../../server/default-config.js';
 import { dashboardBench } from './dashboard.js';
@@ -46,8 +46,8 @@ interface Target extends Child {
 }
 
 async function main(): Promise<void> {
-  const mock = await forkTs('mock', 'mock-server.ts');
-  const bare = await forkTs('bare', 'bare-proxy.ts', [mock.url]);
+  const mock = await forkChild('mock', 'mock-server.ts');
+  const bare = await forkChild('bare', 'bare-proxy.mjs', [mock.url]);
   const logFile = join(tmpdir(), `bench-gateway-${process.pid}.log`);
   process.on('exit', () => rmSync(logFile, { force: true }));
   const gateway = await startGateway(API_KEY, logFile);
@@ -110,7 +110,7 @@ async function main(): Promise<void> {
   const log = `${logSummary(logFile)}\n${stored}`;
 
   const checks = evaluate(rows, p50, maxRss.get('gateway') ?? NaN, costs);
-  const rssLine = `Gateway RSS: ${idleRss.toFixed(1)} MB idle after start, max ${maxRss.get('gateway')?.toFixed(1)} MB during the c=64 runs (logging off: max ${maxRss.get('gateway-nolog')?.toFixed(1)} MB; bare pass-through: max ${maxRss.get('bare')?.toFixed(1)} MB, ~25 MB of it tsx's loader, which the built gateway does not carry).`;
+  const rssLine = `Gateway RSS: ${idleRss.toFixed(1)} MB idle after start, max ${maxRss.get('gateway')?.toFixed(1)} MB during the c=64 runs (logging off: max ${maxRss.get('gateway-nolog')?.toFixed(1)} MB; bare pass-through: max ${maxRss.get('bare')?.toFixed(1)} MB, plain node with no loader).`;
   const sections = [
     ['Load (autocannon)', loadTable(rows)],
     ['Added latency at c=1 (sequential probe)', probeTable(p50, 'mock')],
@@ -139,7 +139,7 @@ async function main(): Promise<void> {
 async function cacheBench(mockUrl: string): Promise<{ rows: CacheRow[]; p50: Map<string, number> }> {
   const logFile = join(tmpdir(), `bench-cache-${process.pid}.log`);
   process.on('exit', () => rmSync(logFile, { force: true }));
-  const gw = await forkTs('cache', 'cache-gateway.ts', [mockUrl, logFile]);
+  const gw = await forkChild('cache', 'cache-gateway.ts', [mockUrl, logFile]);
   const hit = { 'content-type': 'application/json' };
   const miss = { ...hit, 'x-gateway-cache-force-refresh': 'true' };
   const body = BODIES['non-stream'];
@@ -239,7 +239,7 @@ function doc(sections: readonly (readonly [string, string])[], rssLine: string, 
 
 What the gateway costs on top of the least a Node proxy can cost. Four processes, all reached over
 127.0.0.1: a mock OpenAI origin (\`test/mocks/openai-upstream.ts\`), a bare pass-through
-(\`test/bench/bare-proxy.ts\`: node:http plus an undici Pool, no parsing), the built gateway
+(\`test/bench/bare-proxy.mjs\`: node:http plus an undici Pool, no parsing; see "The floor" below), the built gateway
 (\`node dist/server/main.js\` with the node flags of \`npm start\`, package.json \`config.nodeFlags\`; the default config,
 so every request is stored in SQLite by the log writer thread and counted for \`/metrics\`, with \`info\` logging on,
 which beside the durable log writes a stdout line for failed requests only; with no config file it listens on 0.0.0.0,
@@ -250,6 +250,23 @@ order logging off, on, on, off, and the check pools the three pairs (req/s summe
 \`test/bench/log-cost.ts\`): one pair alone moves with the shared machine's drift. autocannon drives each one directly; the proxies forward to the mock. CPU per request is the
 process's own CPU time (all its threads, from \`/proc/<pid>/stat\`) over the measured run, divided by the requests
 answered: the steadiest figure on a shared machine.
+
+## The floor
+
+The bare pass-through is the fastest honest Node proxy we could write, so that every ratio is against what
+a proxy must cost and not against a slow one. It collects the request body (the gateway must read it to
+route), sends it upstream through an undici \`Pool\` with its content-length, and writes the answer's bytes
+back as they arrive through undici's \`dispatch\` handler, pausing the upstream read while the client's
+socket is full. It is plain JavaScript run by plain \`node\`: no tsx loader (nothing per request, but ~25 MB
+of RSS that the floor must not carry when the gateway's peak RSS is judged against it).
+
+Until 2026-11-28 the floor was \`request()\` plus \`pipeline(up.body, res)\`, run through tsx. Five designs
+side by side on this machine kind (one run, 4 s each, autocannon in another process; CPU µs per request,
+non-stream c=64 / stream c=16): \`request()\` + \`pipeline\` 253–303 / 375–381; \`request()\` with the
+body's chunks written by hand 117–160 / 188–195; undici \`stream()\` 131–207 / 206–215; node:http's own
+client with a keep-alive Agent 208–210 / 228–236; undici \`dispatch\` 121–142 / 137–145. The pipeline
+floor cost about twice the fastest, which flattered every ratio measured against it; tsx itself cost
+nothing measurable per request.
 
 ## How to run
 
