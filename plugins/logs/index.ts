@@ -20,7 +20,9 @@ import { buildEntry, DEFAULT_HOUSEKEEPING_ROUTES, entrySize, headLength, type Ca
 import { finishEntry, type FinishOptions } from './finish.js';
 import { BatchQueue, type LogSink } from './queue.js';
 import { LOG_MIGRATIONS, LOGS_NAMESPACE } from './store/migrations.js';
+import type { LogReader } from './reader.js';
 import { LogRepository } from './store/repository.js';
+import { ReaderPool } from './thread/readers.js';
 import { ThreadSink } from './thread/sink.js';
 
 export const PLUGIN_NAME = 'log-store';
@@ -30,6 +32,7 @@ export type { EntryKind, LogEntry } from './entry.js';
 export { DEFAULT_HOUSEKEEPING_ROUTES, ENTRY_KINDS } from './entry.js';
 export type { QueueStats } from './queue.js';
 export { LogRepository } from './store/repository.js';
+export type { LogReader } from './reader.js';
 
 /** What the log store offers: the SDK's `LogStoreStatus` (read by the metrics), and to its own package the tables and retention. */
 export interface LogStoreService extends LogStoreStatus {
@@ -37,6 +40,10 @@ export interface LogStoreService extends LogStoreStatus {
   repository(): LogRepository;
   /** Runs the retention clean-up now; returns entries deleted. */
   applyRetention(): Promise<number>;
+  /** Where the routes read: the reader threads with an SQLite file, else the tables on the store's own client. */
+  reader(): LogReader;
+  /** The time limit of one analytics query, ms (`queryTimeoutMs`). */
+  readonly queryTimeoutMs: number;
 }
 
 /** The SDK's `LOG_STORE` token, typed with everything the log store offers (for this package's log API). */
@@ -69,8 +76,25 @@ const OptionsSchema = v.strictObject({
   flushIntervalMs: v.optional(int(1), 100),
   /** Attempts at writing one batch before it is dropped (counted as `write_failed`). */
   maxWriteAttempts: v.optional(int(1), 3),
+  /**
+   * Threads reading the log for its routes when the store is an SQLite file, so no query runs on the
+   * event loop; started the first time one is needed. 0: reads run on the store's own connection.
+   */
+  readers: v.optional(int(0), 2),
+  /**
+   * The longest an analytics query (groups, time series) may run, in ms; past it the route answers 503
+   * `query_timeout`. Checked between the query's statements, each of which reads a bounded stretch of time.
+   */
+  queryTimeoutMs: v.optional(int(100), 15_000),
   /** Entries older than this many days are deleted in the background; 0 keeps everything. */
   retentionDays: v.optional(v.pipe(v.number(), v.minValue(0, 'must be at least 0')), 30),
+  /**
+   * Hour and day rollups (what the analytics routes read) are kept this many days, past the entries
+   * themselves, so analytics reach further back than the log; 0 keeps them forever.
+   */
+  rollupRetentionDays: v.optional(v.pipe(v.number(), v.minValue(0, 'must be at least 0')), 400),
+  /** Minute rollups are kept this many hours (ranges older than that read their minutes from the entries). */
+  minuteRollupHours: v.optional(v.pipe(v.number(), v.minValue(1, 'must be at least 1')), 48),
   /** How often the retention clean-up runs, in ms. */
   retentionIntervalMs: v.optional(int(1000), 60 * 60 * 1000),
   /** At most one warning about dropped entries (and one about failed writes) per this many ms. */
@@ -140,20 +164,29 @@ export function logStore(options: LogStoreOptions = {}): GatewayPlugin {
         });
 
       const applyRetention = async (): Promise<number> => {
-        if (repository === null || closed || opts.retentionDays === 0) return 0;
-        const before = Date.now() - opts.retentionDays * 86_400_000;
+        if (repository === null || closed) return 0;
+        const now = Date.now();
+        const before = opts.retentionDays === 0 ? null : now - opts.retentionDays * 86_400_000;
+        const rollups = { minutesBefore: now - opts.minuteRollupHours * 3_600_000, before: opts.rollupRetentionDays === 0 ? null : now - opts.rollupRetentionDays * 86_400_000 };
         // With the writer thread, the deletes run there too: no SQLite statement on the event loop.
-        retentionRunning ??= (thread !== null ? thread.deleteBefore(before) : repository.deleteBefore(before)).finally(() => {
+        retentionRunning ??= (thread !== null ? thread.deleteBefore(before, rollups) : repository.deleteBefore(before, rollups)).finally(() => {
           retentionRunning = null;
         });
         return retentionRunning;
       };
+
+      // Reads off the event loop: threads of their own on the SQLite file (WAL: they never wait for the writer).
+      const readers = file !== undefined && opts.readers > 0 ? new ReaderPool({ file, cacheKiB: 8000 }, opts.readers) : null;
 
       const service: LogStoreService = {
         repository() {
           if (repository === null) throw new Error('the log store is not open yet');
           return repository;
         },
+        reader() {
+          return readers ?? service.repository();
+        },
+        queryTimeoutMs: opts.queryTimeoutMs,
         stats: () => queue.stats(),
         flush: () => queue.flush(),
         applyRetention,
@@ -189,20 +222,19 @@ export function logStore(options: LogStoreOptions = {}): GatewayPlugin {
         repository = new LogRepository(client);
         await thread?.open();
         queue.start();
-        if (opts.retentionDays > 0) {
-          const run = () => {
-            applyRetention().then(
-              (deleted) => {
-                if (deleted > 0) api.logger.info({ deleted, retention_days: opts.retentionDays }, 'log store: old entries deleted');
-              },
-              (err: unknown) => api.logger.warn({ err }, 'log store: retention clean-up failed'),
-            );
-          };
-          retentionTimer = setInterval(run, opts.retentionIntervalMs);
-          retentionTimer.unref();
-          firstRetention = setTimeout(run, Math.min(5000, opts.retentionIntervalMs));
-          firstRetention.unref();
-        }
+        // Always, even when entries are kept forever: minute rollups are pruned.
+        const run = () => {
+          applyRetention().then(
+            (deleted) => {
+              if (deleted > 0) api.logger.info({ deleted, retention_days: opts.retentionDays }, 'log store: old entries deleted');
+            },
+            (err: unknown) => api.logger.warn({ err }, 'log store: retention clean-up failed'),
+          );
+        };
+        retentionTimer = setInterval(run, opts.retentionIntervalMs);
+        retentionTimer.unref();
+        firstRetention = setTimeout(run, Math.min(5000, opts.retentionIntervalMs));
+        firstRetention.unref();
       });
 
       // Closes run in reverse order: this one before the SQL store's (listed earlier), so the store is still open.
@@ -212,6 +244,7 @@ export function logStore(options: LogStoreOptions = {}): GatewayPlugin {
         if (firstRetention !== null) clearTimeout(firstRetention);
         await queue.close(opts.closeTimeoutMs);
         await retentionRunning?.catch(() => 0);
+        await readers?.close();
       });
     },
   };

@@ -1,7 +1,8 @@
 import * as v from 'valibot';
-import { GatewayError, type GatewayPlugin, jsonResponse, parseOptions, type RequestContext } from '../../../sdk/index.js';
+import { defineErrors, GatewayError, type GatewayPlugin, jsonResponse, parseOptions, type RequestContext } from '../../../sdk/index.js';
 import type { TimeseriesAnswer } from '../../../sdk/analytics.js';
 import { LOG_STORE_SERVICE, type LogStoreService } from '../index.js';
+import { deadlineIn, QueryTimeoutError } from '../reader.js';
 import { GROUP_KEYS } from '../store/repository.js';
 import { callerWorkspace, encodeCursor, groupQuery, listQuery, LogGroupsQuery, LogListQuery, timeseriesQuery, TimeseriesQuerySchema } from './query.js';
 
@@ -13,6 +14,22 @@ const OptionsSchema = v.strictObject({
 });
 
 export type LogApiOptions = v.InferInput<typeof OptionsSchema>;
+
+/** An analytics query past the log store's `queryTimeoutMs`: the store is busy or the range too wide, not the request wrong. */
+const logApiError = defineErrors({ query_timeout: { status: 503, type: 'timeout_error' } });
+
+/** Runs an analytics query under the store's time limit; past it, the error says which limit and what to do. */
+async function limited<T>(service: LogStoreService, run: (deadline: ReturnType<typeof deadlineIn>) => Promise<T>): Promise<T> {
+  try {
+    return await run(deadlineIn(service.queryTimeoutMs));
+  } catch (err) {
+    if (!(err instanceof QueryTimeoutError)) throw err;
+    throw logApiError(
+      'query_timeout',
+      `The query ran longer than ${err.limitMs} ms (the log store's queryTimeoutMs). Narrow the range or the filters, or filter on columns the rollups keep (docs/logs.md, "Rollups").`,
+    );
+  }
+}
 
 /**
  * The log and analytics routes, under the base path (`/v1`):
@@ -29,12 +46,13 @@ export function logApi(options: LogApiOptions = {}): GatewayPlugin {
     name: PLUGIN_NAME,
     // Checked at boot: without the log store the boot stops, naming it.
     requires: [LOG_STORE_SERVICE],
+    errorCodes: logApiError.codes,
     apply(api) {
       let service: LogStoreService | null = null;
       api.onReady(() => {
         service = api.resolve(LOG_STORE_SERVICE);
       });
-      const repository = () => service!.repository();
+      const reader = () => service!.reader();
       const base = api.options.basePath;
 
       api.routes.add({
@@ -46,7 +64,7 @@ export function logApi(options: LogApiOptions = {}): GatewayPlugin {
         doc: { summary: 'List stored request logs', description: 'Newest first, without bodies and headers (GET /v1/logs/{id} has them); cursor pages.', tags: ['Logs'], scope, query: LogListQuery },
         handler: async (ctx) => {
           const q = listQuery(ctx);
-          const page = await repository().list(q.filters, q.limit, q.cursor);
+          const page = await reader().list(q.filters, q.limit, q.cursor);
           return jsonResponse(200, { object: 'list', data: page.data, has_more: page.next !== null, next_cursor: page.next === null ? null : encodeCursor(page.next) });
         },
       });
@@ -60,7 +78,7 @@ export function logApi(options: LogApiOptions = {}): GatewayPlugin {
         doc: { summary: 'Get one stored request log', description: 'The whole entry: bodies as captured, request headers without secrets, attempts, hook results.', tags: ['Logs'], scope, params: { id: 'The log entry id (`log_…`).' } },
         handler: async (ctx) => {
           const id = ctx.params!.id!;
-          const entry = id.length > 128 ? null : await repository().get(id, callerWorkspace(ctx));
+          const entry = id.length > 128 ? null : await reader().get(id, callerWorkspace(ctx));
           if (entry === null) throw new GatewayError('not_found', `No log entry "${id.slice(0, 128)}".`, { param: 'id' });
           return jsonResponse(200, { object: 'log', ...entry });
         },
@@ -68,7 +86,7 @@ export function logApi(options: LogApiOptions = {}): GatewayPlugin {
 
       const groups = async (ctx: RequestContext) => {
         const q = groupQuery(ctx);
-        const result = await repository().groups(q.groupBy, q.columns, q.filters, q.limit, q.offset);
+        const result = await limited(service!, (deadline) => reader().groups(q.groupBy, q.columns, q.filters, q.limit, q.offset, deadline));
         return jsonResponse(200, { object: 'list', group_by: q.groupBy, columns: ['requests', ...q.columns], data: result.data, has_more: result.hasMore });
       };
       const groupsDoc = (tag: string) => ({
@@ -97,7 +115,7 @@ export function logApi(options: LogApiOptions = {}): GatewayPlugin {
         },
         handler: async (ctx) => {
           const q = timeseriesQuery(ctx);
-          const result = await repository().timeseries(q.filters, q.bucketMs);
+          const result = await limited(service!, (deadline) => reader().timeseries(q.filters, q.bucketMs, q.origin, deadline));
           const answer: TimeseriesAnswer = {
             object: 'analytics.timeseries',
             from: new Date(q.filters.from).toISOString(),

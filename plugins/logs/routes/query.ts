@@ -230,6 +230,8 @@ const DAY_MS = 86_400_000;
 
 export interface TimeseriesQuery {
   filters: LogFilters & { from: number; to: number };
+  /** Where the buckets are laid from: `from` rounded down to the interval (UTC), so buckets are on the clock. */
+  origin: number;
   interval: Interval;
   bucketMs: number;
 }
@@ -237,7 +239,9 @@ export interface TimeseriesQuery {
 /**
  * The query of the time series: the list's filters, with `from` defaulting to a day before `to` and
  * `to` to now; `interval` one of {@link INTERVALS}, else the narrowest that keeps the range within
- * 240 buckets. A default range starts on a bucket boundary, so charts line up with the clock.
+ * 240 buckets. Buckets lie on the clock (multiples of the interval since the epoch, UTC), so charts
+ * line up with it and whole buckets come from the rollups: a `from` between two boundaries makes the
+ * first bucket count from `from` only (its `time` is the boundary before). A default range starts on a boundary.
  */
 export function timeseriesQuery(ctx: RequestContext, now = Date.now()): TimeseriesQuery {
   const params = new URLSearchParams(ctx.query);
@@ -251,6 +255,7 @@ export function timeseriesQuery(ctx: RequestContext, now = Date.now()): Timeseri
   const interval = (asked as Interval | undefined) ?? (Object.keys(INTERVALS) as Interval[]).find((i) => (to - from) / INTERVALS[i] <= AUTO_BUCKETS) ?? 'day';
   const bucketMs = INTERVALS[interval];
   if (filters.from === undefined) from -= from % bucketMs;
-  if (Math.ceil((to - from) / bucketMs) > MAX_BUCKETS) throw bad('interval', `The range holds more than ${MAX_BUCKETS} buckets of ${interval}: choose a wider interval or a shorter range.`);
-  return { filters: { ...filters, from, to }, interval, bucketMs };
+  const origin = from - (((from % bucketMs) + bucketMs) % bucketMs);
+  if (Math.ceil((to - origin) / bucketMs) > MAX_BUCKETS) throw bad('interval', `The range holds more than ${MAX_BUCKETS} buckets of ${interval}: choose a wider interval or a shorter range.`);
+  return { filters: { ...filters, from, to }, origin, interval, bucketMs };
 }

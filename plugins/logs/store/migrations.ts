@@ -1,4 +1,5 @@
 import type { Migration } from '../../../sdk/index.js';
+import { rollupMigration } from '../analytics/rollups.js';
 
 /** Migration namespace of the log store. */
 export const LOGS_NAMESPACE = 'logs';
@@ -150,5 +151,14 @@ UPDATE gateway_logs SET kind = 'housekeeping' WHERE route IN (
   'health', 'metrics',
   'logs.list', 'logs.get', 'logs.groups', 'analytics.groups', 'analytics.timeseries'
 )`,
+  },
+  {
+    // The rollups (analytics/): per cube (analytics/cubes.ts) one table of minute, hour and day rows, each holding
+    // counts, sums and a latency sketch, kept by the writer in the transaction that inserts the rows; and every
+    // row stored before, rolled up here. The text is built from the cubes and the sketch's bins, which therefore
+    // never change once released: another shape is another migration.
+    version: 9,
+    name: 'gateway_log rollups',
+    up: { sqlite: rollupMigration('sqlite'), postgres: rollupMigration('postgres') },
   },
 ];

@@ -1,7 +1,11 @@
 import type { TimeBucket } from '../../../sdk/analytics.js';
 import type { SqlClient } from '../../../sdk/index.js';
 import { COLUMNS, type LogEntry } from '../entry.js';
-import { clause, fromRow, insertSql, mapKey, metaSql, metaValue, n, rowValues, whereOf } from './sql.js';
+import { addAgg, emptyAgg, type Agg } from '../analytics/aggregate.js';
+import { aggregate, NO_DEADLINE, type Deadline } from '../analytics/query.js';
+import { deleteRollupsBefore, writeRollups } from '../analytics/rollups.js';
+import { percentile } from '../analytics/sketch.js';
+import { clause, fromRow, insertSql, metaSql, metaValue, rowValues, whereOf } from './sql.js';
 
 export { metaValue, rowValues } from './sql.js';
 
@@ -92,10 +96,21 @@ const DELETE_CHUNK = 2000;
 
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
-const SUCCESS = '(status >= 200 AND status < 400 AND error_code IS NULL)';
-const HIT = "(cache_status = 'HIT' OR cache_status = 'SEMANTIC HIT')";
-const LOOKUP = "(cache_status IS NOT NULL AND cache_status <> 'DISABLED')";
+const mean = (sum: number, count: number): number | null => (count === 0 ? null : sum / count);
 
+/** Group keys in a stable order: numbers by value, text by code unit. */
+function compareKeys(a: unknown, b: unknown): number {
+  if (typeof a === 'number' && typeof b === 'number') return a - b;
+  const x = String(a);
+  const y = String(b);
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/** Rollups kept past the rows: minute ones until this time, hour and day ones until this one (null: forever). Epoch ms. */
+export interface RollupCutoffs {
+  minutesBefore: number;
+  before: number | null;
+}
 
 /** The log tables over an SqlClient: batch insert, filtered list with a cursor, one entry, groups, retention. */
 export class LogRepository {
@@ -128,6 +143,8 @@ export class LogRepository {
         }
       }
       await flush();
+      // In the same transaction: the rollups never count a row that is not stored, nor miss one that is.
+      await writeRollups(tx, entries);
     });
   }
 
@@ -163,150 +180,109 @@ export class LogRepository {
   }
 
   /**
-   * Requests grouped by `groupBy`, most requests first, with the chosen columns.
-   * Percentiles are nearest-rank over the group's non-null `latency_ms`: sorted
-   * ascending, the value at rank ceil(p/100 × n), computed in SQL with window
-   * functions (both dialects) as rank (p × n + 99) / 100 in integer arithmetic.
+   * Requests grouped by `groupBy`, most requests first (then by key, no key last), with the chosen
+   * columns. Counts, sums and averages are exact; p95 and p99 come from the latency sketches
+   * (analytics/sketch.ts): nearest-rank, within 4.8% of the exact value. Served by the rollups where
+   * they hold the filters and the grouping, else by a scan of the rows (analytics/query.ts).
    */
-  async groups(groupBy: GroupBy, columns: readonly GroupColumn[], filters: LogFilters, limit: number, offset: number): Promise<{ data: GroupRow[]; hasMore: boolean }> {
-    const key = GROUP_KEYS[groupBy];
-    const want = new Set(columns);
-    const select = [`${key} AS group_key`, 'COUNT(*) AS requests'];
-    if (want.has('cost')) select.push('SUM(cost) AS cost', "SUM(CASE WHEN cost_status = 'unpriced' THEN 1 ELSE 0 END) AS unpriced_requests");
-    if (want.has('total_tokens')) select.push('SUM(total_tokens) AS total_tokens');
-    if (want.has('avg_tokens')) select.push('AVG(total_tokens) AS avg_tokens');
-    if (want.has('avg_input_tokens')) select.push('AVG(prompt_tokens) AS avg_input_tokens');
-    if (want.has('avg_output_tokens')) select.push('AVG(completion_tokens) AS avg_output_tokens');
-    if (want.has('avg_latency')) select.push('AVG(latency_ms) AS avg_latency');
-    if (want.has('success_rate') || want.has('error_count')) select.push(`SUM(CASE WHEN ${SUCCESS} THEN 1 ELSE 0 END) AS successes`);
-    if (want.has('cache_hit_rate')) select.push(`SUM(CASE WHEN ${HIT} THEN 1 ELSE 0 END) AS cache_hits`, `SUM(CASE WHEN ${LOOKUP} THEN 1 ELSE 0 END) AS cache_lookups`);
-    if (want.has('last_seen')) select.push('MAX(created_at) AS last_seen');
-    if (want.has('first_seen')) select.push('MIN(created_at) AS first_seen');
-    const where = whereOf(filters);
-    const rows = await this.client.all<Record<string, unknown>>(
-      `SELECT ${select.join(', ')} FROM gateway_logs l${clause(where.sql)} GROUP BY ${key}` +
-        ` ORDER BY COUNT(*) DESC, CASE WHEN ${key} IS NULL THEN 1 ELSE 0 END, ${key} LIMIT ? OFFSET ?`,
-      [...where.params, limit + 1, offset],
+  async groups(groupBy: GroupBy, columns: readonly GroupColumn[], filters: LogFilters, limit: number, offset: number, deadline: Deadline = NO_DEADLINE): Promise<{ data: GroupRow[]; hasMore: boolean }> {
+    const cells = await aggregate(this.client, { filters, from: filters.from ?? null, to: filters.to ?? null, origin: 0, bucketMs: null, groupBy, deadline }, GROUP_KEYS);
+    const sorted = [...cells.values()].sort(
+      (a, b) => b.agg.requests - a.agg.requests || (a.key === null ? 1 : 0) - (b.key === null ? 1 : 0) || compareKeys(a.key, b.key),
     );
-    const page = rows.slice(0, limit);
-    const percentiles = want.has('p95_latency') || want.has('p99_latency') ? await this.#percentiles(key, where, [95, 99] as const) : null;
-    const data = page.map((r) => {
-      const requests = Number(r.requests);
-      const out: GroupRow = { [groupBy]: groupBy === 'status_code' ? n(r.group_key) : (r.group_key as string | null), requests };
-      const groupKey = mapKey(r.group_key);
+    const data = sorted.slice(offset, offset + limit).map(({ key, agg }) => {
+      const out: GroupRow = { [groupBy]: key === null || key === undefined ? null : groupBy === 'status_code' ? Number(key) : String(key), requests: agg.requests };
       for (const c of columns) {
         switch (c) {
           case 'cost':
-            out.cost = n(r.cost);
-            out.unpriced_requests = Number(r.unpriced_requests);
+            out.cost = agg.cost_n === 0 ? null : agg.cost_sum;
+            out.unpriced_requests = agg.unpriced;
             break;
           case 'total_tokens':
-            out.total_tokens = n(r.total_tokens) ?? 0;
+            out.total_tokens = agg.total_tokens;
+            break;
+          case 'avg_tokens':
+            out.avg_tokens = mean(agg.total_tokens, agg.total_tokens_n);
+            break;
+          case 'avg_input_tokens':
+            out.avg_input_tokens = mean(agg.prompt_tokens, agg.prompt_tokens_n);
+            break;
+          case 'avg_output_tokens':
+            out.avg_output_tokens = mean(agg.completion_tokens, agg.completion_tokens_n);
+            break;
+          case 'avg_latency':
+            out.avg_latency = mean(agg.latency_sum, agg.latency_n);
             break;
           case 'success_rate':
-            out.success_rate = Number(r.successes) / requests;
+            out.success_rate = agg.successes / agg.requests;
             break;
           case 'error_count':
-            out.error_count = requests - Number(r.successes);
+            out.error_count = agg.requests - agg.successes;
             break;
-          case 'cache_hit_rate': {
-            const lookups = Number(r.cache_lookups);
-            out.cache_hit_rate = lookups === 0 ? null : Number(r.cache_hits) / lookups;
+          case 'cache_hit_rate':
+            out.cache_hit_rate = agg.cache_lookups === 0 ? null : agg.cache_hits / agg.cache_lookups;
             break;
-          }
           case 'last_seen':
+            out.last_seen = new Date(agg.last_seen).toISOString();
+            break;
           case 'first_seen':
-            out[c] = new Date(Number(r[c])).toISOString();
+            out.first_seen = new Date(agg.first_seen).toISOString();
             break;
           case 'p95_latency':
-          case 'p99_latency':
-            out[c] = percentiles!.get(groupKey)?.[c === 'p95_latency' ? 95 : 99] ?? null;
+            out.p95_latency = percentile(agg.bins, 95);
             break;
-          default:
-            out[c] = n(r[c]);
+          case 'p99_latency':
+            out.p99_latency = percentile(agg.bins, 99);
+            break;
         }
       }
       return out;
     });
-    return { data, hasMore: rows.length > limit };
+    return { data, hasMore: sorted.length > offset + limit };
   }
 
   /**
-   * Nearest-rank latency percentiles per value of `key` (see {@link groups}): one window query whose
-   * rows are only the ranks asked for.
+   * Requests over time from `from` (inclusive) to `to` (exclusive), in buckets of `bucketMs` laid from
+   * `origin` (default `from`; at most `from`), every bucket present (empty ones as zeros, so a chart has
+   * no gaps), plus the same figures over the whole range. Bucket i counts entries with
+   * `max(from, origin + i × bucketMs) <= created_at < min(to, origin + (i+1) × bucketMs)`. Latency
+   * percentiles as in {@link groups}.
    */
-  async #percentiles<P extends number>(key: string, where: { sql: string[]; params: unknown[] }, percents: readonly P[]): Promise<Map<string, Record<P, number>>> {
-    const conditions = [...where.sql, 'latency_ms IS NOT NULL'];
-    const rank = (p: number, total: number) => Math.floor((p * total + 99) / 100);
-    const rows = await this.client.all<{ group_key: unknown; latency_ms: unknown; rn: unknown; total: unknown }>(
-      `SELECT group_key, latency_ms, rn, total FROM (` +
-        `SELECT ${key} AS group_key, latency_ms, ROW_NUMBER() OVER (PARTITION BY ${key} ORDER BY latency_ms, id) AS rn, COUNT(*) OVER (PARTITION BY ${key}) AS total` +
-        ` FROM gateway_logs l${clause(conditions)}) ranked WHERE ${percents.map((p) => `rn = (${p} * total + 99) / 100`).join(' OR ')}`,
-      where.params,
-    );
-    const out = new Map<string, Record<P, number>>();
-    for (const r of rows) {
-      const k = mapKey(r.group_key);
-      const total = Number(r.total);
-      const rn = Number(r.rn);
-      const entry = out.get(k) ?? ({} as Record<P, number>);
-      for (const p of percents) if (rn === rank(p, total)) entry[p] = Number(r.latency_ms);
-      out.set(k, entry);
+  async timeseries(filters: LogFilters & { from: number; to: number }, bucketMs: number, origin = filters.from, deadline: Deadline = NO_DEADLINE): Promise<{ buckets: TimeBucket[]; totals: TimeBucket }> {
+    if (!Number.isSafeInteger(origin) || !Number.isSafeInteger(bucketMs) || bucketMs <= 0 || origin > filters.from) throw new Error('timeseries: origin and bucketMs must be integers, origin at most from');
+    const cells = await aggregate(this.client, { filters, from: filters.from, to: filters.to, origin, bucketMs, groupBy: null, deadline }, GROUP_KEYS);
+    const byBucket = new Map<number, Agg>();
+    const total = emptyAgg();
+    for (const { bucket, agg } of cells.values()) {
+      byBucket.set(bucket, agg);
+      addAgg(total, agg);
     }
-    return out;
-  }
-
-  /**
-   * Requests over time from `from` (inclusive) to `to` (exclusive), in buckets of `bucketMs`, every
-   * bucket present (empty ones as zeros, so a chart has no gaps), plus the same figures over the
-   * whole range. Bucket i holds entries with `from + i × bucketMs <= created_at < from + (i+1) × bucketMs`.
-   */
-  async timeseries(filters: LogFilters & { from: number; to: number }, bucketMs: number): Promise<{ buckets: TimeBucket[]; totals: TimeBucket }> {
-    if (!Number.isSafeInteger(filters.from) || !Number.isSafeInteger(bucketMs) || bucketMs <= 0) throw new Error('timeseries: from and bucketMs must be integers');
-    // Integers checked above, so inlining them is safe; it spares repeating their parameters per use of the key.
-    const key = `((created_at - ${filters.from}) / ${bucketMs})`;
-    const where = whereOf(filters);
-    const select =
-      `COUNT(*) AS requests, SUM(CASE WHEN ${SUCCESS} THEN 1 ELSE 0 END) AS successes, SUM(cost) AS cost, ` +
-      'SUM(total_tokens) AS total_tokens, SUM(prompt_tokens) AS prompt_tokens, SUM(completion_tokens) AS completion_tokens, ' +
-      `SUM(CASE WHEN ${HIT} THEN 1 ELSE 0 END) AS cache_hits, SUM(CASE WHEN ${LOOKUP} THEN 1 ELSE 0 END) AS cache_lookups`;
-    // The totals' sums are the buckets' added up; only the percentiles need their own pass over the range.
-    const [rows, ranks, totalRanks] = await Promise.all([
-      this.client.all<Record<string, unknown>>(`SELECT ${key} AS group_key, ${select} FROM gateway_logs l${clause(where.sql)} GROUP BY ${key}`, where.params),
-      this.#percentiles(key, where, [50, 95] as const),
-      this.#percentiles('(created_at * 0)', where, [50, 95] as const),
-    ]);
-    const count = Math.ceil((filters.to - filters.from) / bucketMs);
-    const byBucket = new Map(rows.map((r) => [Number(r.group_key), r]));
-    const SUMMED = ['requests', 'successes', 'cost', 'total_tokens', 'prompt_tokens', 'completion_tokens', 'cache_hits', 'cache_lookups'] as const;
-    const total: Record<string, number> = Object.fromEntries(SUMMED.map((c) => [c, 0]));
-    for (const r of rows) for (const c of SUMMED) total[c]! += n(r[c]) ?? 0;
-    const bucket = (r: Record<string, unknown> | undefined, p: Record<50 | 95, number> | undefined, time: number): TimeBucket => {
-      const requests = r === undefined ? 0 : Number(r.requests);
-      const lookups = r === undefined ? 0 : Number(r.cache_lookups);
-      return {
-        time: new Date(time).toISOString(),
-        requests,
-        errors: r === undefined ? 0 : requests - Number(r.successes),
-        cost: r === undefined ? 0 : (n(r.cost) ?? 0),
-        total_tokens: r === undefined ? 0 : (n(r.total_tokens) ?? 0),
-        prompt_tokens: r === undefined ? 0 : (n(r.prompt_tokens) ?? 0),
-        completion_tokens: r === undefined ? 0 : (n(r.completion_tokens) ?? 0),
-        p50_latency: p?.[50] ?? null,
-        p95_latency: p?.[95] ?? null,
-        cache_hit_rate: lookups === 0 ? null : Number(r!.cache_hits) / lookups,
-      };
-    };
+    const bucket = (agg: Agg | undefined, time: number): TimeBucket => ({
+      time: new Date(time).toISOString(),
+      requests: agg?.requests ?? 0,
+      errors: agg === undefined ? 0 : agg.requests - agg.successes,
+      cost: agg?.cost_sum ?? 0,
+      total_tokens: agg?.total_tokens ?? 0,
+      prompt_tokens: agg?.prompt_tokens ?? 0,
+      completion_tokens: agg?.completion_tokens ?? 0,
+      p50_latency: agg === undefined ? null : percentile(agg.bins, 50),
+      p95_latency: agg === undefined ? null : percentile(agg.bins, 95),
+      cache_hit_rate: agg === undefined || agg.cache_lookups === 0 ? null : agg.cache_hits / agg.cache_lookups,
+    });
+    const count = Math.ceil((filters.to - origin) / bucketMs);
     const buckets: TimeBucket[] = [];
-    for (let i = 0; i < count; i++) buckets.push(bucket(byBucket.get(i), ranks.get(String(i)), filters.from + i * bucketMs));
-    return { buckets, totals: bucket(rows.length === 0 ? undefined : total, totalRanks.get('0'), filters.from) };
+    for (let i = 0; i < count; i++) buckets.push(bucket(byBucket.get(i), origin + i * bucketMs));
+    return { buckets, totals: bucket(cells.size === 0 ? undefined : total, filters.from) };
   }
 
   /**
    * Deletes entries created before `before` (epoch ms), in chunks so no statement holds the database
-   * long, yielding to the event loop between chunks (SQLite statements run on it). Returns entries deleted.
+   * long, yielding to the event loop between chunks (SQLite statements run on it), and the rollups
+   * past their own cut-offs (they outlive the rows: docs/logs.md, "Rollups"). Returns entries deleted.
    */
-  async deleteBefore(before: number): Promise<number> {
+  async deleteBefore(before: number | null, rollups: RollupCutoffs | null = null): Promise<number> {
+    if (rollups !== null) await deleteRollupsBefore(this.client, rollups.minutesBefore, rollups.before);
+    if (before === null) return 0;
     let deleted = 0;
     for (;;) {
       const { changes } = await this.client.run(

@@ -1,8 +1,7 @@
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { LogEntry } from '../entry.js';
+import type { RollupCutoffs } from '../store/repository.js';
+import { threadModule } from './module-url.js';
 import { packEntries } from './pack.js';
 import { sendFailed, type FromWriter, type Progress, type ToWriter, type WriteFailure, type WriterData } from './protocol.js';
 
@@ -21,29 +20,15 @@ export interface WriterThread {
   send(entries: LogEntry[], sizes: number[]): void;
   /** Resolves once everything sent before is written or dropped (or the thread is gone). */
   flush(): Promise<void>;
-  /** Deletes entries created before `before` (epoch ms) on the thread; resolves with how many. */
-  deleteBefore(before: number): Promise<number>;
+  /** Deletes entries created before `before` (epoch ms; null: none) and rollups past their cut-offs, on the thread; resolves with entries deleted. */
+  deleteBefore(before: number | null, rollups: RollupCutoffs): Promise<number>;
   /** Lets the thread write what it holds for up to `timeoutMs` and end. Resolves true once it ended, false if it did not in time. */
   close(timeoutMs: number): Promise<boolean>;
 }
 
-/**
- * The writer's module: the compiled `.js` beside this file, or under a TypeScript runner (tests,
- * `tsx`) the `.ts` source, loaded through tsx's ESM hooks since a worker does not inherit them.
- */
-function writerEntry(): { url: URL | string; eval: boolean } {
-  const self = import.meta.url;
-  if (!self.endsWith('.ts')) return { url: new URL('./writer.js', self), eval: false };
-  // The package's ESM entry (resolving through require would pick its CommonJS one).
-  const pkg = createRequire(self).resolve('tsx/package.json');
-  const tsx = pathToFileURL(join(dirname(pkg), 'dist/esm/api/index.mjs')).href;
-  const source = new URL('./writer.ts', self).href;
-  return { url: `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(source)}); })`, eval: true };
-}
-
 function spawn(data: WriterData, events: WriterEvents, flushed: (id: number) => void, deleted: (m: Extract<FromWriter, { type: 'deleted' }>) => void): Promise<Worker> {
   return new Promise<Worker>((resolve, reject) => {
-    const entry = writerEntry();
+    const entry = threadModule('writer');
     const w = new Worker(entry.url, { eval: entry.eval, workerData: data, name: 'log-writer' });
     // The thread never keeps the process alive by itself: close() is what ends it, and waits for it.
     w.unref();
@@ -156,11 +141,11 @@ export async function startWriterThread(data: WriterData, events: WriterEvents):
         post({ type: 'flush', id });
       });
     },
-    deleteBefore(before) {
+    deleteBefore(before, rollups) {
       const id = nextFlush++;
       return new Promise<number>((resolve, reject) => {
         deletions.set(id, { resolve, reject });
-        post({ type: 'retention', id, before });
+        post({ type: 'retention', id, before, rollups });
       });
     },
     async close(timeoutMs) {

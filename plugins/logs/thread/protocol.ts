@@ -1,4 +1,5 @@
 import type { FinishOptions } from '../finish.js';
+import type { RollupCutoffs } from '../store/repository.js';
 import type { PackedEntries } from './pack.js';
 
 /** What the writer thread is started with. */
@@ -22,8 +23,8 @@ export type ToWriter =
   | { type: 'entries'; packed: PackedEntries }
   /** Answer `flushed` once everything sent before this is written or dropped. */
   | { type: 'flush'; id: number }
-  /** Delete entries created before `before` (epoch ms); answer `deleted`. */
-  | { type: 'retention'; id: number; before: number }
+  /** Delete entries created before `before` (epoch ms; null: none) and rollups past their cut-offs; answer `deleted`. */
+  | { type: 'retention'; id: number; before: number | null; rollups: RollupCutoffs }
   /** Write what is left for up to `timeoutMs`, then close the connection and end (what is left is the main thread's to count). */
   | { type: 'close'; timeoutMs: number };
 

@@ -1,5 +1,6 @@
 import type { Logger } from '../../../sdk/index.js';
 import type { LogEntry } from '../entry.js';
+import type { RollupCutoffs } from '../store/repository.js';
 import { DropWarnings } from '../drops.js';
 import type { QueueStats } from '../queue.js';
 import { sendFailed, type Progress, type WriteFailure, type WriterData } from './protocol.js';
@@ -87,10 +88,10 @@ export class ThreadSink {
     return true;
   }
 
-  /** Deletes entries created before `before` (epoch ms) on the writer thread, off the event loop. */
-  deleteBefore(before: number): Promise<number> {
+  /** Deletes entries created before `before` (epoch ms; null: none) and rollups past their cut-offs on the writer thread, off the event loop. */
+  deleteBefore(before: number | null, rollups: RollupCutoffs): Promise<number> {
     if (this.#thread === null) return Promise.resolve(0);
-    return this.#thread.deleteBefore(before);
+    return this.#thread.deleteBefore(before, rollups);
   }
 
   /** Resolves once everything accepted so far is written or dropped. */

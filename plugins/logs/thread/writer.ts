@@ -83,7 +83,7 @@ port.on('message', (message: ToWriter) => {
       break;
     case 'retention':
       // Between write transactions (messages are handled one at a time), in chunks, each its own statement.
-      void repository.deleteBefore(message.before).then(
+      void repository.deleteBefore(message.before, message.rollups).then(
         (deleted) => send({ type: 'deleted', id: message.id, deleted, error: null }),
         (err: unknown) => send({ type: 'deleted', id: message.id, deleted: 0, error: (err as Error).message }),
       );

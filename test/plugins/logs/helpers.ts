@@ -3,7 +3,9 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
+import { expect } from 'vitest';
 import { GatewayError, type AuthInfo, type GatewayPlugin } from '../../../core/index.js';
+import { RELATIVE_ERROR } from '../../../plugins/logs/analytics/sketch.js';
 import { newLogId, type LogEntry } from '../../../plugins/logs/entry.js';
 import type { GroupBy, LogFilters } from '../../../plugins/logs/store/repository.js';
 import { logStore, type LogStoreOptions } from '../../../plugins/logs/index.js';
@@ -318,6 +320,7 @@ export function matches(e: LogEntry, f: LogFilters): boolean {
   if (f.apiKey !== undefined && e.api_key_id !== f.apiKey) return false;
   if (f.config !== undefined && e.config_id !== f.config) return false;
   if (f.cacheStatus !== undefined && e.cache_status !== f.cacheStatus) return false;
+  if (f.route !== undefined && e.route !== f.route) return false;
   if (f.limitPolicy !== undefined && e.limit_policy_id !== f.limitPolicy) return false;
   if (f.frontDoor !== undefined && e.front_door !== f.frontDoor) return false;
   if (f.prompt !== undefined && e.prompt_id !== f.prompt) return false;
@@ -404,3 +407,48 @@ export function sampleEntry(overrides: Partial<LogEntry> = {}): LogEntry {
   };
 }
 
+
+/** Latency percentiles come from the rollups' sketches: within their relative error of the exact value (0.5 ms under 1 ms). */
+export const SKETCHED = new Set(['p50_latency', 'p95_latency', 'p99_latency']);
+export function expectSketched(got: unknown, want: unknown, label: string): void {
+  if (want === null) {
+    expect(got, label).toBeNull();
+    return;
+  }
+  expect(typeof got, label).toBe('number');
+  expect(Math.abs((got as number) - (want as number)), label).toBeLessThanOrEqual(Math.max(RELATIVE_ERROR * (want as number), 0.5) + 1e-9);
+}
+
+/** A small deterministic PRNG (mulberry32), so a test gets the same rows on every run and on every store. */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** One time-series bucket computed the slow way: what GET /v1/analytics/timeseries reports for these entries. */
+export function bruteBucket(es: LogEntry[], time: number): Record<string, unknown> {
+  const rank = (p: number) => {
+    const v = es.map((e) => e.latency_ms).filter((l): l is number => l !== null).sort((a, b) => a - b);
+    return v.length === 0 ? null : v[Math.ceil((p * v.length) / 100) - 1]!;
+  };
+  const lookups = es.filter((e) => e.cache_status !== null && e.cache_status !== 'DISABLED');
+  const sum = (f: (e: LogEntry) => number | null) => es.reduce((a, e) => a + (f(e) ?? 0), 0);
+  return {
+    time: new Date(time).toISOString(),
+    requests: es.length,
+    errors: es.filter((e) => !(e.status >= 200 && e.status < 400 && e.error_code === null)).length,
+    cost: sum((e) => e.cost),
+    total_tokens: sum((e) => e.total_tokens),
+    prompt_tokens: sum((e) => e.prompt_tokens),
+    completion_tokens: sum((e) => e.completion_tokens),
+    p50_latency: rank(50),
+    p95_latency: rank(95),
+    cache_hit_rate: lookups.length === 0 ? null : lookups.filter((e) => e.cache_status === 'HIT' || e.cache_status === 'SEMANTIC HIT').length / lookups.length,
+  };
+}

@@ -1,0 +1,166 @@
+import type { SqlClient } from '../../../sdk/index.js';
+import type { LogEntry } from '../entry.js';
+import { addEntry, emptyAgg, LATENCY_BIN_SQL, ROLLUP_VALUE_COLUMNS, rollupValues, SCAN_EXPRESSIONS, type Agg } from './aggregate.js';
+import { CUBES, dimSql, dimValue, EXTREMES, LEVELS, METRICS, MINUTE, type Cube } from './cubes.js';
+import { BIN_COLUMNS } from './sketch.js';
+
+/*
+ * The rollup tables: their DDL, the back-fill from rows already stored, the
+ * writer's upserts (in the transaction that inserts the rows, so rows and
+ * rollups never disagree), and their retention.
+ */
+
+type Dialect = 'sqlite' | 'postgres';
+
+/** Name/value pairs about the rollups; `minute_floor`: minute rows before this time were deleted (epoch ms). */
+export const STATE_TABLE = 'gateway_log_rollup_state';
+
+const keyColumns = (c: Cube) => ['level', 'bucket', ...c.dims.map((d) => d.column)];
+
+/** CREATE TABLE for one cube. */
+function createTable(c: Cube, dialect: Dialect): string {
+  const columns = [
+    'level INTEGER NOT NULL',
+    'bucket BIGINT NOT NULL',
+    ...c.dims.map((d) => `${d.column} ${d.type === 'text' ? 'TEXT' : 'INTEGER'} NOT NULL`),
+    ...METRICS.map((m) => `${m} ${m === 'cost_sum' || m === 'latency_sum' ? 'DOUBLE PRECISION' : 'BIGINT'} NOT NULL`),
+    ...EXTREMES.map((e) => `${e} BIGINT NOT NULL`),
+    ...BIN_COLUMNS.map((h) => `${h} INTEGER NOT NULL`),
+    `PRIMARY KEY (${keyColumns(c).join(', ')})`,
+  ];
+  // SQLite: the key is the table (no rowid and second copy of the key), as a range of buckets is read by it.
+  return `CREATE TABLE ${c.table} (\n  ${columns.join(',\n  ')}\n)${dialect === 'sqlite' ? ' WITHOUT ROWID' : ''}`;
+}
+
+/** One cube at one level, filled from every row of gateway_logs. */
+export function backfillSql(c: Cube, level: number): string {
+  const sums = METRICS.map((m) => (SCAN_EXPRESSIONS[m].startsWith('SUM(') ? `COALESCE(${SCAN_EXPRESSIONS[m]}, 0)` : SCAN_EXPRESSIONS[m]));
+  const bins = BIN_COLUMNS.map((_, i) => `SUM(CASE WHEN lbin = ${i} THEN 1 ELSE 0 END)`);
+  const groupBy = Array.from({ length: c.dims.length + 1 }, (_, i) => i + 2).join(', ');
+  return (
+    `INSERT INTO ${c.table} (${[...keyColumns(c), ...ROLLUP_VALUE_COLUMNS].join(', ')}) ` +
+    `SELECT ${level}, created_at - created_at % ${level}, ${c.dims.map(dimSql).join(', ')}, ` +
+    `${[...sums, SCAN_EXPRESSIONS.first_seen, SCAN_EXPRESSIONS.last_seen, ...bins].join(', ')} ` +
+    `FROM (SELECT gateway_logs.*, ${LATENCY_BIN_SQL} AS lbin FROM gateway_logs) l GROUP BY ${groupBy}`
+  );
+}
+
+/**
+ * The rollups' migration: the tables, the state, and every row stored so far rolled up (the migration
+ * runs before the writer starts, in one transaction, so no row is counted twice or missed).
+ */
+export function rollupMigration(dialect: Dialect): string {
+  const statements = [`CREATE TABLE ${STATE_TABLE} (name TEXT PRIMARY KEY, value BIGINT NOT NULL)`, `INSERT INTO ${STATE_TABLE} (name, value) VALUES ('minute_floor', 0)`];
+  for (const c of CUBES) {
+    statements.push(createTable(c, dialect));
+    for (const level of LEVELS) statements.push(backfillSql(c, level));
+  }
+  return statements.join(';\n');
+}
+
+/** One rollup row's change: its key and what to add. */
+interface Delta {
+  level: number;
+  bucket: number;
+  dims: (string | number)[];
+  agg: Agg;
+}
+
+/** What a batch of entries adds to each cube, one delta per (level, bucket, key). */
+export function rollupDeltas(entries: readonly LogEntry[]): Map<Cube, Delta[]> {
+  const out = new Map<Cube, Delta[]>();
+  for (const c of CUBES) {
+    const byKey = new Map<string, Delta>();
+    for (const e of entries) {
+      const row = e as unknown as Record<string, unknown>;
+      const dims = c.dims.map((d) => dimValue(d, row[d.column]));
+      const base = dims.join('\u0001');
+      for (const level of LEVELS) {
+        const bucket = e.created_at - (e.created_at % level);
+        const key = `${level}\u0002${bucket}\u0002${base}`;
+        let delta = byKey.get(key);
+        if (delta === undefined) byKey.set(key, (delta = { level, bucket, dims, agg: emptyAgg() }));
+        addEntry(delta.agg, e);
+      }
+    }
+    out.set(c, [...byKey.values()]);
+  }
+  return out;
+}
+
+const upsertTexts = new Map<string, string>();
+
+/** The upsert of `rows` rollup rows into a cube: counts and bins added, extremes widened. */
+function upsertSql(c: Cube, dialect: Dialect, rows: number): string {
+  const id = `${c.name}:${dialect}:${rows}`;
+  let sql = upsertTexts.get(id);
+  if (sql !== undefined) return sql;
+  const key = keyColumns(c);
+  const columns = [...key, ...ROLLUP_VALUE_COLUMNS];
+  const one = `(${columns.map(() => '?').join(', ')})`;
+  const [least, greatest] = dialect === 'sqlite' ? ['min', 'max'] : ['LEAST', 'GREATEST'];
+  const set = [
+    ...[...METRICS, ...BIN_COLUMNS].map((m) => `${m} = ${c.table}.${m} + excluded.${m}`),
+    `first_seen = ${least}(${c.table}.first_seen, excluded.first_seen)`,
+    `last_seen = ${greatest}(${c.table}.last_seen, excluded.last_seen)`,
+  ];
+  sql = `INSERT INTO ${c.table} (${columns.join(', ')}) VALUES ${new Array(rows).fill(one).join(', ')} ON CONFLICT (${key.join(', ')}) DO UPDATE SET ${set.join(', ')}`;
+  upsertTexts.set(id, sql);
+  return sql;
+}
+
+/** Rows per upsert statement: as for the log rows, one in SQLite (a prepared statement run in a loop), many in PostgreSQL (round trips). */
+const ROWS_PER_UPSERT = { sqlite: 1, postgres: 100 } as const;
+
+/** Adds a batch of entries to the rollups, through `tx` (the transaction inserting them). */
+export async function writeRollups(tx: SqlClient, entries: readonly LogEntry[]): Promise<void> {
+  const per = ROWS_PER_UPSERT[tx.dialect];
+  for (const [c, deltas] of rollupDeltas(entries)) {
+    for (let i = 0; i < deltas.length; i += per) {
+      const count = Math.min(per, deltas.length - i);
+      const values: unknown[] = [];
+      for (let j = i; j < i + count; j++) {
+        const d = deltas[j]!;
+        values.push(d.level, d.bucket, ...d.dims, ...rollupValues(d.agg));
+      }
+      await tx.run(upsertSql(c, tx.dialect, count), values);
+    }
+  }
+}
+
+/** The earliest time minute rollups are kept for (see {@link deleteRollupsBefore}). */
+export async function minuteFloor(client: SqlClient): Promise<number> {
+  const row = await client.get<{ value: unknown }>(`SELECT value FROM ${STATE_TABLE} WHERE name = 'minute_floor'`);
+  return row === undefined ? 0 : Number(row.value);
+}
+
+/**
+ * Deletes minute rollups before `minutesBefore` and hour and day rollups before `before` (epoch ms,
+ * rounded down to their level, so no bucket is cut). Queries read the log's rows where minute rows
+ * are gone (the state's `minute_floor`).
+ */
+export async function deleteRollupsBefore(client: SqlClient, minutesBefore: number, before: number | null): Promise<void> {
+  const floor = minutesBefore - (minutesBefore % MINUTE);
+  await client.transaction(async (tx) => {
+    for (const c of CUBES) {
+      await tx.run(`DELETE FROM ${c.table} WHERE level = ? AND bucket < ?`, [MINUTE, floor]);
+      if (before !== null) for (const level of LEVELS) if (level !== MINUTE) await tx.run(`DELETE FROM ${c.table} WHERE level = ? AND bucket < ?`, [level, before - (before % level)]);
+    }
+    await tx.run(`UPDATE ${STATE_TABLE} SET value = ? WHERE name = 'minute_floor' AND value < ?`, [floor, floor]);
+  });
+}
+
+/**
+ * Rolls every stored row up again, in one transaction: the rollups then hold exactly the rows (rows
+ * deleted by retention drop out of them). For repairs, e.g. after rows were written by an instance
+ * that did not keep rollups.
+ */
+export async function rebuildRollups(client: SqlClient): Promise<void> {
+  await client.transaction(async (tx) => {
+    for (const c of CUBES) {
+      await tx.run(`DELETE FROM ${c.table}`);
+      for (const level of LEVELS) await tx.run(backfillSql(c, level));
+    }
+    await tx.run(`UPDATE ${STATE_TABLE} SET value = 0 WHERE name = 'minute_floor'`);
+  });
+}
