@@ -32,8 +32,8 @@ export function emptyAgg(): Agg {
   };
 }
 
-/** Adds one log entry. */
-export function addEntry(a: Agg, e: LogEntry): void {
+/** Adds one log entry; `bin`, its latency's bin when the caller has it already (binOf). */
+export function addEntry(a: Agg, e: LogEntry, bin = e.latency_ms === null || e.latency_ms === undefined ? -1 : binOf(e.latency_ms)): void {
   a.requests++;
   if (e.status >= 200 && e.status < 400 && (e.error_code ?? null) === null) a.successes++;
   if (e.cost_status === 'unpriced') a.unpriced++;
@@ -61,7 +61,7 @@ export function addEntry(a: Agg, e: LogEntry): void {
   if (e.latency_ms !== null && e.latency_ms !== undefined) {
     a.latency_sum += e.latency_ms;
     a.latency_n++;
-    a.bins[binOf(e.latency_ms)]!++;
+    a.bins[bin]!++;
   }
   if (e.created_at < a.first_seen) a.first_seen = e.created_at;
   if (e.created_at > a.last_seen) a.last_seen = e.created_at;

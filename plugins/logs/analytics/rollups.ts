@@ -2,7 +2,7 @@ import type { SqlClient } from '../../../sdk/index.js';
 import type { LogEntry } from '../entry.js';
 import { addEntry, emptyAgg, LATENCY_BIN_SQL, ROLLUP_VALUE_COLUMNS, rollupValues, SCAN_EXPRESSIONS, type Agg } from './aggregate.js';
 import { CUBES, dimSql, dimValue, EXTREMES, LEVELS, METRICS, MINUTE, type Cube } from './cubes.js';
-import { BIN_COLUMNS } from './sketch.js';
+import { BIN_COLUMNS, binOf } from './sketch.js';
 
 /*
  * The rollup tables: their DDL, the back-fill from rows already stored, the
@@ -66,24 +66,42 @@ interface Delta {
   agg: Agg;
 }
 
-/** What a batch of entries adds to each cube, one delta per (level, bucket, key). */
+/**
+ * What a batch of entries adds to each cube, one delta per (level, bucket, key). Per entry: its
+ * latency bin once, and per cube its key as one string; the three levels' deltas share it.
+ */
 export function rollupDeltas(entries: readonly LogEntry[]): Map<Cube, Delta[]> {
   const out = new Map<Cube, Delta[]>();
+  const bins = entries.map((e) => (e.latency_ms === null || e.latency_ms === undefined ? -1 : binOf(e.latency_ms)));
   for (const c of CUBES) {
-    const byKey = new Map<string, Delta>();
-    for (const e of entries) {
+    // By key: the few deltas of that key in the batch (one per level, more when the batch crosses a bucket's end).
+    const byKey = new Map<string, Delta[]>();
+    const list: Delta[] = [];
+    for (let i = 0; i < entries.length; i++) {
+      const e = entries[i]!;
       const row = e as unknown as Record<string, unknown>;
-      const dims = c.dims.map((d) => dimValue(d, row[d.column]));
-      const base = dims.join('\u0001');
+      let base = '';
+      for (const d of c.dims) base += `${dimValue(d, row[d.column])}\u0001`;
+      let deltas = byKey.get(base);
+      if (deltas === undefined) byKey.set(base, (deltas = []));
       for (const level of LEVELS) {
         const bucket = e.created_at - (e.created_at % level);
-        const key = `${level}\u0002${bucket}\u0002${base}`;
-        let delta = byKey.get(key);
-        if (delta === undefined) byKey.set(key, (delta = { level, bucket, dims, agg: emptyAgg() }));
-        addEntry(delta.agg, e);
+        let delta: Delta | undefined;
+        for (const d of deltas) {
+          if (d.level === level && d.bucket === bucket) {
+            delta = d;
+            break;
+          }
+        }
+        if (delta === undefined) {
+          delta = { level, bucket, dims: c.dims.map((d) => dimValue(d, row[d.column])), agg: emptyAgg() };
+          deltas.push(delta);
+          list.push(delta);
+        }
+        addEntry(delta.agg, e, bins[i]!);
       }
     }
-    out.set(c, [...byKey.values()]);
+    out.set(c, list);
   }
   return out;
 }
