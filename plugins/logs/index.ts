@@ -90,7 +90,8 @@ const OptionsSchema = v.strictObject({
   retentionDays: v.optional(v.pipe(v.number(), v.minValue(0, 'must be at least 0')), 30),
   /**
    * Hour and day rollups (what the analytics routes read) are kept this many days, past the entries
-   * themselves, so analytics reach further back than the log; 0 keeps them forever.
+   * themselves, so analytics reach further back than the log; 0 keeps them forever. Never less than
+   * `retentionDays`.
    */
   rollupRetentionDays: v.optional(v.pipe(v.number(), v.minValue(0, 'must be at least 0')), 400),
   /** Minute rollups are kept this many hours (ranges older than that read their minutes from the entries). */
@@ -167,7 +168,9 @@ export function logStore(options: LogStoreOptions = {}): GatewayPlugin {
         if (repository === null || closed) return 0;
         const now = Date.now();
         const before = opts.retentionDays === 0 ? null : now - opts.retentionDays * 86_400_000;
-        const rollups = { minutesBefore: now - opts.minuteRollupHours * 3_600_000, before: opts.rollupRetentionDays === 0 ? null : now - opts.rollupRetentionDays * 86_400_000 };
+        // Hour rollups never go before the entries do: the list looks a filter up in them (store/repository.ts, list).
+        const rollupDays = opts.rollupRetentionDays === 0 || opts.retentionDays === 0 ? 0 : Math.max(opts.rollupRetentionDays, opts.retentionDays);
+        const rollups = { minutesBefore: now - opts.minuteRollupHours * 3_600_000, before: rollupDays === 0 ? null : now - rollupDays * 86_400_000 };
         // With the writer thread, the deletes run there too: no SQLite statement on the event loop.
         retentionRunning ??= (thread !== null ? thread.deleteBefore(before, rollups) : repository.deleteBefore(before, rollups)).finally(() => {
           retentionRunning = null;

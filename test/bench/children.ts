@@ -75,7 +75,7 @@ function startFlags(): string[] {
  * The built gateway exactly as `npm start` runs it: default config (or `config`, a file), logging on.
  * Its log lines go to `logFile`, since writing them is part of what a request costs.
  */
-export async function startGateway(apiKey: string, logFile: string, options: { name?: string; config?: string } = {}): Promise<Child> {
+export async function startGateway(apiKey: string, logFile: string, options: { name?: string; config?: string; dataDir?: string } = {}): Promise<Child> {
   const name = options.name ?? 'gateway';
   const port = await freePort();
   // A GATEWAY_CONFIG (or any other GATEWAY_*) in the caller's shell must not replace the default config, nor
@@ -83,14 +83,14 @@ export async function startGateway(apiKey: string, logFile: string, options: { n
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('GATEWAY_') && k !== 'REDIS_URL' && k !== 'DATABASE_URL'));
   const out = openSync(logFile, 'w');
   const child = spawn(process.execPath, [...startFlags(), here('../../dist/server/main.js'), ...(options.config === undefined ? [] : ['--config', options.config])], {
-    // A fresh data dir: the control plane's SQLite file and key start empty, as on a first `npm start`.
+    // A fresh data dir unless given: the control plane's SQLite file and key start empty, as on a first `npm start`.
     // The mock origin is on loopback, which the outbound host policy refuses unless allowed.
     env: {
       ...inherited,
       PORT: String(port),
       GATEWAY_API_KEYS: apiKey,
       GATEWAY_LOG_LEVEL: 'info',
-      GATEWAY_DATA_DIR: mkdtempSync(join(tmpdir(), 'gw-bench-')),
+      GATEWAY_DATA_DIR: options.dataDir ?? mkdtempSync(join(tmpdir(), 'gw-bench-')),
       GATEWAY_BOOTSTRAP_KEY: `${apiKey}-bootstrap`,
       GATEWAY_ALLOW_HOSTS: '127.0.0.1',
     },

@@ -109,7 +109,7 @@ async function main(): Promise<void> {
   await stopAll();
   const log = `${logSummary(logFile)}\n${stored}`;
 
-  const checks = evaluate(rows, p50, maxRss.get('gateway') ?? NaN, costs);
+  const checks = evaluate(rows, p50, maxRss, costs);
   const rssLine = `Gateway RSS: ${idleRss.toFixed(1)} MB idle after start, max ${maxRss.get('gateway')?.toFixed(1)} MB during the c=64 runs (logging off: max ${maxRss.get('gateway-nolog')?.toFixed(1)} MB; bare pass-through: max ${maxRss.get('bare')?.toFixed(1)} MB, plain node with no loader).`;
   const sections = [
     ['Load (autocannon)', loadTable(rows)],
@@ -193,7 +193,8 @@ async function smoke(t: Target): Promise<void> {
   }
 }
 
-function evaluate(rows: Row[], p50: Map<string, number>, gatewayRss: number, costs: LogCost[]): Check[] {
+/** The targets of issue #32: against the honest floor, at least 0.7 (goal 0.8); the log at most 10%; peak RSS at most the floor's. */
+function evaluate(rows: Row[], p50: Map<string, number>, maxRss: Map<string, number>, costs: LogCost[]): Check[] {
   const rps = (t: string, m: string, c: number) => rows.find((r) => r.target === t && r.mode === m && r.connections === c)!.rps;
   const ratio = (m: string, c: number) => rps('gateway', m, c) / rps('bare', m, c);
   // Pooled over three pairs of runs (log-cost.ts): one pair alone moves with the machine's drift.
@@ -201,15 +202,22 @@ function evaluate(rows: Row[], p50: Map<string, number>, gatewayRss: number, cos
   const addedBare = p50.get('bare')! - p50.get('mock')!;
   const addedGateway = p50.get('gateway')! - p50.get('mock')!;
   return [
-    { name: 'non-stream req/s at c=64, gateway/bare', value: ratio('non-stream', 64).toFixed(2), target: '>= 0.6', pass: ratio('non-stream', 64) >= 0.6 },
-    { name: 'stream req/s at c=16, gateway/bare', value: ratio('stream', 16).toFixed(2), target: '>= 0.6', pass: ratio('stream', 16) >= 0.6 },
+    { name: 'non-stream req/s at c=64, gateway/bare', value: ratio('non-stream', 64).toFixed(2), target: '>= 0.7', pass: ratio('non-stream', 64) >= 0.7 },
+    { name: 'stream req/s at c=16, gateway/bare', value: ratio('stream', 16).toFixed(2), target: '>= 0.7', pass: ratio('stream', 16) >= 0.7 },
+    { name: 'stream req/s at c=64, gateway/bare', value: ratio('stream', 64).toFixed(2), target: '>= 0.7', pass: ratio('stream', 64) >= 0.7 },
     {
       name: 'added p50 at c=1, gateway vs bare',
       value: `${addedGateway.toFixed(0)} µs vs ${addedBare.toFixed(0)} µs (${(addedGateway / addedBare).toFixed(2)}x)`,
       target: '<= 1.5x bare',
       pass: addedGateway <= 1.5 * addedBare,
     },
-    { name: 'gateway max RSS', value: `${gatewayRss.toFixed(1)} MB`, target: '<= 130 MB', pass: gatewayRss <= 130 },
+    {
+      // Judged against the floor's peak in the same run (the bare proxy itself peaks well above any fixed figure under this load).
+      name: 'gateway max RSS at c=64, against the bare pass-through',
+      value: `${(maxRss.get('gateway') ?? NaN).toFixed(1)} MB vs ${(maxRss.get('bare') ?? NaN).toFixed(1)} MB`,
+      target: '<= bare',
+      pass: (maxRss.get('gateway') ?? Infinity) <= (maxRss.get('bare') ?? -Infinity),
+    },
     { name: 'log store cost, non-stream c=64: gateway/gateway with logging off, pooled', value: pooled('non-stream', 64).toFixed(2), target: '>= 0.9', pass: pooled('non-stream', 64) >= 0.9 },
     { name: 'log store cost, stream c=16: gateway/gateway with logging off, pooled', value: pooled('stream', 16).toFixed(2), target: '>= 0.9', pass: pooled('stream', 16) >= 0.9 },
   ];

@@ -1,7 +1,7 @@
 import type { SqlClient } from '../../../sdk/index.js';
 import type { LogEntry } from '../entry.js';
 import { addEntry, emptyAgg, LATENCY_BIN_SQL, ROLLUP_VALUE_COLUMNS, rollupValues, SCAN_EXPRESSIONS, type Agg } from './aggregate.js';
-import { CUBES, dimSql, dimValue, EXTREMES, LEVELS, METRICS, MINUTE, type Cube } from './cubes.js';
+import { CUBES, DAY, dimSql, dimValue, EXTREMES, HOUR, LEVELS, METRICS, MINUTE, type Cube } from './cubes.js';
 import { BIN_COLUMNS, binOf } from './sketch.js';
 
 /*
@@ -32,29 +32,70 @@ function createTable(c: Cube, dialect: Dialect): string {
   return `CREATE TABLE ${c.table} (\n  ${columns.join(',\n  ')}\n)${dialect === 'sqlite' ? ' WITHOUT ROWID' : ''}`;
 }
 
-/** One cube at one level, filled from every row of gateway_logs. */
-export function backfillSql(c: Cube, level: number): string {
-  const sums = METRICS.map((m) => (SCAN_EXPRESSIONS[m].startsWith('SUM(') ? `COALESCE(${SCAN_EXPRESSIONS[m]}, 0)` : SCAN_EXPRESSIONS[m]));
-  const bins = BIN_COLUMNS.map((_, i) => `SUM(CASE WHEN lbin = ${i} THEN 1 ELSE 0 END)`);
-  const groupBy = Array.from({ length: c.dims.length + 1 }, (_, i) => i + 2).join(', ');
+/** How far back a back-fill builds minute rollups: their default retention (older ones would be deleted at once). */
+const BACKFILL_MINUTES_MS = 48 * 3_600_000;
+
+/** Now in epoch ms, in SQL. */
+const NOW_MS: Record<Dialect, string> = {
+  sqlite: "(CAST(strftime('%s', 'now') AS INTEGER) * 1000)",
+  postgres: '(CAST(EXTRACT(EPOCH FROM now()) AS BIGINT) * 1000)',
+};
+
+/**
+ * One cube at the minute or hour level, filled from gateway_logs (minutes: from the state's minute floor,
+ * set to 48 hours before now first). Two
+ * steps, as the bins are columns: the rows grouped by key and latency bin (cheap), then those groups
+ * pivoted into one row per key (142 conditional sums, but over far fewer rows than the log has).
+ */
+function backfillFromRows(c: Cube, level: number, dialect: Dialect): string {
+  const dims = c.dims.map((d, i) => `${dimSql(d)} AS d${i}`);
+  const dimNames = c.dims.map((_, i) => `d${i}`);
+  const inner = Object.entries(SCAN_EXPRESSIONS).map(([name, sql]) => `${sql} AS ${name}`);
+  const since = level === MINUTE ? ` WHERE created_at >= (SELECT value FROM ${STATE_TABLE} WHERE name = 'minute_floor')` : '';
+  const outer = [
+    ...METRICS.map((m) => `COALESCE(SUM(${m}), 0)`),
+    'MIN(first_seen)', 'MAX(last_seen)',
+    ...BIN_COLUMNS.map((_, i) => `SUM(CASE WHEN lbin = ${i} THEN latency_n ELSE 0 END)`),
+  ];
   return (
     `INSERT INTO ${c.table} (${[...keyColumns(c), ...ROLLUP_VALUE_COLUMNS].join(', ')}) ` +
-    `SELECT ${level}, created_at - created_at % ${level}, ${c.dims.map(dimSql).join(', ')}, ` +
-    `${[...sums, SCAN_EXPRESSIONS.first_seen, SCAN_EXPRESSIONS.last_seen, ...bins].join(', ')} ` +
-    `FROM (SELECT gateway_logs.*, ${LATENCY_BIN_SQL} AS lbin FROM gateway_logs) l GROUP BY ${groupBy}`
+    `SELECT ${level}, bucket, ${dimNames.join(', ')}, ${outer.join(', ')} FROM (` +
+    `SELECT bucket, ${dimNames.join(', ')}, lbin, ${inner.join(', ')} FROM (` +
+    `SELECT gateway_logs.*, created_at - created_at % ${level} AS bucket, ${dims.join(', ')}, ${LATENCY_BIN_SQL} AS lbin FROM gateway_logs${since}) l ` +
+    `GROUP BY bucket, ${dimNames.join(', ')}, lbin) g GROUP BY bucket, ${dimNames.join(', ')}`
   );
 }
+
+/** One cube's day rollups, summed from its hour rollups. */
+function backfillDays(c: Cube): string {
+  const key = c.dims.map((d) => d.column);
+  const sums = [...METRICS, ...BIN_COLUMNS].map((m) => `SUM(${m})`);
+  const values = [...METRICS, 'first_seen', 'last_seen', ...BIN_COLUMNS];
+  const select = [...sums.slice(0, METRICS.length), 'MIN(first_seen)', 'MAX(last_seen)', ...sums.slice(METRICS.length)];
+  return (
+    `INSERT INTO ${c.table} (level, bucket, ${key.join(', ')}, ${values.join(', ')}) ` +
+    `SELECT ${DAY}, bucket - bucket % ${DAY}, ${key.join(', ')}, ${select.join(', ')} FROM ${c.table} WHERE level = ${HOUR} ` +
+    `GROUP BY bucket - bucket % ${DAY}, ${key.join(', ')}`
+  );
+}
+
+/** Every rollup of one cube built from the rows stored: hours, days from the hours, and minutes from the minute floor on. */
+function backfill(c: Cube, dialect: Dialect): string[] {
+  return [backfillFromRows(c, HOUR, dialect), backfillDays(c), backfillFromRows(c, MINUTE, dialect)];
+}
+
+/** Sets the minute floor to the minute 48 hours before now: minutes before it are read from the rows. */
+const setMinuteFloor = (dialect: Dialect) =>
+  `UPDATE ${STATE_TABLE} SET value = ${NOW_MS[dialect]} - ${BACKFILL_MINUTES_MS} - (${NOW_MS[dialect]} - ${BACKFILL_MINUTES_MS}) % ${MINUTE} WHERE name = 'minute_floor'`;
 
 /**
  * The rollups' migration: the tables, the state, and every row stored so far rolled up (the migration
  * runs before the writer starts, in one transaction, so no row is counted twice or missed).
  */
 export function rollupMigration(dialect: Dialect): string {
-  const statements = [`CREATE TABLE ${STATE_TABLE} (name TEXT PRIMARY KEY, value BIGINT NOT NULL)`, `INSERT INTO ${STATE_TABLE} (name, value) VALUES ('minute_floor', 0)`];
-  for (const c of CUBES) {
-    statements.push(createTable(c, dialect));
-    for (const level of LEVELS) statements.push(backfillSql(c, level));
-  }
+  // Minutes before the back-filled 48 hours are read from the rows, as after a retention clean-up.
+  const statements = [`CREATE TABLE ${STATE_TABLE} (name TEXT PRIMARY KEY, value BIGINT NOT NULL)`, `INSERT INTO ${STATE_TABLE} (name, value) VALUES ('minute_floor', 0)`, setMinuteFloor(dialect)];
+  for (const c of CUBES) statements.push(createTable(c, dialect), ...backfill(c, dialect));
   return statements.join(';\n');
 }
 
@@ -169,16 +210,16 @@ export async function deleteRollupsBefore(client: SqlClient, minutesBefore: numb
 }
 
 /**
- * Rolls every stored row up again, in one transaction: the rollups then hold exactly the rows (rows
- * deleted by retention drop out of them). For repairs, e.g. after rows were written by an instance
- * that did not keep rollups.
+ * Rolls every stored row up again, in one transaction, as migration 9 does: hours and days of every row,
+ * minutes of the last 48 hours. The rollups then hold exactly the rows (rows deleted by retention drop
+ * out of them). For repairs, e.g. after rows were written by an instance that did not keep rollups.
  */
 export async function rebuildRollups(client: SqlClient): Promise<void> {
   await client.transaction(async (tx) => {
+    await tx.run(setMinuteFloor(tx.dialect));
     for (const c of CUBES) {
       await tx.run(`DELETE FROM ${c.table}`);
-      for (const level of LEVELS) await tx.run(backfillSql(c, level));
+      for (const statement of backfill(c, tx.dialect)) await tx.run(statement);
     }
-    await tx.run(`UPDATE ${STATE_TABLE} SET value = 0 WHERE name = 'minute_floor'`);
   });
 }

@@ -2,6 +2,8 @@ import type { TimeBucket } from '../../../sdk/analytics.js';
 import type { SqlClient } from '../../../sdk/index.js';
 import { COLUMNS, type LogEntry } from '../entry.js';
 import { addAgg, emptyAgg, type Agg } from '../analytics/aggregate.js';
+import { HOUR, type Cube } from '../analytics/cubes.js';
+import { cubeFor, merged } from '../analytics/plan.js';
 import { aggregate, NO_DEADLINE, type Deadline } from '../analytics/query.js';
 import { deleteRollupsBefore, writeRollups } from '../analytics/rollups.js';
 import { percentile } from '../analytics/sketch.js';
@@ -96,6 +98,18 @@ const DELETE_CHUNK = 2000;
 
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
+/** Hours a guided list reads per statement (list). */
+const GUIDE_HOURS = 48;
+
+/**
+ * The rollup a list's filters can be looked up in first: one holding them all, when they name more than
+ * time, kind and workspace (those alone match nearly every hour, and the time index serves them).
+ */
+function guidingCube(filters: LogFilters): Cube | null {
+  const selective = Object.entries(filters).some(([name, value]) => value !== undefined && !['from', 'to', 'kind', 'workspace'].includes(name));
+  return selective ? cubeFor(filters, null) : null;
+}
+
 const mean = (sum: number, count: number): number | null => (count === 0 ? null : sum / count);
 
 /** Group keys in a stable order: numbers by value, text by code unit. */
@@ -148,23 +162,66 @@ export class LogRepository {
     });
   }
 
-  /** A page of entries, newest first, after `cursor`; one more than `limit` is read to say whether more follow. */
+  /**
+   * A page of entries, newest first, after `cursor`; one more than `limit` is read to say whether more
+   * follow. A filter a rollup keeps (API key, model, status, …) is first looked up in that rollup's
+   * hours: only the hours holding a match are read, newest first, so a rare filter (or one matching
+   * nothing) does not walk the whole time index.
+   */
   async list(filters: LogFilters, limit: number, cursor: Cursor | null): Promise<{ data: Record<string, unknown>[]; next: Cursor | null }> {
     const where = whereOf(filters);
     if (cursor !== null) {
       where.sql.push('(created_at < ? OR (created_at = ? AND id < ?))');
       where.params.push(cursor.createdAt, cursor.createdAt, cursor.id);
     }
-    const rows = await this.client.all<Record<string, unknown>>(
-      `SELECT ${LIST_COLUMNS.join(', ')} FROM gateway_logs l${clause(where.sql)} ORDER BY created_at DESC, id DESC LIMIT ?`,
-      [...where.params, limit + 1],
-    );
+    const cube = guidingCube(filters);
+    const rows = cube === null ? await this.#page(where, null, limit + 1) : await this.#guidedPage(cube, filters, where, cursor, limit + 1);
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
     return {
       data: page.map(fromRow),
       next: rows.length > limit && last !== undefined ? { createdAt: Number(last.created_at), id: String(last.id) } : null,
     };
+  }
+
+  /** Up to `count` rows matching `where`, newest first, within `ranges` (null: anywhere). */
+  #page(where: { sql: string[]; params: unknown[] }, ranges: readonly { from: number; to: number }[] | null, count: number): Promise<Record<string, unknown>[]> {
+    const conditions = [...where.sql];
+    const params = [...where.params];
+    if (ranges !== null) {
+      conditions.push(`(${ranges.map(() => '(created_at >= ? AND created_at < ?)').join(' OR ')})`);
+      for (const r of ranges) params.push(r.from, r.to);
+    }
+    return this.client.all<Record<string, unknown>>(`SELECT ${LIST_COLUMNS.join(', ')} FROM gateway_logs l${clause(conditions)} ORDER BY created_at DESC, id DESC LIMIT ?`, [...params, count]);
+  }
+
+  /** The rows of {@link list} read hour by hour, only the hours the rollup says hold a match. */
+  async #guidedPage(cube: Cube, filters: LogFilters, where: { sql: string[]; params: unknown[] }, cursor: Cursor | null, count: number): Promise<Record<string, unknown>[]> {
+    const cubeWhere = whereOf({ ...filters, from: undefined, to: undefined });
+    const lower = filters.from ?? -Infinity;
+    let upper = Math.min(filters.to ?? Infinity, cursor === null ? Infinity : cursor.createdAt + 1);
+    const out: Record<string, unknown>[] = [];
+    while (out.length < count) {
+      const bounds: string[] = [];
+      const params: unknown[] = [];
+      if (Number.isFinite(upper)) {
+        bounds.push('bucket < ?');
+        params.push(upper);
+      }
+      if (Number.isFinite(lower)) {
+        bounds.push('bucket > ?');
+        params.push(lower - HOUR);
+      }
+      const hours = await this.client.all<{ bucket: unknown }>(
+        `SELECT DISTINCT bucket FROM ${cube.table} l${clause([`level = ${HOUR}`, ...bounds, ...cubeWhere.sql])} ORDER BY bucket DESC LIMIT ${GUIDE_HOURS}`,
+        [...params, ...cubeWhere.params],
+      );
+      if (hours.length === 0) break;
+      const ranges = merged(hours.map((h) => ({ level: 0, from: Number(h.bucket), to: Number(h.bucket) + HOUR })));
+      out.push(...(await this.#page(where, ranges, count - out.length)));
+      upper = Number(hours[hours.length - 1]!.bucket);
+    }
+    return out;
   }
 
   /** One entry with every field, or null (also when it belongs to another workspace). */
