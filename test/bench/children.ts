@@ -27,7 +27,8 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
   });
 }
 
-function track(child: ChildProcess, name: string): void {
+/** Stops `child` with the others (stopAll, or the orchestrator's end), and says when it ends early. */
+export function track(child: ChildProcess, name: string): void {
   running.add(child);
   child.once('exit', (code, signal) => {
     running.delete(child);
@@ -57,7 +58,7 @@ export function forkChild(name: string, file: string, args: string[] = []): Prom
   });
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;

@@ -50,6 +50,29 @@ export function ratioTable(rows: Row[]): string {
   return lines.join('\n');
 }
 
+/** Each peer against the gateway, per scenario it served; why a mode was not measured; which peers were not installed. */
+export function peerTable(rows: Row[], peers: readonly { name: string; notes: string[] }[], skipped: readonly string[], maxRss: Map<string, number>): string {
+  const lines: string[] = [];
+  if (peers.length > 0) {
+    lines.push('| peer | mode | connections | peer req/s | gateway/peer | CPU µs per request: gateway, peer, bare | p50 / p99 ms: gateway, peer |', '|---|---|--:|--:|--:|--:|--:|');
+    const find = (t: string, m: string, c: number) => rows.find((r) => r.target === t && r.mode === m && r.connections === c);
+    for (const p of peers) {
+      for (const r of rows.filter((x) => x.target === p.name)) {
+        const g = find('gateway', r.mode, r.connections)!;
+        const bare = find('bare', r.mode, r.connections)!;
+        lines.push(`| ${p.name} | ${r.mode} | ${r.connections} | ${fmt(r.rps)} | ${fmt(g.rps / r.rps, 2)} | ${fmt(g.cpuUs)}, ${fmt(r.cpuUs)}, ${fmt(bare.cpuUs)} | ${g.p50} / ${g.p99}, ${r.p50} / ${r.p99} |`);
+      }
+    }
+    lines.push('');
+    for (const p of peers) {
+      lines.push(`- ${p.name}: max RSS ${fmt(maxRss.get(p.name) ?? NaN, 1)} MB during its c=64 runs (gateway ${fmt(maxRss.get('gateway') ?? NaN, 1)} MB).`);
+      for (const note of p.notes) lines.push(`- ${p.name}, ${note}`);
+    }
+  }
+  for (const line of skipped) lines.push(`- ${line}`);
+  return lines.join('\n');
+}
+
 export function checkTable(checks: Check[]): string {
   const lines = ['| check | value | target | result |', '|---|--:|---|---|'];
   for (const c of checks) lines.push(`| ${c.name} | ${c.value} | ${c.target} | ${c.pass ? 'PASS' : 'FAIL'} |`);

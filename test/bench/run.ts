@@ -8,8 +8,9 @@ import { DEFAULT_CONFIG } from '../../server/default-config.js';
 import { dashboardBench } from './dashboard.js';
 import { LIMITS_RUNS, limitsBench } from './limits.js';
 import { LOG_COST_EXTRA_RUNS, LOG_COST_SCENARIOS, logCost, logCostTable, type LogCost } from './log-cost.js';
+import { startPeers, type Peer } from './peers.js';
 import { probe } from './probe.js';
-import { cacheLoadTable, cacheProbeTable, checkTable, loadTable, machine, probeTable, ratioTable, type CacheRow, type Check, type Row } from './report.js';
+import { cacheLoadTable, cacheProbeTable, checkTable, loadTable, machine, peerTable, probeTable, ratioTable, type CacheRow, type Check, type Row } from './report.js';
 
 // `npm run bench`: mock origin, bare pass-through and gateway, each in its own process; see docs/performance.md.
 const DURATION = positive(process.env.BENCH_DURATION, 5);
@@ -35,7 +36,7 @@ const CACHE_CONNECTIONS = [1, 64] as const;
 const LOG_PLUGINS = ['log-store', 'log-api', 'metrics', 'request-log'];
 
 // Never hang: the runs of (1 s warm-up + duration), the probes, start-up and shutdown, with a wide margin.
-const budgetMs = ((24 + LIMITS_RUNS + LOG_COST_EXTRA_RUNS) * (DURATION + 4) + 6 * (PROBE_N + 200) * 0.01 + 150) * 1000;
+const budgetMs = ((29 + LIMITS_RUNS + LOG_COST_EXTRA_RUNS) * (DURATION + 4) + 6 * (PROBE_N + 200) * 0.01 + 150) * 1000;
 setTimeout(() => {
   process.stderr.write(`bench: still running after ${Math.round(budgetMs / 1000)} s, giving up\n`);
   process.exit(1);
@@ -67,13 +68,17 @@ async function main(): Promise<void> {
     { ...gatewayNoLog, headers: viaGateway },
   ];
   for (const t of targets) await smoke(t);
+  // Peers (Portkey's gateway) beside them when installed: same mock, same load, same measures.
+  const { peers, skipped } = await startPeers(mock.url, BODIES);
+  for (const p of peers) for (const note of p.notes) console.log(`bench: ${p.name}: ${note}`);
+  for (const line of skipped) console.log(`bench: ${line}`);
   const idleRss = rssMb(gateway.pid);
   console.log(`bench: ${DURATION} s per run, probe N=${PROBE_N}; ${machine()}`);
 
   const rows: Row[] = [];
   const maxRss = new Map<string, number>();
   for (const s of SCENARIOS) {
-    for (const t of targets) {
+    for (const t of [...targets, ...peers.filter((p: Peer) => p.modes.has(s.mode))]) {
       const spec = { url: `${t.url}/v1/chat/completions`, headers: t.headers, body: BODIES[s.mode], connections: s.connections, duration: DURATION };
       // RSS matters under concurrency, so only the c=64 runs of the proxies are sampled. CPU is measured for the proxies.
       const sampled = s.connections === 64 && t.name !== 'mock';
@@ -115,6 +120,7 @@ async function main(): Promise<void> {
     ['Load (autocannon)', loadTable(rows)],
     ['Added latency at c=1 (sequential probe)', probeTable(p50, 'mock')],
     ['Throughput ratios', ratioTable(rows)],
+    ['Peers, side by side', peerTable(rows, peers, skipped, maxRss)],
     ['Log store cost: three pairs of runs, pooled', logCostTable(costs)],
     ['Checks', checkTable(checks)],
     ['Cache: hit against miss (non-stream, autocannon)', cacheLoadTable(cached.rows)],
@@ -258,6 +264,12 @@ order logging off, on, on, off, and the check pools the three pairs (req/s summe
 \`test/bench/log-cost.ts\`): one pair alone moves with the shared machine's drift. autocannon drives each one directly; the proxies forward to the mock. CPU per request is the
 process's own CPU time (all its threads, from \`/proc/<pid>/stat\`) over the measured run, divided by the requests
 answered: the steadiest figure on a shared machine.
+
+**Peers** run in the same run, against the same mock, under the same load and measures, when installed:
+Portkey's gateway (\`@portkey-ai/gateway\`, pinned in \`test/bench/peers/portkey/package.json\`, never a
+dependency of the gateway; \`npm run bench:peers\` installs it), headless, pointed at the mock as an OpenAI
+custom host. A mode a peer cannot serve (a smoke request before the runs fails) is left out with the reason; a
+peer not installed is left out with a line saying so.
 
 ## The floor
 

@@ -1,6 +1,6 @@
 import type { SqlClient } from '../../../sdk/index.js';
 import type { LogEntry } from '../entry.js';
-import { addEntry, emptyAgg, LATENCY_BIN_SQL, ROLLUP_VALUE_COLUMNS, rollupValues, SCAN_EXPRESSIONS, type Agg } from './aggregate.js';
+import { addAgg, addEntry, emptyAgg, LATENCY_BIN_SQL, ROLLUP_VALUE_COLUMNS, rollupValues, SCAN_EXPRESSIONS, type Agg } from './aggregate.js';
 import { CUBES, DAY, dimSql, dimValue, EXTREMES, HOUR, LEVELS, METRICS, MINUTE, type Cube } from './cubes.js';
 import { BIN_COLUMNS, binOf } from './sketch.js';
 
@@ -108,16 +108,17 @@ interface Delta {
 }
 
 /**
- * What a batch of entries adds to each cube, one delta per (level, bucket, key). Per entry: its
- * latency bin once, and per cube its key as one string; the three levels' deltas share it.
+ * What a batch of entries adds to each cube, one delta per (level, bucket, key). Entries are added to
+ * the minute deltas (their latency bin computed once); the hour and day deltas are the minute ones
+ * summed, so each entry is added five times (once per cube), not fifteen: a batch of steady traffic
+ * has a few minute deltas per cube.
  */
 export function rollupDeltas(entries: readonly LogEntry[]): Map<Cube, Delta[]> {
   const out = new Map<Cube, Delta[]>();
   const bins = entries.map((e) => (e.latency_ms === null || e.latency_ms === undefined ? -1 : binOf(e.latency_ms)));
   for (const c of CUBES) {
-    // By key: the few deltas of that key in the batch (one per level, more when the batch crosses a bucket's end).
+    // By key: that key's deltas in the batch (one per minute, more when the batch crosses a minute's end).
     const byKey = new Map<string, Delta[]>();
-    const list: Delta[] = [];
     for (let i = 0; i < entries.length; i++) {
       const e = entries[i]!;
       const row = e as unknown as Record<string, unknown>;
@@ -125,21 +126,24 @@ export function rollupDeltas(entries: readonly LogEntry[]): Map<Cube, Delta[]> {
       for (const d of c.dims) base += `${dimValue(d, row[d.column])}\u0001`;
       let deltas = byKey.get(base);
       if (deltas === undefined) byKey.set(base, (deltas = []));
+      const bucket = e.created_at - (e.created_at % MINUTE);
+      let delta = deltas.find((d) => d.bucket === bucket);
+      if (delta === undefined) deltas.push((delta = { level: MINUTE, bucket, dims: c.dims.map((d) => dimValue(d, row[d.column])), agg: emptyAgg() }));
+      addEntry(delta.agg, e, bins[i]!);
+    }
+    const list: Delta[] = [];
+    for (const minutes of byKey.values()) {
+      list.push(...minutes);
       for (const level of LEVELS) {
-        const bucket = e.created_at - (e.created_at % level);
-        let delta: Delta | undefined;
-        for (const d of deltas) {
-          if (d.level === level && d.bucket === bucket) {
-            delta = d;
-            break;
-          }
+        if (level === MINUTE) continue;
+        const coarse: Delta[] = [];
+        for (const m of minutes) {
+          const bucket = m.bucket - (m.bucket % level);
+          let delta = coarse.find((d) => d.bucket === bucket);
+          if (delta === undefined) coarse.push((delta = { level, bucket, dims: m.dims, agg: emptyAgg() }));
+          addAgg(delta.agg, m.agg);
         }
-        if (delta === undefined) {
-          delta = { level, bucket, dims: c.dims.map((d) => dimValue(d, row[d.column])), agg: emptyAgg() };
-          deltas.push(delta);
-          list.push(delta);
-        }
-        addEntry(delta.agg, e, bins[i]!);
+        list.push(...coarse);
       }
     }
     out.set(c, list);
