@@ -21,6 +21,7 @@ import { finishEntry, type FinishOptions } from './finish.js';
 import { BatchQueue, type LogSink } from './queue.js';
 import { LOG_MIGRATIONS, LOGS_NAMESPACE } from './store/migrations.js';
 import type { LogReader } from './reader.js';
+import { bodyStore } from './store/bodies.js';
 import { LogRepository } from './store/repository.js';
 import { ReaderPool } from './thread/readers.js';
 import { ThreadSink } from './thread/sink.js';
@@ -155,7 +156,9 @@ export function logStore(options: LogStoreOptions = {}): GatewayPlugin {
         throw new Error(`${PLUGIN_NAME}: writer "thread" needs an SQLite file store; "${opts.store}" is ${what}`);
       }
       const bounds = { maxEntries: opts.queueMaxEntries, maxBytes: opts.queueMaxBytes, batchSize: opts.batchSize, maxWriteAttempts: opts.maxWriteAttempts, warnIntervalMs: opts.warnIntervalMs, logger: api.logger };
-      const thread = opts.writer !== 'inline' && file !== undefined ? new ThreadSink({ ...bounds, file, finish, flushIntervalMs: opts.flushIntervalMs, retryDelayMs: opts.flushIntervalMs }) : null;
+      // Bodies and headers out of the rows: segment files beside an SQLite file, else a side table (store/bodies.ts).
+      const bodiesDir = file === undefined ? null : `${file}.bodies`;
+      const thread = opts.writer !== 'inline' && file !== undefined ? new ThreadSink({ ...bounds, file, bodiesDir: bodiesDir!, finish, flushIntervalMs: opts.flushIntervalMs, retryDelayMs: opts.flushIntervalMs }) : null;
       const queue: LogSink =
         thread ??
         new BatchQueue<LogEntry>({
@@ -179,7 +182,7 @@ export function logStore(options: LogStoreOptions = {}): GatewayPlugin {
       };
 
       // Reads off the event loop: threads of their own on the SQLite file (WAL: they never wait for the writer).
-      const readers = file !== undefined && opts.readers > 0 ? new ReaderPool({ file, cacheKiB: 8000 }, opts.readers) : null;
+      const readers = file !== undefined && opts.readers > 0 ? new ReaderPool({ file, bodiesDir: bodiesDir!, cacheKiB: 8000 }, opts.readers) : null;
 
       const service: LogStoreService = {
         repository() {
@@ -222,7 +225,7 @@ export function logStore(options: LogStoreOptions = {}): GatewayPlugin {
         }
         const client = store.client();
         await migrate(client, LOGS_NAMESPACE, LOG_MIGRATIONS);
-        repository = new LogRepository(client);
+        repository = new LogRepository(client, bodyStore(bodiesDir));
         await thread?.open();
         queue.start();
         // Always, even when entries are kept forever: minute rollups are pruned.

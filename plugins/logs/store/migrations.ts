@@ -161,4 +161,21 @@ UPDATE gateway_logs SET kind = 'housekeeping' WHERE route IN (
     name: 'gateway_log rollups',
     up: { sqlite: rollupMigration('sqlite'), postgres: rollupMigration('postgres') },
   },
+  {
+    // Bodies and headers out of the row (store/bodies.ts): `body_ref` points at them, in segment files beside an
+    // SQLite file or in this side table. Rows written before keep theirs in their own columns (body_ref null).
+    version: 10,
+    name: 'gateway_log bodies',
+    up: `
+ALTER TABLE gateway_logs ADD COLUMN body_ref TEXT;
+CREATE TABLE gateway_log_bodies (
+  id TEXT PRIMARY KEY,
+  created_at BIGINT NOT NULL,
+  request_headers TEXT,
+  hook_results TEXT,
+  request_body TEXT,
+  response_body TEXT
+);
+CREATE INDEX gateway_log_bodies_created ON gateway_log_bodies (created_at)`,
+  },
 ];

@@ -7,6 +7,7 @@ import { cubeFor, merged } from '../analytics/plan.js';
 import { aggregate, NO_DEADLINE, type Deadline } from '../analytics/query.js';
 import { deleteRollupsBefore, writeRollups } from '../analytics/rollups.js';
 import { percentile } from '../analytics/sketch.js';
+import { readBodies, writeBodies, type BodyStore } from './bodies.js';
 import { clause, fromRow, insertSql, metaSql, metaValue, rowValues, whereOf } from './sql.js';
 
 export { metaValue, rowValues } from './sql.js';
@@ -126,18 +127,27 @@ export interface RollupCutoffs {
   before: number | null;
 }
 
-/** The log tables over an SqlClient: batch insert, filtered list with a cursor, one entry, groups, retention. */
+/**
+ * The log tables over an SqlClient: batch insert, filtered list with a cursor, one entry, groups,
+ * retention. Bodies and headers go to `bodies` (store/bodies.ts; default: the side table).
+ */
 export class LogRepository {
-  constructor(readonly client: SqlClient) {}
+  constructor(
+    readonly client: SqlClient,
+    readonly bodies: BodyStore = { kind: 'table' },
+  ) {}
 
-  /** Writes entries (and their metadata filter rows) in one transaction. */
+  /** Writes entries (their bodies, metadata filter rows and rollups with them) in one transaction. */
   async insert(entries: readonly LogEntry[]): Promise<void> {
     if (entries.length === 0) return;
     await this.client.transaction(async (tx) => {
+      const refs = await writeBodies(this.bodies, tx, entries);
       const per = ROWS_PER_INSERT[tx.dialect];
       for (let i = 0; i < entries.length; i += per) {
         const count = Math.min(per, entries.length - i);
-        await tx.run(insertSql(count), count === 1 ? rowValues(entries[i]!) : entries.slice(i, i + count).flatMap(rowValues));
+        const values: unknown[] = [];
+        for (let j = i; j < i + count; j++) values.push(...rowValues(entries[j]!, refs[j]!));
+        await tx.run(insertSql(count), values);
       }
       const meta: unknown[] = [];
       let rows = 0;
@@ -227,13 +237,15 @@ export class LogRepository {
   /** One entry with every field, or null (also when it belongs to another workspace). */
   async get(id: string, workspace: string | undefined): Promise<Record<string, unknown> | null> {
     const params: unknown[] = [id];
-    let sql = `SELECT ${COLUMNS.join(', ')} FROM gateway_logs WHERE id = ?`;
+    let sql = `SELECT ${COLUMNS.join(', ')}, body_ref FROM gateway_logs WHERE id = ?`;
     if (workspace !== undefined) {
       sql += ' AND workspace_id = ?';
       params.push(workspace);
     }
     const row = await this.client.get<Record<string, unknown>>(sql, params);
-    return row === undefined ? null : fromRow(row);
+    if (row === undefined) return null;
+    await readBodies(this.bodies, this.client, row);
+    return fromRow(row);
   }
 
   /**
@@ -350,14 +362,16 @@ export class LogRepository {
       if (changes < DELETE_CHUNK) break;
       await yieldToEventLoop();
     }
-    for (;;) {
-      const { changes } = await this.client.run(
-        `DELETE FROM gateway_log_metadata WHERE log_id IN (SELECT log_id FROM gateway_log_metadata WHERE created_at < ? LIMIT ${DELETE_CHUNK})`,
-        [before],
-      );
-      if (changes < DELETE_CHUNK) break;
-      await yieldToEventLoop();
+    for (const table of ['gateway_log_metadata', 'gateway_log_bodies']) {
+      const key = table === 'gateway_log_bodies' ? 'id' : 'log_id';
+      for (;;) {
+        const { changes } = await this.client.run(`DELETE FROM ${table} WHERE ${key} IN (SELECT ${key} FROM ${table} WHERE created_at < ? LIMIT ${DELETE_CHUNK})`, [before]);
+        if (changes < DELETE_CHUNK) break;
+        await yieldToEventLoop();
+      }
     }
+    // Whole segments, once every entry in them is older than the cut-off.
+    if (this.bodies.kind === 'segments') this.bodies.segments.deleteBefore(before);
     return deleted;
   }
 

@@ -21,10 +21,25 @@ export function mapKey(v: unknown): string {
 const insertTexts = new Map<number, string>();
 const metaTexts = new Map<number, string>();
 
+/** The columns an insert writes: every entry column (the body columns left null, see {@link rowValues}), and the body's reference. */
+const INSERTED = [...COLUMNS, 'body_ref'];
+
 export function insertSql(rows: number): string {
   let sql = insertTexts.get(rows);
-  if (sql === undefined) insertTexts.set(rows, (sql = `INSERT INTO gateway_logs (${COLUMNS.join(', ')}) VALUES ${rowsOf(COLUMNS.length, rows)}`));
+  if (sql === undefined) insertTexts.set(rows, (sql = `INSERT INTO gateway_logs (${INSERTED.join(', ')}) VALUES ${rowsOf(INSERTED.length, rows)}`));
   return sql;
+}
+
+/** The columns kept in the body store, not in the row (store/bodies.ts): what only a log's detail shows. */
+export const BODY_COLUMNS = ['request_headers', 'hook_results', 'request_body', 'response_body'] as const;
+
+/** What the body store keeps of an entry: its body columns, in {@link BODY_COLUMNS} order; null when all are empty. */
+export function bodyOf(e: LogEntry): unknown[] | null {
+  const headers = e.request_headers ?? null;
+  const hooks = e.hook_results ?? null;
+  const request = e.request_body ?? null;
+  const response = e.response_body ?? null;
+  return headers === null && hooks === null && request === null && response === null ? null : [headers, hooks, request, response];
 }
 
 export function metaSql(rows: number): string {
@@ -96,15 +111,16 @@ export function metaValue(value: unknown): string {
 }
 
 /**
- * The values of one row, in the order of COLUMNS: booleans as 0/1, JSON columns as JSON text, the rest as
- * they are (undefined as null). Every column is named here, in order, rather than looked up by name in a
+ * The values of one row, in the order of COLUMNS and then `body_ref`: booleans as 0/1, JSON columns as JSON
+ * text, the rest as they are (undefined as null); the body columns null, as the body store keeps them and
+ * `ref` points there (null: the entry has none). Every column is named here, in order, rather than looked up by name in a
  * loop: the loop (a keyed read per column, a kind check, a push) took about 4.5 µs a row on the writer
  * thread, a sixth of what the SQLite statement itself costs; this takes about 2 µs, most of it the JSON
  * columns' stringify (docs/logs.md, "Cost of logging"). The store
  * contract test writes an entry with a distinct value in every column and reads each back, so a column
  * left out or put out of order fails it.
  */
-export function rowValues(e: LogEntry): unknown[] {
+export function rowValues(e: LogEntry, ref: string | null): unknown[] {
   return [
     e.id, e.created_at, e.ended_at, e.trace_id ?? null, e.span_id ?? null, e.parent_span_id ?? null, e.span_name ?? null,
     e.workspace_id ?? null, e.api_key_id ?? null, e.config_id ?? null, e.prompt_id ?? null, e.prompt_version ?? null,
@@ -114,10 +130,10 @@ export function rowValues(e: LogEntry): unknown[] {
     e.first_byte_ms ?? null, e.ttft_ms ?? null, e.prompt_tokens ?? null, e.completion_tokens ?? null, e.total_tokens ?? null,
     e.cached_tokens ?? null, e.reasoning_tokens ?? null, e.tokens_estimated ? 1 : 0, e.cost ?? null, e.cost_status,
     e.pricing_multiplier, e.cache_status ?? null, e.retry_count, e.attempt_count, e.fallback_count,
-    json(e.attempts), json(e.metadata), json(e.hook_results),
+    json(e.attempts), json(e.metadata), null,
     e.error_code ?? null, e.error_message ?? null, e.limit_policy_id ?? null, e.rpc_method ?? null, e.tool_name ?? null,
-    json(e.request_headers), e.request_body ?? null, e.request_body_truncated ? 1 : 0, e.response_body ?? null,
-    e.response_body_truncated ? 1 : 0, e.kind ?? 'api',
+    null, null, e.request_body_truncated ? 1 : 0, null,
+    e.response_body_truncated ? 1 : 0, e.kind ?? 'api', ref,
   ];
 }
 

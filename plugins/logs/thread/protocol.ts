@@ -6,6 +6,8 @@ import type { PackedEntries } from './pack.js';
 export interface WriterData {
   /** The SQLite file (already migrated by the main thread). */
   file: string;
+  /** The directory of the body segments (store/bodies.ts). */
+  bodiesDir: string;
   finish: FinishOptions;
   /** Entries per insert transaction; a write starts as soon as this many wait. */
   batchSize: number;

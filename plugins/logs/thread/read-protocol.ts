@@ -4,6 +4,8 @@ import type { Cursor, GroupBy, GroupColumn, LogFilters } from '../store/reposito
 /** What a reader thread is started with. */
 export interface ReaderData {
   file: string;
+  /** The directory of the body segments (store/bodies.ts). */
+  bodiesDir: string;
   /** The connection's page cache, KiB. */
   cacheKiB: number;
 }

@@ -8,6 +8,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { sqliteClient } from '../../../sdk/sqlite.js';
 import { QueryTimeoutError } from '../analytics/query.js';
+import { bodyStore } from '../store/bodies.js';
 import { LogRepository } from '../store/repository.js';
 import type { FromReader, ReaderData, ToReader } from './read-protocol.js';
 
@@ -17,7 +18,7 @@ const send = (message: FromReader) => port.postMessage(message);
 
 let repository: LogRepository;
 try {
-  repository = new LogRepository(sqliteClient(data.file, { busyTimeoutMs: 1000, cacheKiB: data.cacheKiB }));
+  repository = new LogRepository(sqliteClient(data.file, { busyTimeoutMs: 1000, cacheKiB: data.cacheKiB }), bodyStore(data.bodiesDir));
   send({ type: 'ready' });
 } catch (err) {
   send({ type: 'open_failed', message: (err as Error).message });

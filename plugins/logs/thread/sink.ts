@@ -51,8 +51,8 @@ export class ThreadSink {
 
   /** Starts the thread (the store is migrated). Entries pushed before wait until then. */
   async open(): Promise<void> {
-    const { file, finish, batchSize, flushIntervalMs, maxWriteAttempts, retryDelayMs } = this.#o;
-    this.#thread = await startWriterThread({ file, finish, batchSize, flushIntervalMs, maxWriteAttempts, retryDelayMs }, {
+    const { file, bodiesDir, finish, batchSize, flushIntervalMs, maxWriteAttempts, retryDelayMs } = this.#o;
+    this.#thread = await startWriterThread({ file, bodiesDir, finish, batchSize, flushIntervalMs, maxWriteAttempts, retryDelayMs }, {
       progress: (p, error) => this.#progress(p, error),
       lost: (err) => this.#lost(err),
     });

@@ -18,6 +18,7 @@ import { sqliteClient } from '../../../sdk/sqlite.js';
 import type { LogEntry } from '../entry.js';
 import { finishEntry } from '../finish.js';
 import { mayHoldUserInfo, WITHOUT_HELPER, type UserInfoScrubber } from '../headers.js';
+import { bodyStore } from '../store/bodies.js';
 import { LogRepository } from '../store/repository.js';
 import { unpackEntries } from './pack.js';
 import type { FromWriter, ToWriter, WriterData } from './protocol.js';
@@ -33,7 +34,7 @@ const send = (message: FromWriter) => port.postMessage(message);
 
 let repository: LogRepository;
 try {
-  repository = new LogRepository(sqliteClient(data.file, { busyTimeoutMs: BUSY_WAIT_MS }));
+  repository = new LogRepository(sqliteClient(data.file, { busyTimeoutMs: BUSY_WAIT_MS }), bodyStore(data.bodiesDir));
   send({ type: 'ready' });
 } catch (err) {
   send({ type: 'open_failed', message: (err as Error).message });

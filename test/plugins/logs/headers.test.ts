@@ -1,8 +1,10 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { inflateRawSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { GatewayError, withoutUserInfo, type AuthInfo, type GatewayPlugin } from '../../../core/index.js';
 import { config } from '../../../plugins/config/index.js';
+import { BodySegments } from '../../../plugins/logs/bodies/segments.js';
 import { entrySize } from '../../../plugins/logs/entry.js';
 import { finishEntry } from '../../../plugins/logs/finish.js';
 import { CUT_MARKER, headersForLog, MAX_HEADER_CHARS, MAX_HEADERS, WITHOUT_HELPER } from '../../../plugins/logs/headers.js';
@@ -249,8 +251,11 @@ describe.each(['thread', 'inline'] as const)('stored request headers, %s writer'
     const db = openSqlite(file);
     try {
       const row = db.prepare('SELECT * FROM gateway_logs WHERE trace_id = ?').get(traceId) as Record<string, unknown>;
-      expect(JSON.parse(String(row.request_headers))).toEqual(entry.request_headers);
-      const text = JSON.stringify(row) + JSON.stringify(db.prepare('SELECT * FROM gateway_log_metadata WHERE log_id = ?').all(row.id));
+      // The headers are kept out of the row, in the body segments beside the file (store/bodies.ts).
+      expect(row.request_headers).toBeNull();
+      const body = new BodySegments(`${file}.bodies`).read(String(row.body_ref)) as unknown[];
+      expect(body[0]).toEqual(entry.request_headers);
+      const text = JSON.stringify(row) + JSON.stringify(body) + JSON.stringify(db.prepare('SELECT * FROM gateway_log_metadata WHERE log_id = ?').all(row.id));
       for (const [name, secret] of Object.entries(SECRETS)) expect(text.includes(secret), name).toBe(false);
     } finally {
       db.close();
@@ -271,13 +276,30 @@ describe.each(['thread', 'inline'] as const)('stored request headers, %s writer'
     expect((await stored(saved)).entry.request_headers['x-gateway-config']).toBe('no-such-config');
   });
 
-  test('after close, no secret is in any file of the database (WAL included)', async () => {
+  test('after close, no secret is in any file of the database (WAL included) nor in its body segments', async () => {
     await close();
     const dir = dirname(file);
-    const names = (await readdir(dir)).filter((n) => n.startsWith(`headers-${writer}.db`));
+    const names = (await readdir(dir)).filter((n) => n.startsWith(`headers-${writer}.db`) && n !== `headers-${writer}.db.bodies`);
     expect(names).toContain(`headers-${writer}.db`);
-    const bytes = Buffer.concat(await Promise.all(names.map((n) => readFile(join(dir, n)))));
+    const segments = await readdir(`${file}.bodies`);
+    expect(segments.length).toBeGreaterThan(0);
+    const bytes = Buffer.concat([
+      ...(await Promise.all(names.map((n) => readFile(join(dir, n))))),
+      // Segments hold deflated blocks: searched as the text they hold.
+      ...(await Promise.all(segments.map(async (n) => inflatedBlocks(await readFile(join(`${file}.bodies`, n)))))),
+    ]);
     expect(bytes.includes('hdr-test/1.0')).toBe(true); // the headers were stored, so the search means something
     for (const [name, secret] of Object.entries(SECRETS)) expect(bytes.includes(secret), name).toBe(false);
   });
 });
+
+/** The text of every block of a body segment (a 4-byte length, then deflated bytes; bodies/segments.ts). */
+function inflatedBlocks(segment: Buffer): Buffer {
+  const out: Buffer[] = [];
+  for (let at = 0; at + 4 <= segment.length; ) {
+    const length = segment.readUInt32BE(at);
+    out.push(inflateRawSync(segment.subarray(at + 4, at + 4 + length)));
+    at += 4 + length;
+  }
+  return Buffer.concat(out);
+}

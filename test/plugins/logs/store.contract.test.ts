@@ -97,7 +97,7 @@ function contract(name: string, open: () => Promise<SqlClient | null>, openEmpty
             [`log_old_${i}`, T0 + i, T0 + i, route],
           );
         }
-        expect(await migrate(empty, LOGS_NAMESPACE, LOG_MIGRATIONS)).toEqual([8, 9]);
+        expect(await migrate(empty, LOGS_NAMESPACE, LOG_MIGRATIONS)).toEqual([8, 9, 10]);
         const kinds = await empty.all<{ id: string; kind: string }>('SELECT id, kind FROM gateway_logs ORDER BY id');
         expect(kinds.map((k) => k.kind)).toEqual(['housekeeping', 'housekeeping', 'housekeeping', 'housekeeping', 'api', 'api']);
         // A row written without the column (an older writer still running during an upgrade) is api.
@@ -167,9 +167,11 @@ function contract(name: string, open: () => Promise<SqlClient | null>, openEmpty
       const { response_stream: _notAColumn, received_headers: _notAColumnEither, config_accepted: _norThis, ...columns } = full;
       const expected: Record<string, unknown> = { ...columns, created_at: new Date(full.created_at).toISOString(), ended_at: new Date(full.ended_at).toISOString() };
       expect(got).toEqual(expected);
-      // Stored as JSON text, like the other JSON columns; a list item leaves it out (as it does the bodies).
-      const raw = await client.get<{ request_headers: unknown }>('SELECT request_headers FROM gateway_logs WHERE id = ?', [full.id]);
-      expect(JSON.parse(String(raw?.request_headers))).toEqual(full.request_headers);
+      // Stored out of the row, as JSON text in the body table (store/bodies.ts); a list item leaves it out (as it does the bodies).
+      const raw = await client.get<{ request_headers: unknown; body_ref: unknown }>('SELECT request_headers, body_ref FROM gateway_logs WHERE id = ?', [full.id]);
+      expect(raw).toEqual({ request_headers: null, body_ref: 't' });
+      const kept = await client.get<{ request_headers: unknown }>('SELECT request_headers FROM gateway_log_bodies WHERE id = ?', [full.id]);
+      expect(JSON.parse(String(kept?.request_headers))).toEqual(full.request_headers);
       const listed = (await repo.list({ traceId: 'one' }, 10, null)).data;
       expect(listed.map((d) => d.id)).toEqual([full.id]);
       expect(listed[0]).not.toHaveProperty('request_headers');
@@ -317,6 +319,10 @@ function contract(name: string, open: () => Promise<SqlClient | null>, openEmpty
       expect(await repo.count()).toBe(rows.length - older);
       const orphans = await client.get<{ c: unknown }>('SELECT COUNT(*) AS c FROM gateway_log_metadata WHERE created_at < ?', [cut]);
       expect(Number(orphans!.c)).toBe(0);
+      // The bodies go with their entries; the others' stay.
+      const bodies = await client.get<{ old: unknown; left: unknown }>('SELECT SUM(CASE WHEN created_at < ? THEN 1 ELSE 0 END) AS old, COUNT(*) AS left FROM gateway_log_bodies', [cut]);
+      expect(Number(bodies!.old)).toBe(0);
+      expect(Number(bodies!.left)).toBe(rows.filter((e) => e.created_at >= cut && (e.request_body !== null || e.response_body !== null || e.request_headers !== null || e.hook_results !== null)).length);
       const left = await repo.list({ metadata: [['team', 'blue']] }, 500, null);
       expect(left.data.map((d) => d.id)).toEqual(rows.filter((e) => e.created_at >= cut && matches(e, { metadata: [['team', 'blue']] })).sort(newestFirst).map((e) => e.id));
     });

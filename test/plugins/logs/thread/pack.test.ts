@@ -2,7 +2,7 @@ import { expect, test } from 'vitest';
 import type { LogEntry } from '../../../../plugins/logs/entry.js';
 import { packEntries, unpackEntries } from '../../../../plugins/logs/thread/pack.js';
 import { NUMBER_FIELDS, openSqlite, sampleEntry, tempFile } from '../helpers.js';
-import { migrateLogFile, threadSink } from './sink-helpers.js';
+import { migrateLogFile, threadSink, withBodies } from './sink-helpers.js';
 
 /** What crosses to the thread: a structured clone, as postMessage makes it. */
 const roundTrip = (entries: LogEntry[]) => unpackEntries(structuredClone(packEntries(entries, entries.map((_, i) => 1000 + i))));
@@ -97,7 +97,7 @@ test('an entry whose hook results cannot be cloned reaches the store in its JSON
   expect(s.stats()).toMatchObject({ written: 2, writeErrors: 0 });
   const db = openSqlite(file);
   try {
-    const rows = db.prepare('SELECT trace_id, hook_results, request_body FROM gateway_logs ORDER BY trace_id').all() as { trace_id: string; hook_results: string | null; request_body: string }[];
+    const rows = (db.prepare('SELECT trace_id, body_ref FROM gateway_logs ORDER BY trace_id').all() as Record<string, unknown>[]).map((r) => withBodies(file, r)) as unknown as { trace_id: string; hook_results: string | null; request_body: string }[];
     expect(rows.map((r) => r.trace_id)).toEqual(['fn', 'plain']);
     expect(JSON.parse(rows[0]!.hook_results!)).toEqual({ check: 'ok' });
     expect(rows[0]!.request_body).toBe(sampleEntry().request_body);

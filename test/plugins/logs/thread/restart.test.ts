@@ -2,7 +2,7 @@ import { expect, test, vi } from 'vitest';
 import type { Worker as NodeWorker } from 'node:worker_threads';
 import { memoryLogger } from '../../../helpers/gateway.js';
 import { openSqlite, sampleEntry, tempFile, waitFor } from '../helpers.js';
-import { migrateLogFile, threadSink } from './sink-helpers.js';
+import { migrateLogFile, threadSink, withBodies } from './sink-helpers.js';
 
 // Every writer thread the sink starts, so the test can end one the way a crash would.
 const started = vi.hoisted(() => [] as NodeWorker[]);
@@ -41,7 +41,7 @@ test('a writer thread that ends unexpectedly is replaced: the loss is reported, 
   expect(s.stats()).toMatchObject({ accepted: 10, written: 10, depth: 0, bytes: 0, dropped: { queue_full: 0, write_failed: 0, shutdown: 0 } });
   const db = openSqlite(file);
   try {
-    const rows = db.prepare("SELECT trace_id, response_body FROM gateway_logs WHERE trace_id LIKE 'after-%' ORDER BY trace_id").all() as { trace_id: string; response_body: string }[];
+    const rows = (db.prepare("SELECT trace_id, body_ref FROM gateway_logs WHERE trace_id LIKE 'after-%' ORDER BY trace_id").all() as Record<string, unknown>[]).map((r) => withBodies(file, r)) as unknown as { trace_id: string; response_body: string }[];
     expect(rows.map((r) => r.trace_id)).toEqual(['after-0', 'after-1', 'after-2', 'after-3', 'after-4']);
     // Finished on the new thread as on the first: the stream's text assembled.
     expect(rows.every((r) => r.response_body === 'Hi')).toBe(true);

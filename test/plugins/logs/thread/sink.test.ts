@@ -3,7 +3,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import { expect, test } from 'vitest';
 import { memoryLogger } from '../../../helpers/gateway.js';
 import { openSqlite, sampleEntry, tempFile, waitFor } from '../helpers.js';
-import { migrateLogFile, threadSink } from './sink-helpers.js';
+import { migrateLogFile, threadSink, withBodies } from './sink-helpers.js';
 
 const require = createRequire(import.meta.url);
 
@@ -39,7 +39,7 @@ test('the writer thread finishes entries (redaction, cutting) and writes them; f
   expect(s.stats()).toMatchObject({ depth: 0, written: 2, batches: 1 });
   const db = openSqlite(file);
   try {
-    const row = db.prepare("SELECT request_body, request_body_truncated FROM gateway_logs WHERE trace_id = 'ok-1'").get() as { request_body: string; request_body_truncated: number };
+    const row = withBodies(file, db.prepare("SELECT request_body_truncated, body_ref FROM gateway_logs WHERE trace_id = 'ok-1'").get() as Record<string, unknown>) as unknown as { request_body: string; request_body_truncated: number };
     expect(row.request_body.startsWith('{"api_key":"[REDACTED]","text":"yyy')).toBe(true);
     expect(Buffer.byteLength(row.request_body)).toBe(64);
     expect(row.request_body_truncated).toBe(1);
