@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -75,7 +75,8 @@ async function main(): Promise<void> {
   await fillLog(file, { rows: ROWS, now, progress: (n) => process.stdout.write(`\rscale: ${n} of ${ROWS} entries`) });
   const fillS = (Date.now() - t0) / 1000;
   const sizeGb = statSync(file).size / 2 ** 30;
-  console.log(`\nscale: filled in ${fillS.toFixed(0)} s, ${sizeGb.toFixed(2)} GiB`);
+  const bodiesGb = readdirSync(`${file}.bodies`).reduce((a, n) => a + statSync(join(`${file}.bodies`, n)).size, 0) / 2 ** 30;
+  console.log(`\nscale: filled in ${fillS.toFixed(0)} s, ${sizeGb.toFixed(2)} GiB of database and ${bodiesGb.toFixed(2)} GiB of body segments`);
 
   const empty = join(dir, 'empty.db');
   const costEmpty = await writeCost(empty);
@@ -127,12 +128,13 @@ async function main(): Promise<void> {
 
 Written by \`npm run bench:scale\` (test/bench/scale.ts), which fills a fresh data dir with
 ${ROWS.toLocaleString('en-US')} entries over 30 days (test/bench/fill-log.ts: 20 models, 50 API keys, about 5%
-errors, bodies of about 1.5 KB, a metadata key on half; rollups built as migration 9 builds them),
+errors, bodies of about 1.5 KB of text in the body segments, a metadata key on half; rollups built as migration 9
+builds them, minutes for the last 48 hours),
 starts the built gateway on it and times each route through the real server. \`SCALE_ROWS\` sets the
 number of entries. See [logs.md](logs.md) for the storage layout and the rollups.
 
 - Date: ${new Date().toISOString().replace(/\.\d+Z$/, 'Z')} (UTC); ${machine()}
-- Fill: ${fillS.toFixed(0)} s; file ${sizeGb.toFixed(2)} GiB.
+- Fill: ${fillS.toFixed(0)} s; database ${sizeGb.toFixed(2)} GiB (${((sizeGb * 2 ** 30) / ROWS).toFixed(0)} bytes an entry: rows, indexes, metadata, rollups), body segments ${bodiesGb.toFixed(2)} GiB (${((bodiesGb * 2 ** 30) / ROWS).toFixed(0)} bytes an entry).
 
 ## Routes
 

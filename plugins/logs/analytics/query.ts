@@ -3,7 +3,7 @@ import { clause, mapKey, whereOf } from '../store/sql.js';
 import type { GroupBy, LogFilters } from '../store/repository.js';
 import { addRow, emptyAgg, LATENCY_BIN_SQL, ROLLUP_AGGREGATES, SCAN_AGGREGATES, type Agg } from './aggregate.js';
 import { cover, cubeFor, levelsFor, merged, ROLLUP_GROUPS, type Piece } from './plan.js';
-import { MINUTE } from './cubes.js';
+import { DAY, MINUTE } from './cubes.js';
 import { minuteFloor } from './rollups.js';
 
 /** A query ran past its time limit (`deadline`); the routes answer it as an error naming the limit. */
@@ -67,9 +67,10 @@ export async function aggregate(client: SqlClient, q: AggregateQuery, rowGroups:
     if (cell === undefined) cells.set(id, (cell = { bucket, key, agg: emptyAgg() }));
     addRow(cell.agg, row);
   };
-  // Open ends: from the epoch (rollups may reach further back than the rows), to the last entry.
+  // Open ends: from the epoch (rollups may reach further back than the rows), to the end of the last entry's
+  // day (nothing is stored after it, and whole days are read from the day rollups, not hour by hour).
   const from = q.from ?? 0;
-  const to = q.to ?? (await lastEntry(client)) + 1;
+  const to = q.to ?? Math.ceil(((await lastEntry(client)) + 1) / DAY) * DAY;
   if (from >= to) return cells;
   const cube = cubeFor(q.filters, q.groupBy);
   let pieces = cover(from, to, cube === null ? [] : levelsFor(q.origin, q.bucketMs));

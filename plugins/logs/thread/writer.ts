@@ -161,6 +161,7 @@ async function drain(): Promise<void> {
   flushes = [];
   if (closeBy !== null) {
     await repository.client.close();
+    if (repository.bodies.kind === 'segments') repository.bodies.segments.close();
     port.close();
   }
 }

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { loadServerConfig } from '../../../server/config.js';
 import type { ServerConfig } from '../../../server/schema.js';
 import { BOOTSTRAP_KEY, startTestServer } from '../../helpers/gateway.js';
+import { segmentText } from '../../helpers/log-segments.js';
 import { startMockOpenAI, type MockUpstream } from '../../mocks/openai-upstream.js';
 
 /**
@@ -90,9 +91,11 @@ function encodings(secret: string): string[] {
   return forms;
 }
 
+/** The database's files (WAL included), and the log's body segments beside them as the text they hold. */
 async function databaseFiles(): Promise<Array<{ name: string; bytes: Buffer }>> {
-  const names = (await readdir(dataDir)).filter((n) => n.startsWith('gateway.db'));
-  return Promise.all(names.map(async (name) => ({ name, bytes: await readFile(join(dataDir, name)) })));
+  const names = (await readdir(dataDir)).filter((n) => n.startsWith('gateway.db') && n !== 'gateway.db.bodies');
+  const files = await Promise.all(names.map(async (name) => ({ name, bytes: await readFile(join(dataDir, name)) })));
+  return [...files, { name: 'gateway.db.bodies', bytes: await segmentText(join(dataDir, 'gateway.db.bodies')) }];
 }
 
 let logList: any[] = [];

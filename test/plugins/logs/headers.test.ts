@@ -1,6 +1,5 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { inflateRawSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { GatewayError, withoutUserInfo, type AuthInfo, type GatewayPlugin } from '../../../core/index.js';
 import { config } from '../../../plugins/config/index.js';
@@ -17,6 +16,7 @@ import { proxy } from '../../../plugins/proxy/index.js';
 import { sqliteStore } from '../../../plugins/stores/sqlite/index.js';
 import { trace } from '../../../plugins/trace/index.js';
 import { validation } from '../../../plugins/validation/index.js';
+import { segmentText } from '../../helpers/log-segments.js';
 import { serveGateway } from '../../helpers/serve.js';
 import { startMockOpenAI, type MockUpstream } from '../../mocks/openai-upstream.js';
 import { openSqlite, sampleEntry, tempFile, waitFor } from './helpers.js';
@@ -286,20 +286,10 @@ describe.each(['thread', 'inline'] as const)('stored request headers, %s writer'
     const bytes = Buffer.concat([
       ...(await Promise.all(names.map((n) => readFile(join(dir, n))))),
       // Segments hold deflated blocks: searched as the text they hold.
-      ...(await Promise.all(segments.map(async (n) => inflatedBlocks(await readFile(join(`${file}.bodies`, n)))))),
+      await segmentText(`${file}.bodies`),
     ]);
     expect(bytes.includes('hdr-test/1.0')).toBe(true); // the headers were stored, so the search means something
     for (const [name, secret] of Object.entries(SECRETS)) expect(bytes.includes(secret), name).toBe(false);
   });
 });
 
-/** The text of every block of a body segment (a 4-byte length, then deflated bytes; bodies/segments.ts). */
-function inflatedBlocks(segment: Buffer): Buffer {
-  const out: Buffer[] = [];
-  for (let at = 0; at + 4 <= segment.length; ) {
-    const length = segment.readUInt32BE(at);
-    out.push(inflateRawSync(segment.subarray(at + 4, at + 4 + length)));
-    at += 4 + length;
-  }
-  return Buffer.concat(out);
-}
