@@ -8,7 +8,7 @@ import { aggregate, NO_DEADLINE, type Deadline } from '../analytics/query.js';
 import { deleteRollupsBefore, writeRollups } from '../analytics/rollups.js';
 import { percentile } from '../analytics/sketch.js';
 import { readBodies, writeBodies, type BodyStore } from './bodies.js';
-import { clause, fromRow, insertSql, metaSql, metaValue, rowValues, whereOf } from './sql.js';
+import { clause, fromRow, insertSql, MAX_META_VALUE, metaSql, metaValue, rowValues, whereOf } from './sql.js';
 
 export { metaValue, rowValues } from './sql.js';
 
@@ -184,6 +184,11 @@ export class LogRepository {
       where.sql.push('(created_at < ? OR (created_at = ? AND id < ?))');
       where.params.push(cursor.createdAt, cursor.createdAt, cursor.id);
     }
+    // A metadata value stored nowhere: nothing to walk the time index for (the key/value index says so at once).
+    for (const [key, value] of filters.metadata ?? []) {
+      const any = await this.client.get('SELECT 1 AS x FROM gateway_log_metadata WHERE meta_key = ? AND meta_value = ? LIMIT 1', [key, value.slice(0, MAX_META_VALUE)]);
+      if (any === undefined) return { data: [], next: null };
+    }
     const cube = guidingCube(filters);
     const rows = cube === null ? await this.#page(where, null, limit + 1) : await this.#guidedPage(cube, filters, where, cursor, limit + 1);
     const page = rows.slice(0, limit);
@@ -194,18 +199,18 @@ export class LogRepository {
     };
   }
 
-  /** Up to `count` rows matching `where`, newest first, within `ranges` (null: anywhere). */
-  #page(where: { sql: string[]; params: unknown[] }, ranges: readonly { from: number; to: number }[] | null, count: number): Promise<Record<string, unknown>[]> {
+  /** Up to `count` rows matching `where`, newest first, within `range` (null: anywhere). */
+  #page(where: { sql: string[]; params: unknown[] }, range: { from: number; to: number } | null, count: number): Promise<Record<string, unknown>[]> {
     const conditions = [...where.sql];
     const params = [...where.params];
-    if (ranges !== null) {
-      conditions.push(`(${ranges.map(() => '(created_at >= ? AND created_at < ?)').join(' OR ')})`);
-      for (const r of ranges) params.push(r.from, r.to);
+    if (range !== null) {
+      conditions.push('created_at >= ?', 'created_at < ?');
+      params.push(range.from, range.to);
     }
     return this.client.all<Record<string, unknown>>(`SELECT ${LIST_COLUMNS.join(', ')} FROM gateway_logs l${clause(conditions)} ORDER BY created_at DESC, id DESC LIMIT ?`, [...params, count]);
   }
 
-  /** The rows of {@link list} read hour by hour, only the hours the rollup says hold a match. */
+  /** The rows of {@link list} read only in the hours the rollup says hold a match, newest first. */
   async #guidedPage(cube: Cube, filters: LogFilters, where: { sql: string[]; params: unknown[] }, cursor: Cursor | null, count: number): Promise<Record<string, unknown>[]> {
     const cubeWhere = whereOf({ ...filters, from: undefined, to: undefined });
     const lower = filters.from ?? -Infinity;
@@ -227,8 +232,13 @@ export class LogRepository {
         [...params, ...cubeWhere.params],
       );
       if (hours.length === 0) break;
-      const ranges = merged(hours.map((h) => ({ level: 0, from: Number(h.bucket), to: Number(h.bucket) + HOUR })));
-      out.push(...(await this.#page(where, ranges, count - out.length)));
+      // One statement per run of consecutive hours, newest first: a single range is an index search, where
+      // several ORed ranges would have SQLite walk the whole time index in order.
+      const runs = merged(hours.map((h) => ({ level: 0, from: Number(h.bucket), to: Number(h.bucket) + HOUR }))).reverse();
+      for (const run of runs) {
+        out.push(...(await this.#page(where, run, count - out.length)));
+        if (out.length >= count) break;
+      }
       upper = Number(hours[hours.length - 1]!.bucket);
     }
     return out;

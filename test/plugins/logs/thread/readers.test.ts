@@ -1,9 +1,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { health } from '../../../../plugins/health/index.js';
+import { rebuildRollups } from '../../../../plugins/logs/analytics/rollups.js';
 import { LOG_MIGRATIONS, LOGS_NAMESPACE } from '../../../../plugins/logs/store/migrations.js';
 import { migrate } from '../../../../sdk/sql.js';
 import { sqliteClient } from '../../../../sdk/sqlite.js';
 import { serveGateway } from '../../../helpers/serve.js';
+import { startMockOpenAI, type MockUpstream } from '../../../mocks/openai-upstream.js';
 import { ADMIN_KEY, logGatewayPlugins, tempFile } from '../helpers.js';
 
 /*
@@ -26,34 +28,53 @@ async function bigLog(): Promise<string> {
      SELECT printf('log_%08d', i), ${T0} + i * 2880, ${T0} + i * 2880 + 5, 'chat.completions', 'POST', '/v1/chat/completions', 200, 0, 0, 0, i % 997, 0, 'no_usage', 1, 0, 1, 0, 0, 0, '{"team":"blue"}', 'key-' || (i % 50) FROM n`,
   );
   await client.run(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${ROWS}) INSERT INTO gateway_log_metadata (log_id, meta_key, meta_value, created_at) SELECT printf('log_%08d', i), 'team', 'blue', ${T0} + i * 2880 FROM n`);
+  await rebuildRollups(client);
   await client.close();
   return file;
 }
 
 let file: string;
+let mock: MockUpstream;
 beforeAll(async () => {
   file = await bigLog();
+  mock = await startMockOpenAI();
 }, 120_000);
+afterAll(async () => {
+  await mock.close();
+});
 
 const auth = { 'x-gateway-api-key': ADMIN_KEY };
 // A filter no rollup keeps (metadata): the route scans every row in range, all ten days of them.
 const HEAVY = `/v1/analytics/groups/api_key?metadata.team=blue&columns=p95_latency,avg_latency&from=${T0}&to=${T0 + 11 * 86_400_000}`;
 
-/** Health checks answered one after another while the heavy query runs, and the query's answer. */
-async function healthDuringHeavyQuery(url: string): Promise<{ answered: number; status: number; body: { data: { api_key: string; requests: number }[] } }> {
+/** A chat completion through the gateway to the mock. */
+const chat = (url: string) =>
+  fetch(`${url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { ...auth, 'content-type': 'application/json', 'x-gateway-provider': 'openai', 'x-gateway-custom-host': mock.baseURL, authorization: 'Bearer sk-test' },
+    body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }),
+  });
+
+/** Health checks and chat completions answered, one after another, while the heavy query runs; and the query's answer. */
+async function servedDuringHeavyQuery(url: string): Promise<{ answered: number; chats: number; status: number; body: { data: { api_key: string; requests: number }[] } }> {
   let done = false;
   const heavy = fetch(`${url}${HEAVY}`, { headers: auth }).then(async (res) => {
     done = true;
     return { status: res.status, body: (await res.json()) as { data: { api_key: string; requests: number }[] } };
   });
   let answered = 0;
+  let chats = 0;
   while (!done) {
     const res = await fetch(`${url}/health`);
     expect(res.status).toBe(200);
     await res.arrayBuffer();
     if (!done) answered++;
+    const completion = await chat(url);
+    expect(completion.status).toBe(200);
+    await completion.arrayBuffer();
+    if (!done) chats++;
   }
-  return { answered, ...(await heavy) };
+  return { answered, chats, ...(await heavy) };
 }
 
 describe('log reads on reader threads', () => {
@@ -68,19 +89,21 @@ describe('log reads on reader threads', () => {
     await inline.close();
   });
 
-  test('health checks are answered while a query scanning 300,000 rows runs', async () => {
-    const { answered, status, body } = await healthDuringHeavyQuery(gw.url);
+  test('health checks and chat completions are answered while a query scanning 300,000 rows runs', async () => {
+    const { answered, chats, status, body } = await servedDuringHeavyQuery(gw.url);
     expect(status).toBe(200);
     expect(body.data).toHaveLength(50);
     expect(body.data.reduce((a, r) => a + r.requests, 0)).toBe(ROWS);
     expect(answered).toBeGreaterThan(5);
+    expect(chats).toBeGreaterThan(5);
   }, 60_000);
 
-  test('the same query on the event loop (readers: 0) holds every health check until it ends', async () => {
-    const { answered, status } = await healthDuringHeavyQuery(inline.url);
+  test('the same query on the event loop (readers: 0) holds every request until it ends', async () => {
+    const { answered, chats, status } = await servedDuringHeavyQuery(inline.url);
     expect(status).toBe(200);
-    // At most the one sent before the query reached the database.
+    // At most the ones sent before the query reached the database.
     expect(answered).toBeLessThanOrEqual(1);
+    expect(chats).toBeLessThanOrEqual(1);
   }, 60_000);
 });
 
@@ -103,5 +126,6 @@ describe('the analytics time limit', () => {
     // A query the rollups answer is well within the limit.
     const quick = await fetch(`${gw.url}/v1/analytics/groups/api_key?from=${T0}&to=${T0 + 86_400_000}`, { headers: auth });
     expect(quick.status).toBe(200);
+    expect(((await quick.json()) as { data: unknown[] }).data).toHaveLength(50);
   }, 60_000);
 });
