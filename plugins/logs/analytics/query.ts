@@ -3,7 +3,7 @@ import { clause, mapKey, whereOf } from '../store/sql.js';
 import type { GroupBy, LogFilters } from '../store/repository.js';
 import { addRow, emptyAgg, LATENCY_BIN_SQL, ROLLUP_AGGREGATES, SCAN_AGGREGATES, type Agg } from './aggregate.js';
 import { cover, cubeFor, levelsFor, merged, ROLLUP_GROUPS, type Piece } from './plan.js';
-import { DAY, MINUTE } from './cubes.js';
+import { CUBES, DAY, MINUTE } from './cubes.js';
 import { minuteFloor } from './rollups.js';
 
 /** A query ran past its time limit (`deadline`); the routes answer it as an error naming the limit. */
@@ -67,10 +67,10 @@ export async function aggregate(client: SqlClient, q: AggregateQuery, rowGroups:
     if (cell === undefined) cells.set(id, (cell = { bucket, key, agg: emptyAgg() }));
     addRow(cell.agg, row);
   };
-  // Open ends: from the epoch (rollups may reach further back than the rows), to the end of the last entry's
-  // day (nothing is stored after it, and whole days are read from the day rollups, not hour by hour).
+  // Open ends: from the epoch (rollups may reach further back than the rows), to the end of the last day
+  // anything was stored (nothing is after it, and whole days are read from the day rollups, not hour by hour).
   const from = q.from ?? 0;
-  const to = q.to ?? Math.ceil(((await lastEntry(client)) + 1) / DAY) * DAY;
+  const to = q.to ?? Math.ceil(((await lastStored(client)) + 1) / DAY) * DAY;
   if (from >= to) return cells;
   const cube = cubeFor(q.filters, q.groupBy);
   let pieces = cover(from, to, cube === null ? [] : levelsFor(q.origin, q.bucketMs));
@@ -119,10 +119,13 @@ function check(deadline: Deadline): void {
   if (Date.now() > deadline.at) throw new QueryTimeoutError(deadline.limitMs);
 }
 
-/** The last entry's time, or -1 when the log is empty. */
-async function lastEntry(client: SqlClient): Promise<number> {
-  const row = await client.get<{ b: unknown }>('SELECT MAX(created_at) AS b FROM gateway_logs');
-  return row === undefined || row.b === null || row.b === undefined ? -1 : Number(row.b);
+/** The last time anything was stored: the last entry's, or the last day rollup's start (entries may be gone); -1 when nothing is. */
+async function lastStored(client: SqlClient): Promise<number> {
+  const row = await client.get<{ a: unknown; b: unknown }>(
+    `SELECT (SELECT MAX(created_at) FROM gateway_logs) AS a, (SELECT MAX(bucket) FROM ${CUBES[0]!.table} WHERE level = ${DAY}) AS b`,
+  );
+  const number = (v: unknown) => (v === null || v === undefined ? -1 : Number(v));
+  return Math.max(number(row?.a), number(row?.b));
 }
 
 /** The scan's stretches narrowed to where rows are, and cut into statements of bounded length. */

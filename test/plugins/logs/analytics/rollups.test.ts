@@ -315,6 +315,11 @@ function contract(name: string, open: () => Promise<SqlClient | null>) {
       await repo.deleteBefore(cut, { minutesBefore: cut, before: T0 + DAY });
       const gone = await repo.timeseries({ from: T0, to: T0 + 3 * DAY }, DAY);
       expect(gone.buckets[0]!.requests).toBe(0);
+      // Every entry gone: the groups over all time still count the whole days the rollups keep.
+      await repo.deleteBefore(Date.now() + DAY, { minutesBefore: 0, before: null });
+      expect(await repo.count()).toBe(0);
+      const left = await repo.groups('workspace', [], {}, 100, 0);
+      expect(left.data.reduce((a, r) => a + Number(r.requests), 0)).toBe(all.filter((e) => e.created_at >= T0 + DAY).length);
     });
   });
 }
