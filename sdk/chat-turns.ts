@@ -1,4 +1,5 @@
 import { GatewayError } from '../core/index.js';
+import { isObject } from './json-object.js';
 
 /**
  * What translators of OpenAI chat messages into turn-based APIs (Anthropic Messages, Bedrock Converse)
@@ -32,8 +33,6 @@ export function chatTurns<B>(): ChatTurns<B> {
     },
   };
 }
-
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
  * Calls `each` with every message of an OpenAI chat body's `messages` and its place (`messages[i]`), after

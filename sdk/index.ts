@@ -173,3 +173,4 @@ export {
   type RequestSummary,
   type SummaryOptions,
 } from './observe/summary.js';
+export { isObject, type JsonObject } from './json-object.js';

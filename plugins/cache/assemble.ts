@@ -1,4 +1,5 @@
 import { anthropic, SSEParser } from '../../sdk/index.js';
+import { isObject } from '../../sdk/index.js';
 
 interface ToolCallAcc {
   id: string | undefined;
@@ -17,8 +18,6 @@ interface ChoiceAcc {
 }
 
 type Json = Record<string, unknown>;
-
-const isObject = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /**
  * Assembles an OpenAI SSE answer (`chat.completion.chunk` or streamed

@@ -1,4 +1,5 @@
 import { GatewayError } from '../../core/index.js';
+import { isObject } from '../json-object.js';
 
 /**
  * Anthropic's Messages request translated to a chat completions body, for
@@ -8,7 +9,6 @@ import { GatewayError } from '../../core/index.js';
 
 type Json = Record<string, unknown>;
 
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
 
 function invalid(param: string, message: string): GatewayError {

@@ -2,6 +2,7 @@ import type { DoorStreamTranslator } from '../door-stream.js';
 import { toolCallDeltas } from '../openai/tool-deltas.js';
 import { SSEParser } from '../sse.js';
 import { errorTypeForStatus, messageId, messagesUsage, parseInput, stopReason } from './to-message.js';
+import { isObject } from '../json-object.js';
 
 /**
  * Anthropic's Messages event stream written by the gateway: for answers
@@ -13,8 +14,6 @@ import { errorTypeForStatus, messageId, messagesUsage, parseInput, stopReason } 
  */
 
 type Json = Record<string, unknown>;
-
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 const event = (data: Json & { type: string }): string => `event: ${data.type}\ndata: ${JSON.stringify(data)}\n\n`;
 

@@ -1,5 +1,6 @@
 import { GatewayError } from '../../core/index.js';
 import { chatTurns, forEachChatMessage, toolArguments } from '../chat-turns.js';
+import { isObject } from '../json-object.js';
 
 /** How an OpenAI chat body becomes an Anthropic Messages body. */
 export interface AnthropicRequestOptions {
@@ -14,8 +15,6 @@ export interface AnthropicRequestOptions {
 
 type Block = Record<string, unknown>;
 type Json = Record<string, unknown>;
-
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function invalid(param: string, message: string): GatewayError {
   return new GatewayError('invalid_request', message, { param });

@@ -2,6 +2,7 @@ import { ChatChunkWriter, type OpenAIUsage } from '../openai/chunks.js';
 import { SSEParser, type SSEEvent } from '../sse.js';
 import type { StreamTranslator } from '../openai/translate.js';
 import { finishReason, mergeCounts, usageFromCounts, type AnthropicCounts } from './usage.js';
+import { isObject } from '../json-object.js';
 
 export interface AnthropicStreamOptions {
   /** Model named in the chunks until `message_start` names the upstream's. */
@@ -15,8 +16,6 @@ export interface AnthropicStreamOptions {
 }
 
 type Json = Record<string, unknown>;
-
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** A tool_use block being streamed: its OpenAI tool_calls index and whether any argument text went out. */
 interface ToolState {

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { isObject } from '../json-object.js';
 
 /**
  * Chat completions answers in Anthropic's Messages shape (the Messages door's
@@ -7,7 +8,6 @@ import { randomBytes } from 'node:crypto';
 
 type Json = Record<string, unknown>;
 
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 const num = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
 
 /** A message id in Anthropic's style, for answers the gateway makes. */

@@ -3,6 +3,7 @@ import { completionId, type OpenAIUsage } from '../openai/chunks.js';
 import { errorAnswer } from '../openai/translate.js';
 import { errorTypeForStatus } from './to-message.js';
 import { finishReason, mergeCounts, usageFromCounts, type AnthropicCounts } from './usage.js';
+import { isObject } from '../json-object.js';
 
 /**
  * Pure translation between the OpenAI chat format and Anthropic's Messages API
@@ -14,8 +15,6 @@ export { anthropicStreamTranslator, type AnthropicStreamOptions } from './stream
 export { finishReason, mergeCounts, usageFromCounts, type AnthropicCounts } from './usage.js';
 
 type Json = Record<string, unknown>;
-
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
  * A native `message` → a `chat.completion` object and its usage. `content` is

@@ -1,8 +1,7 @@
 import { openAIUsage, type FinishReason, type OpenAIUsage } from '../openai/chunks.js';
+import { isObject } from '../json-object.js';
 
 type Json = Record<string, unknown>;
-
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Anthropic `stop_reason` → OpenAI `finish_reason`. */
 const FINISH: Readonly<Record<string, FinishReason>> = Object.freeze({

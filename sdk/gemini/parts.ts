@@ -1,4 +1,5 @@
 import { GatewayError } from '../../core/index.js';
+import { isObject } from '../json-object.js';
 
 /**
  * Building blocks of the OpenAI → Gemini request mapping: media parts from
@@ -13,9 +14,7 @@ export function invalid(provider: string, param: string, message: string): Gatew
   return new GatewayError('invalid_request', `${message} (provider ${provider}).`, { param });
 }
 
-export function isObject(value: unknown): value is Json {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
+export { isObject };
 
 /** A model name fit for a URL path segment (`models/` prefix dropped); anything else is a 400. */
 export function modelName(body: Json | null, provider: string): string {

@@ -4,6 +4,7 @@
  * assembles a stream's text where the entry is written, off the response path).
  */
 import { SSEParser } from '../sse.js';
+import { isObject } from '../json-object.js';
 
 /** What a streamed answer said, assembled from its SSE events. */
 export interface AssembledStream {
@@ -17,7 +18,6 @@ export interface AssembledStream {
 }
 
 type Json = Record<string, unknown>;
-const isObject = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /**
  * Assembles a streamed answer of any front door: OpenAI's chunks

@@ -1,5 +1,6 @@
 import * as v from 'valibot';
 import { plainObject } from '../../core/index.js';
+import { isObject } from '../json-object.js';
 
 /*
  * The bodies of the OpenAI-shaped routes, as the spec lists their fields and
@@ -16,7 +17,6 @@ const stop = v.nullish(v.union([v.string(), v.pipe(v.array(v.string()), v.maxLen
 const logitBias = v.nullish(v.pipe(plainObject(), v.record(v.string(), v.pipe(v.number(), v.minValue(-100), v.maxValue(100)))));
 const SEED_LIMIT = 9223372036854776000;
 
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 const FunctionType = v.literal('function', 'must be function: only function tools are allowed');
 /** A tool that is no object, or one without `type` (valibot reports the missing key at its own path). */
 const toolMessage = (issue: v.BaseIssue<unknown>) => (issue.path === undefined ? 'must be a tool object' : 'is required: only function tools are allowed ("type": "function")');

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { effectiveBody, GatewayError, type GatewayResponse, type RequestContext, type Target, type UpstreamResponse } from '../../core/index.js';
 import { errorAnswer, jsonAnswer, readText } from '../openai/translate.js';
+import { isObject } from '../json-object.js';
 
 /**
  * Helpers shared by every rerank adapter (cohere, jina, voyage, bedrock, …):
@@ -10,8 +11,6 @@ import { errorAnswer, jsonAnswer, readText } from '../openai/translate.js';
  */
 
 type Json = Record<string, unknown>;
-
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** The rerank body as this target sees it (validated by the rerank plugin before any provider runs). */
 export function rerankBody(ctx: RequestContext, target: Target): Json {

@@ -1,4 +1,5 @@
 import { responseItemId } from './ids.js';
+import { isObject } from '../json-object.js';
 
 /**
  * Response objects (the Responses API's answer) built from chat completions:
@@ -8,7 +9,6 @@ import { responseItemId } from './ids.js';
 
 type Json = Record<string, unknown>;
 
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 const num = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
 
 /** What a response object is made of besides the answer: its id, time, the request and the model. */

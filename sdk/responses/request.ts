@@ -1,5 +1,6 @@
 import { GatewayError } from '../../core/index.js';
 import { responseItemId } from './ids.js';
+import { isObject } from '../json-object.js';
 
 /**
  * The Responses API request translated to a chat completions body
@@ -9,7 +10,6 @@ import { responseItemId } from './ids.js';
 
 type Json = Record<string, unknown>;
 
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
 
 function invalid(param: string, message: string): GatewayError {

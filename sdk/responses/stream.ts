@@ -3,10 +3,9 @@ import { SSEParser } from '../sse.js';
 import type { DoorStreamTranslator } from '../door-stream.js';
 import { finishStatus, outputLogprobs, responseShell, responsesUsage, type ResponseMeta } from './answer.js';
 import { ResponseEventWriter } from './events.js';
+import { isObject } from '../json-object.js';
 
 type Json = Record<string, unknown>;
-
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
  * A chat completions SSE stream (`chat.completion.chunk` events, any provider

@@ -1,4 +1,4 @@
-import { chatTurns, forEachChatMessage, GatewayError, toolArguments } from '../../../sdk/index.js';
+import { chatTurns, forEachChatMessage, GatewayError, isObject, toolArguments } from '../../../sdk/index.js';
 
 /**
  * OpenAI chat body → Bedrock Converse body (bedrock.md §3). Pure: the model id
@@ -9,7 +9,7 @@ import { chatTurns, forEachChatMessage, GatewayError, toolArguments } from '../.
 type Json = Record<string, unknown>;
 type Block = Record<string, unknown>;
 
-export const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+export { isObject };
 
 export interface ConverseOptions {
   provider: string;

@@ -1,5 +1,6 @@
 import { anthropic, type GatewayResponse, passThrough, type RequestContext, type StreamTranslator, streamAnswer, type UpstreamResponse } from '../../../sdk/index.js';
 import { EventStreamDecoder, translateEventStream, type EventMessage } from './eventstream.js';
+import { isObject } from '../../../sdk/index.js';
 
 /**
  * Claude on Bedrock through InvokeModel (bedrock.md §7): the Anthropic
@@ -12,8 +13,6 @@ import { EventStreamDecoder, translateEventStream, type EventMessage } from './e
  */
 
 type Json = Record<string, unknown>;
-
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export const BEDROCK_ANTHROPIC_VERSION = 'bedrock-2023-05-31';
 
@@ -97,5 +96,4 @@ export function invokeMessagesAnswer(upstream: UpstreamResponse, ctx: RequestCon
   response.observers = [anthropic.anthropicUsageObserver(ctx, false)];
   return response;
 }
-
 

@@ -4,6 +4,7 @@ import {
   type FinishReason,
   GatewayError,
   type GatewayResponse,
+  isObject,
   openAIUsage,
   type OpenAIUsage,
   type UpstreamResponse,
@@ -16,7 +17,7 @@ import {
 
 type Json = Record<string, unknown>;
 
-export const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+export { isObject };
 
 const invalid = (param: string, message: string) => new GatewayError('invalid_request', message, { param });
 
