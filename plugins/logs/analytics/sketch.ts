@@ -38,11 +38,14 @@ export function binSql(column: string): string {
   );
 }
 
-/** The value a bin stands for: the point within γ-relative reach of both its edges. */
+/**
+ * The value a bin stands for: the point within γ-relative reach of both its edges, to a hundredth of a
+ * millisecond (an estimate within 4.8% has no use for more digits).
+ */
 function representative(bin: number): number {
   if (bin === 0) return 0.5;
-  if (bin === TOP) return TOP_BOUND;
-  return (2 * Math.pow(GAMMA, bin)) / (GAMMA + 1);
+  const value = bin === TOP ? TOP_BOUND : (2 * Math.pow(GAMMA, bin)) / (GAMMA + 1);
+  return Math.round(value * 100) / 100;
 }
 
 /** The column names of the bins in a rollup table: h0 … h141. */

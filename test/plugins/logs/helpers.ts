@@ -408,7 +408,7 @@ export function sampleEntry(overrides: Partial<LogEntry> = {}): LogEntry {
 }
 
 
-/** Latency percentiles come from the rollups' sketches: within their relative error of the exact value (0.5 ms under 1 ms). */
+/** Latency percentiles come from the rollups' sketches: within their relative error of the exact value (0.5 ms under 1 ms), to 0.01 ms. */
 export const SKETCHED = new Set(['p50_latency', 'p95_latency', 'p99_latency']);
 export function expectSketched(got: unknown, want: unknown, label: string): void {
   if (want === null) {
@@ -416,7 +416,8 @@ export function expectSketched(got: unknown, want: unknown, label: string): void
     return;
   }
   expect(typeof got, label).toBe('number');
-  expect(Math.abs((got as number) - (want as number)), label).toBeLessThanOrEqual(Math.max(RELATIVE_ERROR * (want as number), 0.5) + 1e-9);
+  // Reported to a hundredth of a millisecond: 0.005 more.
+  expect(Math.abs((got as number) - (want as number)), label).toBeLessThanOrEqual(Math.max(RELATIVE_ERROR * (want as number), 0.5) + 0.005 + 1e-9);
 }
 
 /** A small deterministic PRNG (mulberry32), so a test gets the same rows on every run and on every store. */
