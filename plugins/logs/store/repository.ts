@@ -99,7 +99,7 @@ const DELETE_CHUNK = 2000;
 
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
-/** Hours a guided list reads per statement (list). */
+/** Hours with a match a guided list looks up in a rollup at a time (list). */
 const GUIDE_HOURS = 48;
 
 /**
