@@ -293,6 +293,8 @@ nothing measurable per request.
 \`\`\`sh
 npm run bench                                      # builds, runs, rewrites this file
 BENCH_DURATION=3 BENCH_PROBE_N=1000 npm run bench  # quicker
+npm run bench:peers                                # installs the peers (Portkey's gateway, pinned) beside the bench
+npm run bench:scale                                # the log store at 1M entries (SCALE_ROWS=10000000 for 10M): docs/scale.md
 \`\`\`
 
 - \`BENCH_DURATION\`: seconds per measured run (default 5), each after a 1 s warm-up.
