@@ -72,7 +72,7 @@ const OptionsSchema = v.strictObject({
    */
   writer: v.optional(v.picklist(['auto', 'thread', 'inline'], 'must be auto, thread or inline'), 'auto'),
   /** Entries per write transaction; a write starts as soon as this many wait. */
-  batchSize: v.optional(int(1), 100),
+  batchSize: v.optional(int(1), 500),
   /** A write starts at least this often while entries wait, in ms. Short, so entries leave the main heap young. */
   flushIntervalMs: v.optional(int(1), 100),
   /** Attempts at writing one batch before it is dropped (counted as `write_failed`). */
