@@ -43,11 +43,11 @@ const NOW_MS: Record<Dialect, string> = {
 
 /**
  * One cube at the minute or hour level, filled from gateway_logs (minutes: from the state's minute floor,
- * set to 48 hours before now first). Two
- * steps, as the bins are columns: the rows grouped by key and latency bin (cheap), then those groups
- * pivoted into one row per key (142 conditional sums, but over far fewer rows than the log has).
+ * set to 48 hours before now first). Two steps, as the bins are columns: the rows grouped by key and
+ * latency bin (cheap), then those groups pivoted into one row per key (142 conditional sums, but over far
+ * fewer rows than the log has).
  */
-function backfillFromRows(c: Cube, level: number, dialect: Dialect): string {
+function backfillFromRows(c: Cube, level: number): string {
   const dims = c.dims.map((d, i) => `${dimSql(d)} AS d${i}`);
   const dimNames = c.dims.map((_, i) => `d${i}`);
   const inner = Object.entries(SCAN_EXPRESSIONS).map(([name, sql]) => `${sql} AS ${name}`);
@@ -80,8 +80,8 @@ function backfillDays(c: Cube): string {
 }
 
 /** Every rollup of one cube built from the rows stored: hours, days from the hours, and minutes from the minute floor on. */
-function backfill(c: Cube, dialect: Dialect): string[] {
-  return [backfillFromRows(c, HOUR, dialect), backfillDays(c), backfillFromRows(c, MINUTE, dialect)];
+function backfill(c: Cube): string[] {
+  return [backfillFromRows(c, HOUR), backfillDays(c), backfillFromRows(c, MINUTE)];
 }
 
 /** Sets the minute floor to the minute 48 hours before now: minutes before it are read from the rows. */
@@ -95,7 +95,7 @@ const setMinuteFloor = (dialect: Dialect) =>
 export function rollupMigration(dialect: Dialect): string {
   // Minutes before the back-filled 48 hours are read from the rows, as after a retention clean-up.
   const statements = [`CREATE TABLE ${STATE_TABLE} (name TEXT PRIMARY KEY, value BIGINT NOT NULL)`, `INSERT INTO ${STATE_TABLE} (name, value) VALUES ('minute_floor', 0)`, setMinuteFloor(dialect)];
-  for (const c of CUBES) statements.push(createTable(c, dialect), ...backfill(c, dialect));
+  for (const c of CUBES) statements.push(createTable(c, dialect), ...backfill(c));
   return statements.join(';\n');
 }
 
@@ -223,7 +223,7 @@ export async function rebuildRollups(client: SqlClient): Promise<void> {
     await tx.run(setMinuteFloor(tx.dialect));
     for (const c of CUBES) {
       await tx.run(`DELETE FROM ${c.table}`);
-      for (const statement of backfill(c, tx.dialect)) await tx.run(statement);
+      for (const statement of backfill(c)) await tx.run(statement);
     }
   });
 }
