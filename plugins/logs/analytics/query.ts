@@ -60,6 +60,21 @@ const MAX_SCAN_CHUNKS = 200;
  * of it from the rows, in chunks of time.
  */
 export async function aggregate(client: SqlClient, q: AggregateQuery, rowGroups: GroupSql): Promise<Map<string, Cell>> {
+  if (client.dialect !== 'postgres' || !Number.isFinite(q.deadline.at)) return aggregateOn(client, q, rowGroups);
+  // PostgreSQL can stop a statement itself: each one gets what is left of the time limit.
+  return client.transaction(async (tx) => {
+    await tx.run(`SET LOCAL statement_timeout = ${Math.max(1, Math.ceil(q.deadline.at - Date.now()))}`);
+    try {
+      return await aggregateOn(tx, q, rowGroups);
+    } catch (err) {
+      // 57014, query_canceled: the statement ran past statement_timeout.
+      if ((err as { code?: string }).code === '57014') throw new QueryTimeoutError(q.deadline.limitMs);
+      throw err;
+    }
+  });
+}
+
+async function aggregateOn(client: SqlClient, q: AggregateQuery, rowGroups: GroupSql): Promise<Map<string, Cell>> {
   const cells = new Map<string, Cell>();
   const add = (bucket: number, key: unknown, row: Record<string, unknown>) => {
     const id = `${bucket}\u0001${mapKey(key)}`;

@@ -321,6 +321,33 @@ function contract(name: string, open: () => Promise<SqlClient | null>) {
       const left = await repo.groups('workspace', [], {}, 100, 0);
       expect(left.data.reduce((a, r) => a + Number(r.requests), 0)).toBe(all.filter((e) => e.created_at >= T0 + DAY).length);
     });
+
+    test('PostgreSQL stops a statement that runs past the time limit itself (statement_timeout), and it is a timeout', async () => {
+      if (client === null || name !== 'postgres') return;
+      // 300,000 entries within one six-hour stretch, each with a metadata row: a scan of them (a metadata filter, which no
+      // rollup keeps) is one statement, far longer than 50 ms.
+      const start = T0 + 10 * DAY;
+      await client.run(
+        `INSERT INTO gateway_logs (id, created_at, ended_at, method, path, status, stream, internal, aborted, tokens_estimated, cost_status, pricing_multiplier, retry_count, attempt_count, fallback_count, request_body_truncated, response_body_truncated, latency_ms, kind)
+         SELECT 'log_pg_' || i, ${start} + i, ${start} + i, 'POST', '/x', 200, 0, 0, 0, 0, 'no_usage', 1, 0, 1, 0, 0, 0, i % 1000, 'api' FROM generate_series(1, 300000) AS i`,
+      );
+      await client.run(`INSERT INTO gateway_log_metadata (log_id, meta_key, meta_value, created_at) SELECT 'log_pg_' || i, 'team', 'blue', ${start} + i FROM generate_series(1, 300000) AS i`);
+      const codes: string[] = [];
+      const spy = (c: SqlClient): SqlClient => ({
+        ...c,
+        all: <T,>(sql: string, params?: readonly unknown[]) =>
+          c.all<T>(sql, params).catch((err: { code?: string }) => {
+            codes.push(String(err.code));
+            throw err;
+          }),
+        transaction: (fn) => c.transaction((tx) => fn(spy(tx))),
+      });
+      const deadline = { at: Date.now() + 50, limitMs: 50 };
+      await expect(new LogRepository(spy(client)).groups('model', ['p95_latency'], { metadata: [['team', 'blue']], from: start, to: start + HOUR }, 10, 0, deadline)).rejects.toBeInstanceOf(QueryTimeoutError);
+      expect(codes).toContain('57014');
+      await client.run("DELETE FROM gateway_logs WHERE id LIKE 'log_pg_%'");
+      await client.run("DELETE FROM gateway_log_metadata WHERE log_id LIKE 'log_pg_%'");
+    });
   });
 }
 
