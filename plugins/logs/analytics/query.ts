@@ -98,9 +98,10 @@ async function aggregateOn(client: SqlClient, q: AggregateQuery, rowGroups: Grou
   // Constants are left out of GROUP BY (PostgreSQL reads a constant there as a position or refuses it).
   const groupBy = (...names: string[]) => [...(q.bucketMs === null ? [] : ['bi']), ...(q.groupBy === null ? [] : ['gk']), ...names].join(', ');
   check(q.deadline);
+  // The filters but time, the same over the rollups and the rows (their columns have the same names).
+  const where = whereOf({ ...q.filters, from: undefined, to: undefined });
 
   if (cube !== null) {
-    const where = whereOf({ ...q.filters, from: undefined, to: undefined });
     const group = q.groupBy === null ? 'NULL' : ROLLUP_GROUPS[q.groupBy].sql;
     for (const level of new Set(pieces.filter((p) => p.level !== 0).map((p) => p.level))) {
       const ranges = merged(pieces.filter((p) => p.level === level));
@@ -116,7 +117,6 @@ async function aggregateOn(client: SqlClient, q: AggregateQuery, rowGroups: Grou
 
   const scans = merged(pieces.filter((p) => p.level === 0));
   if (scans.length > 0) {
-    const where = whereOf({ ...q.filters, from: undefined, to: undefined });
     const group = q.groupBy === null ? 'NULL' : rowGroups[q.groupBy];
     const sql =
       `SELECT ${q.bucketMs === null ? '0' : 'bi'} AS bi, ${q.groupBy === null ? 'NULL' : 'gk'} AS gk, lbin, ${SCAN_AGGREGATES} FROM (SELECT l.*, ${bucketOf('created_at')} AS bi, ${group} AS gk, ${LATENCY_BIN_SQL} AS lbin FROM gateway_logs l` +

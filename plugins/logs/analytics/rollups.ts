@@ -2,6 +2,7 @@ import type { SqlClient } from '../../../sdk/index.js';
 import type { LogEntry } from '../entry.js';
 import { addAgg, addEntry, emptyAgg, LATENCY_BIN_SQL, ROLLUP_VALUE_COLUMNS, rollupValues, SCAN_EXPRESSIONS, type Agg } from './aggregate.js';
 import { CUBES, DAY, dimSql, dimValue, EXTREMES, HOUR, LEVELS, METRICS, MINUTE, type Cube } from './cubes.js';
+import { ROWS_PER_STATEMENT } from '../store/sql.js';
 import { BIN_COLUMNS, binOf } from './sketch.js';
 
 /*
@@ -172,12 +173,9 @@ function upsertSql(c: Cube, dialect: Dialect, rows: number): string {
   return sql;
 }
 
-/** Rows per upsert statement: as for the log rows, one in SQLite (a prepared statement run in a loop), many in PostgreSQL (round trips). */
-const ROWS_PER_UPSERT = { sqlite: 1, postgres: 100 } as const;
-
 /** Adds a batch of entries to the rollups, through `tx` (the transaction inserting them). */
 export async function writeRollups(tx: SqlClient, entries: readonly LogEntry[]): Promise<void> {
-  const per = ROWS_PER_UPSERT[tx.dialect];
+  const per = ROWS_PER_STATEMENT[tx.dialect];
   for (const [c, deltas] of rollupDeltas(entries)) {
     for (let i = 0; i < deltas.length; i += per) {
       const count = Math.min(per, deltas.length - i);

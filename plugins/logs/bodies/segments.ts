@@ -1,4 +1,4 @@
-import { closeSync, mkdirSync, openSync, readdirSync, readSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { deflateRawSync, inflateRawSync } from 'node:zlib';
 
@@ -93,17 +93,8 @@ export class BodySegments {
     // Named by the time it was started, and a counter so two in one millisecond differ; never reopened for writing.
     let n = 0;
     do this.#name = `seg-${Date.now()}-${n++}.dat`;
-    while (exists(join(this.dir, this.#name)));
+    while (existsSync(join(this.dir, this.#name)));
     this.#fd = openSync(join(this.dir, this.#name), 'wx');
     this.#size = 0;
-  }
-}
-
-function exists(path: string): boolean {
-  try {
-    statSync(path);
-    return true;
-  } catch {
-    return false;
   }
 }

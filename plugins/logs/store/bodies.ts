@@ -1,7 +1,7 @@
 import type { SqlClient } from '../../../sdk/index.js';
 import { BodySegments } from '../bodies/segments.js';
 import type { LogEntry } from '../entry.js';
-import { BODY_COLUMNS, bodyOf } from './sql.js';
+import { BODY_COLUMNS, bodyOf, json } from './sql.js';
 
 /*
  * Where an entry's bodies and headers live (what only a log's detail shows):
@@ -22,7 +22,6 @@ export function bodyStore(dir: string | null): BodyStore {
 }
 
 const TABLE_REF = 't';
-const json = (value: unknown): string | null => (value === null || value === undefined ? null : JSON.stringify(value));
 
 /** Keeps the entries' bodies (in the transaction `tx` for the side table); returns each entry's `body_ref`. */
 export async function writeBodies(store: BodyStore, tx: SqlClient, entries: readonly LogEntry[]): Promise<(string | null)[]> {

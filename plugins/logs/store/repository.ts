@@ -8,7 +8,7 @@ import { aggregate, NO_DEADLINE, type Deadline } from '../analytics/query.js';
 import { deleteRollupsBefore, writeRollups } from '../analytics/rollups.js';
 import { percentile } from '../analytics/sketch.js';
 import { readBodies, writeBodies, type BodyStore } from './bodies.js';
-import { clause, fromRow, insertSql, MAX_META_VALUE, metaSql, metaValue, rowValues, whereOf } from './sql.js';
+import { clause, fromRow, insertSql, MAX_META_VALUE, metaSql, metaValue, ROWS_PER_STATEMENT, rowValues, whereOf } from './sql.js';
 
 export { metaValue, rowValues } from './sql.js';
 
@@ -87,12 +87,6 @@ export type GroupRow = Record<string, string | number | null>;
 /** Columns of a list item: everything but the bodies, hook results and request headers (those are in GET /logs/{id}). */
 const LIST_COLUMNS = COLUMNS.filter((c) => c !== 'request_body' && c !== 'response_body' && c !== 'hook_results' && c !== 'request_headers');
 
-/**
- * Rows per INSERT statement. PostgreSQL: 100 (56 columns, about 5,600 parameters, well under its limit),
- * to save round trips. SQLite: 1, since a prepared one-row statement run in a loop is faster in-process
- * than binding a multi-row one (about 15 against 25 µs a row, measured).
- */
-const ROWS_PER_INSERT = { postgres: 100, sqlite: 1 } as const;
 /** Longest metadata value kept in the filter table; longer ones are still in the entry's `metadata`. */
 const MAX_META_KEYS = 64;
 const DELETE_CHUNK = 2000;
@@ -142,7 +136,7 @@ export class LogRepository {
     if (entries.length === 0) return;
     await this.client.transaction(async (tx) => {
       const refs = await writeBodies(this.bodies, tx, entries);
-      const per = ROWS_PER_INSERT[tx.dialect];
+      const per = ROWS_PER_STATEMENT[tx.dialect];
       for (let i = 0; i < entries.length; i += per) {
         const count = Math.min(per, entries.length - i);
         const values: unknown[] = [];

@@ -17,6 +17,14 @@ export function mapKey(v: unknown): string {
   return v === null || v === undefined ? '\u0000null' : String(v);
 }
 
+/**
+ * Rows per INSERT (log rows, metadata rows) and per rollup upsert. PostgreSQL: 100 (at most about 16,000
+ * parameters, a rollup row's 159 a row, well under its limit), to save round trips. SQLite: 1, since a
+ * prepared one-row statement run in a loop is faster in-process than binding a multi-row one (about 15
+ * against 25 µs a row, measured).
+ */
+export const ROWS_PER_STATEMENT = { postgres: 100, sqlite: 1 } as const;
+
 /** Statement texts by row count, built once (the same string each time also spares hashing it per row). */
 const insertTexts = new Map<number, string>();
 const metaTexts = new Map<number, string>();
@@ -137,7 +145,8 @@ export function rowValues(e: LogEntry, ref: string | null): unknown[] {
   ];
 }
 
-const json = (value: unknown): string | null => (value === null || value === undefined ? null : JSON.stringify(value));
+/** A JSON column's text: null and undefined as null. */
+export const json = (value: unknown): string | null => (value === null || value === undefined ? null : JSON.stringify(value));
 
 const NUMERIC = new Set([
   'created_at', 'ended_at', 'status', 'latency_ms', 'upstream_latency_ms', 'first_byte_ms', 'ttft_ms', 'prompt_tokens', 'completion_tokens',
