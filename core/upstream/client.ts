@@ -15,9 +15,6 @@ export interface UpstreamClientOptions {
   outbound?: OutboundOptions;
 }
 
-/** Origins already checked; cleared when full (it is a cache, not a record). */
-const CHECKED_ORIGINS_MAX = 1024;
-
 /**
  * All upstream HTTP goes through here: one undici Agent, which keeps one
  * keep-alive pool per origin and opens every connection through the host
@@ -29,7 +26,6 @@ export class UpstreamClient {
   readonly #headersTimeout: number;
   readonly #bodyTimeout: number;
   readonly #policy: HostPolicy;
-  readonly #checked = new Set<string>();
 
   /** @throws Error when an `outbound.allowHosts` entry is not a host, host:port or address range. */
   constructor(options: UpstreamClientOptions) {
@@ -62,11 +58,8 @@ export class UpstreamClient {
     const slash = request.url.indexOf('/', request.url.indexOf('//') + 2);
     const origin = slash === -1 ? request.url : request.url.slice(0, slash);
     const path = slash === -1 ? '/' : request.url.slice(slash);
-    if (!this.#checked.has(origin)) {
-      this.#policy.check(origin);
-      if (this.#checked.size >= CHECKED_ORIGINS_MAX) this.#checked.clear();
-      this.#checked.add(origin);
-    }
+    // The policy keeps the origins it passed, so this is a set lookup after the first request to an origin.
+    this.#policy.check(origin);
     try {
       const r = await undiciRequest(this.#agent, {
         origin,

@@ -85,6 +85,17 @@ describe('check(url): up front, before any connection', () => {
     expect(() => new HostPolicy({ allowPrivateHosts: true }).check('http://localhost/')).not.toThrow();
   });
 
+  test('a passed URL is remembered, a refusal is decided again every time, and the remembered set stays bounded', () => {
+    const allowing = new HostPolicy({ allowHosts: ['127.0.0.1:9000'] });
+    for (let i = 0; i < 3; i++) {
+      expect(() => allowing.check('http://127.0.0.1:9000/v1')).not.toThrow();
+      expect(() => allowing.check('http://127.0.0.1:9001/v1', 'p')).toThrow(expect.objectContaining({ code: 'host_not_allowed', param: 'p' }));
+    }
+    // Far more distinct URLs than the set keeps: each still decided right after the set starts again.
+    for (let i = 0; i < 3000; i++) expect(() => allowing.check(`http://127.0.0.1:9000/v${i}`)).not.toThrow();
+    expect(() => allowing.check('http://10.0.0.1:9000/v1')).toThrow(expect.objectContaining({ code: 'host_not_allowed' }));
+  });
+
   test('not http(s), or with user info: 400 invalid_request that does not repeat the URL', () => {
     for (const url of ['ftp://files.example/', 'file:///etc/passwd', 'http://user:SECRET@api.example.com/', 'http://', 'not a url']) {
       const err = refusal(url);
