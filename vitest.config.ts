@@ -7,8 +7,8 @@ export default defineConfig({
   resolve: {
     // The package's own name, as a plugin outside the repo imports it (docs examples): the sources, as in tsconfig's paths.
     alias: [
-      { find: /^ai-gateway(\/sdk)?$/, replacement: root('./sdk/index.ts') },
-      { find: /^ai-gateway\/plugins\/(.*)\.js$/, replacement: root('./plugins/$1.ts') },
+      { find: /^switchyard-gateway(\/sdk)?$/, replacement: root('./sdk/index.ts') },
+      { find: /^switchyard-gateway\/plugins\/(.*)\.js$/, replacement: root('./plugins/$1.ts') },
     ],
   },
   test: {

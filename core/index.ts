@@ -1,6 +1,6 @@
 /**
  * The core's public surface. Plugins reach it through the SDK (`sdk/index.ts`,
- * published as `ai-gateway/sdk`), which re-exports all of this; the server and
+ * published as `switchyard-gateway/sdk`), which re-exports all of this; the server and
  * the tests may import it directly.
  */
 export { createGateway, DEFAULT_OPTIONS, type CreateGatewayOptions, type Gateway } from './gateway.js';

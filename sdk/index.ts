@@ -1,5 +1,5 @@
 /**
- * The SDK: everything a plugin needs, from one entry point (`ai-gateway/sdk`).
+ * The SDK: everything a plugin needs, from one entry point (`switchyard-gateway/sdk`).
  *
  * - the plugin API and its types (re-exported from the core), and valibot as `v`;
  * - the typed service tokens bundled plugins offer one another;
@@ -12,7 +12,7 @@
  *   accounting, the shape of stored prompts.
  *
  * Bundled plugins import this (and files of their own package), never
- * another plugin's files; a third-party plugin imports `ai-gateway/sdk`.
+ * another plugin's files; a third-party plugin imports `switchyard-gateway/sdk`.
  */
 export * from '../core/index.js';
 export * from './tokens.js';

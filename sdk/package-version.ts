@@ -13,7 +13,7 @@ export function gatewayPackageVersion(): string {
   for (const path of ['../package.json', '../../package.json']) {
     try {
       const pkg = JSON.parse(readFileSync(new URL(path, import.meta.url), 'utf8')) as { name?: string; version?: string };
-      if (pkg.name === 'ai-gateway' && typeof pkg.version === 'string') {
+      if (pkg.name === 'switchyard-gateway' && typeof pkg.version === 'string') {
         version = pkg.version;
         break;
       }

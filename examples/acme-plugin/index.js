@@ -1,6 +1,6 @@
 // @ts-check
 /**
- * An example plugin package for ai-gateway, loaded by name from a server
+ * An example plugin package for switchyard-gateway, loaded by name from a server
  * config, without a rebuild of the gateway:
  *
  *   { "name": "acme-gateway-plugin", "options": { "defaultRegion": "eu" } },
@@ -10,7 +10,7 @@
  * gateway itself runs) and Node's own modules.
  */
 import { createHmac } from 'node:crypto';
-import { addShapedRoutes, defineCheck, fieldSchema, openAIFormatResponse, parseOptions, v } from 'ai-gateway/sdk';
+import { addShapedRoutes, defineCheck, fieldSchema, openAIFormatResponse, parseOptions, v } from 'switchyard-gateway/sdk';
 
 /** The plugin API this package was written for; the gateway refuses to start with another major version. */
 const GATEWAY_API = '^1.0.0';
@@ -28,13 +28,13 @@ const ProviderOptions = v.strictObject({
  * request signed with its key. Owns the config field `acme_region`.
  *
  * @param {v.InferInput<typeof ProviderOptions>} [options]
- * @returns {import('ai-gateway/sdk').GatewayPlugin}
+ * @returns {import('switchyard-gateway/sdk').GatewayPlugin}
  */
 export default function acme(options = {}) {
   const opts = parseOptions('acme', ProviderOptions, options);
-  /** @param {import('ai-gateway/sdk').Target} target */
+  /** @param {import('switchyard-gateway/sdk').Target} target */
   const region = (target) => /** @type {string | undefined} */ (target.acme_region) ?? opts.defaultRegion;
-  /** @type {import('ai-gateway/sdk').Provider} */
+  /** @type {import('switchyard-gateway/sdk').Provider} */
   const provider = {
     name: 'acme',
     baseURL: (target) => (typeof target.custom_host === 'string' ? target.custom_host : opts.baseURL.replace('{region}', region(target))),
@@ -72,7 +72,7 @@ export const maxDigits = defineCheck({
  * The check plugin: declares the error code its denials answer with (446, as
  * every denial) and registers `acme.maxDigits`. List it before `guardrails`.
  *
- * @returns {import('ai-gateway/sdk').GatewayPlugin}
+ * @returns {import('switchyard-gateway/sdk').GatewayPlugin}
  */
 export function acmeChecks() {
   return {

@@ -1,5 +1,5 @@
 /**
- * The control-plane kit (`ai-gateway/sdk/admin`): what a plugin needs to keep
+ * The control-plane kit (`switchyard-gateway/sdk/admin`): what a plugin needs to keep
  * a stored resource per workspace with admin routes. Identity (workspaces, the
  * store, the encryption key) comes from the `control-plane` plugin through
  * {@link IDENTITY}; the rest is here: admin routes with their scope checks and

@@ -63,7 +63,7 @@ beforeAll(async () => {
   mkdirSync(join(scratch, 'node_modules'));
   cpSync(join(ROOT, 'examples/acme-plugin'), join(scratch, 'node_modules/acme-gateway-plugin'), { recursive: true });
   // Its peer dependency: the gateway package itself, installed beside it.
-  symlinkSync(ROOT, join(scratch, 'node_modules/ai-gateway'), 'dir');
+  symlinkSync(ROOT, join(scratch, 'node_modules/switchyard-gateway'), 'dir');
   writeFileSync(join(scratch, 'gateway.json'), JSON.stringify(serverConfig({ defaultRegion: 'eu' })));
   mock = await startMockOpenAI();
   gw = await startProcess(['--config', join(scratch, 'gateway.json')], { GATEWAY_API_KEYS: KEY, GATEWAY_DATA_DIR: join(scratch, 'data') }, { built: true });

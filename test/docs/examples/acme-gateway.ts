@@ -1,8 +1,8 @@
 import { createServer, type Server } from 'node:http';
-import { createGateway } from 'ai-gateway';
-import { config } from 'ai-gateway/plugins/config/index.js';
-import { guardrailChecks } from 'ai-gateway/plugins/guardrails/checks/index.js';
-import { guardrails } from 'ai-gateway/plugins/guardrails/index.js';
+import { createGateway } from 'switchyard-gateway';
+import { config } from 'switchyard-gateway/plugins/config/index.js';
+import { guardrailChecks } from 'switchyard-gateway/plugins/guardrails/checks/index.js';
+import { guardrails } from 'switchyard-gateway/plugins/guardrails/index.js';
 import { acmeChecks } from './acme-max-digits.js';
 import { acmeProvider } from './acme-provider.js';
 

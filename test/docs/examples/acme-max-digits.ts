@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { defineCheck, type GatewayPlugin } from 'ai-gateway/sdk';
+import { defineCheck, type GatewayPlugin } from 'switchyard-gateway/sdk';
 
 const DIGIT = /\p{Nd}/gu; // built once, at import: never build a regex per request
 

@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import * as v from 'valibot';
-import { addShapedRoutes, fieldSchema, openAIFormatResponse, parseOptions, type GatewayPlugin, type Provider, type Target } from 'ai-gateway/sdk';
+import { addShapedRoutes, fieldSchema, openAIFormatResponse, parseOptions, type GatewayPlugin, type Provider, type Target } from 'switchyard-gateway/sdk';
 
 const REGIONS = ['eu', 'us'] as const;
 

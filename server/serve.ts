@@ -1,0 +1,22 @@
+import { startServer } from './server.js';
+
+/** `serve` (and `npm start`): serve until SIGTERM or SIGINT, then shut down gracefully and exit 0. */
+export async function serve(argv: readonly string[]): Promise<void> {
+  const running = await startServer({ argv });
+  running.gateway.logger.info({ port: running.port, url: running.url }, `gateway listening on ${running.listening}`);
+  let signalled = false;
+  const shutdown = (signal: string) => {
+    if (signalled) return;
+    signalled = true;
+    running.gateway.logger.info({ signal, in_flight: running.gateway.inFlight }, 'shutting down');
+    running.close().then(
+      () => process.exit(0),
+      (err) => {
+        process.stderr.write(`shutdown failed: ${(err as Error).message}\n`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}
