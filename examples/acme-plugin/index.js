@@ -60,7 +60,10 @@ const DIGIT = /\p{Nd}/gu;
 
 /** `acme.maxDigits { max }`: passes when the checked text holds at most `max` digits; a denial answers `acme_too_many_digits`. */
 export const maxDigits = defineCheck({
-  parameters: v.strictObject({ max: v.pipe(v.number('max must be a number'), v.integer('max must be a whole number'), v.minValue(0, 'max must be 0 or more')) }),
+  parameters: v.strictObject(
+    { max: v.pipe(v.number('max must be a number'), v.integer('max must be a whole number'), v.minValue(0, 'max must be 0 or more')) },
+    'the parameters must be { max }, with max a whole number', // also the message when max is missing
+  ),
   denyCode: 'acme_too_many_digits',
   run({ max }, { text }) {
     const digits = text.match(DIGIT)?.length ?? 0;

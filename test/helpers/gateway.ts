@@ -1,8 +1,6 @@
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
-import { createLogger, type Logger } from '../../core/index.js';
 import { startServer, type RunningServer } from '../../server/server.js';
 import type { ServerConfig } from '../../server/schema.js';
 import { DEFAULT_CONFIG } from '../../server/default-config.js';
@@ -12,27 +10,9 @@ export const GATEWAY_KEY = 'test-gateway-key-0001';
 /** The control plane's first admin key in test servers (so none is generated and printed). */
 export const BOOTSTRAP_KEY = 'test-bootstrap-admin-key-0001';
 
-/** A logger that keeps its JSON lines in memory, for assertions on what was logged. */
-export function memoryLogger(level = 'info'): { logger: Logger; lines: () => Record<string, any>[]; text: () => string } {
-  const out: string[] = [];
-  const destination = new Writable({
-    write(chunk, _enc, cb) {
-      out.push(chunk.toString());
-      cb();
-    },
-  });
-  const logger = createLogger({ level, destination });
-  return {
-    logger,
-    text: () => out.join(''),
-    lines: () =>
-      out
-        .join('')
-        .split('\n')
-        .filter((l) => l !== '')
-        .map((l) => JSON.parse(l)),
-  };
-}
+// The kit's logger: the same one plugin authors' tests get.
+export { memoryLogger } from '../../server/testing/harness.js';
+import { memoryLogger } from '../../server/testing/harness.js';
 
 /**
  * Starts the real server (default config unless given) on an ephemeral port, logging to memory;

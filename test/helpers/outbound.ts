@@ -4,7 +4,8 @@
  * and address (and nothing else: private ranges stay refused), the way an
  * operator allows a self-hosted model; a test of the policy passes its own.
  */
-export const LOOPBACK_HOSTS: readonly string[] = Object.freeze(['127.0.0.1', '::1', 'localhost']);
+export { LOOPBACK_HOSTS } from '../../server/testing/harness.js';
+import { LOOPBACK_HOSTS } from '../../server/testing/harness.js';
 
 /** The same allow-list, for the bundled server's environment. */
 export const LOOPBACK_ENV: Readonly<Record<string, string>> = Object.freeze({ GATEWAY_ALLOW_HOSTS: LOOPBACK_HOSTS.join(',') });

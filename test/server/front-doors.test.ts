@@ -2,11 +2,11 @@ import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { GATEWAY_KEY, startTestServer } from '../helpers/gateway.js';
-import { schemaErrors } from '../helpers/schemas.js';
+import { schemaErrors } from '../../server/testing/index.js';
 import { startAnthropicContractMock } from '../mocks/contract/anthropic.js';
-import { startOpenAIContractMock } from '../mocks/contract/openai.js';
-import type { ContractMock } from '../plugins/providers/contract.js';
-import { sseEvents } from '../plugins/providers/doors.js';
+import { startOpenAIContractMock } from '../../server/testing/index.js';
+import type { ContractMock } from '../../server/testing/index.js';
+import { sseEvents } from '../../server/testing/index.js';
 
 /**
  * The Responses and Messages front doors through the bundled server with its default config

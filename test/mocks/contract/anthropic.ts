@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
-import type { ContractMock, Scenario } from '../../plugins/providers/contract.js';
-import { sendJson, startRecordingServer, writeEvents } from './http.js';
+import type { ContractMock, Scenario } from '../../../server/testing/index.js';
+import { COUNTED_TOKENS, sendJson, startRecordingServer, writeEvents } from '../../../server/testing/index.js';
 
 /** Anthropic's error `type` for a status (shared/providers/anthropic.md §5). */
 function errorType(status: number): string {
@@ -32,7 +32,6 @@ const event = (data: { type: string } & Record<string, unknown>): string => `eve
 const STOP: Record<string, string> = { stop: 'end_turn', length: 'max_tokens', content_filter: 'refusal' };
 
 /** What the mocks' token-counting endpoints answer. */
-export const COUNTED_TOKENS = 12;
 
 const USAGE = { input_tokens: 6, cache_creation_input_tokens: 0, cache_read_input_tokens: 3, output_tokens: 2, service_tier: 'standard' };
 const stopOf = (s: Scenario) => (s.kind === 'tool_call' ? 'tool_use' : STOP[s.kind === 'text' ? (s.finish ?? 'stop') : 'stop']!);

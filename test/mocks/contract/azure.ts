@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { ContractMock, Scenario, SeenNativeRequest } from '../../plugins/providers/contract.js';
-import { sendJson, startRecordingServer, writeEvents } from './http.js';
-import { newResponsesState, responsesAnswer } from './responses.js';
+import type { ContractMock, Scenario, SeenNativeRequest } from '../../../server/testing/index.js';
+import { sendJson, startRecordingServer, writeEvents } from '../../../server/testing/index.js';
+import { newResponsesState, responsesAnswer } from '../../../server/testing/responses-mock.js';
 
 /**
  * Azure mocks, per shared/providers/azure.md:

@@ -2,8 +2,8 @@ import { createHash, createHmac } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { encodeMessage } from '../../../plugins/providers/bedrock/eventstream.js';
 import { anthropicEvents, anthropicMessage } from './anthropic.js';
-import type { ContractMock, Scenario, SeenNativeRequest } from '../../plugins/providers/contract.js';
-import { startRecordingServer } from './http.js';
+import type { ContractMock, Scenario, SeenNativeRequest } from '../../../server/testing/index.js';
+import { startRecordingServer } from '../../../server/testing/index.js';
 
 /**
  * A Bedrock Runtime (and Agent Runtime rerank) mock, per shared/providers/bedrock.md:

@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
-import type { ContractMock, Scenario } from '../../plugins/providers/contract.js';
-import { sendJson, startRecordingServer, writeEvents } from './http.js';
+import type { ContractMock, Scenario } from '../../../server/testing/index.js';
+import { sendJson, startRecordingServer, writeEvents } from '../../../server/testing/index.js';
 
 /**
  * The contract mock for the Gemini API (Google AI Studio), per

@@ -1,5 +1,5 @@
-import type { SeenNativeRequest } from '../../plugins/providers/contract.js';
-import { sendJson, startRecordingServer } from './http.js';
+import type { SeenNativeRequest } from '../../../server/testing/index.js';
+import { sendJson, startRecordingServer } from '../../../server/testing/index.js';
 
 /**
  * Rerank-only provider mocks (shared/providers/cohere.md §3): Jina

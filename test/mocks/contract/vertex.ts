@@ -1,9 +1,8 @@
 import { verify, type KeyObject } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
-import type { ContractMock, Scenario, SeenNativeRequest } from '../../plugins/providers/contract.js';
-import { COUNTED_TOKENS } from './anthropic.js';
+import type { ContractMock, Scenario, SeenNativeRequest } from '../../../server/testing/index.js';
 import { answerGemini, parseModelPath, sendGoogleError } from './google.js';
-import { sendJson, startRecordingServer, writeEvents } from './http.js';
+import { COUNTED_TOKENS, sendJson, startRecordingServer, writeEvents } from '../../../server/testing/index.js';
 
 /**
  * The contract mock for Vertex AI (shared/providers/vertex.md §1–§7):

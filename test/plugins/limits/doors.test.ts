@@ -7,11 +7,11 @@ import { messagesDoor } from '../../../plugins/messages/index.js';
 import { anthropic } from '../../../plugins/providers/anthropic/index.js';
 import { responsesDoor } from '../../../plugins/responses/index.js';
 import { bundledPricing } from '../../../sdk/index.js';
-import { schemaErrors } from '../../helpers/schemas.js';
+import { schemaErrors } from '../../../server/testing/index.js';
 import { startAnthropicContractMock } from '../../mocks/contract/anthropic.js';
-import { startOpenAIContractMock } from '../../mocks/contract/openai.js';
-import type { ContractMock } from '../providers/contract.js';
-import { sseEvents } from '../providers/doors.js';
+import { startOpenAIContractMock } from '../../../server/testing/index.js';
+import type { ContractMock } from '../../../server/testing/index.js';
+import { sseEvents } from '../../../server/testing/index.js';
 import { ADMIN, eventually, limitHeadersOf, limitsGateway, type Answer, type Json, type LimitsGateway } from './helpers.js';
 
 /**

@@ -12,10 +12,10 @@ import { messagesDoor } from '../../../plugins/messages/index.js';
 import { bedrock } from '../../../plugins/providers/bedrock/index.js';
 import { vertexAI } from '../../../plugins/providers/vertex-ai/index.js';
 import { trace } from '../../../plugins/trace/index.js';
-import { schemaErrors } from '../../helpers/schemas.js';
+import { schemaErrors } from '../../../server/testing/index.js';
 import { AWS_KEY_ID, AWS_SECRET, startBedrockContractMock } from '../../mocks/contract/bedrock.js';
 import { startVertexContractMock } from '../../mocks/contract/vertex.js';
-import { sseEvents } from '../providers/doors.js';
+import { sseEvents } from '../../../server/testing/index.js';
 import { doorGateway } from '../responses/helpers.js';
 
 /** The Messages door through the lifecycle, and the same fallback through all three doors. */

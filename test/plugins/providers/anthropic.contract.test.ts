@@ -1,9 +1,10 @@
 import { expect } from 'vitest';
 import { anthropic } from '../../../plugins/providers/anthropic/index.js';
 import { startAnthropicContractMock } from '../../mocks/contract/anthropic.js';
-import { providerContract } from './contract.js';
+import { providerContract } from '../../../server/testing/index.js';
 
 providerContract({
+  requireOpenAISchema: process.env.CI === 'true',
   provider: 'anthropic',
   plugins: () => [anthropic()],
   startMock: startAnthropicContractMock,

@@ -1,11 +1,12 @@
 import { expect } from 'vitest';
 import { azureAI } from '../../../plugins/providers/azure/ai/index.js';
 import { AZURE_KEY, startAzureAIContractMock } from '../../mocks/contract/azure.js';
-import { providerContract } from './contract.js';
+import { providerContract } from '../../../server/testing/index.js';
 
 const TOOLS = [{ type: 'function', function: { name: 'get_weather', description: 'Weather for a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }];
 
 providerContract({
+  requireOpenAISchema: process.env.CI === 'true',
   provider: 'azure-ai',
   plugins: () => [azureAI()],
   startMock: () => startAzureAIContractMock(),

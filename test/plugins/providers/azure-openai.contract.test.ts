@@ -1,11 +1,12 @@
 import { expect } from 'vitest';
 import { azureOpenAI } from '../../../plugins/providers/azure/openai/index.js';
 import { AZURE_KEY, startAzureOpenAIContractMock } from '../../mocks/contract/azure.js';
-import { providerContract } from './contract.js';
+import { providerContract } from '../../../server/testing/index.js';
 
 const TOOLS = [{ type: 'function', function: { name: 'get_weather', description: 'Weather for a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } }];
 
 providerContract({
+  requireOpenAISchema: process.env.CI === 'true',
   provider: 'azure-openai',
   plugins: () => [azureOpenAI()],
   startMock: startAzureOpenAIContractMock,

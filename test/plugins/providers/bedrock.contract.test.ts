@@ -1,7 +1,7 @@
 import { expect } from 'vitest';
 import { bedrock } from '../../../plugins/providers/bedrock/index.js';
 import { AWS_KEY_ID, AWS_SECRET, startBedrockContractMock } from '../../mocks/contract/bedrock.js';
-import { providerContract } from './contract.js';
+import { providerContract } from '../../../server/testing/index.js';
 
 /**
  * Bedrock has no URL image source (it takes bytes or s3://). By default a URL
@@ -15,6 +15,7 @@ const resolveImageURL = async (url: string) => {
 };
 
 providerContract({
+  requireOpenAISchema: process.env.CI === 'true',
   provider: 'bedrock',
   plugins: () => [bedrock({ resolveImageURL })],
   startMock: startBedrockContractMock,

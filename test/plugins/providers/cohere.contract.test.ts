@@ -1,9 +1,10 @@
 import { expect } from 'vitest';
 import { cohere } from '../../../plugins/providers/cohere/index.js';
 import { COHERE_KEY, startCohereContractMock } from '../../mocks/contract/cohere.js';
-import { providerContract } from './contract.js';
+import { providerContract } from '../../../server/testing/index.js';
 
 providerContract({
+  requireOpenAISchema: process.env.CI === 'true',
   provider: 'cohere',
   plugins: () => [cohere()],
   startMock: startCohereContractMock,

@@ -1,7 +1,7 @@
 import { expect } from 'vitest';
 import { google } from '../../../plugins/providers/google/index.js';
 import { startGoogleContractMock } from '../../mocks/contract/google.js';
-import { providerContract, type SeenNativeRequest } from './contract.js';
+import { providerContract, type SeenNativeRequest } from '../../../server/testing/index.js';
 
 const MODEL = 'gemini-2.5-flash';
 
@@ -12,6 +12,7 @@ const expectGenerate = (seen: SeenNativeRequest) => {
 };
 
 providerContract({
+  requireOpenAISchema: process.env.CI === 'true',
   provider: 'google',
   plugins: () => [google()],
   startMock: () => startGoogleContractMock('goog-contract-key'),

@@ -3,7 +3,7 @@ import { expect } from 'vitest';
 import type { Target } from '../../../core/index.js';
 import { vertexAI } from '../../../plugins/providers/vertex-ai/index.js';
 import { startVertexContractMock, type VertexContractMock } from '../../mocks/contract/vertex.js';
-import { providerContract, type ContractMock, type ProviderContract, type SeenNativeRequest } from './contract.js';
+import { providerContract, type ContractMock, type ProviderContract, type SeenNativeRequest } from '../../../server/testing/index.js';
 
 const PROJECT = 'proj-contract';
 const REGION = 'us-central1';
@@ -62,6 +62,7 @@ function geminiExpectations(auth: (seen: SeenNativeRequest) => void): ProviderCo
 // 1. Service account: the gateway signs a JWT, the mock verifies it and issues the token it then expects.
 let saMock: VertexContractMock;
 providerContract({
+  requireOpenAISchema: process.env.CI === 'true',
   provider: 'vertex-ai',
   plugins: () => [vertexAI()],
   startMock: async () => (saMock = await startMock()),

@@ -5,7 +5,7 @@ import { rerank } from '../../../plugins/rerank/index.js';
 import { serveGateway } from '../../helpers/serve.js';
 import { COHERE_KEY, startCohereContractMock } from '../../mocks/contract/cohere.js';
 import { RERANK_KEY, startRerankMock, type RerankMock } from '../../mocks/contract/rerank.js';
-import type { ContractMock } from '../providers/contract.js';
+import type { ContractMock } from '../../../server/testing/index.js';
 
 let jina: RerankMock;
 let voyage: RerankMock;

@@ -1,7 +1,7 @@
 import { APIError } from 'openai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { schemaErrors } from '../../helpers/schemas.js';
-import { sseEvents } from '../providers/doors.js';
+import { schemaErrors } from '../../../server/testing/index.js';
+import { sseEvents } from '../../../server/testing/index.js';
 import { doorGateway } from './helpers.js';
 
 const MODEL = 'claude-sonnet-4-5';

@@ -8,7 +8,7 @@ import { responsesDoor, type ResponsesOptions } from '../../../plugins/responses
 import { fallbackStrategy } from '../../../plugins/strategies/fallback/index.js';
 import { sqliteStore } from '../../../plugins/stores/sqlite/index.js';
 import { startAnthropicContractMock } from '../../mocks/contract/anthropic.js';
-import { startOpenAIContractMock } from '../../mocks/contract/openai.js';
+import { startOpenAIContractMock } from '../../../server/testing/index.js';
 import { serveGateway } from '../../helpers/serve.js';
 
 /**

@@ -7,7 +7,7 @@ import { logStore } from '../../../plugins/logs/index.js';
 import { logApi } from '../../../plugins/logs/routes/index.js';
 import { retry } from '../../../plugins/retry/index.js';
 import { trace } from '../../../plugins/trace/index.js';
-import { sseEvents } from '../providers/doors.js';
+import { sseEvents } from '../../../server/testing/index.js';
 import { doorGateway } from './helpers.js';
 
 /** The Responses door through the rest of the lifecycle: fallback, retries, cache, guardrails, logs. */

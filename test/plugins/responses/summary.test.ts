@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { Target } from '../../../core/index.js';
 import { google } from '../../../plugins/providers/google/index.js';
 import { startGoogleContractMock, type GoogleContractMock } from '../../mocks/contract/google.js';
-import { schemaErrors } from '../../helpers/schemas.js';
-import { sseEvents } from '../providers/doors.js';
+import { schemaErrors } from '../../../server/testing/index.js';
+import { sseEvents } from '../../../server/testing/index.js';
 import { doorGateway } from './helpers.js';
 
 /**

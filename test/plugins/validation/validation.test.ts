@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { GATEWAY_KEY, startTestServer } from '../../helpers/gateway.js';
 import { startAnthropicContractMock } from '../../mocks/contract/anthropic.js';
-import { startOpenAIContractMock } from '../../mocks/contract/openai.js';
+import { startOpenAIContractMock } from '../../../server/testing/index.js';
 import { startMockOpenAI, type MockUpstream } from '../../mocks/openai-upstream.js';
-import type { ContractMock } from '../providers/contract.js';
+import type { ContractMock } from '../../../server/testing/index.js';
 
 /**
  * Request-body rules of the spec the `validation` plugin enforces, through the bundled server with

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { assembleMessage, chatToMessage, chatToMessagesStream, messagesToChat, replayMessage } from '../../../sdk/anthropic/index.js';
-import { schemaErrors } from '../../helpers/schemas.js';
-import { sseEvents } from '../../plugins/providers/doors.js';
+import { schemaErrors } from '../../../server/testing/index.js';
+import { sseEvents } from '../../../server/testing/index.js';
 
 const opts = { provider: 'p', cacheControl: true, thinking: false };
 

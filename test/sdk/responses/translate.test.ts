@@ -1,8 +1,8 @@
 import { describe, expect, test } from 'vitest';
 import { chatToResponsesStream, fromChatCompletion, inputItems, replayResponse, toChatRequest } from '../../../sdk/responses/index.js';
 import { fitConversation } from '../../../plugins/responses/truncate.js';
-import { schemaErrors } from '../../helpers/schemas.js';
-import { sseEvents } from '../../plugins/providers/doors.js';
+import { schemaErrors } from '../../../server/testing/index.js';
+import { sseEvents } from '../../../server/testing/index.js';
 
 const chat = (body: Record<string, unknown>, history: Record<string, unknown>[] = []) =>
   toChatRequest(body, { provider: 'p', history, input: inputItems(body.input) });

@@ -4,8 +4,8 @@ import { anthropic } from '../../../../plugins/providers/anthropic/index.js';
 import { config } from '../../../../plugins/config/index.js';
 import { requestLog } from '../../../../plugins/request-log/index.js';
 import { startAnthropicContractMock } from '../../../mocks/contract/anthropic.js';
-import type { ContractMock } from '../contract.js';
-import { sendJson, startRecordingServer } from '../../../mocks/contract/http.js';
+import type { ContractMock } from '../../../../server/testing/index.js';
+import { sendJson, startRecordingServer } from '../../../../server/testing/index.js';
 import { waitForLog } from '../../../helpers/gateway.js';
 import { serveGateway } from '../../../helpers/serve.js';
 

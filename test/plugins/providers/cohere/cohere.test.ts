@@ -3,7 +3,7 @@ import { config } from '../../../../plugins/config/index.js';
 import { cohere, cohereStreamTranslator, toCohereChat } from '../../../../plugins/providers/cohere/index.js';
 import { serveGateway } from '../../../helpers/serve.js';
 import { COHERE_KEY, startCohereContractMock } from '../../../mocks/contract/cohere.js';
-import type { ContractMock } from '../contract.js';
+import type { ContractMock } from '../../../../server/testing/index.js';
 
 describe('OpenAI → Cohere chat v2', () => {
   test('parameters, stop, top_p/top_k, response_format json_schema, dropped fields', () => {

@@ -4,7 +4,7 @@ import { openaiCompatible } from '../../../../plugins/providers/openai-compatibl
 import { compatibleStream, errorFields, mapFinish, nineCharId } from '../../../../plugins/providers/openai-compatible/normalize.js';
 import { RequestContext, createLogger } from '../../../../core/index.js';
 import { serveGateway } from '../../../helpers/serve.js';
-import { sendJson, startRecordingServer, writeEvents } from '../../../mocks/contract/http.js';
+import { sendJson, startRecordingServer, writeEvents } from '../../../../server/testing/index.js';
 
 describe('normalisation units', () => {
   test('finish reasons: OpenAI values kept, quirks mapped, unknown → stop, null kept', () => {

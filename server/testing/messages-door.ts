@@ -1,8 +1,8 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { describe, expect, test } from 'vitest';
-import { COUNTED_TOKENS } from '../../mocks/contract/anthropic.js';
-import { schemaErrors } from '../../helpers/schemas.js';
-import { sseEvents, type DoorEnv } from './doors.js';
+import { COUNTED_TOKENS } from './mock-http.js';
+import { sseEvents, type DoorEnv } from './responses-door.js';
+import { schemaErrors } from './schemas.js';
 
 const TOOL = { name: 'get_weather', description: 'Weather for a city', input_schema: { type: 'object' as const, properties: { city: { type: 'string' } }, required: ['city'] } };
 

@@ -1,10 +1,10 @@
-import type { ContractMock, Scenario } from '../../plugins/providers/contract.js';
-import { sendJson, startRecordingServer, writeEvents } from './http.js';
-import { newResponsesState, responsesAnswer } from './responses.js';
+import type { ContractMock, Scenario } from './provider-contract.js';
+import { sendJson, startRecordingServer, writeEvents } from './mock-http.js';
+import { newResponsesState, responsesAnswer } from './responses-mock.js';
 
 /**
  * The contract mock for OpenAI-format upstreams (OpenAI and the compatible
- * family), per shared/providers/openai.md. `basePath` is where the API lives
+ * family), per OpenAI's API reference (shared/providers/openai.md in this repository). `basePath` is where the API lives
  * under the origin (`/v1` for OpenAI, `/openai/v1` for Groq, …).
  */
 export async function startOpenAIContractMock(basePath = '/v1'): Promise<ContractMock> {

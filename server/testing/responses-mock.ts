@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
-import type { Scenario } from '../../plugins/providers/contract.js';
-import { sendJson, writeEvents } from './http.js';
+import type { Scenario } from './provider-contract.js';
+import { sendJson, writeEvents } from './mock-http.js';
 
 /**
  * OpenAI's Responses API as a native upstream speaks it (shared/providers/openai.md §8 and

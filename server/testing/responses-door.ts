@@ -1,7 +1,7 @@
 import OpenAI, { APIError } from 'openai';
 import { describe, expect, test } from 'vitest';
-import { schemaErrors } from '../../helpers/schemas.js';
-import type { ContractMock, ProviderContract } from './contract.js';
+import type { ContractMock, ProviderContract } from './provider-contract.js';
+import { schemaErrors } from './schemas.js';
 
 /** What the door tests need from the provider contract's set-up. */
 export interface DoorEnv {
