@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { gatewayPackageVersion } from '../sdk/package-version.js';
+import { PACKAGE_KINDS, scaffold, type PackageKind } from './scaffold/index.js';
 import { serve } from './serve.js';
 
 const USAGE = `Usage: switchyard-gateway [command] [options]
@@ -7,6 +8,9 @@ const USAGE = `Usage: switchyard-gateway [command] [options]
 Commands:
   serve [--config FILE]   Serve the gateway (the default command). Without --config (or GATEWAY_CONFIG),
                           the bundled default config; a config file may extend it ("extends": "default").
+  new provider|check DIR [--name PACKAGE]
+                          Write a new plugin package into DIR: the plugin, its tests on the gateway's
+                          test kit (switchyard-gateway/testing) and a package.json; then npm install, npm test.
   help                    This text.
   version                 The gateway's version.
 
@@ -25,6 +29,8 @@ async function main(argv: string[]): Promise<void> {
     case 'serve':
       if (rest.includes('--help') || rest.includes('-h')) return void process.stdout.write(USAGE);
       return serve(rest);
+    case 'new':
+      return newPackage(rest);
     case 'help':
       return void process.stdout.write(USAGE);
     case 'version':
@@ -33,6 +39,25 @@ async function main(argv: string[]): Promise<void> {
       process.stderr.write(`Unknown command "${command}".\n\n${USAGE}`);
       process.exit(2);
   }
+}
+
+/** `new provider|check DIR [--name PACKAGE]`. */
+function newPackage(args: string[]): void {
+  const [kind, dir] = args;
+  const at = args.indexOf('--name');
+  const name = at === -1 ? undefined : args[at + 1];
+  if (!PACKAGE_KINDS.includes(kind as PackageKind) || dir === undefined || dir.startsWith('--') || (at !== -1 && name === undefined)) {
+    process.stderr.write(`Usage: switchyard-gateway new provider|check DIR [--name PACKAGE]\n`);
+    process.exit(2);
+  }
+  let files: string[];
+  try {
+    files = scaffold(kind as PackageKind, dir, name);
+  } catch (err) {
+    process.stderr.write(`switchyard-gateway new: ${(err as Error).message}\n`);
+    process.exit(1);
+  }
+  process.stdout.write(`Wrote a ${kind} package in ${dir}:\n${files.map((f) => `  ${f}`).join('\n')}\n\nNext: cd ${dir} && npm install && npm test\n`);
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {
