@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import type { GatewayPlugin } from '../core/index.js';
 import type { ServerEnv } from './env.js';
-import { isPathLike, loadExternalPlugin } from './load-plugin.js';
+import { isPathLike, loadExternalPlugin, type PluginOrigin } from './load-plugin.js';
 import type { ServerConfig } from './schema.js';
 
 type Options = Record<string, unknown> | undefined;
@@ -120,21 +120,44 @@ function movedCardTtl(server: ServerConfig): { agentCardTtlMs?: number } {
   return value === undefined ? {} : { agentCardTtlMs: value as number };
 }
 
+export type { PluginOrigin } from './load-plugin.js';
+
+/** The plugins a server config names, in its order, and where each came from (same index). */
+export interface LoadedPlugins {
+  plugins: GatewayPlugin[];
+  origins: PluginOrigin[];
+}
+
 /**
  * Builds the plugins a server config names, in order: a bundled name from the
  * catalog, anything else (a package name or a path) imported from outside
  * (see `loadExternalPlugin`), relative to `baseDir`, the config file's folder.
+ * The plugins only; {@link loadPluginsWithOrigins} also says where each came from.
  */
 export async function loadPlugins(server: ServerConfig, env: ServerEnv, baseDir: string = process.cwd()): Promise<GatewayPlugin[]> {
+  return (await loadPluginsWithOrigins(server, env, baseDir)).plugins;
+}
+
+/**
+ * {@link loadPlugins}, with each plugin's origin beside it (for the start line):
+ * `bundled`, `package` (the package's name and version, and the module file) or
+ * `path` (the module file).
+ */
+export async function loadPluginsWithOrigins(server: ServerConfig, env: ServerEnv, baseDir: string = process.cwd()): Promise<LoadedPlugins> {
   const plugins: GatewayPlugin[] = [];
+  const origins: PluginOrigin[] = [];
   for (const [index, entry] of server.plugins.entries()) {
     const load = isPathLike(entry.name) ? undefined : CATALOG[entry.name];
     if (load === undefined) {
-      plugins.push(await loadExternalPlugin(entry, index, baseDir, Object.keys(CATALOG)));
+      const external = await loadExternalPlugin(entry, index, baseDir, Object.keys(CATALOG));
+      plugins.push(external.plugin);
+      origins.push(external.origin);
       continue;
     }
     if (entry.export !== undefined) throw new Error(`Plugin "${entry.name}" (plugins[${index}] of the server config) is bundled; "export" applies to plugins loaded from a package or a file`);
-    plugins.push(await load(entry.options, env, server));
+    const plugin = await load(entry.options, env, server);
+    plugins.push(plugin);
+    origins.push({ name: plugin.name, entry: entry.name, origin: 'bundled' });
   }
-  return plugins;
+  return { plugins, origins };
 }

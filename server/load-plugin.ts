@@ -1,5 +1,5 @@
-import { existsSync, statSync } from 'node:fs';
-import { isAbsolute, resolve } from 'node:path';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { resolve as resolveModule } from 'import-meta-resolve';
 import type { GatewayPlugin } from '../core/index.js';
@@ -8,6 +8,24 @@ import type { PluginEntry } from './schema.js';
 /** A name that is a path (relative to the config file, or absolute) rather than a package name. */
 export function isPathLike(name: string): boolean {
   return name.startsWith('./') || name.startsWith('../') || name.startsWith('file:') || isAbsolute(name);
+}
+
+/**
+ * Where a loaded plugin came from, for the start line: bundled with the gateway,
+ * an installed package (its name and version, from the package.json above the
+ * module file it resolved to), or a module file named by path. `name` is the
+ * plugin's own name (what its log lines and errors say), `entry` the name the
+ * server config gave (a catalog name, a package name or a path).
+ */
+export type PluginOrigin =
+  | { name: string; entry: string; origin: 'bundled' }
+  | { name: string; entry: string; origin: 'package'; package: string; version: string | null; file: string }
+  | { name: string; entry: string; origin: 'path'; file: string };
+
+/** A plugin loaded from outside the gateway, and where it came from. */
+export interface ExternalPlugin {
+  plugin: GatewayPlugin;
+  origin: Extract<PluginOrigin, { origin: 'package' | 'path' }>;
 }
 
 /**
@@ -21,7 +39,7 @@ export function isPathLike(name: string): boolean {
  * Every failure stops the start with an error that names the entry and says
  * whether it could not be found, could not be loaded, or refused its options.
  */
-export async function loadExternalPlugin(entry: PluginEntry, index: number, baseDir: string, bundled: readonly string[] = []): Promise<GatewayPlugin> {
+export async function loadExternalPlugin(entry: PluginEntry, index: number, baseDir: string, bundled: readonly string[] = []): Promise<ExternalPlugin> {
   const label = `Plugin "${entry.name}" (plugins[${index}] of the server config)`;
   const url = locate(entry.name, baseDir, label, bundled);
   let mod: Record<string, unknown>;
@@ -51,7 +69,33 @@ export async function loadExternalPlugin(entry: PluginEntry, index: number, base
   if (typeof exported !== 'function' && entry.options !== undefined) {
     throw new Error(`${label}: export "${exportName}" is a plugin object, not a factory, so it takes no options`);
   }
-  return plugin;
+  const file = fileURLToPath(url);
+  if (isPathLike(entry.name)) return { plugin, origin: { name: plugin.name, entry: entry.name, origin: 'path', file } };
+  const pkg = owningPackage(file);
+  return { plugin, origin: { name: plugin.name, entry: entry.name, origin: 'package', package: pkg?.name ?? entry.name, version: pkg?.version ?? null, file } };
+}
+
+/**
+ * The package a module file belongs to: the nearest package.json above it that has a `name`
+ * (a nested one holding only `"type"`, as dual builds ship, is passed over). Null when none is
+ * found or readable; never throws, as it only describes a plugin already loaded.
+ */
+export function owningPackage(file: string): { name: string; version: string | null } | null {
+  let dir = dirname(file);
+  for (;;) {
+    const manifest = join(dir, 'package.json');
+    if (existsSync(manifest)) {
+      try {
+        const json = JSON.parse(readFileSync(manifest, 'utf8')) as { name?: unknown; version?: unknown };
+        if (typeof json.name === 'string' && json.name !== '') return { name: json.name, version: typeof json.version === 'string' ? json.version : null };
+      } catch {
+        // An unreadable manifest names nothing: look further up.
+      }
+    }
+    const parent = dirname(dir);
+    if (parent === dir) return null;
+    dir = parent;
+  }
 }
 
 function isPlugin(value: unknown): value is GatewayPlugin {

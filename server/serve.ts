@@ -1,9 +1,11 @@
 import { startServer } from './server.js';
+import { reportStart } from './start-report.js';
 
 /** `serve` (and `npm start`): serve until SIGTERM or SIGINT, then shut down gracefully and exit 0. */
 export async function serve(argv: readonly string[]): Promise<void> {
   const running = await startServer({ argv });
-  running.gateway.logger.info({ port: running.port, url: running.url }, `gateway listening on ${running.listening}`);
+  // The address, config, data dir, pages and plugins: lines on a terminal, one JSON log line otherwise.
+  await reportStart(running);
   let signalled = false;
   const shutdown = (signal: string) => {
     if (signalled) return;

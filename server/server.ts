@@ -5,7 +5,7 @@ import { dirname, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createGateway, createLogger, DEFAULT_OPTIONS, type Gateway, type Logger } from '../core/index.js';
 import { hasBody, watchBodyIdle } from './body-idle.js';
-import { loadPlugins } from './catalog.js';
+import { loadPluginsWithOrigins, type PluginOrigin } from './catalog.js';
 import { answerClientErrors, answerHostProblem, hostProblem } from './client-errors.js';
 import { configFileFrom, loadServerConfig } from './config.js';
 import { Connections, IDLE_CLOSE_GRACE_MS } from './connections.js';
@@ -13,6 +13,7 @@ import { readEnv, type ServerEnv } from './env.js';
 import { checkAuthSetup, describeListening, localUrl } from './exposure.js';
 import { lingerIfBodyPending } from './linger.js';
 import { SERVER_TIMEOUTS, type ServerConfig } from './schema.js';
+import { configExtends, pageUrls } from './start-report.js';
 
 export interface StartOptions {
   argv?: readonly string[];
@@ -27,6 +28,22 @@ export interface StartOptions {
   logger?: Logger;
 }
 
+/** What the server started with, for the start line (server/start-report.ts). */
+export interface StartInfo {
+  /** The config file read (absolute), or null: the bundled default config, or a config object passed in. */
+  configFile: string | null;
+  /** The config file's `"extends"` as written (`"default"`, a path), or null when it extends nothing. */
+  extends: string | null;
+  /** The data dir (GATEWAY_DATA_DIR, default `./data`), absolute. */
+  dataDir: string;
+  /** The dashboard's page when the `dashboard` plugin is loaded (`<url>/dashboard`), else null. */
+  dashboardUrl: string | null;
+  /** The API reference viewer when the `openapi` plugin is loaded and serves it (`<url>/docs`), else null. */
+  docsUrl: string | null;
+  /** Every plugin, in the config's order, with where it came from. */
+  plugins: PluginOrigin[];
+}
+
 export interface RunningServer {
   server: Server;
   gateway: Gateway;
@@ -35,6 +52,8 @@ export interface RunningServer {
   url: string;
   /** The address really bound, for the start line: `http://0.0.0.0:8787 (all interfaces; …)`, `http://127.0.0.1:8787`. */
   listening: string;
+  /** What it started with: the config file, the data dir, the dashboard and docs URLs, the plugins and their origins. */
+  startInfo: StartInfo;
   /**
    * Stops accepting connections; answers a request that still arrives on an
    * open one with 503 and `connection: close`; lets every request received
@@ -54,7 +73,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const logger = options.logger ?? createLogger({ level: env.logLevel });
   ensureKeys(config, env, logger);
 
-  const plugins = await loadPlugins(config, env, baseDir);
+  const { plugins, origins } = await loadPluginsWithOrigins(config, env, baseDir);
   const gateway = createGateway({
     plugins,
     logger,
@@ -145,7 +164,15 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
       await stopped;
     })());
 
-  return { server, gateway, port: address.port, url: localUrl(address), listening: describeListening(address), close };
+  const url = localUrl(address);
+  const startInfo: StartInfo = {
+    configFile: file === undefined ? null : resolve(file),
+    extends: await configExtends(config, file),
+    dataDir: env.dataDir,
+    ...pageUrls(url, config.plugins, origins),
+    plugins: origins,
+  };
+  return { server, gateway, port: address.port, url, listening: describeListening(address), startInfo, close };
 }
 
 /**

@@ -1,4 +1,4 @@
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
@@ -59,13 +59,74 @@ export async function buildDashboard(outDir: string): Promise<DashboardBuild> {
  */
 export const DEFAULT_OUT_DIR = fileURLToPath(new URL(import.meta.url.endsWith('.js') ? '../../dashboard/' : '../../dist/dashboard/', import.meta.url));
 
+/**
+ * What a build is made from: the page's sources (`ui/`, its tsconfig and index.html included),
+ * this script, and the lockfile (the preact, uPlot and esbuild versions bundled with). A path
+ * that does not exist (the lockfile beside a compiled copy of this script) is passed over.
+ */
+export const DASHBOARD_INPUTS: readonly string[] = Object.freeze([UI_DIR, fileURLToPath(import.meta.url), fileURLToPath(new URL('../../package-lock.json', import.meta.url))]);
+
+/** The newest modification time (ms) of the files at `paths`, folders walked recursively; 0 when there are none. */
+export async function newestMtime(paths: readonly string[]): Promise<number> {
+  let newest = 0;
+  for (const path of paths) {
+    let info;
+    try {
+      info = await stat(path);
+    } catch {
+      continue;
+    }
+    if (!info.isDirectory()) {
+      newest = Math.max(newest, info.mtimeMs);
+      continue;
+    }
+    const names = await readdir(path);
+    newest = Math.max(newest, await newestMtime(names.map((name) => join(path, name))));
+  }
+  return newest;
+}
+
+/**
+ * Whether the build in `outDir` is current: its `index.html` and every asset it names exist, and
+ * the oldest of them is newer than every input (see {@link DASHBOARD_INPUTS}). `npm run build`
+ * (and so `npm start`) skips the bundle then; an input edited, added or restored newer rebuilds it.
+ */
+export async function dashboardIsCurrent(outDir: string, inputs: readonly string[] = DASHBOARD_INPUTS): Promise<boolean> {
+  let html: string;
+  try {
+    html = await readFile(join(outDir, 'index.html'), 'utf8');
+  } catch {
+    return false;
+  }
+  const assets = [...html.matchAll(/(?:src|href)="\.?\/?(assets\/[^"]+)"/g)].map((m) => join(outDir, m[1]!));
+  // A page naming no asset is not one buildDashboard wrote (it always names a .js and a .css).
+  if (assets.length < 2) return false;
+  let oldestOutput = Infinity;
+  for (const file of [join(outDir, 'index.html'), ...assets]) {
+    try {
+      oldestOutput = Math.min(oldestOutput, (await stat(file)).mtimeMs);
+    } catch {
+      return false;
+    }
+  }
+  return oldestOutput > (await newestMtime(inputs));
+}
+
 const kb = (n: number) => `${(n / 1024).toFixed(1)} KiB`;
 
-// `node --import tsx plugins/dashboard/build.ts [outDir]` (npm run build): builds and reports the bundle's size.
+// `node --import tsx plugins/dashboard/build.ts [--force] [outDir]` (npm run build): builds and reports the bundle's size,
+// or says the build is current and leaves it (unless --force).
 if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {
   const started = performance.now();
-  const out = await buildDashboard(process.argv[2] ?? DEFAULT_OUT_DIR);
-  const total = out.files.reduce((a, f) => ({ bytes: a.bytes + f.bytes, gzip: a.gzip + f.gzipBytes }), { bytes: 0, gzip: 0 });
-  for (const f of out.files) console.log(`dashboard  ${f.path.padEnd(36)} ${kb(f.bytes).padStart(10)}  gzip ${kb(f.gzipBytes).padStart(9)}`);
-  console.log(`dashboard  ${'total'.padEnd(36)} ${kb(total.bytes).padStart(10)}  gzip ${kb(total.gzip).padStart(9)}  (${Math.round(performance.now() - started)} ms, ${out.dir})`);
+  const args = process.argv.slice(2);
+  const force = args.includes('--force');
+  const outDir = args.find((a) => !a.startsWith('--')) ?? DEFAULT_OUT_DIR;
+  if (!force && (await dashboardIsCurrent(outDir))) {
+    console.log(`dashboard  current, not rebuilt (${Math.round(performance.now() - started)} ms, ${outDir}; --force to rebuild)`);
+  } else {
+    const out = await buildDashboard(outDir);
+    const total = out.files.reduce((a, f) => ({ bytes: a.bytes + f.bytes, gzip: a.gzip + f.gzipBytes }), { bytes: 0, gzip: 0 });
+    for (const f of out.files) console.log(`dashboard  ${f.path.padEnd(36)} ${kb(f.bytes).padStart(10)}  gzip ${kb(f.gzipBytes).padStart(9)}`);
+    console.log(`dashboard  ${'total'.padEnd(36)} ${kb(total.bytes).padStart(10)}  gzip ${kb(total.gzip).padStart(9)}  (${Math.round(performance.now() - started)} ms, ${out.dir})`);
+  }
 }
