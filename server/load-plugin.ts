@@ -46,7 +46,7 @@ export async function loadExternalPlugin(entry: PluginEntry, index: number, base
   try {
     mod = (await import(url)) as Record<string, unknown>;
   } catch (err) {
-    throw new Error(`${label} could not be loaded from ${fileURLToPath(url)}: ${(err as Error).message}`);
+    throw new Error(`${label} could not be loaded from ${fileURLToPath(url)}: ${(err as Error).message}${gatewayNotFoundHint(err)}`);
   }
   const exportName = entry.export ?? 'default';
   const exported = mod[exportName];
@@ -96,6 +96,20 @@ export function owningPackage(file: string): { name: string; version: string | n
     if (parent === dir) return null;
     dir = parent;
   }
+}
+
+/**
+ * What to do when a plugin's own import of the gateway fails: the plugin sits where Node cannot find the
+ * gateway from (a `npm link`, a copy outside the deployment folder), so its peer dependency resolves to nothing.
+ */
+function gatewayNotFoundHint(err: unknown): string {
+  const e = err as { code?: string; message?: string };
+  if (e.code !== 'ERR_MODULE_NOT_FOUND' || !/Cannot find package 'switchyard-gateway'/.test(e.message ?? '')) return '';
+  return (
+    '. The plugin imports switchyard-gateway (its peer dependency), which Node looks for in the node_modules folders above the plugin\'s own files: ' +
+    'install the plugin into the deployment folder with npm (npm install <its folder or packed tarball>) instead of linking it, ' +
+    'so it resolves to the gateway installed there (docs/plugin-packages.md)'
+  );
 }
 
 function isPlugin(value: unknown): value is GatewayPlugin {
