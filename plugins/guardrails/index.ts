@@ -88,7 +88,7 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
     // Identity for the workspaces' stored guardrails.
     uses: [IDENTITY],
     apply(api) {
-      const compiled = new WeakMap<Target, CompiledHooks | null>();
+      const compiled = new WeakMap<Target, CompiledHooks>();
       const checks = api.checks as Registry<GuardrailCheck>;
       const denials: Denials = { checks, codes: api.errorCodes };
       // Stored guardrails are checked with this before they are stored: the same rules as a config's inline entry.
@@ -121,9 +121,12 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
       const hooksOf = (ctx: RequestContext): CompiledHooks | null => {
         const target = ctx.target;
         if (target === null) return null;
+        // Most targets have no hooks, and a target built from headers is new on every request: the check is four
+        // field reads, cheaper than a WeakMap entry per request (which also costs the garbage collector).
+        if (!HOOK_FIELDS.some((f) => Array.isArray(target[f]) && (target[f] as unknown[]).length > 0)) return null;
         let c = compiled.get(target);
         if (c === undefined) {
-          c = HOOK_FIELDS.some((f) => Array.isArray(target[f]) && (target[f] as unknown[]).length > 0) ? compileHooks(target, api.checks, named, source !== undefined) : null;
+          c = compileHooks(target, api.checks, named, source !== undefined);
           compiled.set(target, c);
         }
         return c;
