@@ -24,6 +24,7 @@ export * from './tokens.js';
 export * as v from 'valibot';
 
 export { SSEParser, type SSEEvent } from './sse.js';
+export { NDJSON_MAX_LINE_BYTES, NDJSONParser, type NDJSONLine } from './ndjson.js';
 export { wholeBodyObserver } from './whole-body.js';
 export { ChatChunkWriter, completionId, openAIUsage, type FinishReason, type OpenAIUsage } from './openai/chunks.js';
 export { base64Floats } from './openai/embeddings.js';

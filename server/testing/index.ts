@@ -5,7 +5,7 @@
  * install `vitest`, `openai` and `@anthropic-ai/sdk` as dev dependencies of your plugin (they are optional
  * peer dependencies of the gateway). docs/plugins.md, "Testing a plugin", walks through it.
  */
-export { providerContract, type ContractMock, type ProviderContract, type Scenario, type SeenNativeRequest } from './provider-contract.js';
+export { providerContract, type ContractMock, type ProviderContract, type ProviderSupports, type Scenario, type SeenNativeRequest } from './provider-contract.js';
 export { checkContract, checkInput, type CheckCase, type CheckContract } from './check-contract.js';
 export { basicPlugins, LOOPBACK_HOSTS, memoryLogger, startTestGateway, type MemoryLogger, type TestGateway, type TestGatewayOptions } from './harness.js';
 export { COUNTED_TOKENS, sendJson, startChatMock, startRecordingServer, writeEvents, type ChatMock } from './mock-http.js';

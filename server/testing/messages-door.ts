@@ -1,6 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { describe, expect, test } from 'vitest';
 import { COUNTED_TOKENS } from './mock-http.js';
+import type { ProviderSupports } from './provider-contract.js';
 import { sseEvents, type DoorEnv } from './responses-door.js';
 import { schemaErrors } from './schemas.js';
 
@@ -12,8 +13,10 @@ const TOOL = { name: 'get_weather', description: 'Weather for a city', input_sch
  * two turns, a streamed tool call, upstream errors in Anthropic's envelope, a mid-stream
  * failure, token counting; every answer and event validated against Anthropic's documented
  * shapes (test/schemas/messages.json). Native for the Anthropic family, translated elsewhere.
+ * Where `supports` says the provider has no tools or no images, requests with them must be
+ * refused with a 400 in Anthropic's envelope whose message names the field and the provider.
  */
-export function messagesDoorSuite(env: () => DoorEnv): void {
+export function messagesDoorSuite(env: () => DoorEnv, supports: Required<ProviderSupports> = { tools: true, images: true }): void {
   describe('the Messages door', () => {
     const client = () => new Anthropic({ apiKey: 'unused', baseURL: env().url, maxRetries: 0, defaultHeaders: { 'x-gateway-config': env().config } });
     const native = () => env().spec.nativeMessages === true;
@@ -22,6 +25,42 @@ export function messagesDoorSuite(env: () => DoorEnv): void {
     const post = (body: Record<string, unknown>) =>
       fetch(`${env().url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-gateway-config': env().config }, body: JSON.stringify(body) });
     const base = () => ({ model: env().spec.model, max_tokens: 256 });
+    /** A request the provider cannot carry: a 400 in Anthropic's envelope naming the field (`mentions`) and the provider; nothing sent upstream. */
+    const refused = async (request: () => Promise<unknown>, mentions: RegExp, what: string) => {
+      const before = env().mock.requests.length;
+      const err = await request().then(
+        (answer) => answer,
+        (e: unknown) => e,
+      );
+      expect(err, `${what}: the provider must refuse it with a 400 (supports says it cannot carry it), not answer it`).toBeInstanceOf(Anthropic.APIError);
+      const e = err as InstanceType<typeof Anthropic.APIError>;
+      expect(e.status, `${what}: ${e.message}`).toBe(400);
+      valid(e.error, 'ErrorResponse');
+      const message = String((e.error as { error?: { message?: unknown } } | undefined)?.error?.message ?? '');
+      expect(message, `${what}: the message should name the field`).toMatch(mentions);
+      expect(message, `${what}: the message should name the provider`).toContain(env().spec.provider);
+      expect(env().mock.requests.length - before, `${what}: nothing should reach the provider`).toBe(0);
+    };
+
+    if (!supports.tools) {
+      test('no tools (supports.tools false): a request with tools is a 400 in the envelope naming tools and the provider, nothing sent', async () => {
+        await refused(() => client().messages.create({ ...base(), tools: [TOOL], messages: [{ role: 'user', content: 'Weather in Paris?' }] }), /tools/, 'a Messages request with tools');
+      });
+
+      test('no tools: a streamed request with tools is the same 400, before any stream starts', async () => {
+        await refused(() => client().messages.create({ ...base(), tools: [TOOL], messages: [{ role: 'user', content: 'Weather?' }], stream: true }), /tools/, 'a streamed Messages request with tools');
+      });
+    }
+
+    if (!supports.images) {
+      test('no images (supports.images false): an image block is a 400 in the envelope naming the part and the provider, nothing sent', async () => {
+        const content = [
+          { type: 'text' as const, text: 'What is this?' },
+          { type: 'image' as const, source: { type: 'base64' as const, media_type: 'image/png' as const, data: 'iVBORw0KGgo=' } },
+        ];
+        await refused(() => client().messages.create({ ...base(), messages: [{ role: 'user', content }] }), /image|content\[1\]/, 'a Messages request with an image');
+      });
+    }
 
     test('text: the message, its stop reason and usage (cache reads apart from input); the provider gets system and user', async () => {
       const { data, response } = await client().messages.create({ ...base(), system: 'Be terse.', messages: [{ role: 'user', content: 'Hi' }] }).withResponse();
@@ -62,7 +101,7 @@ export function messagesDoorSuite(env: () => DoorEnv): void {
       expect(final.usage.output_tokens).toBe(2);
     });
 
-    test('tool use across two turns: the tool_use block, then its result answered', async () => {
+    if (supports.tools) test('tool use across two turns: the tool_use block, then its result answered', async () => {
       env().mock.next({ kind: 'tool_call' });
       const first = await client().messages.create({ ...base(), tools: [TOOL], messages: [{ role: 'user', content: 'Weather in Paris?' }] });
       valid(first);
@@ -87,7 +126,7 @@ export function messagesDoorSuite(env: () => DoorEnv): void {
       expect(sent).toContain('get_weather');
     });
 
-    test('a streamed tool call: tool_use start, input_json_delta fragments, the whole input at the end', async () => {
+    if (supports.tools) test('a streamed tool call: tool_use start, input_json_delta fragments, the whole input at the end', async () => {
       env().mock.next({ kind: 'tool_call' });
       const stream = client().messages.stream({ ...base(), tools: [TOOL], messages: [{ role: 'user', content: 'Weather?' }] });
       const final = await stream.finalMessage();

@@ -20,7 +20,8 @@ import { requireSharedSchemas, schemaErrors } from './schemas.js';
  *   with usage prompt 9 tokens of which 3 cached (where the provider reports cache reads),
  *   completion 2 tokens; the finish is the native equivalent of `finish` (default stop).
  * - `tool_call`: one call of `get_weather` with arguments {"city":"Paris"} (streamed as at
- *   least two argument fragments), native finish = tool use.
+ *   least two argument fragments), native finish = tool use. Never asked of a provider whose
+ *   contract says `supports: { tools: false }` (its mock may answer it anyhow).
  * - `error`: that HTTP status with the provider's error body whose message is "Mock error <status>"
  *   (and `retry-after: 7` on 429).
  * - `stream_error`: a streamed answer with the text delta "Hel", then the provider's
@@ -77,17 +78,78 @@ export interface ProviderContract {
    * repository's own tests; false elsewhere.
    */
   requireOpenAISchema?: boolean;
-  /** Provider-native assertions on what the gateway sent upstream. */
+  /**
+   * What the provider's wire format can carry; each defaults to true. A provider without one must
+   * refuse a request that needs it, before sending anything, with a 400 in the gateway's envelope
+   * whose `param` names the field and whose message names the provider (dropping it silently would
+   * answer another question than the one asked). Then the tool and image tests of the contract, in
+   * the chat tests and the Responses and Messages doors, check that refusal instead:
+   * - `tools: false`: a request with `tools` is refused with `param: "tools"` (a conversation with
+   *   tool calls and results may be refused on a `messages[i]…` path instead);
+   * - `images: false`: an image part is refused with a `param` under its path, `messages[0].content[1]…`.
+   */
+  supports?: ProviderSupports;
+  /**
+   * Provider-native assertions on what the gateway sent upstream. `toolRoundTrip`, `tools` and
+   * `image` are required unless `supports` says the provider has no tools (the first two) or no
+   * images (the third): the contract refuses to run without them, naming the missing ones.
+   */
   expectRequest: {
     /** The native request of a plain chat with a system message "Be terse." and a user message "Hi". */
     systemAndUser(seen: SeenNativeRequest): void;
-    /** The native request after an assistant tool call (id `call_1`, get_weather {"city":"Paris"}) and a tool result "18C". */
-    toolRoundTrip(seen: SeenNativeRequest): void;
-    /** The native request with a user image: `kind` url (https://example.com/cat.png) or base64 (image/png, data "iVBORw0KGgo="). */
-    image(seen: SeenNativeRequest, kind: 'url' | 'base64'): void;
-    /** The native request carries the tool definition `get_weather` with its JSON-schema parameters. */
-    tools(seen: SeenNativeRequest): void;
+    /** The native request after an assistant tool call (id `call_1`, get_weather {"city":"Paris"}) and a tool result "18C". Required unless `supports.tools` is false. */
+    toolRoundTrip?(seen: SeenNativeRequest): void;
+    /** The native request with a user image: `kind` url (https://example.com/cat.png) or base64 (image/png, data "iVBORw0KGgo="). Required unless `supports.images` is false. */
+    image?(seen: SeenNativeRequest, kind: 'url' | 'base64'): void;
+    /** The native request carries the tool definition `get_weather` with its JSON-schema parameters. Required unless `supports.tools` is false. */
+    tools?(seen: SeenNativeRequest): void;
   };
+}
+
+/** What a provider's wire format can carry (see {@link ProviderContract.supports}); each defaults to true. */
+export interface ProviderSupports {
+  /** Function tools: definitions, calls and their results. */
+  tools?: boolean;
+  /** Image parts in user messages. */
+  images?: boolean;
+}
+
+/** The `supports` of a contract with its defaults filled in. */
+export function supported(spec: ProviderContract): Required<ProviderSupports> {
+  return { tools: spec.supports?.tools !== false, images: spec.supports?.images !== false };
+}
+
+/**
+ * The `expectRequest` hooks the contract needs, checked before any test runs: a hook a supported
+ * feature needs and the spec lacks stops the suite with a message naming it.
+ */
+function checkExpectations(spec: ProviderContract): void {
+  const { tools, images } = supported(spec);
+  const needed = [...(tools ? (['toolRoundTrip', 'tools'] as const) : []), ...(images ? (['image'] as const) : [])];
+  const missing = needed.filter((name) => typeof spec.expectRequest[name] !== 'function');
+  if (missing.length === 0) return;
+  const what = missing.map((name) => `expectRequest.${name}`).join(' and ');
+  const set = [...(missing.some((n) => n !== 'image') ? ['tools: false'] : []), ...(missing.includes('image') ? ['images: false'] : [])].join(', ');
+  throw new Error(`provider contract for "${spec.provider}": ${what} ${missing.length === 1 ? 'is' : 'are'} required, unless the provider cannot carry them: then say so with supports: { ${set} }.`);
+}
+
+/**
+ * Expects a request the provider cannot carry to have been refused: a 400 in the gateway's envelope whose
+ * `param` fits `param`, whose message names the provider, and nothing sent upstream.
+ */
+export async function expectRefused(spec: ProviderContract, mock: ContractMock, request: () => Promise<unknown>, param: (param: unknown) => boolean, what: string): Promise<void> {
+  const before = mock.requests.length;
+  const result = await request().then(
+    (answer) => answer,
+    (err: unknown) => err,
+  );
+  expect(result, `${what}: the provider must refuse it with a 400 (supports says it cannot carry it), not answer it`).toBeInstanceOf(APIError);
+  const err = result as APIError;
+  expect(err.status, `${what}: ${err.message}`).toBe(400);
+  const named = (err.error as { param?: unknown } | undefined)?.param;
+  expect(param(named), `${what}: the error's param (${JSON.stringify(named)}) should name the field`).toBe(true);
+  expect(err.message, `${what}: the message should name the provider`).toContain(spec.provider);
+  expect(mock.requests.length - before, `${what}: nothing should reach the provider`).toBe(0);
 }
 
 const TOOLS: OpenAI.ChatCompletionTool[] = [
@@ -99,6 +161,8 @@ const TOOLS: OpenAI.ChatCompletionTool[] = [
 
 /** Runs the contract for one provider. */
 export function providerContract(spec: ProviderContract): void {
+  checkExpectations(spec);
+  const supports = supported(spec);
   describe(`provider contract: ${spec.provider}`, () => {
     let mock: ContractMock;
     let gw: TestGateway;
@@ -122,11 +186,19 @@ export function providerContract(spec: ProviderContract): void {
       await mock.close();
     });
 
-    responsesDoorSuite(() => ({ spec, mock, url: gw.url, config: JSON.stringify(spec.target(mock)) }));
-    messagesDoorSuite(() => ({ spec, mock, url: gw.url, config: JSON.stringify(spec.target(mock)) }));
+    responsesDoorSuite(() => ({ spec, mock, url: gw.url, config: JSON.stringify(spec.target(mock)) }), supports);
+    messagesDoorSuite(() => ({ spec, mock, url: gw.url, config: JSON.stringify(spec.target(mock)) }), supports);
 
     const user = (content: OpenAI.ChatCompletionUserMessageParam['content']): OpenAI.ChatCompletionMessageParam => ({ role: 'user', content });
     const status = (upstream: number) => spec.mapStatus?.(upstream) ?? upstream;
+    const toolsParam = (param: unknown) => param === 'tools';
+    const roundTrip = [
+      user('Weather in Paris?'),
+      { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
+      { role: 'tool', tool_call_id: 'call_1', content: '18C' },
+    ] satisfies OpenAI.ChatCompletionMessageParam[];
+    const imageMessage = (kind: 'url' | 'base64') =>
+      user([{ type: 'text', text: 'What is this?' }, { type: 'image_url', image_url: { url: kind === 'url' ? 'https://example.com/cat.png' : 'data:image/png;base64,iVBORw0KGgo=' } }]);
 
     test('plain chat with a system message: content, finish, usage and the native request', async () => {
       const { data, response } = await client.chat.completions
@@ -153,7 +225,39 @@ export function providerContract(spec: ProviderContract): void {
       expect(data.choices[0]!.finish_reason).toBe(finish);
     });
 
-    test('a tool call: stable id, name, arguments as a JSON string, finish tool_calls; tools reach the provider', async () => {
+    if (!supports.tools) {
+      test('no tools (supports.tools false): a request with tools is a 400 naming tools and the provider, nothing sent', async () => {
+        await expectRefused(spec, mock, () => client.chat.completions.create({ model: spec.model, messages: [user('Weather in Paris?')], tools: TOOLS }), toolsParam, 'a request with tools');
+      });
+
+      test('no tools: a tool-call round trip is a 400 naming tools (or the tool message) and the provider, nothing sent', async () => {
+        await expectRefused(
+          spec,
+          mock,
+          () => client.chat.completions.create({ model: spec.model, tools: TOOLS, messages: roundTrip }),
+          (param) => param === 'tools' || (typeof param === 'string' && /^messages\[[12]\]/.test(param)),
+          'a tool-call round trip',
+        );
+      });
+
+      test('no tools: a streamed request with tools is the same 400, before any stream starts', async () => {
+        await expectRefused(spec, mock, () => client.chat.completions.create({ model: spec.model, messages: [user('Weather?')], tools: TOOLS, stream: true }), toolsParam, 'a streamed request with tools');
+      });
+    }
+
+    if (!supports.images) {
+      test.each(['url', 'base64'] as const)('no images (supports.images false): an image part (%s) is a 400 naming the part and the provider, nothing sent', async (kind) => {
+        await expectRefused(
+          spec,
+          mock,
+          () => client.chat.completions.create({ model: spec.model, messages: [imageMessage(kind)] }),
+          (param) => typeof param === 'string' && param.startsWith('messages[0].content[1]'),
+          `an image part (${kind})`,
+        );
+      });
+    }
+
+    if (supports.tools) test('a tool call: stable id, name, arguments as a JSON string, finish tool_calls; tools reach the provider', async () => {
       mock.next({ kind: 'tool_call' });
       const data = await client.chat.completions.create({ model: spec.model, messages: [user('Weather in Paris?')], tools: TOOLS });
       const call = data.choices[0]!.message.tool_calls?.[0];
@@ -165,27 +269,18 @@ export function providerContract(spec: ProviderContract): void {
       expect(typeof fn.arguments).toBe('string');
       expect(JSON.parse(fn.arguments)).toEqual({ city: 'Paris' });
       expect(data.choices[0]!.finish_reason).toBe('tool_calls');
-      spec.expectRequest.tools(mock.requests.at(-1)!);
+      spec.expectRequest.tools!(mock.requests.at(-1)!);
     });
 
-    test('a tool-call round trip: assistant tool_calls then a tool message', async () => {
-      const data = await client.chat.completions.create({
-        model: spec.model,
-        tools: TOOLS,
-        messages: [
-          user('Weather in Paris?'),
-          { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } }] },
-          { role: 'tool', tool_call_id: 'call_1', content: '18C' },
-        ],
-      });
+    if (supports.tools) test('a tool-call round trip: assistant tool_calls then a tool message', async () => {
+      const data = await client.chat.completions.create({ model: spec.model, tools: TOOLS, messages: roundTrip });
       expect(data.choices[0]!.message.content).toBe('Hello!');
-      spec.expectRequest.toolRoundTrip(mock.requests.at(-1)!);
+      spec.expectRequest.toolRoundTrip!(mock.requests.at(-1)!);
     });
 
-    test.each(['url', 'base64'] as const)('an image part (%s)', async (kind) => {
-      const url = kind === 'url' ? 'https://example.com/cat.png' : 'data:image/png;base64,iVBORw0KGgo=';
-      await client.chat.completions.create({ model: spec.model, messages: [user([{ type: 'text', text: 'What is this?' }, { type: 'image_url', image_url: { url } }])] });
-      spec.expectRequest.image(mock.requests.at(-1)!, kind);
+    if (supports.images) test.each(['url', 'base64'] as const)('an image part (%s)', async (kind) => {
+      await client.chat.completions.create({ model: spec.model, messages: [imageMessage(kind)] });
+      spec.expectRequest.image!(mock.requests.at(-1)!, kind);
     });
 
     test('a streamed text answer: role first, deltas, finish last, usage chunk, [DONE]', async () => {
@@ -219,7 +314,7 @@ export function providerContract(spec: ProviderContract): void {
       expect(text).not.toContain('"choices":[]');
     });
 
-    test('a streamed tool call: index, id and name first, then argument fragments', async () => {
+    if (supports.tools) test('a streamed tool call: index, id and name first, then argument fragments', async () => {
       mock.next({ kind: 'tool_call' });
       const stream = await client.chat.completions.create({ model: spec.model, messages: [user('Weather?')], tools: TOOLS, stream: true });
       let name = '';
@@ -298,7 +393,7 @@ export function providerContract(spec: ProviderContract): void {
       const body = (extra: Record<string, unknown>) => JSON.stringify({ model: spec.model, messages: [{ role: 'user', content: 'Hi' }], ...extra });
       const post = (payload: string) =>
         fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-gateway-config': JSON.stringify(spec.target(mock)) }, body: payload });
-      for (const kind of ['text', 'tool_call'] as const) {
+      for (const kind of supports.tools ? (['text', 'tool_call'] as const) : (['text'] as const)) {
         mock.next({ kind });
         const tools = kind === 'tool_call' ? { tools: TOOLS } : {};
         const json = await (await post(body(tools))).json();

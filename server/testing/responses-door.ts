@@ -1,6 +1,6 @@
 import OpenAI, { APIError } from 'openai';
 import { describe, expect, test } from 'vitest';
-import type { ContractMock, ProviderContract } from './provider-contract.js';
+import { expectRefused, type ContractMock, type ProviderContract, type ProviderSupports } from './provider-contract.js';
 import { schemaErrors } from './schemas.js';
 
 /** What the door tests need from the provider contract's set-up. */
@@ -36,9 +36,11 @@ export function sseEvents(text: string): Array<{ event: string | null; data: any
  * text, streaming, tool calls across two turns (stateless and with previous_response_id), an
  * upstream error and a mid-stream failure, each answer and event checked against the
  * Responses schema (test/schemas/responses.json). A provider with a native Responses API
- * gets the request as sent; any other gets it translated to its chat call.
+ * gets the request as sent; any other gets it translated to its chat call. Where `supports`
+ * says the provider has no tools or no images, requests with them must be refused with a 400
+ * naming the field and the provider (see {@link ProviderContract.supports}).
  */
-export function responsesDoorSuite(env: () => DoorEnv): void {
+export function responsesDoorSuite(env: () => DoorEnv, supports: Required<ProviderSupports> = { tools: true, images: true }): void {
   describe('the Responses door', () => {
     const client = () => new OpenAI({ apiKey: 'unused', baseURL: `${env().url}/v1`, maxRetries: 0, defaultHeaders: { 'x-gateway-config': env().config } });
     const native = () => env().spec.nativeResponses === true;
@@ -100,7 +102,46 @@ export function responsesDoorSuite(env: () => DoorEnv): void {
       expect(final.output.flatMap((o) => (o.type === 'message' ? o.content : [])).map((c) => (c.type === 'output_text' ? c.text : '')).join('')).toBe('Hello!');
     });
 
-    test('tool calls across two turns, chained with previous_response_id', async () => {
+    if (!supports.tools) {
+      const toolsParam = (param: unknown) => param === 'tools';
+      test('no tools (supports.tools false): a request with tools is a 400 naming tools and the provider, nothing sent', async () => {
+        await expectRefused(env().spec, env().mock, () => client().responses.create({ model: env().spec.model, input: 'Weather in Paris?', tools: [TOOL] }), toolsParam, 'a Responses request with tools');
+      });
+
+      test('no tools: the items of a tool-call turn sent back are a 400 naming tools (or the items) and the provider', async () => {
+        const input = [
+          { role: 'user' as const, content: 'Weather in Paris?' },
+          { type: 'function_call' as const, call_id: 'call_1', name: 'get_weather', arguments: '{"city":"Paris"}' },
+          { type: 'function_call_output' as const, call_id: 'call_1', output: '18C' },
+        ];
+        await expectRefused(
+          env().spec,
+          env().mock,
+          () => client().responses.create({ model: env().spec.model, tools: [TOOL], input }),
+          (param) => param === 'tools' || (typeof param === 'string' && /^(messages|input)\[[12]\]/.test(param)),
+          'a Responses tool-call round trip',
+        );
+      });
+
+      test('no tools: a streamed request with tools is the same 400, before any stream starts', async () => {
+        await expectRefused(env().spec, env().mock, () => client().responses.create({ model: env().spec.model, input: 'Weather?', tools: [TOOL], stream: true }), toolsParam, 'a streamed Responses request with tools');
+      });
+    }
+
+    if (!supports.images) {
+      test('no images (supports.images false): an input_image is a 400 naming the part and the provider, nothing sent', async () => {
+        const input = [{ role: 'user' as const, content: [{ type: 'input_text' as const, text: 'What is this?' }, { type: 'input_image' as const, image_url: 'https://example.com/cat.png', detail: 'auto' as const }] }];
+        await expectRefused(
+          env().spec,
+          env().mock,
+          () => client().responses.create({ model: env().spec.model, input }),
+          (param) => typeof param === 'string' && /^(messages|input)\[0\]\.content\[1\]/.test(param),
+          'a Responses request with an image',
+        );
+      });
+    }
+
+    if (supports.tools) test('tool calls across two turns, chained with previous_response_id', async () => {
       env().mock.next({ kind: 'tool_call' });
       const first = await client().responses.create({ model: env().spec.model, input: 'Weather in Paris?', tools: [TOOL] });
       valid(first);
@@ -129,7 +170,7 @@ export function responsesDoorSuite(env: () => DoorEnv): void {
       else expect(sent).toContain('Weather in Paris?');
     });
 
-    test('tool calls across two turns, stateless: the items of the first turn sent back', async () => {
+    if (supports.tools) test('tool calls across two turns, stateless: the items of the first turn sent back', async () => {
       const second = await client().responses.create({
         model: env().spec.model,
         tools: [TOOL],
@@ -140,10 +181,10 @@ export function responsesDoorSuite(env: () => DoorEnv): void {
         ],
       });
       expect(second.output_text).toBe('Hello!');
-      if (!native()) env().spec.expectRequest.toolRoundTrip(last());
+      if (!native()) env().spec.expectRequest.toolRoundTrip!(last());
     });
 
-    test('a streamed tool call: the item, argument deltas, done with the whole arguments', async () => {
+    if (supports.tools) test('a streamed tool call: the item, argument deltas, done with the whole arguments', async () => {
       env().mock.next({ kind: 'tool_call' });
       const res = await post({ model: env().spec.model, input: 'Weather?', tools: [TOOL], stream: true });
       const events = sseEvents(await res.text());
