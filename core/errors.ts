@@ -45,6 +45,7 @@ export const CORE_ERROR_CODES = Object.freeze({
   upstream_timeout: { status: 504, type: 'timeout_error' },
 } as const satisfies Record<string, ErrorCodeSpec>);
 
+/** One of the core's own error codes (the keys of {@link CORE_ERROR_CODES}). */
 export type CoreErrorCode = keyof typeof CORE_ERROR_CODES;
 
 /** A core code, or one a plugin registered (checked when the error is built). */
@@ -72,6 +73,7 @@ export function checkErrorCode(code: string, spec: ErrorCodeSpec, owner: string)
 
 /** The body every gateway-generated error is sent in. */
 export interface ErrorEnvelope {
+  /** The error: a message for people, its `type` and `code` for programs, and the `param` at fault (or null). */
   error: { message: string; type: string; param: string | null; code: string | null };
 }
 
@@ -79,6 +81,7 @@ export interface ErrorEnvelope {
 export interface GatewayErrorOptions {
   /** Where in the request the problem is (a header, a body field). */
   param?: string | null;
+  /** The underlying error, kept as the error's `cause` for logs (the client sees only the envelope). */
   cause?: unknown;
   /** Extra response headers, e.g. `retry-after` on 429/503. */
   headers?: Record<string, string>;
@@ -99,9 +102,13 @@ const UNRESOLVED: ErrorCodeSpec = Object.freeze({ status: 500, type: 'server_err
 
 /** An error the gateway raises on purpose. `message` is shown to the client, so it must never hold a secret. */
 export class GatewayError extends Error {
+  /** The stable code clients match on, e.g. `invalid_request`; the envelope's `error.code`. */
   readonly code: ErrorCode;
+  /** The HTTP status it is answered with. */
   readonly status: number;
+  /** The envelope's `error.type`, e.g. `invalid_request_error`. */
   readonly type: string;
+  /** Where in the request the problem is (a header, a body field); null when nowhere in particular. */
   readonly param: string | null;
   /** Extra response headers, e.g. `retry-after` on 429/503. */
   readonly headers: Record<string, string> | undefined;
@@ -112,6 +119,11 @@ export class GatewayError extends Error {
    * internal error, and the log names the code.
    */
   readonly resolved: boolean;
+  /**
+   * Marks a GatewayError across copies of the SDK (see `Symbol.hasInstance`).
+   *
+   * @internal
+   */
   readonly [BRAND] = true;
 
   /** Never throws, whatever the code: it is built on the error path. */
@@ -132,6 +144,7 @@ export class GatewayError extends Error {
     return typeof value === 'object' && value !== null && (value as { [BRAND]?: unknown })[BRAND] === true;
   }
 
+  /** The gateway's envelope for this error, `{"error":{"message","type","param","code"}}` (a route's `errorFormat` may answer in its own shape). */
   toEnvelope(): ErrorEnvelope {
     return { error: { message: this.message, type: this.type, param: this.param, code: this.code } };
   }

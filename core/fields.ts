@@ -53,7 +53,9 @@ export interface TargetField {
 
 /** A declared field with its name and the plugin that declared it. */
 export interface DeclaredField extends TargetField {
+  /** The field's name in a target, e.g. `api_key`. */
   readonly name: string;
+  /** The plugin that declared it (`core` for the core's own). */
   readonly owner: string;
 }
 
@@ -101,10 +103,12 @@ export class TargetFields {
     this.#sealed = true;
   }
 
+  /** The field declared under `name` (an alias is not resolved), or undefined. */
   get(name: string): DeclaredField | undefined {
     return this.#fields.get(name);
   }
 
+  /** Whether a field is declared under `name` (an alias does not count). */
   has(name: string): boolean {
     return this.#fields.has(name);
   }

@@ -21,6 +21,7 @@ import { UpstreamClient } from './upstream/client.js';
 import { checkGatewayApi } from './version.js';
 import { DEFAULT_MAX_JSON_DEPTH } from './json-limits.js';
 
+/** What {@link createGateway} takes: the plugins, the core's options and a logger. */
 export interface CreateGatewayOptions {
   /** Plugins, applied in order. */
   plugins: readonly GatewayPlugin[];
@@ -40,7 +41,9 @@ export interface Gateway {
   readonly handler: (req: IncomingMessage, res: ServerResponse) => void;
   /** Resolves when every plugin's `onReady` finished. Rejects when one failed. */
   readonly ready: Promise<void>;
+  /** The lifecycle hooks the plugins tapped (read-only after boot; tests and embedders may inspect them). */
   readonly hooks: GatewayHooks;
+  /** The gateway's logger, with the core's and the plugins' credential paths redacted. */
   readonly logger: Logger;
   /** Requests being served now. */
   readonly inFlight: number;
@@ -55,6 +58,7 @@ export interface Gateway {
   close(graceMs?: number): Promise<void>;
 }
 
+/** The core options' defaults, filled into {@link GatewayOptions} by `createGateway` (`api.options` has them in place). */
 export const DEFAULT_OPTIONS: Readonly<Required<GatewayOptions>> = Object.freeze({
   maxBodyBytes: 50 * 1024 * 1024,
   maxJsonDepth: DEFAULT_MAX_JSON_DEPTH,

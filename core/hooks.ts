@@ -40,4 +40,5 @@ export function createHooks() {
   });
 }
 
+/** The lifecycle hooks of one gateway (`api.hooks`), as {@link createHooks} makes them: tap them from `apply` with a name and a `STAGES` stage. */
 export type GatewayHooks = ReturnType<typeof createHooks>;

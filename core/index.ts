@@ -2,6 +2,8 @@
  * The core's public surface. Plugins reach it through the SDK (`sdk/index.ts`,
  * published as `switchyard-gateway/sdk`), which re-exports all of this; the server and
  * the tests may import it directly.
+ *
+ * @packageDocumentation
  */
 export { createGateway, DEFAULT_OPTIONS, type CreateGatewayOptions, type Gateway } from './gateway.js';
 export { RequestContext, stateKey, type StateKey } from './context.js';

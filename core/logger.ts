@@ -54,7 +54,9 @@ export function isoTimestamp(): string {
   return `${stampPrefix}${ms < 10 ? '00' : ms < 100 ? '0' : ''}${ms}Z"`;
 }
 
+/** What {@link createLogger} takes. */
 export interface LoggerOptions {
+  /** The lowest level written (pino's: `trace`, `debug`, `info`, `warn`, `error`, `fatal`, `silent`). Default `info`. */
   level?: string;
   /** Paths censored in every line. Default: {@link CORE_REDACT_PATHS} and the core's own credential field (`target.api_key`, `config.api_key`). */
   redact?: readonly string[];

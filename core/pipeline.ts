@@ -16,17 +16,21 @@ import type { AuthInfo, Dispatch, GatewayOptions, GatewayResponse, RouteDefiniti
 import { upstreamBodyError, type UpstreamClient } from './upstream/client.js';
 import { createTransport } from './upstream/transport.js';
 
-/** A request the gateway makes itself; see `Pipeline.internal`. */
+/** A request the gateway makes itself (an embedding for a cache): what `PluginAPI.internalRequest` takes. */
 export interface InternalRequest {
   /** Route name, e.g. `embeddings`. */
   route: string;
+  /** The target to run it on (a leaf or a nested strategy). */
   target: Target;
+  /** The JSON body, in the route's format. */
   body: Record<string, unknown>;
   /** The client request it serves: its trace id, metadata and caller carry over, and its abort cancels this one. */
   parent?: RequestContext | null;
 }
 
+/** The answer to an internal request, read whole. */
 export interface InternalResponse {
+  /** HTTP status of the answer. */
   status: number;
   /** Parsed JSON answer, or null when it was not JSON. */
   body: unknown;
@@ -34,7 +38,7 @@ export interface InternalResponse {
 
 /**
  * A request the gateway runs on a caller's behalf after the caller's own
- * request ended (a line of a gateway-run batch): see `Pipeline.detached`.
+ * request ended (a line of a gateway-run batch): what `PluginAPI.runRequest` takes.
  */
 export interface DetachedRequest {
   /** Path of a provider route, e.g. `/v1/chat/completions`. */
@@ -51,11 +55,15 @@ export interface DetachedRequest {
   signal?: AbortSignal | null;
 }
 
+/** The answer to a detached request (`PluginAPI.runRequest`), read whole; refusals included. */
 export interface DetachedResponse {
+  /** HTTP status of the answer. */
   status: number;
+  /** Response headers, by lower-case name. */
   headers: Record<string, string | string[]>;
   /** The answer, read whole. */
   body: Buffer;
+  /** The request's trace id, to find it in the logs; null when no trace plugin set one. */
   traceId: string | null;
   /** Upstream calls made: 0 when the gateway answered on its own (validation, a limit, a guardrail, a cache hit). */
   attempts: number;

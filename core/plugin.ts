@@ -50,6 +50,7 @@ export interface GatewayPlugin {
   readonly requires?: readonly ServiceToken<unknown>[];
   /** Service tokens this plugin uses when present and works without (documented, never checked); see `api.provided`. */
   readonly uses?: readonly ServiceToken<unknown>[];
+  /** Registers the plugin's taps, routes, providers, strategies and services; runs once at boot, synchronously. */
   apply(api: PluginAPI): void;
 }
 
@@ -69,7 +70,9 @@ export interface Registries {
 
 /** Everything a plugin may touch. Nothing here is valid to call after boot except `logger`, `upstream`, `resolve` and the read-only `routes.list()`. */
 export interface PluginAPI extends Registries {
+  /** The lifecycle hooks to tap (`api.hooks.beforeRequest.tap({ name, stage }, fn)`). */
   readonly hooks: GatewayHooks;
+  /** The route table: `add` routes during `apply`; `list()` and `byName()` stay readable after boot. */
   readonly routes: RouteTable;
   /** Every target field declared by the core and the loaded plugins (complete and sealed before any `apply`). */
   readonly targetFields: TargetFields;

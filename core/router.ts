@@ -6,13 +6,17 @@ interface ParamRoute {
   segments: string[];
 }
 
+/** What {@link RouteTable.match} found: the route, and the values of its `:param` segments. */
 export interface RouteMatch {
+  /** The route that matched. */
   route: RouteDefinition;
+  /** The path's `:param` values by name; null for a path without any (and for the fallback route). */
   params: Record<string, string> | null;
 }
 
 /** A route as {@link RouteTable.list} gives it. */
 export interface RouteEntry {
+  /** The route as it was added. */
   readonly route: RouteDefinition;
   /**
    * Set on the fallback route only (the generic proxy): the prefix and the
@@ -37,6 +41,10 @@ export class RouteTable {
   #fallback: { prefix: string; methods: Set<string>; route: RouteDefinition; claims: ((ctx: RequestContext) => boolean) | null } | null = null;
   #frozen = false;
 
+  /**
+   * Adds a route, during a plugin's `apply` only (the table is frozen after boot).
+   * Throws when another route already has its name, or (a path without `:param`) its method and path.
+   */
   add(route: RouteDefinition): void {
     if (this.#frozen) throw new Error(`route table is frozen after boot; add "${route.name}" in a plugin's apply()`);
     const key = `${route.method} ${route.path}`;
@@ -132,6 +140,7 @@ export class RouteTable {
     return fb !== null && fb.claims !== null && route !== fb.route && route.path.startsWith(fb.prefix) && fb.methods.has(route.method) && fb.claims(ctx);
   }
 
+  /** Refuses further routes; the gateway calls it when boot finishes. */
   freeze(): void {
     this.#frozen = true;
   }

@@ -19,6 +19,7 @@ export interface Target {
   custom_host?: string;
   /** Present on a target that routes to children; picks the strategy plugin by `mode`. */
   strategy?: { mode: string; [field: string]: unknown };
+  /** The children a strategy routes between, in order; each is a leaf or another nested strategy. */
   targets?: Target[];
   /** Every other config field (provider-specific credentials, retry, cache, …). */
   [field: string]: unknown;
@@ -28,7 +29,9 @@ export interface Target {
 export interface AuthInfo {
   /** Stable, non-secret identifier of the key (never the key itself). */
   keyId: string;
+  /** The workspace the key belongs to; null for an organisation-wide key or a static key. */
   workspaceId: string | null;
+  /** What the key may do (`logs.read`, `api_keys.create`, …): checked by `hasScope` and `requireScope`. */
   scopes: readonly string[];
   /**
    * The caller's role where a control plane defines one: `owner` or `admin` for organisation-wide
@@ -43,10 +46,15 @@ export interface AuthInfo {
 
 /** Token counts in OpenAI terms. */
 export interface Usage {
+  /** Tokens in the prompt (the input), cached ones included. */
   prompt_tokens: number;
+  /** Tokens generated (the output), reasoning ones included. */
   completion_tokens: number;
+  /** Prompt plus completion tokens, as the provider counted them. */
   total_tokens: number;
+  /** Prompt tokens served from the provider's prompt cache, when it says. */
   cached_tokens?: number;
+  /** Completion tokens spent on reasoning, when the provider says. */
   reasoning_tokens?: number;
 }
 
@@ -55,6 +63,7 @@ export type ResponseBody = Buffer | string | Readable | null;
 
 /** Watches the bytes of a response as they go out, without holding them up. */
 export interface BodyObserver {
+  /** Called with each chunk as it is written; keep it cheap, it runs on the response path. */
   onChunk(chunk: Buffer): void;
   /** Called once when the body ended (`error` set when it broke off). */
   onEnd?(error: Error | null): void;
@@ -62,8 +71,11 @@ export interface BodyObserver {
 
 /** A response on its way to the client. Built by a provider, a cache, a handler or the error path. */
 export interface GatewayResponse {
+  /** HTTP status code. */
   status: number;
+  /** Response headers, by lower-case name. */
   headers: Record<string, string | string[]>;
+  /** The body: bytes, text, a stream, or null for none. */
   body: ResponseBody;
   /** Observers fed each outgoing chunk (usage extraction, stream capture). */
   observers: BodyObserver[] | null;
@@ -71,12 +83,17 @@ export interface GatewayResponse {
 
 /** One call to an upstream, recorded for the log (a retry or fallback makes several). */
 export interface Attempt {
+  /** The target's dotted path in the config (`0`, `0.1`, …), as `childPath` builds it. */
   target: string;
+  /** The provider called; null when not known. */
   provider: string | null;
+  /** The upstream's HTTP status; null when no answer came (a connection error or a timeout). */
   status: number | null;
   /** When the call was sent, in ms after the request arrived (for per-attempt spans and timelines). */
   startMs: number;
+  /** Time from sending the call to its answer headers or its failure, in ms. */
   latencyMs: number;
+  /** What went wrong: a GatewayError's code or an error's name; null when an answer came (whatever its status). */
   error: string | null;
   /**
    * The provider route that served the call when it differs from the request's route: a front
@@ -87,10 +104,13 @@ export interface Attempt {
 
 /** A request to send upstream, built by a provider for a route. */
 export interface UpstreamRequest {
+  /** HTTP method, e.g. `POST`. */
   method: string;
   /** Absolute URL. */
   url: string;
+  /** Headers to send, by lower-case name. */
   headers: Record<string, string>;
+  /** The body to send; null for none. */
   body: Buffer | string | null;
 }
 
@@ -100,13 +120,17 @@ export interface UpstreamRequest {
  * only a call that is never retried uses one.
  */
 export interface StreamingUpstreamRequest extends Omit<UpstreamRequest, 'body'> {
+  /** The body to send, a stream read as it is sent; null for none. */
   body: Buffer | string | Readable | null;
 }
 
 /** What the HTTP client returns: status, headers, and a body stream not yet read. */
 export interface UpstreamResponse {
+  /** The upstream's HTTP status code. */
   status: number;
+  /** Response headers, as Node parses them. */
   headers: IncomingHttpHeaders;
+  /** The body stream; read it, or discard it (`discardResponse`) so the connection is reused. */
   body: Readable;
 }
 
@@ -139,6 +163,7 @@ export interface ProviderRoute {
  * The core knows nothing of any provider beyond this shape.
  */
 export interface Provider {
+  /** The name it is registered and selected by (`x-gateway-provider`, a target's `provider`), e.g. `openai`. */
   name: string;
   /**
    * Where its routes' paths are appended. A string is the default base URL (no
@@ -172,8 +197,11 @@ export interface Provider {
  * (batches, files) or refuses it (fine-tuning).
  */
 export interface ProviderResources {
+  /** The wire format of its files API, e.g. `openai`. */
   files?: string;
+  /** The wire format of its batches API, e.g. `openai`. */
   batches?: string;
+  /** The wire format of its fine-tuning jobs API, e.g. `openai` or `mistral`. */
   fineTuning?: string;
   /**
    * The URL of an OpenAI-style path with its query (`/files?limit=2`,
@@ -212,6 +240,7 @@ export interface RouteDefinition {
    * cache) treat it as that route. Absent: the route's own `name`. Read it with `routeApi(route)`.
    */
   api?: string;
+  /** HTTP method it answers. */
   method: 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PATCH';
   /** Full path, e.g. `/v1/chat/completions`; `:param` segments match one segment. */
   path: string;
@@ -368,7 +397,9 @@ export interface ErrorFormat {
 
 /** One address a host name resolves to. */
 export interface ResolvedAddress {
+  /** The IP address, e.g. `10.0.0.5` or `fd00::5`. */
   address: string;
+  /** IP version of `address`. */
   family: 4 | 6;
 }
 

@@ -10,13 +10,17 @@ type Json = Record<string, unknown>;
 
 /** One turn of a turn-based API: a role and its content blocks. */
 export interface ChatTurn<B> {
+  /** Who speaks in this turn. */
   role: 'user' | 'assistant';
+  /** The turn's content blocks, in the target format. */
   content: B[];
 }
 
 /** Turns being built: blocks pushed under the last turn's role join that turn; an empty push adds nothing. */
 export interface ChatTurns<B> {
+  /** The turns so far, alternating roles. */
   readonly turns: ChatTurn<B>[];
+  /** Adds blocks under `role`: to the last turn when it has that role, else as a new turn; nothing for no blocks. */
   push(role: ChatTurn<B>['role'], blocks: B[]): void;
 }
 

@@ -8,6 +8,7 @@ import { textTransform } from './text-transform.js';
 export interface DoorStreamTranslator {
   /** Events sent before any upstream byte (e.g. `response.created`). */
   start(): string;
+  /** A chunk of the upstream stream as it arrived (any boundary): the events it completes. */
   push(chunk: Buffer): string;
   /** The upstream ended cleanly: whatever closes the stream. */
   end(): string;

@@ -48,7 +48,9 @@ export interface CheckResult {
  * before any check runs, never a crash at run time.
  */
 export interface GuardrailCheck<P = unknown> {
+  /** The valibot schema of the check's parameters in a config; a config whose parameters fail it is refused with a 400. */
   parameters: v.GenericSchema<unknown, P>;
+  /** Runs the check on one request or answer with its parsed parameters. A check that throws fails, with the error in `hook_results`. */
   run(parameters: P, input: CheckInput): CheckResult | Promise<CheckResult>;
   /**
    * The error code a denial caused by this check answers with (default

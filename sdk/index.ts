@@ -13,6 +13,8 @@
  *
  * Bundled plugins import this (and files of their own package), never
  * another plugin's files; a third-party plugin imports `switchyard-gateway/sdk`.
+ *
+ * @module switchyard-gateway/sdk
  */
 export * from '../core/index.js';
 export * from './tokens.js';

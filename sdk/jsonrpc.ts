@@ -19,15 +19,22 @@ export const JSONRPC = Object.freeze({
   SERVER_ERROR: -32000,
 });
 
+/** A JSON-RPC message id: a string, a number, or null (for an error about a message whose id could not be read). */
 export type JsonRpcId = string | number | null;
 
 /** One JSON-RPC message, as the client sent it. */
 export interface JsonRpcMessage {
+  /** The protocol version; always `2.0`. */
   jsonrpc: '2.0';
+  /** Ties a response to its request; absent on a notification. */
   id?: JsonRpcId;
+  /** The method called, on a request or a notification. */
   method?: string;
+  /** The call's parameters, on a request or a notification. */
   params?: unknown;
+  /** The result, on a successful response. */
   result?: unknown;
+  /** The error, on a failed response. */
   error?: unknown;
   [field: string]: unknown;
 }
@@ -60,13 +67,24 @@ export const JsonRpcErrorBodySchema = v.object({
 
 /** A JSON-RPC error object. */
 export interface JsonRpcErrorObject {
+  /** The error code: JSON-RPC's own (see {@link JSONRPC}) or an application's. */
   code: number;
+  /** A short description of the error. */
   message: string;
+  /** Details about the error, in any shape. */
   data?: unknown;
 }
 
 /** A refusal to answer in JSON-RPC: its code, the HTTP status it goes out with, and optional data. */
 export class JsonRpcError extends Error {
+  /**
+   * Builds a refusal (as {@link readJsonRpc} throws them): answer it with {@link jsonRpcErrorResponse}.
+   *
+   * @param code - The JSON-RPC error code (see {@link JSONRPC}).
+   * @param message - The error object's `message`.
+   * @param status - The HTTP status the answer goes out with (default 200, as JSON-RPC over HTTP answers).
+   * @param data - The error object's `data`, when there is any.
+   */
   constructor(
     readonly code: number,
     message: string,

@@ -8,10 +8,15 @@ import * as v from 'valibot';
  * the admin API and the enforcer can never disagree on a key or a reset.
  */
 
+/** What a rate limit counts: requests, or tokens (prompt and completion). */
 export const RATE_LIMIT_TYPES = ['requests', 'tokens'] as const;
+/** A rate limit's window: per minute, hour, day or week (fixed UTC windows; see {@link rateWindow}). */
 export const RATE_LIMIT_UNITS = ['rpm', 'rph', 'rpd', 'rpw'] as const;
+/** What a usage limit (budget) counts: cost in USD, or tokens. */
 export const USAGE_LIMIT_TYPES = ['cost', 'tokens'] as const;
+/** The named reset periods of a budget (`periodic_reset`); `periodic_reset_days` gives any other. */
 export const PERIODIC_RESETS = ['weekly', 'monthly'] as const;
+/** A stored policy's status: only `active` policies are enforced. */
 export const POLICY_STATUSES = ['active', 'archived'] as const;
 
 /**
@@ -54,26 +59,38 @@ export const GROUP_BY_KEYS = ['api_key', 'workspace_id', 'user', 'model', 'endpo
 
 const METADATA_KEY = /^metadata\.[A-Za-z0-9_.:-]{1,64}$/;
 
+/** One of {@link RATE_LIMIT_TYPES}. */
 export type RateLimitType = (typeof RATE_LIMIT_TYPES)[number];
+/** One of {@link RATE_LIMIT_UNITS}. */
 export type RateLimitUnit = (typeof RATE_LIMIT_UNITS)[number];
+/** One of {@link USAGE_LIMIT_TYPES}. */
 export type UsageLimitType = (typeof USAGE_LIMIT_TYPES)[number];
+/** One of {@link PERIODIC_RESETS}. */
 export type PeriodicReset = (typeof PERIODIC_RESETS)[number];
 
+/** One condition of a policy: the request's `key` (see {@link CONDITION_KEYS}) must be `value`. */
 export interface LimitCondition {
+  /** What to test: one of {@link CONDITION_KEYS}, or `metadata.<key>`. */
   key: string;
+  /** The value it must have (an `endpoint_type` value holds for the types {@link endpointTypesMatched} lists). */
   value: string;
 }
+/** One `group_by` key of a policy: each distinct value gets its own counter. */
 export interface LimitGroupBy {
+  /** One of {@link GROUP_BY_KEYS}, or `metadata.<key>`. */
   key: string;
 }
 
 interface PolicyBase {
+  /** The policy's id. */
   id: string;
+  /** A name for people (1 to 200 characters). */
   name: string;
   /** The workspace whose requests it limits; null for a policy of the server config (every request). */
   workspace_id: string | null;
   /** All must hold (conditions on one key: any of their values). */
   conditions: readonly LimitCondition[];
+  /** The keys that split the policy into one counter per distinct combination; empty: one counter for all. */
   group_by: readonly LimitGroupBy[];
   /** When the counter store is unreachable: let requests through (true) or refuse them with 503. */
   fail_open: boolean;
@@ -81,33 +98,46 @@ interface PolicyBase {
 
 /** Requests or tokens per minute, hour, day or week, in fixed UTC windows. */
 export interface RateLimitPolicy extends PolicyBase {
+  /** Marks a rate limit. */
   kind: 'rate';
+  /** What it counts: requests or tokens. */
   type: RateLimitType;
+  /** The window: per minute, hour, day or week. */
   unit: RateLimitUnit;
+  /** How many requests or tokens a window allows (a whole number from 1). */
   value: number;
 }
 
 /** A budget of tokens or USD over a period that resets (or never does). Times are epoch ms. */
 export interface UsageLimitPolicy extends PolicyBase {
+  /** Marks a usage limit (a budget). */
   kind: 'usage';
+  /** What it counts: cost (USD) or tokens. */
   type: UsageLimitType;
+  /** The budget per period: USD for `cost`, a whole number of tokens for `tokens`. */
   credit_limit: number;
+  /** Usage at which a warning is logged (at most `credit_limit`); null for none. */
   alert_threshold: number | null;
+  /** Resets weekly (Monday 00:00 UTC) or monthly; null when `periodic_reset_days` is set or the budget never resets. */
   periodic_reset: PeriodicReset | null;
+  /** Resets every N days (1 to 365); null when `periodic_reset` is set or the budget never resets. */
   periodic_reset_days: number | null;
   /** The stored next reset: the first boundary of the rule, or an override. Later ones follow from it. */
   next_usage_reset_at: number | null;
   /** Start of the period that `next_usage_reset_at` ends. */
   period_start_at: number;
+  /** When the policy was created (epoch ms). */
   created_at: number;
 }
 
+/** A rate limit or a usage limit, told apart by `kind`. */
 export type LimitPolicy = RateLimitPolicy | UsageLimitPolicy;
 
 /** The active policies that may apply to one request, as a policy source hands them out (the same object while cached). */
 export interface LimitPolicySet {
   /** The workspace the request acts in (null without a control plane). */
   readonly workspaceId: string | null;
+  /** The policies, rate and usage limits alike. */
   readonly policies: readonly LimitPolicy[];
 }
 
@@ -147,13 +177,18 @@ export const LimitGroupBySchema = v.pipe(
 
 // Clock arithmetic, all in UTC.
 
+/** One minute in milliseconds. */
 export const MINUTE_MS = 60_000;
+/** One hour in milliseconds. */
 export const HOUR_MS = 60 * MINUTE_MS;
+/** One day in milliseconds. */
 export const DAY_MS = 24 * HOUR_MS;
+/** One week in milliseconds. */
 export const WEEK_MS = 7 * DAY_MS;
 /** 1970-01-05, the first Monday after the epoch: weeks start on Monday 00:00 UTC. */
 const FIRST_MONDAY = 4 * DAY_MS;
 
+/** The length of each rate limit unit's window, in ms. */
 export const RATE_UNIT_MS: Readonly<Record<RateLimitUnit, number>> = Object.freeze({ rpm: MINUTE_MS, rph: HOUR_MS, rpd: DAY_MS, rpw: WEEK_MS });
 /** How a unit reads in a message: "per minute". */
 export const RATE_UNIT_WORDS: Readonly<Record<RateLimitUnit, string>> = Object.freeze({ rpm: 'minute', rph: 'hour', rpd: 'day', rpw: 'week' });

@@ -27,6 +27,7 @@ export type ResourceKind = 'files' | 'batches' | 'fineTuning';
 
 /** A concrete provider and its target, as a request's selection resolved to. */
 export interface NativeTarget {
+  /** The provider adapter that serves the call. */
   provider: Provider;
   /** The leaf as resolved (slug → provider and credentials). Never log it. */
   target: Target;
@@ -68,8 +69,11 @@ export function nativeFormat(provider: Provider, kind: ResourceKind): string | n
 
 /** One call to a resource API: an OpenAI-style path with its query, relative to the API root (`/files/f1/content`). */
 export interface NativeCall {
+  /** HTTP method. */
   method: 'GET' | 'POST' | 'DELETE';
+  /** The path with its query, relative to the API root, e.g. `/files/f1/content` or `/batches?limit=2`. */
   path: string;
+  /** Headers to send besides the provider's auth headers (a name in both: this value wins). */
   headers?: Record<string, string>;
   /** A stream is sent as read (an upload); its length must be in `headers` (`content-length`). */
   body?: Buffer | string | Readable | null;

@@ -106,6 +106,7 @@ function tooLarge(): PatternError {
 
 /** A pattern refused by {@link compilePattern}; its message says why, without the field name. */
 export class PatternError extends Error {
+  /** Always `PatternError`, to tell it apart in logs. */
   override readonly name = 'PatternError';
 }
 

@@ -11,6 +11,7 @@ export type PromptSelector = 'published' | 'latest' | number;
 export interface PromptRef {
   /** The prompt's id or slug. */
   ref: string;
+  /** Which version: `published` (no suffix), `latest`, or a version number. */
   selector: PromptSelector;
 }
 
@@ -45,14 +46,19 @@ export interface PromptSelection {
 
 /** A variable a version declares: its default, used when the request does not send it. */
 export interface PromptVariable {
+  /** The value used when the request does not send the variable. */
   default?: unknown;
 }
 
 /** The published version of a stored partial (`{{> name}}`). */
 export interface PartialRelease {
+  /** The partial's id. */
   id: string;
+  /** Its name, as templates include it (`{{> name}}`). */
   name: string;
+  /** Its published version's number. */
   version: number;
+  /** Its published version's Mustache text. */
   content: string;
   /** The partials its content includes. */
   partials: readonly string[];
@@ -65,15 +71,23 @@ export interface PartialRelease {
 export interface PromptRelease {
   /** The prompt's id (`pp-…`), whatever the reference was. */
   id: string;
+  /** The prompt's slug, unique among the workspace's active prompts. */
   slug: string;
+  /** A name for people. */
   name: string;
+  /** The workspace the prompt belongs to. */
   workspaceId: string;
+  /** This version's number. */
   version: number;
+  /** The prompt's latest version number. */
   latestVersion: number;
+  /** The prompt's published version number (what a reference without a suffix selects). */
   publishedVersion: number;
   /** A chat completion body whose message texts may hold `{{variables}}`. */
   template: Readonly<Record<string, unknown>>;
+  /** Where this version sends its requests: a provider slug, a virtual key or a saved config. */
   selection: Readonly<PromptSelection>;
+  /** The variables this version declares, by name, with their defaults. */
   variables: Readonly<Record<string, PromptVariable>>;
   /**
    * Every partial the version includes, directly or through other partials, by
@@ -88,15 +102,19 @@ export type PromptLookup = PromptRelease | { missing: 'prompt' } | { missing: 'v
 
 /** A template text checked: its Mustache syntax error (null when it parses), and the partials it includes. */
 export interface TemplateCheck {
+  /** The Mustache syntax error, null when the text parses. */
   error: string | null;
+  /** The names of the partials it includes (`{{> name}}`). */
   partials: string[];
 }
 
 /** One text of a template that may hold variables: a message's `content`, or the `text` of one of its text parts. */
 export interface TemplateText {
+  /** Index of the message in the body's `messages`. */
   message: number;
   /** Index in the message's `content` array; null when `content` is a string. */
   part: number | null;
+  /** The template text. */
   text: string;
   /** Where it is, for errors: `messages[0].content`, `messages[1].content[0].text`. */
   path: string;

@@ -8,7 +8,9 @@ import { maskSecret, type SecretBox } from './secret-box.js';
  * `[path, value]` pairs; `''` when the document holds none.
  */
 export interface SealedJson {
+  /** The document as JSON text, every credential replaced by its mask: what answers show. */
   body: string;
+  /** The credentials, encrypted as one list of `[path, value]` pairs; `''` when the document holds none. */
   sealed: string;
 }
 

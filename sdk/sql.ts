@@ -6,12 +6,17 @@
  * booleans as 0/1, times as BIGINT milliseconds.
  */
 export interface SqlClient {
+  /** The database behind it, for the few statements that differ (upserts, types). */
   readonly dialect: 'sqlite' | 'postgres';
+  /** Every row a query returns (`?` placeholders, bound to `params` in order). */
   all<T = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<T[]>;
+  /** The first row a query returns, or undefined when none. */
   get<T = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<T | undefined>;
+  /** Runs a statement that returns no rows; resolves with the number of rows it changed. */
   run(sql: string, params?: readonly unknown[]): Promise<{ changes: number }>;
   /** Runs `fn` in one transaction: committed when it resolves, rolled back when it throws. */
   transaction<T>(fn: (tx: SqlClient) => Promise<T>): Promise<T>;
+  /** Closes the connection; the store that opened it calls this on close. */
   close(): Promise<void>;
 }
 
@@ -20,8 +25,11 @@ export interface SqlClient {
  * DOUBLE PRECISION; JSON as TEXT, booleans 0/1, times as epoch ms), or one per dialect.
  */
 export interface Migration {
+  /** The change's number in its namespace; changes run in version order, each once. */
   version: number;
+  /** A short name for people, recorded with the version. */
   name: string;
+  /** The SQL to run: one text for both dialects, or one per dialect. */
   up: string | { sqlite: string; postgres: string };
   /**
    * The same change applied before under another namespace (tables a feature took over from another
@@ -117,7 +125,9 @@ export function numberPlaceholders(sql: string): string {
  * boot and call `client()` from their own `onReady` on (plugins listed after the store).
  */
 export interface SqlStore {
+  /** The database behind it (SQLite or PostgreSQL). */
   readonly dialect: 'sqlite' | 'postgres';
+  /** The open connection. Throws until the store's `onReady` opened it: call it from your own `onReady` on. */
   client(): SqlClient;
   /**
    * The SQLite database file, when the store is one on disk: a plugin with

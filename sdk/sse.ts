@@ -1,6 +1,8 @@
 /** One server-sent event: its `event:` name (if any) and its joined `data:` lines. */
 export interface SSEEvent {
+  /** The `event:` field's value; null when the event had none (the default `message` type). */
   event: string | null;
+  /** The `data:` lines, joined with `\n`. */
   data: string;
 }
 

@@ -6,7 +6,9 @@ import type { GatewayResponse, RequestContext } from '../core/index.js';
  * type, a strong ETag of its content, and, when worth it, the same bytes gzipped once ahead of time.
  */
 export interface StaticFile {
+  /** The file's bytes, as sent. */
   body: Buffer;
+  /** Its media type (`content-type`), e.g. `text/html; charset=utf-8`. */
   type: string;
   /** The quoted content hash, `"…"`. */
   etag: string;

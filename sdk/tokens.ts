@@ -16,12 +16,14 @@ export interface ConfigSource {
   /** Whether a workspace has an active saved config of this id or slug (checked when a stored prompt naming one is saved). */
   exists?(workspaceId: string, ref: string): Promise<boolean>;
 }
+/** The {@link ConfigSource} service: saved configs beyond the server config's (offered by the `config` plugin's store, read by the `config` plugin). */
 export const CONFIG_SOURCE = serviceToken<ConfigSource>('gateway.config-source');
 
 /** One failure of a config against the schema: the dotted path of the field and the rule it broke. */
 export interface ConfigIssue {
   /** e.g. `targets[1].cb_config.cooldown_interval`; empty for the config object itself. */
   path: string;
+  /** The rule it broke, in words. */
   message: string;
 }
 
@@ -30,6 +32,7 @@ export interface HeaderTargets {
   /** The target the headers select, or undefined when they name no provider. Throws a 400 for a bad header. */
   fromHeaders(ctx: RequestContext): Target | undefined;
 }
+/** The {@link HeaderTargets} service (offered by the `provider-headers` plugin): the `config` plugin asks it for the target a request's headers select. */
 export const HEADER_TARGETS = serviceToken<HeaderTargets>('gateway.header-targets');
 
 /** The price list used for request costs (the `pricing` plugin); see `pricingOf`. */
@@ -44,7 +47,9 @@ export interface LogQueueStats {
   depth: number;
   /** Bytes held now (estimate). */
   bytes: number;
+  /** Most entries the queue holds; more are dropped (`queue_full`). */
   maxEntries: number;
+  /** Most bytes the queue holds (estimate); more are dropped (`queue_full`). */
   maxBytes: number;
   /** Entries accepted since start. */
   accepted: number;
@@ -54,15 +59,18 @@ export interface LogQueueStats {
   dropped: Record<LogDropReason, number>;
   /** Batches written, and write attempts that failed. */
   batches: number;
+  /** Write attempts that failed since start. */
   writeErrors: number;
 }
 
 /** What the log store offers other plugins (the metrics read its queue). */
 export interface LogStoreStatus {
+  /** The write queue's state now. */
   stats(): LogQueueStats;
   /** Writes everything queued now. */
   flush(): Promise<void>;
 }
+/** The {@link LogStoreStatus} service (offered by the `logs` plugin): the metrics read its queue, `request-log` knows the entries are stored. */
 export const LOG_STORE = serviceToken<LogStoreStatus>('gateway.logs.store', 'log-store');
 
 /**
@@ -78,9 +86,13 @@ export type UpstreamAuth =
 
 /** Hook lists as a config holds them (any of the four). */
 export interface GuardrailLists {
+  /** Input hooks, in the hook form: run on the request before the provider call. */
   before_request_hooks?: readonly unknown[];
+  /** Input guardrails, as guardrail entries or names: run on the request after `before_request_hooks`. */
   input_guardrails?: readonly unknown[];
+  /** Output hooks, in the hook form: run on the answer after the provider call. */
   after_request_hooks?: readonly unknown[];
+  /** Output guardrails, as guardrail entries or names: run on the answer after `after_request_hooks`. */
   output_guardrails?: readonly unknown[];
 }
 
@@ -98,8 +110,11 @@ export interface GuardrailVerdict {
 
 /** What a check sees of a call that is not a chat request (an MCP tool call). */
 export interface GuardrailSubject {
+  /** The text the checks read: their `CheckInput.text` (a tool call's arguments, its result). */
   text: string;
+  /** The call's request as JSON: the checks' `CheckInput.request`. */
   request: Record<string, unknown>;
+  /** The call's answer as JSON: the checks' `CheckInput.response`; null in the input phase. */
   response: Record<string, unknown> | null;
   /** A name for the call, in the checks' `route` (e.g. `mcp.tools.call`). */
   route: string;
@@ -115,6 +130,7 @@ export interface GuardrailRunner {
   /** Runs one phase's hooks in order (output hooks all before the answer: `async` does not apply). */
   run(ctx: RequestContext, lists: GuardrailLists, phase: 'input' | 'output', subject: GuardrailSubject): Promise<GuardrailVerdict>;
 }
+/** The {@link GuardrailRunner} service (offered by the `guardrails` plugin): the MCP gateway runs a workspace's hooks on tool calls with it. */
 export const GUARDRAIL_RUNNER = serviceToken<GuardrailRunner>('gateway.guardrails.runner');
 
 /**
@@ -127,4 +143,5 @@ export interface GuardrailValidator {
   /** Every loaded check's credential parameter names (`GuardrailCheck.credentials`), known once the gateway is ready. */
   credentialKeys(): ReadonlySet<string>;
 }
+/** The {@link GuardrailValidator} service (offered by the `guardrails` plugin): the `config` plugin checks saved configs' guardrail entries with it. */
 export const GUARDRAIL_VALIDATOR = serviceToken<GuardrailValidator>('gateway.guardrails.validator');

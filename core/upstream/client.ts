@@ -78,6 +78,7 @@ export class UpstreamClient {
     }
   }
 
+  /** Closes its connection pools; the gateway closes its own client in `Gateway.close`. */
   close(): Promise<void> {
     return this.#agent.close();
   }

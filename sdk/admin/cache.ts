@@ -49,12 +49,14 @@ export class TtlCache<V> {
     this.#loading.delete(key);
   }
 
+  /** Drops every entry (an admin write anywhere); loads in flight are served once, not kept. */
   clear(): void {
     this.#generation++;
     this.#entries.clear();
     this.#loading.clear();
   }
 
+  /** Entries held now (expired ones included until they are read or pushed out). */
   get size(): number {
     return this.#entries.size;
   }

@@ -7,7 +7,9 @@ import type { Paged, SqlTables } from './table.js';
 
 /** What one operation of a stored resource says in the API reference. */
 export interface OpDoc {
+  /** One line: what the operation does, e.g. `Create a config`. */
   summary: string;
+  /** More detail, in CommonMark. */
   description?: string;
   /** What `:id` is for this operation, when it differs from the resource's `params` (it takes a version suffix, say). */
   params?: Readonly<Record<string, string>>;
@@ -31,6 +33,7 @@ export interface CrudSpec<S, CB extends v.GenericSchema, UB extends v.GenericSch
    * `<path>/:id`. `key` names its last parameter, the id the operations get (default `id`).
    */
   item?: string;
+  /** The name of the item path's last parameter, the id the operations get (default `id`). */
   key?: string;
   /** The API reference's tag (`Configs`). */
   tag: string;
@@ -201,9 +204,13 @@ export async function visibleInWorkspace<Row>(
 
 /** A versioned resource's two tables: the resource (with its version counter) and its versions (keyed by `key`, `version`). */
 export interface VersionedTables {
+  /** The resource table (one row per resource). */
   table: string;
+  /** The resource table's column holding its latest version number (`version`, `latest_version`), incremented for each new version. */
   counter: string;
+  /** The versions table (one row per version, keyed by `key` and `version`). */
   versions: string;
+  /** The versions table's column naming the resource, e.g. `prompt_id`. */
   key: string;
 }
 

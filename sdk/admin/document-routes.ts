@@ -36,10 +36,15 @@ export interface DocumentRoutesSpec<CO extends CreateFields, UO extends UpdateFi
   tag: string;
   /** The scope resource; default `name`. */
   scope?: string;
+  /** `POST <path>`: its reference entry and the schema of the resource's own fields in the body. */
   create: OpDoc & { body: FieldsSchema<CO> };
+  /** `GET <path>`: its reference entry and the query schema (paging, `workspace_id`, `status`, …). */
   list: OpDoc & { query: v.GenericSchema<unknown, LO> };
+  /** `GET <path>/:id`: its reference entry. */
   get: OpDoc;
+  /** `GET <path>/:id/versions`: its reference entry. */
   versions: OpDoc;
+  /** `PUT <path>/:id`: its reference entry and the schema of the resource's own fields in the body. */
   update: OpDoc & { body: FieldsSchema<UO> };
   /** `Delete …` or `Archive …`, as the store does ({@link DocumentKind.archives}). */
   remove: OpDoc;

@@ -10,13 +10,21 @@ import { SqlTables, type Page, type Paged } from './table.js';
 
 /** A stored document resource's row: named in a workspace, versioned. */
 export interface DocumentRow {
+  /** The resource's id (the kind's `idPrefix` and 16 characters). */
   id: string;
+  /** The workspace it belongs to. */
   workspace_id: string;
+  /** Its slug, unique among the workspace's active resources of the kind. */
   slug: string;
+  /** Its name, for people. */
   name: string;
+  /** `active`, or `archived`. */
   status: string;
+  /** Its latest version's number. */
   version: number;
+  /** When it was created (epoch ms). */
   created_at: number;
+  /** When it last changed (epoch ms). */
   updated_at: number;
   /** Resources that archive rather than delete (see {@link DocumentKind.archives}). */
   archived_at?: number | null;
@@ -41,6 +49,7 @@ export interface DocumentKind extends VersionedTables {
   listBodies: boolean;
   /** The tables' migration namespace and migrations (run when the gateway is ready). */
   namespace: string;
+  /** The migrations of `namespace` (see {@link documentMigrations}). */
   migrations: readonly Migration[];
 }
 
@@ -103,11 +112,19 @@ const MAX_CACHED = 10_000;
  * which clears on every admin write ({@link Identity.invalidate}).
  */
 export class DocumentStore<V> {
+  /** The statements on the control plane's store. */
   readonly tables = new SqlTables(() => this.identity.sql(), NUMERIC);
+  /** Seals and opens the documents' credentials. */
   readonly sealed: SealedDocuments;
   #identity: Identity | null = null;
   #cache: TtlCache<V | null> | null = null;
 
+  /**
+   * A store for one document kind; it works once {@link DocumentStore.ready} ran (in the owning plugin's `onReady`).
+   *
+   * @param spec - What the resource is: its tables, names and migrations.
+   * @param rules - What the owning plugin decides: credential keys, checks, what the request path uses.
+   */
   constructor(
     readonly spec: DocumentKind,
     private readonly rules: DocumentRules<V>,
@@ -115,6 +132,7 @@ export class DocumentStore<V> {
     this.sealed = new SealedDocuments(spec.kind, () => this.identity.box, () => rules.credentialKeys());
   }
 
+  /** The control plane's identity service; throws until {@link DocumentStore.ready} ran. */
   get identity(): Identity {
     if (this.#identity === null) throw new Error(`${this.spec.title.toLowerCase()}s: the gateway is not ready`);
     return this.#identity;
@@ -180,6 +198,9 @@ export class DocumentStore<V> {
     return visibleInWorkspace(ctx, this.identity, ref, (workspaceId, r) => this.find(workspaceId, r), this.spec.kind);
   }
 
+  /**
+   * Creates a resource with its first version in the caller's workspace (or `workspace_id`): the document checked and its credentials sealed. A slug taken is a 409.
+   */
   async create(ctx: RequestContext, meta: { name: string; slug?: string; workspace_id?: string | null }, document: Record<string, unknown>): Promise<DocumentWithBody> {
     this.rules.check(document);
     const identity = this.identity;

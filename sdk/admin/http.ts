@@ -14,6 +14,7 @@ import type { Page, Paged } from './table.js';
 
 /** Largest `page_size`. */
 export const MAX_PAGE_SIZE = 100;
+/** The `page_size` of a list when the query gives none. */
 export const DEFAULT_PAGE_SIZE = 50;
 
 /**
@@ -22,7 +23,9 @@ export const DEFAULT_PAGE_SIZE = 50;
  * (its repository, caches and collaborators).
  */
 export interface AdminRoute<S = unknown> {
+  /** Stable name; the route is registered as `admin.<name>`. */
   name: string;
+  /** HTTP method. */
   method: RouteDefinition['method'];
   /** Path under the base path, e.g. `/workspaces/:id`. */
   path: string;
@@ -37,6 +40,7 @@ export interface AdminRoute<S = unknown> {
    * with (`parseBody`, `parseQuery`), so the reference and the checks cannot drift apart.
    */
   doc: AdminDoc;
+  /** Answers the request with the plugin's service; throw a GatewayError to refuse (`notFound`, `conflict`, `forbidden`). */
   handler(ctx: RequestContext, service: S): Promise<GatewayResponse>;
 }
 
@@ -94,6 +98,7 @@ export function parseQuery<S extends v.GenericSchema>(ctx: RequestContext, schem
   return result.output;
 }
 
+/** The page a list query asks for (`current_page` from 0, `page_size` default {@link DEFAULT_PAGE_SIZE}). */
 export function pageOf(q: { current_page?: number; page_size?: number }): Page {
   return { current: q.current_page ?? 0, size: q.page_size ?? DEFAULT_PAGE_SIZE };
 }
@@ -103,18 +108,22 @@ export function listResponse<T, R>(paged: Paged<T>, present: (row: T) => R): Gat
   return jsonResponse(200, { object: 'list', total_count: paged.total, data: paged.data.map(present) });
 }
 
+/** A 200 answer with `value` as JSON. */
 export function ok(value: unknown): GatewayResponse {
   return jsonResponse(200, value);
 }
 
+/** The 404 for a resource that does not exist (or the caller may not see): `No <what> "<id>".`; throw it. */
 export function notFound(what: string, id: string, param = 'id'): GatewayError {
   return new GatewayError('not_found', `No ${what} "${id.slice(0, 128)}".`, { param });
 }
 
+/** A 409 `conflict` naming the field at fault (a slug taken, an archived resource changed); throw it. */
 export function conflict(message: string, param: string): GatewayError {
   return new GatewayError('conflict', message, { param });
 }
 
+/** A 403 `forbidden` for the caller's key; throw it. */
 export function forbidden(message: string): GatewayError {
   return new GatewayError('forbidden', message, { param: 'x-gateway-api-key' });
 }
@@ -129,6 +138,7 @@ export function isOrgAdmin(ctx: RequestContext): boolean {
   return isOrgLevel(ctx) && (ctx.auth === null || ctx.auth.role === undefined || ctx.auth.role === 'owner' || ctx.auth.role === 'admin');
 }
 
+/** Throws a 403 unless the caller is organisation-level (see {@link isOrgLevel}); `what` names the action in the message. */
 export function requireOrgLevel(ctx: RequestContext, what: string): void {
   if (!isOrgLevel(ctx)) throw forbidden(`${what} needs an organisation-level API key; this key belongs to a workspace.`);
 }
@@ -152,10 +162,12 @@ export function patchOf(body: Record<string, unknown>, fields: readonly string[]
   return patch;
 }
 
+/** Epoch ms as an ISO 8601 string, for answers; null stays null. */
 export function iso(ms: number | null): string | null {
   return ms === null ? null : new Date(ms).toISOString();
 }
 
+/** Parses a JSON column; null stays null. */
 export function json<T>(text: string | null): T | null {
   return text === null ? null : (JSON.parse(text) as T);
 }
@@ -189,9 +201,13 @@ export function toRouteDefinitions<S>(base: string, routes: readonly AdminRoute<
   }));
 }
 
+/** A resource's slug: 1 to 63 lower-case letters, digits, `.`, `_` or `-`, starting with a letter or digit. */
 export const Slug = v.pipe(v.string(), v.regex(/^[a-z0-9][a-z0-9._-]{0,62}$/, 'must be 1 to 63 lower-case letters, digits, ".", "_" or "-", starting with a letter or digit'));
+/** A resource's name: 1 to 200 characters, trimmed. */
 export const Name = v.pipe(v.string(), v.trim(), v.minLength(1, 'must not be empty'), v.maxLength(200, 'must be at most 200 characters'));
+/** A resource's optional description: at most 2000 characters. */
 export const Description = v.nullish(v.pipe(v.string(), v.maxLength(2000, 'must be at most 2000 characters')));
+/** A resource's optional metadata: at most 16 string pairs (keys up to 64 characters, values up to 512). */
 export const Metadata = v.nullish(v.pipe(v.record(v.pipe(v.string(), v.maxLength(64)), v.pipe(v.string(), v.maxLength(512))), v.check((m) => Object.keys(m).length <= 16, 'holds at most 16 pairs')));
 
 /** For routes whose body is optional (`POST …/rotate`): the JSON object sent, or `{}` when none. */

@@ -5,9 +5,13 @@ import { notFound } from './http.js';
 
 /** A workspace as features see it. */
 export interface WorkspaceInfo {
+  /** The workspace's id. */
   readonly id: string;
+  /** Its slug, unique in the organisation. */
   readonly slug: string;
+  /** Its name, for people. */
   readonly name: string;
+  /** `active`, or `archived`. */
   readonly status: string;
 }
 

@@ -5,6 +5,8 @@
  * {@link IDENTITY}; the rest is here: admin routes with their scope checks and
  * envelopes, a CRUD route builder, versioned tables, SQL helpers and a
  * read-through cache. See docs/plugins.md, "A stored resource".
+ *
+ * @module switchyard-gateway/sdk/admin
  */
 export {
   BY_ID,

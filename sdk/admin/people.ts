@@ -4,23 +4,31 @@ import type { SqlClient } from '../sql.js';
 
 /** A person the gateway knows (a user: members, people signed in or provisioned), as features see them. */
 export interface UserInfo {
+  /** The user's id. */
   readonly id: string;
   /** Lower case; people are known by email across the gateway. */
   readonly email: string;
+  /** The name to show; null when none is known. */
   readonly name: string | null;
 }
 
 /** A workspace a person belongs to, with their role there. */
 export interface UserWorkspace {
+  /** The workspace's id. */
   readonly workspaceId: string;
+  /** The workspace's slug. */
   readonly slug: string;
+  /** The workspace's name. */
   readonly name: string;
+  /** The person's role there: `admin`, `manager` or `member`. */
   readonly role: string;
 }
 
 /** A user key a write turned off, and its workspace. */
 export interface DisabledKey {
+  /** The key's id. */
   readonly id: string;
+  /** The key's workspace; null for an organisation-level key. */
   readonly workspaceId: string | null;
 }
 
@@ -101,6 +109,7 @@ export interface AccountStatus {
   deactivated(userId: string): Promise<boolean>;
 }
 
+/** The {@link AccountStatus} service (offered by the `scim` plugin): the `sso` plugin asks it whether a person may still sign in. */
 export const ACCOUNT_STATUS = serviceToken<AccountStatus>('gateway.account-status', 'scim');
 
 /** The sessions of people signed in: the `sso` plugin provides it, the `scim` plugin ends them when it deactivates a person. */
@@ -109,4 +118,5 @@ export interface SignInSessions {
   endAll(userId: string, tx: SqlClient): Promise<boolean>;
 }
 
+/** The {@link SignInSessions} service (offered by the `sso` plugin): the `scim` plugin ends a deactivated person's sessions with it. */
 export const SIGN_IN_SESSIONS = serviceToken<SignInSessions>('gateway.sign-in-sessions', 'sso');

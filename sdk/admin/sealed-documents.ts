@@ -5,7 +5,9 @@ import type { SqlClient } from '../sql.js';
 
 /** A stored version of a document: its body (credentials masked) and its sealed credentials ('' none; null from before sealing). */
 export interface StoredDocument {
+  /** The document as JSON text, credentials masked. */
   body: string;
+  /** Its credentials, sealed; `''` when it holds none, null for a version written before sealing existed. */
   sealed: string | null;
 }
 
@@ -26,6 +28,7 @@ export class SealedDocuments {
     private readonly credentialKeys: () => ReadonlySet<string>,
   ) {}
 
+  /** The keys whose values are credentials, read from `credentialKeys` on first use. */
   get keys(): ReadonlySet<string> {
     return (this.#keys ??= this.credentialKeys());
   }

@@ -2,13 +2,17 @@ import type { SqlClient } from '../sql.js';
 
 /** A page request: `current_page` from 0, `page_size` rows. */
 export interface Page {
+  /** The page's index, from 0. */
   current: number;
+  /** Rows per page. */
   size: number;
 }
 
 /** One page of rows and the total across pages. */
 export interface Paged<T> {
+  /** This page's rows. */
   data: T[];
+  /** Rows across all pages. */
   total: number;
 }
 
@@ -42,10 +46,12 @@ export class SqlTables {
     return row as T;
   }
 
+  /** The first row a query returns, numeric columns as numbers; undefined when none. `client`: a transaction's, else the store's. */
   async get<T>(sql: string, params: readonly unknown[], client = this.db()): Promise<T | undefined> {
     return this.#normalise<T>(await client.get<Row>(sql, params));
   }
 
+  /** Every row a query returns, numeric columns as numbers. `client`: a transaction's, else the store's. */
   async all<T>(sql: string, params: readonly unknown[], client = this.db()): Promise<T[]> {
     return (await client.all<Row>(sql, params)).map((r) => this.#normalise<T>(r)!);
   }
@@ -57,6 +63,7 @@ export class SqlTables {
     return { data, total: Number(count?.n ?? 0) };
   }
 
+  /** Inserts `row` (its keys are the columns) into `table`. `client`: a transaction's, else the store's. */
   async insert(table: string, row: Row, client = this.db()): Promise<void> {
     const cols = Object.keys(row);
     await client.run(`INSERT INTO ${table} (${cols.join(', ')}) VALUES (${cols.map(() => '?').join(', ')})`, cols.map((c) => row[c]));

@@ -49,13 +49,18 @@ export const McpAuthSchema = v.variant('type', [NoAuth, HeaderAuth, OAuthAuth], 
 /** `auth` of an agent: none or a static header. */
 export const AgentAuthSchema = v.variant('type', [NoAuth, HeaderAuth], 'must have a type of "none" or "header"');
 
+/** An `auth` as a request gives it, checked by {@link McpAuthSchema} or {@link AgentAuthSchema}: secrets in clear, to seal with {@link sealAuth}. */
 export type AuthInput = v.InferOutput<typeof McpAuthSchema>;
 
 /** The auth columns of a row. */
 export interface AuthColumns {
+  /** `none`, `header` or `oauth`. */
   auth_type: string;
+  /** The header's name, for `header` auth; null otherwise. */
   auth_header: string | null;
+  /** The secret (a header's value, an OAuth client secret), sealed; null when there is none. */
   auth_secret: string | null;
+  /** The secret masked, for answers; null when there is none. */
   auth_masked: string | null;
   /** MCP servers only: `{ client_id, scopes, registered }` as JSON. */
   oauth?: string | null;

@@ -20,16 +20,27 @@ import { checkUpstreamUrl, openAuth, presentAuth, sealAuth, TimeoutField, UrlFie
 
 /** The columns every kind of upstream server has. */
 export interface UpstreamServerRow extends AuthColumns {
+  /** The server's id. */
   id: string;
+  /** The organisation it belongs to. */
   organisation_id: string;
+  /** The workspace it belongs to. */
   workspace_id: string;
+  /** Its name, for people. */
   name: string;
+  /** An optional description. */
   description: string | null;
+  /** The upstream URL the gateway forwards to (checked against the outbound host policy when written). */
   url: string;
+  /** How long one forwarded request may wait for its answer, in ms; null: the plugin's default. */
   request_timeout_ms: number | null;
+  /** `active`, or `archived` (not served). */
   status: 'active' | 'archived';
+  /** When it was created (epoch ms). */
   created_at: number;
+  /** When it last changed (epoch ms). */
   updated_at: number;
+  /** When it was archived (epoch ms); null while active. */
   archived_at: number | null;
 }
 
@@ -66,7 +77,9 @@ export class UpstreamServerTable<Row extends UpstreamServerRow> {
    * @param listColumns what a list reads (default every column): a large column can be read as NULL there
    */
   constructor(
+    /** The statements on the store. */
     readonly tables: SqlTables,
+    /** The kind's table, e.g. `cp_mcp_servers`. */
     readonly table: string,
     readonly noun: string,
     private readonly listColumns = '*',
@@ -92,10 +105,12 @@ export class UpstreamServerTable<Row extends UpstreamServerRow> {
     return this.tables.paged<Row>(`FROM ${this.table}${sql}`, where.map(([, value]) => value), 'created_at, id', page, this.listColumns);
   }
 
+  /** Inserts a new server's row. */
   insert(row: Row): Promise<void> {
     return this.tables.insert(this.table, { ...row } as Record<string, unknown>);
   }
 
+  /** Sets the `patch` columns of server `id`; resolves with the number of rows changed (0: no such server). */
   update(id: string, patch: Record<string, unknown>): Promise<number> {
     return this.tables.update(this.table, { id }, patch);
   }
@@ -103,10 +118,15 @@ export class UpstreamServerTable<Row extends UpstreamServerRow> {
 
 /** What the request path reads of every kind of server. */
 export interface UpstreamServerConfig {
+  /** The server's id. */
   id: string;
+  /** The workspace it belongs to. */
   workspaceId: string;
+  /** Its name, for people. */
   name: string;
+  /** The upstream URL to forward to. */
   url: string;
+  /** How to authenticate there, secrets opened. Never log it. */
   auth: UpstreamAuth;
   /** How long one forwarded request may wait for its answer; null: the plugin's default. */
   requestTimeoutMs: number | null;
@@ -122,9 +142,11 @@ export function openServer(box: SecretBox, row: UpstreamServerRow, aad: string, 
 
 /** What the routes of a kind need of its plugin's service. */
 export interface UpstreamServerService<Row extends UpstreamServerRow> {
+  /** The control plane's identity service (workspaces, the store, the encryption key). */
   readonly identity: Identity;
   /** The pooled client: a URL is checked against the outbound host policy when it is written. */
   readonly upstream: UpstreamClient;
+  /** The statements on the kind's table. */
   readonly servers: UpstreamServerTable<Row>;
 }
 

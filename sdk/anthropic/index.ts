@@ -4,6 +4,8 @@
  * Vertex AI both speak it; and the other way, the Messages front door served
  * by chat providers (requests to chat, chat answers and streams to messages).
  * Pure functions and a stream writer: nothing here reads a target.
+ *
+ * @packageDocumentation
  */
 export { anthropicErrorAnswer, fromAnthropicMessage } from './translate.js';
 export { toAnthropicRequest, type AnthropicRequestOptions } from './request.js';

@@ -25,11 +25,18 @@ export class MessageEventWriter {
   readonly #tools = new Map<number, number>();
   #finished = false;
 
+  /**
+   * Starts a message's events; nothing is written until {@link MessageEventWriter.start}.
+   *
+   * @param id - The message id the events carry (`msg_…`, see `messageId`).
+   * @param model - The model named in `message_start`; may be set later, before `start`.
+   */
   constructor(
     readonly id: string,
     public model: string,
   ) {}
 
+  /** Whether the message was finished or failed: every later call writes nothing. */
   get finished(): boolean {
     return this.#finished;
   }
@@ -48,6 +55,7 @@ export class MessageEventWriter {
     return event({ type: 'content_block_stop', index: this.#index });
   }
 
+  /** A text fragment: opens a text block when none is open (closing a tool block), then its `text_delta`. */
   text(delta: string): string {
     if (delta === '') return '';
     let out = '';
@@ -70,6 +78,7 @@ export class MessageEventWriter {
     return out + event({ type: 'content_block_start', index: this.#index, content_block: { type: 'tool_use', id, name, input: {} } });
   }
 
+  /** A fragment of a tool call's input JSON (`key`: its chat index), as an `input_json_delta`; nothing for an unknown key. */
   toolInput(key: number, fragment: string): string {
     const index = this.#tools.get(key);
     if (index === undefined || fragment === '') return '';

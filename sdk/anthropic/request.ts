@@ -8,6 +8,7 @@ export interface AnthropicRequestOptions {
   provider: string;
   /** `max_tokens` when the client sets neither `max_completion_tokens` nor `max_tokens` (Anthropic requires one). */
   defaultMaxTokens: number;
+  /** Whether to ask for a stream (`stream: true` in the Messages body). */
   stream: boolean;
   /** The target's `strict_reference_compliance` (default true): when true, `thinking` is refused and thinking blocks are never replayed. */
   strict: boolean;

@@ -4,6 +4,7 @@ import type { StreamTranslator } from '../openai/translate.js';
 import { finishReason, mergeCounts, usageFromCounts, type AnthropicCounts } from './usage.js';
 import { isObject } from '../json-object.js';
 
+/** What {@link anthropicStreamTranslator} needs to turn Anthropic's event stream into chat completion chunks. */
 export interface AnthropicStreamOptions {
   /** Model named in the chunks until `message_start` names the upstream's. */
   model: string;

@@ -18,6 +18,7 @@ export function messageId(): string {
 /** Chat `finish_reason` → Anthropic `stop_reason`. */
 const STOP: Readonly<Record<string, string>> = Object.freeze({ stop: 'end_turn', length: 'max_tokens', tool_calls: 'tool_use', function_call: 'tool_use', content_filter: 'refusal' });
 
+/** Chat `finish_reason` → Anthropic `stop_reason` (`stop` → `end_turn`, `length` → `max_tokens`, tool calls → `tool_use`, …); `end_turn` when unknown. */
 export function stopReason(finish: unknown): string {
   return (typeof finish === 'string' ? STOP[finish] : undefined) ?? 'end_turn';
 }
@@ -62,6 +63,7 @@ export function chatToMessage(completion: Json, fallbackModel: string): Json {
   };
 }
 
+/** A tool call's chat `arguments` (a JSON string, or already an object) as Anthropic's `input` object; `{}` when they do not parse to one. */
 export function parseInput(args: unknown): Json {
   if (isObject(args)) return args;
   if (typeof args !== 'string' || args === '') return {};

@@ -21,10 +21,15 @@ export function finishReason(stopReason: unknown): FinishReason {
 
 /** Token counts as Anthropic reports them; `message_delta` repeats them cumulatively. */
 export interface AnthropicCounts {
+  /** Input tokens not read from or written to the prompt cache. */
   input_tokens?: number;
+  /** Tokens generated, thinking included. */
   output_tokens?: number;
+  /** Input tokens written to the prompt cache. */
   cache_creation_input_tokens?: number;
+  /** Input tokens read from the prompt cache. */
   cache_read_input_tokens?: number;
+  /** Output tokens spent thinking, when the upstream reports them (`output_tokens_details.thinking_tokens`). */
   thinking_tokens?: number;
 }
 

@@ -50,12 +50,17 @@ export function geminiErrorAnswer(upstream: UpstreamResponse, body: unknown, pro
   return errorAnswer(source, { message, type, code });
 }
 
+/** What {@link geminiChatAnswer} needs to answer a Gemini call in OpenAI's shape. */
 export interface GeminiAnswerOptions {
+  /** Provider name for error messages (`google`, `vertex-ai`). */
   provider: string;
   /** The model the client asked for (after override_params). */
   model: string;
   /** Whether the request was sent to the streaming verb. */
   stream: boolean;
+  /**
+   * The target's `strict_reference_compliance`: when false, `thought` parts are passed on (as the stream's `reasoning_content`, the answer's `content_blocks`); when true they are dropped.
+   */
   strict: boolean;
   /** Whether to send the usage chunk; default from the client's `stream_options.include_usage`. */
   includeUsage?: boolean;

@@ -2,6 +2,8 @@
  * Google's Gemini format (generateContent, streamGenerateContent,
  * batchEmbedContents), translated to and from the OpenAI shapes
  * (shared/providers/vertex.md): the `google` and `vertex-ai` providers both speak it.
+ *
+ * @packageDocumentation
  */
 export { geminiChatAnswer, geminiErrorAnswer, isGoogleError, parseErrorBody, type GeminiAnswerOptions } from './answer.js';
 export { batchEmbedAnswer, fromBatchEmbedResponse, toBatchEmbedRequest } from './embeddings.js';

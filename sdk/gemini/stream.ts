@@ -5,9 +5,11 @@ import type { StreamTranslator } from '../openai/translate.js';
 import { isObject, type Json } from './parts.js';
 import { geminiFinish, geminiUsage, toolCallId } from './translate.js';
 
+/** What {@link geminiStreamTranslator} needs to turn Gemini's stream into chat completion chunks. */
 export interface GeminiStreamOptions {
   /** The requested model; replaced by the first `modelVersion` seen before any chunk went out. */
   model: string;
+  /** The client asked for the usage chunk (`stream_options.include_usage`). */
   includeUsage: boolean;
   /** When false, `thought` parts are sent as `reasoning_content` deltas; when true they are dropped. */
   strict: boolean;
@@ -15,6 +17,7 @@ export interface GeminiStreamOptions {
   onUsage?: (usage: OpenAIUsage) => void;
   /** Fixed id and created (tests); default a fresh id and now. */
   id?: string;
+  /** The chunks' `created` (unix seconds); see `id`. */
   created?: number;
 }
 

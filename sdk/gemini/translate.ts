@@ -251,10 +251,13 @@ export function toolCallId(responseId: string, k: number): string {
   return `call_${responseId.slice(responseId.indexOf('-') + 1)}_${k}`;
 }
 
+/** What {@link fromGeminiResponse} needs to build a chat completion from a Gemini answer. */
 export interface GeminiResponseOptions {
   /** The requested model, used when the answer names no `modelVersion`. */
   model: string;
+  /** The target's `strict_reference_compliance`: when false, `thought` parts are kept as the message's `content_blocks`; when true they are dropped. */
   strict: boolean;
+  /** The completion id; default a fresh one (tests fix it). */
   id?: string;
 }
 

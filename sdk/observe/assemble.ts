@@ -12,6 +12,7 @@ export interface AssembledStream {
   text: string;
   /** Characters of generated output (text and tool-call arguments), for token estimates. */
   outputChars: number;
+  /** The model the stream names (its first `model` field), null when none. */
   model: string | null;
   /** `usage` of the last event carrying one, as sent (OpenAI shape). */
   usage: Record<string, unknown> | null;

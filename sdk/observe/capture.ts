@@ -10,21 +10,29 @@ export const HEAD_BYTES = 4096;
 
 /** The bytes of a response as they went out, kept up to a limit. */
 export interface CapturedResponse {
+  /** The answer is a server-sent event stream (`text/event-stream`). */
   sse: boolean;
+  /** The answer is JSON (its content type names `json`). */
   json: boolean;
+  /** The answer's content type, lower case; empty when it had none. */
   contentType: string;
+  /** The bytes kept, in order; join them with {@link capturedBytes}. */
   chunks: Buffer[];
   /** Bytes kept. */
   kept: number;
   /** Bytes sent, kept or not. */
   total: number;
+  /** The body ended (whole or broken off); until then more may come. */
   ended: boolean;
+  /** The body broke off (client left, upstream reset) instead of ending whole. */
   error: boolean;
 }
 
 /** What the shared observer keeps, widened by each plugin that asks for it. */
 interface CaptureLimits {
+  /** Bytes of a stream to keep (its text and usage are assembled from them). */
   scanLimit: number;
+  /** Bytes of any other answer to keep (at least {@link HEAD_BYTES}). */
   bodyLimit: number;
 }
 
@@ -110,6 +118,7 @@ export function capturedResponse(ctx: RequestContext): CapturedResponse | null {
   return ctx.get(BODY_STATE) ?? null;
 }
 
+/** The captured bytes as one buffer (the first `kept` bytes of the answer). */
 export function capturedBytes(c: CapturedResponse): Buffer {
   return c.chunks.length === 1 ? c.chunks[0]! : Buffer.concat(c.chunks, c.kept);
 }

@@ -15,19 +15,25 @@ export type RequestCostStatus = CostStatus | 'cache_hit';
 export interface RequestSummary {
   /** Wall-clock ms at arrival and at the end of the response. */
   startedAt: number;
+  /** Wall-clock ms (epoch) at the end of the response. */
   endedAt: number;
   /** The provider that answered (`ctx.provider`), null for cache hits and handler routes. */
   provider: string | null;
   /** The provider as the request named it: `@slug`, `@virtual-key`, or a name; falls back to the answering one. */
   providerRequested: string | null;
+  /** The model the request asked for (`ctx.model`), null when it named none. */
   modelRequested: string | null;
   /** The model the answer names (its `model` field), null when it names none. */
   modelAnswered: string | null;
+  /** Token counts: reported by the upstream, read from the answer, or estimated (see `tokensEstimated`); null when unknown. */
   usage: Usage | null;
   /** True when the tokens were counted by the gateway (a stream without a usage chunk). */
   tokensEstimated: boolean;
+  /** The cost in the price list's currency, the multiplier applied; 0 for a cache hit, null when not priced. */
   cost: number | null;
+  /** How the cost came about: `priced`, `unpriced`, `no_usage` or `cache_hit`. */
   costStatus: RequestCostStatus;
+  /** The pricing multiplier of the target that answered (`pricing_multiplier`), 1 when none. */
   multiplier: number;
   /** Upstream calls beyond the first on each target path, summed. */
   retries: number;
@@ -47,10 +53,13 @@ export interface RequestSummary {
   responseStream: string | null;
   /** True when `responseText` is shorter than the answer (scan limit reached). */
   responseCut: boolean;
+  /** The answer was a server-sent event stream. */
   sse: boolean;
 }
 
+/** What {@link requestSummary} needs: the price list, and whether the answer's text is wanted. */
 export interface SummaryOptions {
+  /** The price list costs are computed with (see `pricingOf`). */
   pricing: PricingTable;
   /** Whether the answer's text is wanted (body capture on). */
   wantText: boolean;

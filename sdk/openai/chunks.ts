@@ -5,10 +5,15 @@ export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter' |
 
 /** Usage in OpenAI's wire shape. */
 export interface OpenAIUsage {
+  /** Tokens in the prompt, cached ones included. */
   prompt_tokens: number;
+  /** Tokens generated, reasoning ones included. */
   completion_tokens: number;
+  /** Prompt plus completion tokens. */
   total_tokens: number;
+  /** How many prompt tokens came from the provider's prompt cache; absent when unknown. */
   prompt_tokens_details?: { cached_tokens: number };
+  /** How many completion tokens went to reasoning; absent when unknown. */
   completion_tokens_details?: { reasoning_tokens: number };
 }
 
@@ -31,12 +36,16 @@ export function openAIUsage(prompt: number, completion: number, cached?: number,
  * text to send (possibly empty).
  */
 export class ChatChunkWriter {
+  /** The completion id every chunk carries. */
   readonly id: string;
+  /** The unix time (seconds) every chunk carries. */
   readonly created: number;
+  /** The model the chunks name; set it when the upstream names its own before the first chunk. */
   model: string;
   readonly #includeUsage: boolean;
   #roleSent = false;
 
+  /** `options.id` and `options.created` default to a fresh id and now; `includeUsage` is the client's `stream_options.include_usage`. */
   constructor(options: { id?: string; model: string; includeUsage: boolean; created?: number }) {
     this.id = options.id ?? completionId();
     this.model = options.model;
@@ -63,6 +72,7 @@ export class ChatChunkWriter {
     return this.#chunk({ role: 'assistant', content: '' });
   }
 
+  /** A text fragment as a `content` delta (after the role chunk, once); '' for an empty fragment. */
   text(text: string): string {
     return text === '' ? '' : this.role() + this.#chunk({ content: text });
   }
@@ -72,14 +82,17 @@ export class ChatChunkWriter {
     return text === '' ? '' : this.role() + this.#chunk({ reasoning_content: text });
   }
 
+  /** A tool call starts: its `index`, `id` and function `name`, with empty arguments to follow. */
   toolStart(index: number, id: string, name: string): string {
     return this.role() + this.#chunk({ tool_calls: [{ index, id, type: 'function', function: { name, arguments: '' } }] });
   }
 
+  /** A fragment of tool call `index`'s arguments JSON; '' for an empty fragment. */
   toolArgs(index: number, fragment: string): string {
     return fragment === '' ? '' : this.#chunk({ tool_calls: [{ index, function: { arguments: fragment } }] });
   }
 
+  /** The last content chunk: an empty delta with the `finish_reason`. */
   finish(reason: FinishReason): string {
     return this.role() + this.#chunk({}, reason);
   }
@@ -95,6 +108,7 @@ export class ChatChunkWriter {
     return `data: ${JSON.stringify({ error: { message, type, param: null, code } })}\n\n`;
   }
 
+  /** The stream's terminator, `data: [DONE]`. */
   done(): string {
     return 'data: [DONE]\n\n';
   }

@@ -8,6 +8,7 @@ export const OPENAI_ROUTES = Object.freeze({
   embeddings: { method: 'POST', path: '/embeddings' },
 } as const);
 
+/** The name of a shaped OpenAI route: `chat.completions`, `completions` or `embeddings`. */
 export type OpenAIRouteName = keyof typeof OPENAI_ROUTES;
 
 /** The tag the inference routes are listed under in the API reference. */

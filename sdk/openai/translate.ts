@@ -55,9 +55,13 @@ export function jsonAnswer(upstream: UpstreamResponse, status: number, value: un
 
 /** The fields of an OpenAI error envelope. */
 export interface ErrorFields {
+  /** The error's message, for people. */
   message: string;
+  /** The error's type, e.g. `invalid_request_error`. */
   type: string;
+  /** A code programs may match on; null or absent when there is none. */
   code?: string | null;
+  /** The request parameter at fault; null or absent when none. */
   param?: string | null;
 }
 

@@ -7,8 +7,11 @@ const require = createRequire(import.meta.url);
 
 /** The shape of `context-windows.json`, beside `prices.json` and keyed the same way. */
 export interface ContextWindowData {
+  /** The list's version, e.g. the date it was checked (`2025-11-01`). */
   version?: string;
+  /** What the numbers count, for people (`tokens`). */
   unit?: string;
+  /** A note for people: what a window counts, where the numbers come from. */
   note?: string;
   /** Provider name → other providers whose lists also apply. */
   aliases?: Record<string, string[]>;
@@ -21,6 +24,7 @@ export class ContextWindows {
   readonly #providers = new Map<string, Map<string, number>>();
   readonly #aliases = new Map<string, string[]>();
 
+  /** Builds the lookup from a list; throws when a window is not a positive integer of tokens. */
   constructor(data: ContextWindowData) {
     for (const [provider, models] of Object.entries(data.providers)) {
       const map = new Map<string, number>();

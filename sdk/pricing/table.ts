@@ -20,9 +20,13 @@ export interface ModelPrice {
 
 /** The shape of `prices.json` (and of a replacement file given to the `pricing` plugin). */
 export interface PricingData {
+  /** The list's version, e.g. the date it was checked (`2025-11-01`). */
   version?: string;
+  /** The currency of every price. Default `USD`. */
   currency?: string;
+  /** What a price is per, for people (`per 1M tokens`: the only unit the table computes with). */
   unit?: string;
+  /** A note for people: where the prices come from, what they leave out. */
   note?: string;
   /** Provider name → other providers whose price lists also apply (vertex-ai serves google and anthropic models). */
   aliases?: Record<string, string[]>;
@@ -33,9 +37,11 @@ export interface PricingData {
 /** How a cost was or was not computed. */
 export type CostStatus = 'priced' | 'unpriced' | 'no_usage';
 
+/** What {@link costOf} computed: a cost, and whether it could be computed. */
 export interface CostResult {
   /** In the table's currency (USD for the bundled file); null when unpriced or without usage. */
   cost: number | null;
+  /** `priced`, `unpriced` (no price for the model) or `no_usage` (no token counts). */
   status: CostStatus;
 }
 
@@ -47,12 +53,15 @@ const MEMO_LIMIT = 5000;
 
 /** A price list with lookup by provider and model; lookups are memoised (bounded). */
 export class PricingTable {
+  /** The list's `version`; null when the file names none. */
   readonly version: string | null;
+  /** The currency of its prices and costs (`USD` unless the file says otherwise). */
   readonly currency: string;
   readonly #providers = new Map<string, Map<string, ModelPrice>>();
   readonly #aliases = new Map<string, string[]>();
   readonly #memo = new Map<string, ModelPrice | null>();
 
+  /** Builds the table from a price list; throws when a price is not a non-negative number. */
   constructor(data: PricingData) {
     this.version = data.version ?? null;
     this.currency = data.currency ?? 'USD';

@@ -13,6 +13,10 @@ const DocumentObject = v.looseObject({ text }, 'must be a string or an object wi
 /** The branch is picked by the input's type, so an object's issue names `documents[i].text` instead of "matches no option". */
 const Document = v.lazy((input) => (typeof input === 'string' ? text : DocumentObject));
 
+/**
+ * The body of `POST /rerank`, as the rerank route validates it: `model`, `query` and `documents`
+ * (strings, or objects with a string `text`) required, the spec's optional fields checked, unknown fields passed through.
+ */
 export const RerankBodySchema = v.looseObject({
   model: v.pipe(v.string('is required and must be a string'), v.minLength(1, 'must not be empty')),
   query: v.string('is required and must be a string'),
@@ -26,4 +30,5 @@ export const RerankBodySchema = v.looseObject({
   parameters: v.optional(plainObject('must be a JSON object')),
 });
 
+/** A rerank request body, as {@link RerankBodySchema} checks it. */
 export type RerankBody = v.InferOutput<typeof RerankBodySchema>;

@@ -45,7 +45,9 @@ export function extraParameters(body: Json): Json {
 
 /** One upstream result, before sorting and document re-attachment. */
 export interface RankedIndex {
+  /** The document's position in the request's `documents`. */
   index: number;
+  /** How relevant the document is to the query, as the provider scores it (higher is more relevant). */
   relevance_score: number;
 }
 
@@ -57,12 +59,15 @@ export function rankedIndexes(list: unknown): RankedIndex[] {
   );
 }
 
+/** What {@link rerankAnswer} needs to build the gateway's rerank answer. */
 export interface RerankAnswerOptions {
+  /** The provider's name, as the answer reports it. */
   provider: string;
   /** The upstream's model name when it reports one; else the model sent upstream. */
   model: string;
   /** The upstream's request id when it has one; else one is generated. */
   id?: string | null;
+  /** The provider's results, in any order (the answer sorts them by score). */
   results: RankedIndex[];
   /** The provider's billed search units; providers that bill tokens report 1 per request. */
   searchUnits?: number | null;

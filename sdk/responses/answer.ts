@@ -13,6 +13,7 @@ const num = (v: unknown): number => (typeof v === 'number' && Number.isFinite(v)
 
 /** What a response object is made of besides the answer: its id, time, the request and the model. */
 export interface ResponseMeta {
+  /** The response id (`resp_…`, see `responseId`). */
   id: string;
   /** Unix seconds. */
   createdAt: number;

@@ -32,6 +32,7 @@ const PARTS: Readonly<Record<string, { delta: string; done: string; field: strin
 
 /** One response's event stream. `response` is the object as described so far. */
 export class ResponseEventWriter {
+  /** The response object as described so far: its output grows with each item, its status and usage are set at the end. */
   readonly response: Json;
   #sequence = 0;
   #message: OpenItem | null = null;
@@ -51,10 +52,12 @@ export class ResponseEventWriter {
     return this.#sequence;
   }
 
+  /** Whether the terminal event (`response.completed`, `response.incomplete` or `response.failed`) went out: later calls write nothing. */
   get finished(): boolean {
     return this.#finished;
   }
 
+  /** One SSE event of `type` with `data`, numbered with the next `sequence_number`. */
   event(type: string, data: Json): string {
     return `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: this.#sequence++, ...data })}\n\n`;
   }

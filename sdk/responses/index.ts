@@ -3,6 +3,8 @@
  * from chat completions so every chat provider can serve it: the request, the
  * response object, its event stream, and replays of stored objects. Pure
  * functions and a stream writer; nothing here reads a request context.
+ *
+ * @packageDocumentation
  */
 export { inputItems, toChatRequest, type ChatRequestOptions } from './request.js';
 export { finishStatus, fromChatCompletion, outputLogprobs, outputText, requestedSummary, responseShell, responsesUsage, type ResponseMeta } from './answer.js';

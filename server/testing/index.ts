@@ -4,6 +4,8 @@
  * It runs under vitest and drives the gateway with the official `openai` and `@anthropic-ai/sdk` clients:
  * install `vitest`, `openai` and `@anthropic-ai/sdk` as dev dependencies of your plugin (they are optional
  * peer dependencies of the gateway). docs/plugins.md, "Testing a plugin", walks through it.
+ *
+ * @module switchyard-gateway/testing
  */
 export { providerContract, type ContractMock, type ProviderContract, type ProviderSupports, type Scenario, type SeenNativeRequest } from './provider-contract.js';
 export { checkContract, checkInput, type CheckCase, type CheckContract } from './check-contract.js';
