@@ -1,5 +1,5 @@
-import { readFile } from 'node:fs/promises';
 import { parseOptions } from '../core/index.js';
+import { applyExtends, readConfigJson } from './config-extends.js';
 import { defaultConfig } from './default-config.js';
 import type { ServerEnv } from './env.js';
 import { ServerConfigSchema, type ServerConfig } from './schema.js';
@@ -18,20 +18,12 @@ export function configFileFrom(argv: readonly string[], envFile: string | undefi
   return envFile;
 }
 
-/** Reads and validates a server config file; with no file, the bundled default for the environment (REDIS_URL, DATABASE_URL). */
+/**
+ * Reads and validates a server config file, with its `extends` applied (server/config-extends.ts); with no
+ * file, the bundled default for the environment (REDIS_URL, DATABASE_URL).
+ */
 export async function loadServerConfig(file: string | undefined, env: Pick<ServerEnv, 'redisUrl' | 'databaseUrl'> = { redisUrl: undefined, databaseUrl: undefined }): Promise<ServerConfig> {
   if (file === undefined) return defaultConfig(env);
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (err) {
-    throw new Error(`Cannot read the server config ${file}: ${(err as Error).message}`);
-  }
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (err) {
-    throw new Error(`The server config ${file} is not valid JSON: ${(err as Error).message}`);
-  }
+  const json = applyExtends(readConfigJson(file), file, env);
   return parseOptions(`the server config ${file}`, ServerConfigSchema, json);
 }
