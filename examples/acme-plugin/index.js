@@ -73,7 +73,7 @@ export const maxDigits = defineCheck({
 
 /**
  * The check plugin: declares the error code its denials answer with (446, as
- * every denial) and registers `acme.maxDigits`. List it before `guardrails`.
+ * every denial) and registers `acme.maxDigits`. Anywhere in the list: checks are looked up by id when a request runs them.
  *
  * @returns {import('switchyard-gateway/sdk').GatewayPlugin}
  */
