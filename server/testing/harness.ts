@@ -67,6 +67,12 @@ export interface TestGatewayOptions extends Omit<CreateGatewayOptions, 'logger' 
    * Messages front doors, and a request log line. `none`: only `plugins`.
    */
   around?: 'basic' | 'none';
+  /**
+   * Whether to wait until the gateway is ready before serving (default true: a plugin that fails at boot
+   * rejects here). false serves at once, as the bundled server does: requests wait for `ready`, and answer
+   * 503 when it failed, for testing a plugin's failure at boot.
+   */
+  waitForReady?: boolean;
 }
 
 /** The bundled plugins a plugin under test runs among (see {@link TestGatewayOptions.around}). */
@@ -82,7 +88,7 @@ export function basicPlugins(): GatewayPlugin[] {
  * config that extends the default; one with the name of an `around` plugin replaces it.
  */
 export async function startTestGateway(options: TestGatewayOptions): Promise<TestGateway> {
-  const { plugins, around = 'basic', ...rest } = options;
+  const { plugins, around = 'basic', waitForReady = true, ...rest } = options;
   const logs = memoryLogger();
   const gateway = createGateway({
     ...rest,
@@ -91,7 +97,7 @@ export async function startTestGateway(options: TestGatewayOptions): Promise<Tes
     options: { outbound: { allowHosts: [...LOOPBACK_HOSTS] }, ...rest.options },
     logger: logs.logger,
   });
-  await gateway.ready;
+  if (waitForReady) await gateway.ready;
   const server = createServer(gateway.handler);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
