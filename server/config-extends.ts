@@ -1,143 +1,187 @@
-import { readFileSync } from 'node:fs';
-import { dirname, isAbsolute, resolve } from 'node:path';
-import { defaultConfig } from './default-config.js';
-import type { ServerEnv } from './env.js';
-import type { PluginEntry, ServerConfig } from './schema.js';
+import { dirname, resolve } from 'node:path';
+import type { ExtendingConfig, PluginChange, PluginEntry, ServerConfig } from './schema.js';
 
-/** How deep `extends` may chain (a file extending a file extending … the default). */
-const MAX_DEPTH = 10;
+/*
+ * `"extends"` in a server config: a file names a base (the bundled default,
+ * or another file) and says only what it changes. Fields merge; `plugins` is
+ * a list of changes to the base's list. The rules are in
+ * docs/configuration.md#extending-the-default; this module applies them to
+ * configs already checked (server/config.ts reads and validates the files).
+ */
 
-/** Entry fields that only mean something in a config that extends another: they change the base's list. */
-const CHANGE_FIELDS = ['remove', 'before', 'after'] as const;
-
-/** Objects whose keys merge one level deep: the extending file's keys win. */
-const SHALLOW_MERGED = ['upstream', 'server', 'outbound'] as const;
-/** Records merged by key: an entry of the extending file replaces the base's entry of the same key. */
-const BY_KEY = ['providers', 'guardrails', 'configs'] as const;
-
-type Json = Record<string, unknown>;
-
-const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
-
-/** A plugin's identity in a list: its name, and its export when it names one (a package may hold several plugins). */
-const keyOf = (entry: { name: unknown; export?: unknown }) => `${String(entry.name)}${entry.export === undefined ? '' : `#${String(entry.export)}`}`;
+/** How many files one `extends` chain may hold, the file the server starts with included (`default` is no file). */
+export const MAX_EXTENDS_DEPTH = 10;
 
 /**
- * The server config a file stands for once its `extends` is applied, not yet validated: the file's JSON
- * unchanged when it extends nothing. `extends` names `"default"` (the bundled default for the environment,
- * {@link defaultConfig}) or another config file, relative to this one; bases may extend further bases.
- *
- * - Fields: the extending file's win; `upstream`, `server` and `outbound` merge key by key
- *   (`outbound.allowHosts` lists add up); `providers`, `guardrails` and `configs` merge entry by entry.
- * - `plugins` lists changes to the base's plugins, each known by its name (and `export`): an entry the base
- *   has replaces it where it stands, options included (they are not merged); `"remove": true` takes it out;
- *   any other is added at the end, or where `"before"` / `"after"` (a plugin's name) puts it.
- *
- * @throws Error naming the file for a file that cannot be read or parsed, a cycle, an unknown plugin to
- *   remove or anchor, and `remove` / `before` / `after` in a config that extends nothing.
+ * Plugins kept at the end of a list so they close first. The gateway closes
+ * plugins in the reverse of the list's order (core/gateway.ts), and a batch
+ * line still running at shutdown goes through providers, checks, the log
+ * store and the SQL store: the batches plugin must stop its lines before any
+ * of those close. A plugin added without `before`/`after` therefore goes in
+ * front of these, not after them.
  */
-export function applyExtends(json: unknown, file: string, env: Pick<ServerEnv, 'redisUrl' | 'databaseUrl'>, chain: readonly string[] = []): unknown {
-  if (!isObject(json) || json.extends === undefined) {
-    if (isObject(json)) refuseChanges(json, file);
-    return json;
-  }
-  const where = `the server config ${file}`;
-  if (typeof json.extends !== 'string' || json.extends === '') throw new Error(`${where}: extends must be "default" or the path of another config file`);
+const CLOSE_FIRST: ReadonlySet<string> = new Set(['batches', 'fine-tuning']);
+
+/** Fields merged key by key (the extending file's key wins): the objects of settings and the records of named entries. */
+const MERGED_BY_KEY: ReadonlySet<string> = new Set(['upstream', 'server', 'outbound', 'providers', 'guardrails', 'configs']);
+
+/** Entry fields that only a config with `extends` may use: they change a base's list. */
+const CHANGE_FIELDS = ['remove', 'before', 'after'] as const;
+
+/** A plugin's entry in the list being built, with the identity changes are matched by. */
+interface Placed {
+  entry: PluginEntry;
+  /** The name (a relative path resolved from the file that wrote it) and `#export` when it names one. */
+  key: string;
+  /** The key's name part. */
+  id: string;
+}
+
+/**
+ * The base file a config's `extends` names (anything but `"default"`), relative to the extending
+ * file's folder unless absolute.
+ *
+ * @param file The extending file, as the server was given it or as a base resolved.
+ * @param ext Its `extends`.
+ * @param chain The files that extend this one, resolved, outermost first.
+ * @throws Error naming the files when the base is already in the chain (a cycle), or when the chain
+ *   would hold more than {@link MAX_EXTENDS_DEPTH} files.
+ */
+export function baseFileOf(file: string, ext: string, chain: readonly string[]): string {
   const trail = [...chain, resolve(file)];
-  if (trail.length > MAX_DEPTH) throw new Error(`${where}: extends goes more than ${MAX_DEPTH} files deep (${trail.join(' → ')})`);
-  let base: Json;
-  if (json.extends === 'default') {
-    base = structuredClone(defaultConfig(env)) as unknown as Json;
-  } else {
-    const baseFile = isAbsolute(json.extends) ? json.extends : resolve(dirname(resolve(file)), json.extends);
-    if (trail.includes(baseFile)) throw new Error(`${where}: extends makes a cycle (${[...trail, baseFile].join(' → ')})`);
-    base = applyExtends(readConfigJson(baseFile, `extended by ${file}`), baseFile, env, trail) as Json;
-    if (!isObject(base)) throw new Error(`the server config ${baseFile} (extended by ${file}) is not a JSON object`);
-  }
-  const { extends: _extends, ...own } = json;
-  return merge(base, own, where);
+  const base = resolve(dirname(resolve(file)), ext);
+  if (trail.includes(base)) throw new Error(`The server config ${file}: extends makes a cycle (${[...trail, base].join(' → ')})`);
+  if (trail.length >= MAX_EXTENDS_DEPTH) throw new Error(`The server config ${file}: extends goes more than ${MAX_EXTENDS_DEPTH} files deep (${[...trail, base].join(' → ')})`);
+  return base;
 }
 
-/** Reads and parses a config file, or says which and why not. */
-export function readConfigJson(file: string, role = ''): unknown {
-  const label = `the server config ${file}${role === '' ? '' : ` (${role})`}`;
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (err) {
-    throw new Error(`Cannot read ${label}: ${(err as Error).message}`);
+/**
+ * A config with its base applied: the base's fields with the extending file's over them, and the
+ * base's plugins with the file's changes made. Neither input is changed; the result is the shape
+ * of a config without `extends` (no `remove`, `before`, `after`), to be validated as one.
+ *
+ * @param base The base, validated: `defaultConfig(env)`, or a file's config with its own base applied.
+ * @param baseDir The base file's folder, whose relative plugin paths are made absolute so they load
+ *   from where that file is; null for the default.
+ * @param own The extending file, validated with `ExtendingConfigSchema`.
+ * @param where How errors name the extending file (`the server config gateway.json`).
+ * @param ownDir The extending file's folder, for its own relative plugin paths when they are matched.
+ * @throws Error naming the file and the entry for a plugin to remove that is not there, and a
+ *   `before`/`after` naming no plugin, or several.
+ */
+export function extendConfig(base: ServerConfig, baseDir: string | null, own: ExtendingConfig, where: string, ownDir: string): ServerConfig {
+  const { extends: _extends, plugins: changes, ...fields } = own;
+  const copy = structuredClone(base);
+  const out: Record<string, unknown> = { ...copy };
+  for (const [field, value] of Object.entries(fields)) {
+    if (value === undefined) continue;
+    const under = out[field];
+    out[field] = MERGED_BY_KEY.has(field) && isObject(under) && isObject(value) ? { ...under, ...value } : value;
   }
-  try {
-    return JSON.parse(text) as unknown;
-  } catch (err) {
-    throw new Error(`${label} is not valid JSON: ${(err as Error).message}`);
-  }
+  // Hosts allowed by the base stay allowed: the file adds to them rather than starting a new list.
+  const baseHosts = copy.outbound?.allowHosts;
+  const ownHosts = own.outbound?.allowHosts;
+  if (baseHosts !== undefined && ownHosts !== undefined) out.outbound = { ...(out.outbound as object), allowHosts: [...new Set([...baseHosts, ...ownHosts])] };
+  const placed = copy.plugins.map((entry) => place(rebase(entry, baseDir), null));
+  out.plugins = changePlugins(placed, changes ?? [], where, ownDir).map((p) => p.entry);
+  return out as ServerConfig;
 }
 
-function merge(base: Json, own: Json, where: string): Json {
-  const out: Json = { ...base };
-  for (const [field, value] of Object.entries(own)) {
-    if (field === 'plugins') continue;
-    if ((SHALLOW_MERGED as readonly string[]).includes(field) && isObject(value) && isObject(base[field])) {
-      const merged: Json = { ...(base[field] as Json), ...value };
-      if (field === 'outbound' && Array.isArray((base[field] as Json).allowHosts) && Array.isArray(value.allowHosts)) {
-        merged.allowHosts = [...((base[field] as Json).allowHosts as unknown[]), ...(value.allowHosts as unknown[])];
-      }
-      out[field] = merged;
-    } else if ((BY_KEY as readonly string[]).includes(field) && isObject(value) && isObject(base[field])) {
-      out[field] = { ...(base[field] as Json), ...value };
-    } else {
-      out[field] = value;
-    }
-  }
-  if (own.plugins !== undefined) {
-    if (!Array.isArray(own.plugins)) throw new Error(`${where}: plugins must be an array of changes to the extended config's plugins`);
-    out.plugins = changePlugins(Array.isArray(base.plugins) ? (base.plugins as PluginEntry[]) : [], own.plugins, where);
-  }
-  return out;
+/**
+ * Refuses `remove`, `before` and `after` in a config that extends nothing: its `plugins` is the whole
+ * list, so a change to a base is a mistake, and said as one rather than as an unknown key.
+ *
+ * @param json The file's JSON, before validation.
+ * @param where How errors name the file.
+ */
+export function refuseChanges(json: unknown, where: string): void {
+  if (!isObject(json) || !Array.isArray(json.plugins)) return;
+  json.plugins.forEach((entry: unknown, i) => {
+    if (!isObject(entry)) return;
+    const field = CHANGE_FIELDS.find((f) => entry[f] !== undefined);
+    if (field === undefined) return;
+    throw new Error(
+      `${capitalise(where)}: plugins[${i}].${field} changes the plugins of a config this one extends, but it extends none: ` +
+        'without "extends", "plugins" is the whole list (add "extends": "default" to change the default\'s list instead)',
+    );
+  });
 }
 
-function changePlugins(base: readonly PluginEntry[], changes: readonly unknown[], where: string): unknown[] {
-  const list: unknown[] = [...base];
-  const names = () => list.map((e) => keyOf(e as PluginEntry));
+/** Applies the changes in their order to the base's list. */
+function changePlugins(base: readonly Placed[], changes: readonly PluginChange[], where: string, ownDir: string): Placed[] {
+  const list = [...base];
+  const names = () => list.map((p) => display(p.entry)).join(', ');
   changes.forEach((change, i) => {
-    const at = `${where}: plugins[${i}]`;
-    if (!isObject(change) || typeof change.name !== 'string') throw new Error(`${at} must be an object with a name`);
+    const at = `${capitalise(where)}: plugins[${i}]`;
     const { remove, before, after, ...entry } = change;
-    const key = keyOf(entry as PluginEntry);
-    const index = names().indexOf(key);
-    if (remove !== undefined) {
-      if (remove !== true) throw new Error(`${at}: remove must be true`);
-      if (before !== undefined || after !== undefined || entry.options !== undefined) throw new Error(`${at}: an entry that removes a plugin takes only its name (and export)`);
-      if (index === -1) throw new Error(`${at}: "${key}" is not among the extended config's plugins, so it cannot be removed (they are: ${names().join(', ')})`);
+    const item = place(entry, ownDir);
+    const index = list.findIndex((p) => p.key === item.key);
+    if (remove === true) {
+      if (index === -1) throw new Error(`${at}: "${display(entry)}" is not among the extended config's plugins, so it cannot be removed (they are: ${names()})`);
       list.splice(index, 1);
       return;
     }
-    if (before !== undefined && after !== undefined) throw new Error(`${at}: give before or after, not both`);
     const anchor = before ?? after;
-    if (anchor !== undefined) {
-      if (typeof anchor !== 'string') throw new Error(`${at}: ${before !== undefined ? 'before' : 'after'} must be a plugin's name`);
-      if (index !== -1) list.splice(index, 1);
-      const target = list.findIndex((e) => (e as PluginEntry).name === anchor);
-      if (target === -1) throw new Error(`${at}: ${before !== undefined ? 'before' : 'after'} names "${anchor}", which is not among the plugins (they are: ${names().join(', ')})`);
-      list.splice(before !== undefined ? target : target + 1, 0, entry);
-    } else if (index !== -1) {
-      list[index] = entry;
-    } else {
-      list.push(entry);
+    if (anchor === undefined) {
+      // A plugin the base has keeps its place; a new one goes last, but in front of those that must close first.
+      if (index !== -1) list[index] = item;
+      else list.splice(appendAt(list), 0, item);
+      return;
     }
+    // With an anchor, a plugin the base has moves there.
+    if (index !== -1) list.splice(index, 1);
+    const side = before !== undefined ? 'before' : 'after';
+    const target = anchorIndex(list, anchor, ownDir);
+    if (target === 'none') throw new Error(`${at}: ${side} names "${anchor}", which is not among the plugins (they are: ${names()})`);
+    if (target === 'several') throw new Error(`${at}: ${side} names "${anchor}", which several plugins are called; name one as name#export (they are: ${names()})`);
+    list.splice(side === 'before' ? target : target + 1, 0, item);
   });
   return list;
 }
 
-/** In a config that extends nothing, its plugins are the whole list: a change to a base is a mistake, said as one. */
-function refuseChanges(json: Json, file: string): void {
-  if (!Array.isArray(json.plugins)) return;
-  json.plugins.forEach((entry, i) => {
-    if (!isObject(entry)) return;
-    const field = CHANGE_FIELDS.find((f) => entry[f] !== undefined);
-    if (field !== undefined) {
-      throw new Error(`the server config ${file}: plugins[${i}].${field} changes an extended config's plugins, but this config extends none (add "extends": "default")`);
-    }
-  });
+/** Where a plugin added without an anchor goes: after every plugin but the trailing ones that must close first. */
+function appendAt(list: readonly Placed[]): number {
+  let at = list.length;
+  while (at > 0 && CLOSE_FIRST.has(list[at - 1]!.entry.name)) at--;
+  return at;
+}
+
+/** The index of the one plugin an anchor names: by its key (`name#export`), else by its name alone. */
+function anchorIndex(list: readonly Placed[], anchor: string, ownDir: string): number | 'none' | 'several' {
+  const hash = anchor.lastIndexOf('#');
+  const asKey = hash > 0 ? `${idOf(anchor.slice(0, hash), ownDir)}#${anchor.slice(hash + 1)}` : idOf(anchor, ownDir);
+  const exact = list.findIndex((p) => p.key === asKey);
+  if (exact !== -1) return exact;
+  const id = idOf(anchor, ownDir);
+  const named = list.flatMap((p, i) => (p.id === id ? [i] : []));
+  if (named.length === 0) return 'none';
+  return named.length === 1 ? named[0]! : 'several';
+}
+
+function place(entry: PluginEntry, dir: string | null): Placed {
+  const id = idOf(entry.name, dir);
+  return { entry, id, key: entry.export === undefined ? id : `${id}#${entry.export}` };
+}
+
+/** A base file's relative plugin path made absolute: it names a file beside the base, not beside the file extending it. */
+function rebase(entry: PluginEntry, dir: string | null): PluginEntry {
+  return dir !== null && isRelative(entry.name) ? { ...entry, name: resolve(dir, entry.name) } : entry;
+}
+
+/** A plugin's name as changes match it: a relative path resolved from the folder of the file that wrote it. */
+function idOf(name: string, dir: string | null): string {
+  return dir !== null && isRelative(name) ? resolve(dir, name) : name;
+}
+
+/** Paths relative to a config file (`./x.js`, `../x.js`); package names, absolute paths and `file:` URLs mean the same from anywhere. */
+function isRelative(name: string): boolean {
+  return name.startsWith('./') || name.startsWith('../');
+}
+
+const display = (entry: PluginEntry) => (entry.export === undefined ? entry.name : `${entry.name}#${entry.export}`);
+
+const capitalise = (text: string) => text.charAt(0).toUpperCase() + text.slice(1);
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

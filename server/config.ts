@@ -1,8 +1,12 @@
+import { readFile } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
 import { parseOptions } from '../core/index.js';
-import { applyExtends, readConfigJson } from './config-extends.js';
+import { baseFileOf, extendConfig, refuseChanges } from './config-extends.js';
 import { defaultConfig } from './default-config.js';
 import type { ServerEnv } from './env.js';
-import { ServerConfigSchema, type ServerConfig } from './schema.js';
+import { ExtendingConfigSchema, ServerConfigSchema, type ServerConfig } from './schema.js';
+
+type StoreEnv = Pick<ServerEnv, 'redisUrl' | 'databaseUrl'>;
 
 /** The config file named by `--config FILE`, else `GATEWAY_CONFIG`, else none. */
 export function configFileFrom(argv: readonly string[], envFile: string | undefined): string | undefined {
@@ -20,10 +24,47 @@ export function configFileFrom(argv: readonly string[], envFile: string | undefi
 
 /**
  * Reads and validates a server config file, with its `extends` applied (server/config-extends.ts); with no
- * file, the bundled default for the environment (REDIS_URL, DATABASE_URL).
+ * file, the bundled default for the environment (REDIS_URL, DATABASE_URL), which is also what
+ * `"extends": "default"` starts from.
  */
-export async function loadServerConfig(file: string | undefined, env: Pick<ServerEnv, 'redisUrl' | 'databaseUrl'> = { redisUrl: undefined, databaseUrl: undefined }): Promise<ServerConfig> {
+export async function loadServerConfig(file: string | undefined, env: StoreEnv = { redisUrl: undefined, databaseUrl: undefined }): Promise<ServerConfig> {
   if (file === undefined) return defaultConfig(env);
-  const json = applyExtends(readConfigJson(file), file, env);
-  return parseOptions(`the server config ${file}`, ServerConfigSchema, json);
+  return loadFile(file, env, []);
+}
+
+/**
+ * One file of an `extends` chain as a whole config. A file that extends nothing is checked as
+ * today's configs are; one that extends a base is checked on its own first (so an error names a
+ * path in that file), its base loaded, and the merge checked again as a whole config (a limit
+ * whose other half is in the base).
+ */
+async function loadFile(file: string, env: StoreEnv, chain: readonly string[]): Promise<ServerConfig> {
+  const extendedBy = chain.at(-1);
+  const where = `the server config ${file}${extendedBy === undefined ? '' : ` (extended by ${extendedBy})`}`;
+  const json = await readJson(file, where);
+  if (typeof json !== 'object' || json === null || Array.isArray(json) || (json as { extends?: unknown }).extends === undefined) {
+    refuseChanges(json, where);
+    return parseOptions(where, ServerConfigSchema, json);
+  }
+  const own = parseOptions(where, ExtendingConfigSchema, json);
+  const dir = dirname(resolve(file));
+  if (own.extends === 'default') return parseOptions(where, ServerConfigSchema, extendConfig(defaultConfig(env), null, own, where, dir));
+  const baseFile = baseFileOf(file, own.extends, chain);
+  const base = await loadFile(baseFile, env, [...chain, resolve(file)]);
+  return parseOptions(where, ServerConfigSchema, extendConfig(base, dirname(baseFile), own, where, dir));
+}
+
+/** A config file's JSON, or an error saying which file and why not. */
+async function readJson(file: string, where: string): Promise<unknown> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    throw new Error(`Cannot read ${where}: ${(err as Error).message}`);
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (err) {
+    throw new Error(`${where.charAt(0).toUpperCase()}${where.slice(1)} is not valid JSON: ${(err as Error).message}`);
+  }
 }

@@ -16,6 +16,22 @@ export const PluginEntrySchema = v.strictObject({
 /** Defaults of the `server` timeouts. */
 export const SERVER_TIMEOUTS = Object.freeze({ headersTimeoutMs: 30_000, requestTimeoutMs: 120_000, keepAliveTimeoutMs: 65_000, bodyIdleTimeoutMs: 60_000 });
 
+/**
+ * Time limits on receiving a client's request (Node's server timeouts). They
+ * cover receiving the request only, never sending the answer, so a long
+ * stream is not cut; see docs/configuration.md.
+ */
+const ServerTimeoutsSchema = v.strictObject({
+  /** Time for the request's headers to arrive; then 408. Default 30 000 ms. */
+  headersTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+  /** Time for the whole request, headers and body, to arrive; then 408. Default 120 000 ms. */
+  requestTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+  /** How long an idle keep-alive connection stays open. Default 65 000 ms. */
+  keepAliveTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+  /** Longest pause while a request body arrives; then 408 and the connection closes. Default 60 000 ms. */
+  bodyIdleTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
+});
+
 /** The server config file (`--config FILE` or `GATEWAY_CONFIG`). */
 export const ServerConfigSchema = v.strictObject({
   /** Listening port; `PORT` wins over it. Default 8787. */
@@ -58,23 +74,10 @@ export const ServerConfigSchema = v.strictObject({
       allowPrivateHosts: v.optional(v.boolean()),
     }),
   ),
-  /**
-   * Time limits on receiving a client's request (Node's server timeouts). They
-   * cover receiving the request only, never sending the answer, so a long
-   * stream is not cut; see docs/configuration.md.
-   */
+  /** Time limits on receiving a client's request (the timeouts above); the headers' limit at most the whole request's. */
   server: v.optional(
     v.pipe(
-      v.strictObject({
-        /** Time for the request's headers to arrive; then 408. Default 30 000 ms. */
-        headersTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
-        /** Time for the whole request, headers and body, to arrive; then 408. Default 120 000 ms. */
-        requestTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
-        /** How long an idle keep-alive connection stays open. Default 65 000 ms. */
-        keepAliveTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
-        /** Longest pause while a request body arrives; then 408 and the connection closes. Default 60 000 ms. */
-        bodyIdleTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1))),
-      }),
+      ServerTimeoutsSchema,
       v.forward(
         v.check((s) => (s.headersTimeoutMs ?? SERVER_TIMEOUTS.headersTimeoutMs) <= (s.requestTimeoutMs ?? SERVER_TIMEOUTS.requestTimeoutMs), 'must not be more than requestTimeoutMs'),
         ['headersTimeoutMs'],
@@ -97,3 +100,41 @@ export const ServerConfigSchema = v.strictObject({
 
 export type ServerConfig = v.InferOutput<typeof ServerConfigSchema>;
 export type PluginEntry = v.InferOutput<typeof PluginEntrySchema>;
+
+/**
+ * A `plugins` entry of a config that extends another: a change to the base's
+ * list, the plugin known by `name` and `export`. Without `remove`, the entry
+ * replaces the base's entry of that plugin, or adds the plugin; `before` /
+ * `after` name the plugin to put it next to. See server/config-extends.ts.
+ */
+export const PluginChangeSchema = v.pipe(
+  v.strictObject({
+    ...PluginEntrySchema.entries,
+    /** Take the plugin out of the base's list. */
+    remove: v.optional(v.literal(true, 'must be true (leave the entry out to keep the plugin as the base has it)')),
+    /** Put the plugin just before this one (its name, or `name#export`). */
+    before: v.optional(v.pipe(v.string(), v.minLength(1))),
+    /** Put the plugin just after this one (its name, or `name#export`). */
+    after: v.optional(v.pipe(v.string(), v.minLength(1))),
+  }),
+  v.check((c) => c.before === undefined || c.after === undefined, 'give before or after, not both'),
+  v.check((c) => c.remove === undefined || (c.options === undefined && c.before === undefined && c.after === undefined), 'an entry that removes a plugin takes only its name (and export)'),
+);
+
+/**
+ * A server config file with `extends`: the fields of {@link ServerConfigSchema},
+ * each optional (the base has the rest), and `plugins` as changes. Checked on
+ * the file alone, so a mistake is named by its path in that file; the merged
+ * config is then checked with {@link ServerConfigSchema}. `server` goes
+ * without its cross-field check here: its other half may be in the base.
+ */
+export const ExtendingConfigSchema = v.strictObject({
+  ...ServerConfigSchema.entries,
+  /** `"default"` (the bundled default for the environment) or the path of another config file, relative to this one. */
+  extends: v.pipe(v.string('must be "default" or the path of another config file'), v.minLength(1, 'must be "default" or the path of another config file')),
+  server: v.optional(ServerTimeoutsSchema),
+  plugins: v.optional(v.array(PluginChangeSchema)),
+});
+
+export type ExtendingConfig = v.InferOutput<typeof ExtendingConfigSchema>;
+export type PluginChange = v.InferOutput<typeof PluginChangeSchema>;
