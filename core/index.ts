@@ -40,7 +40,7 @@ export { discardResponse, jsonResponse, errorResponse, readResponseBody } from '
 export { parseJsonObject, tooDeep } from './http/read-body.js';
 export { DEFAULT_MAX_JSON_DEPTH, exceedsJsonDepth, exceedsValueDepth } from './json-limits.js';
 export { baseURL, effectiveBody, passThrough, requestBody } from './upstream/transport.js';
-export { UpstreamClient, upstreamBodyError } from './upstream/client.js';
+export { UpstreamClient, upstreamBodyError, type UpstreamClientOptions } from './upstream/client.js';
 export { upstreamUrlProblem, withoutUserInfo } from './upstream/urls.js';
 export { allowEntryProblem, HostPolicy, isRefusedAddress } from './upstream/host-policy.js';
 export type * from './types.js';

@@ -157,6 +157,7 @@ export {
 } from './limits.js';
 export {
   captureResponses,
+  type CaptureLimits,
   capturedBytes,
   capturedResponse,
   DEFAULT_SCAN_LIMIT,

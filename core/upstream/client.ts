@@ -7,9 +7,13 @@ import { HostPolicy } from './host-policy.js';
 import type { UpstreamSignal } from './signal.js';
 import { withoutUserInfo } from './urls.js';
 
+/** What an {@link UpstreamClient} is built with (the gateway's own takes them from its options). */
 export interface UpstreamClientOptions {
+  /** Keep-alive connections per upstream origin. */
   connections: number;
+  /** Time to wait for an upstream's response headers, unless a call gives its own. */
   headersTimeoutMs: number;
+  /** Longest pause between two chunks of an upstream's body. */
   bodyTimeoutMs: number;
   /** Where it may connect. Default: public addresses only (see {@link OutboundOptions}). */
   outbound?: OutboundOptions;

@@ -32,7 +32,7 @@ export interface DisabledKey {
   readonly workspaceId: string | null;
 }
 
-/** The workspace roles, weakest first. */
+/** The workspace roles, strongest first: an admin can do what a manager can, a manager what a member can. */
 export const ROLES = ['admin', 'manager', 'member'] as const;
 
 /** A workspace role in a request body: `admin`, `manager` or `member`, in any case. */

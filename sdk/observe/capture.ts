@@ -29,7 +29,7 @@ export interface CapturedResponse {
 }
 
 /** What the shared observer keeps, widened by each plugin that asks for it. */
-interface CaptureLimits {
+export interface CaptureLimits {
   /** Bytes of a stream to keep (its text and usage are assembled from them). */
   scanLimit: number;
   /** Bytes of any other answer to keep (at least {@link HEAD_BYTES}). */
