@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { withDistLock } from '../helpers/dist-lock.js';
 import { startProcess, type GatewayProcess } from '../helpers/process.js';
 import { startMockOpenAI, type MockUpstream } from '../mocks/openai-upstream.js';
 
@@ -58,7 +59,8 @@ function failingStart(file: string): Promise<{ code: number | null; stderr: stri
 
 beforeAll(async () => {
   // The gateway as users run it: built once, before the plugin exists anywhere near it.
-  execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'pipe' });
+  // (Not while test/examples/install.test.ts packs dist/: see withDistLock.)
+  await withDistLock(() => execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: ROOT, stdio: 'pipe' }));
   scratch = mkdtempSync(join(tmpdir(), 'gw-plugin-'));
   mkdirSync(join(scratch, 'node_modules'));
   cpSync(join(ROOT, 'examples/acme-plugin'), join(scratch, 'node_modules/acme-gateway-plugin'), { recursive: true });

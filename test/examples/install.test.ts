@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startOpenAIContractMock, type ContractMock } from '../../server/testing/index.js';
 import { startQuillMock } from '../../examples/quill-provider/test/quill-mock.js';
+import { withDistLock } from '../helpers/dist-lock.js';
 import { startProcess, type GatewayProcess } from '../helpers/process.js';
 
 /*
@@ -43,7 +44,9 @@ beforeAll(async () => {
   deploy = join(scratch, 'deploy');
   mkdirSync(deploy);
   // `npm pack` of the gateway runs its prepack (the build), as a publish would.
-  const [gateway, acme, quill] = [await pack(ROOT), await pack(join(ROOT, 'examples/acme-plugin')), await pack(join(ROOT, 'examples/quill-provider'))];
+  // The gateway's pack builds dist/, which test/examples/acme-plugin.test.ts builds too: one at a time.
+  const gateway = await withDistLock(() => pack(ROOT));
+  const [acme, quill] = [await pack(join(ROOT, 'examples/acme-plugin')), await pack(join(ROOT, 'examples/quill-provider'))];
   writeFileSync(
     join(deploy, 'package.json'),
     JSON.stringify({
