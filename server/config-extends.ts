@@ -1,4 +1,5 @@
 import { dirname, resolve } from 'node:path';
+import { isObject } from '../sdk/json-object.js';
 import type { ExtendingConfig, PluginChange, PluginEntry, ServerConfig } from './schema.js';
 
 /*
@@ -181,7 +182,3 @@ function isRelative(name: string): boolean {
 const display = (entry: PluginEntry) => (entry.export === undefined ? entry.name : `${entry.name}#${entry.export}`);
 
 const capitalise = (text: string) => text.charAt(0).toUpperCase() + text.slice(1);
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}

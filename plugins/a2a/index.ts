@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import * as v from 'valibot';
 import {
+  isObject,
   GatewayError,
   type GatewayPlugin,
   type GatewayResponse,
@@ -77,8 +78,6 @@ export type A2AOptions = v.InferInput<typeof OptionsSchema>;
 import { A2A_ERRORS } from './errors.js';
 
 export { A2A_ERRORS };
-
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
  * Agents and the A2A gateway. A workspace registers A2A agents

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { extractUsage, fieldSchema as f, parseOptions, STAGES, type GatewayPlugin, type GatewayResponse, type RequestContext, type RouteDefinition, type TargetField, routeApi, stateKey } from '../../sdk/index.js';
+import { isObject, extractUsage, fieldSchema as f, parseOptions, STAGES, type GatewayPlugin, type GatewayResponse, type RequestContext, type RouteDefinition, type TargetField, routeApi, stateKey } from '../../sdk/index.js';
 import { assembleStream } from './assemble.js';
 import { captureObserver } from './capture.js';
 import { createTargetIdentity, exactKey, identityFields, partitionOf, REFRESH_HEADER, STATUS_HEADER } from './key.js';
@@ -57,8 +57,6 @@ interface Pending {
   maxAgeMs: number;
 }
 const PENDING = stateKey<Pending>(PLUGIN_NAME);
-
-const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
 
 /**
  * The response cache for chat completions, completions and embeddings.

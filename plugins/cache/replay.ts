@@ -1,9 +1,7 @@
-import { anthropic, ChatChunkWriter, type FinishReason, type GatewayResponse, type OpenAIUsage, responses } from '../../sdk/index.js';
+import { isObject, anthropic, ChatChunkWriter, type FinishReason, type GatewayResponse, type OpenAIUsage, responses } from '../../sdk/index.js';
 import type { CachedAnswer } from './types.js';
 
 type Json = Record<string, unknown>;
-
-const isObject = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 const SSE_HEADERS = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' } as const;
 

@@ -1,5 +1,5 @@
 import { Transform } from 'node:stream';
-import { SSEParser, type SSEEvent } from '../../sdk/index.js';
+import { isObject, SSEParser, type SSEEvent } from '../../sdk/index.js';
 
 type Json = Record<string, unknown>;
 
@@ -16,8 +16,6 @@ export interface StreamFormat {
   /** The SSE text of a denial, sent before the held closing event. */
   denial(body: Json): string;
 }
-
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Chat and text completions: `data:` chunks, ending with `[DONE]`. */
 export const CHAT_STREAM: StreamFormat = {

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { Readable } from 'node:stream';
-import { GatewayError, type GatewayResponse, jsonRpcErrorBody, type JsonRpcId, jsonResponse, JSONRPC, readText, type RequestContext, type UpstreamResponse } from '../../sdk/index.js';
+import { isObject, GatewayError, type GatewayResponse, jsonRpcErrorBody, type JsonRpcId, jsonResponse, JSONRPC, readText, type RequestContext, type UpstreamResponse } from '../../sdk/index.js';
 import { MCP_ERRORS, mcpError } from './errors.js';
 
 /*
@@ -15,8 +15,6 @@ export const MCP_CODES = Object.freeze({
   /** MCP's `URLElicitationRequired`: the user must open a URL (here: to authorize the gateway) and try again. */
   URL_ELICITATION_REQUIRED: -32042,
 });
-
-export const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Thrown when the upstream did not answer within the request's timeout. */
 export class TimedOut extends Error {}

@@ -4,6 +4,7 @@ import {
   GatewayError,
   type GatewayResponse,
   type GuardrailRunner,
+  isObject,
   JSONRPC,
   JsonRpcError,
   jsonRpcErrorBody,
@@ -17,7 +18,7 @@ import {
   type UpstreamClient,
   type UpstreamResponse,
 } from '../../sdk/index.js';
-import { headerValue, isEventStream, isObject, MCP_CODES, readWithin, rpcAnswer, TIMED_OUT, TimedOut, timeoutAnswer, timeoutError, upstreamFailure } from './answers.js';
+import { headerValue, isEventStream, MCP_CODES, readWithin, rpcAnswer, TIMED_OUT, TimedOut, timeoutAnswer, timeoutError, upstreamFailure } from './answers.js';
 import { relayEvents, type RelayedMessage } from './events.js';
 import { checkToolCall, judgeAnswer, type Forwarded } from './judge.js';
 import { AuthorizationRequired, type OAuthFlow } from './oauth.js';

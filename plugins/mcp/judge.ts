@@ -1,5 +1,5 @@
-import { type GatewayResponse, type GuardrailRunner, JSONRPC, jsonRpcErrorBody, type JsonRpcId, type RequestContext } from '../../sdk/index.js';
-import { isObject, rpcAnswer, upstreamFailure } from './answers.js';
+import { type GatewayResponse, type GuardrailRunner, isObject, JSONRPC, jsonRpcErrorBody, type JsonRpcId, type RequestContext } from '../../sdk/index.js';
+import { rpcAnswer, upstreamFailure } from './answers.js';
 import type { RelayedMessage } from './events.js';
 import type { McpServerConfig } from './store/types.js';
 import { mcpError } from './errors.js';

@@ -1,8 +1,6 @@
-import { anthropic, type GatewayError, type GatewayResponse, readResponseBody, type ErrorFormat } from '../../sdk/index.js';
+import { isObject, anthropic, type GatewayError, type GatewayResponse, readResponseBody, type ErrorFormat } from '../../sdk/index.js';
 
 type Json = Record<string, unknown>;
-
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Anthropic's error types: an upstream's own (through a translation) is kept when it is one of these. */
 const ANTHROPIC_TYPES: ReadonlySet<unknown> = new Set([

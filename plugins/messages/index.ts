@@ -1,5 +1,6 @@
 import * as v from 'valibot';
 import {
+  isObject,
   anthropic,
   CHARS_PER_TOKEN,
   effectiveBody,
@@ -28,7 +29,6 @@ export type { MessagesOptions };
 export { MESSAGES_ERROR_FORMAT, toAnthropicError } from './errors.js';
 
 type Json = Record<string, unknown>;
-const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
  * Input tokens of a Messages body estimated by the gateway (characters / 4 of

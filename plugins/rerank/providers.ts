@@ -1,4 +1,5 @@
 import {
+  isObject,
   documentTexts,
   extraParameters,
   genericErrorAnswer,
@@ -15,8 +16,6 @@ import {
 } from '../../sdk/index.js';
 
 type Json = Record<string, unknown>;
-
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
  * Rerank-only providers registered by the `rerank` plugin, as data plus one

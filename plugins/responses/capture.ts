@@ -1,8 +1,6 @@
-import { SSEParser, wholeBodyObserver, type BodyObserver } from '../../sdk/index.js';
+import { isObject, SSEParser, wholeBodyObserver, type BodyObserver } from '../../sdk/index.js';
 
 type Json = Record<string, unknown>;
-
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Events that carry the whole response object; the last one seen is what is stored. */
 const SNAPSHOT_EVENTS = new Set(['response.created', 'response.in_progress', 'response.queued', 'response.completed', 'response.incomplete', 'response.failed']);

@@ -1,5 +1,6 @@
 import * as v from 'valibot';
 import {
+  isObject,
   addImplicitPromptTokens,
   bundledContextWindowData,
   ContextWindows,
@@ -44,7 +45,6 @@ import { RESPONSES_ERRORS } from './errors.js';
 export { RESPONSES_ERRORS };
 
 type Json = Record<string, unknown>;
-const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** What the door knows about one request, from before the strategy runs (kept under {@link DOOR}). */
 interface DoorState {

@@ -1,6 +1,6 @@
 import { StringDecoder } from 'node:string_decoder';
 import { Transform, type Readable } from 'node:stream';
-import { type GatewayResponse, readResponseBody, type Target } from '../../sdk/index.js';
+import { isObject, type GatewayResponse, readResponseBody, type Target } from '../../sdk/index.js';
 import { isStrict } from '../../sdk/gemini/index.js';
 
 /**
@@ -11,8 +11,6 @@ import { isStrict } from '../../sdk/gemini/index.js';
  */
 
 type Json = Record<string, unknown>;
-
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
  * Whether a leaf's chat adapter has a summary setting: Gemini's (`google`, and

@@ -1,8 +1,6 @@
-import { CHARS_PER_TOKEN } from '../../sdk/index.js';
+import { isObject, CHARS_PER_TOKEN } from '../../sdk/index.js';
 
 type Json = Record<string, unknown>;
-
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Tokens counted for an image or a file part: their real cost depends on size and model, so a flat, generous figure. */
 const MEDIA_TOKENS = 1000;
