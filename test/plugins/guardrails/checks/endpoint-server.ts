@@ -1,41 +1,23 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { ServerResponse } from 'node:http';
+import { startRecordingServer, type SeenNativeRequest } from '../../../../server/testing/index.js';
 
-export interface SeenCall {
-  path: string;
-  headers: IncomingMessage['headers'];
-  body: any;
-}
+/** A call the endpoint received: method, path, headers and the body (parsed when JSON). */
+export type SeenCall = SeenNativeRequest;
 
 /**
- * A local HTTP endpoint for webhook and log checks. `answer` decides per call;
- * returning nothing leaves the request hanging (a server that never answers).
+ * A local HTTP endpoint for webhook and log checks, on the kit's recording server. `answer` decides
+ * per call; returning nothing leaves the request hanging (a server that never answers).
  */
 export async function startEndpoint(answer: (call: SeenCall, res: ServerResponse) => void) {
-  const calls: SeenCall[] = [];
   const waiters: Array<() => void> = [];
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const raw = Buffer.concat(chunks).toString('utf8');
-      let body: unknown = raw;
-      try {
-        body = JSON.parse(raw);
-      } catch {
-        /* kept as text */
-      }
-      const call = { path: req.url ?? '/', headers: req.headers, body };
-      calls.push(call);
-      for (const w of waiters.splice(0)) w();
-      answer(call, res);
-    });
+  const rec = await startRecordingServer((_req, res, call) => {
+    for (const w of waiters.splice(0)) w();
+    answer(call, res);
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const calls = rec.requests;
   return {
-    url,
-    server,
+    url: rec.url,
+    server: rec.server,
     calls,
     /** Resolves once at least `n` calls arrived. */
     async waitForCalls(n: number, timeoutMs = 3000) {
@@ -49,12 +31,8 @@ export async function startEndpoint(answer: (call: SeenCall, res: ServerResponse
       }
     },
     /** Drops every open connection (hanging requests fail with a reset). */
-    dropConnections: () => server.closeAllConnections(),
-    close: () =>
-      new Promise<void>((r) => {
-        server.closeAllConnections();
-        server.close(() => r());
-      }),
+    dropConnections: () => rec.server.closeAllConnections(),
+    close: rec.close,
   };
 }
 
