@@ -3,6 +3,7 @@ import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { resolve as resolveModule } from 'import-meta-resolve';
 import type { GatewayPlugin } from '../core/index.js';
+import { GATEWAY_PACKAGE } from '../sdk/package-version.js';
 import type { PluginEntry } from './schema.js';
 
 /** A name that is a path (relative to the config file, or absolute) rather than a package name. */
@@ -104,7 +105,7 @@ export function owningPackage(file: string): { name: string; version: string | n
  */
 function gatewayNotFoundHint(err: unknown): string {
   const e = err as { code?: string; message?: string };
-  if (e.code !== 'ERR_MODULE_NOT_FOUND' || !/Cannot find package 'switchyard-gateway'/.test(e.message ?? '')) return '';
+  if (e.code !== 'ERR_MODULE_NOT_FOUND' || !(e.message ?? '').includes(`Cannot find package '${GATEWAY_PACKAGE}'`)) return '';
   return (
     '. The plugin imports switchyard-gateway (its peer dependency), which Node looks for in the node_modules folders above the plugin\'s own files: ' +
     'install the plugin into the deployment folder with npm (npm install <its folder or packed tarball>) instead of linking it, ' +

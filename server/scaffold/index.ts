@@ -1,23 +1,11 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
+import { gatewayPackageJson } from '../../sdk/package-version.js';
 import { fill, templateFiles, type TemplateValues } from './templates.js';
 
 /** What `new` can make. */
 export const PACKAGE_KINDS = ['provider', 'check'] as const;
 export type PackageKind = (typeof PACKAGE_KINDS)[number];
-
-/** The gateway's package.json (one folder up from `server/` in the sources, two from `dist/server/`). */
-function gatewayPackage(): { version?: string; devDependencies?: Record<string, string> } {
-  for (const path of ['../../package.json', '../../../package.json']) {
-    try {
-      const pkg = JSON.parse(readFileSync(new URL(path, import.meta.url), 'utf8')) as { name?: string; version?: string; devDependencies?: Record<string, string> };
-      if (pkg.name === 'switchyard-gateway') return pkg;
-    } catch {
-      // not this layout
-    }
-  }
-  return {};
-}
 
 /** `@team/my-provider` → `my_provider`: a provider name or check namespace made of the package's own name. */
 export function pluginId(packageName: string): string {
@@ -41,12 +29,12 @@ export function scaffold(kind: PackageKind, dir: string, name?: string): string[
   if (!/^(@[a-z0-9][a-z0-9._-]*\/)?[a-z0-9][a-z0-9._-]*$/.test(packageName)) {
     throw new Error(`"${packageName}" is not a valid npm package name (lower case letters, digits, - . _; give one with --name)`);
   }
-  const gateway = gatewayPackage();
-  const dev = gateway.devDependencies ?? {};
+  const gateway = gatewayPackageJson();
+  const dev = gateway?.devDependencies ?? {};
   const values: TemplateValues = {
     packageName,
     id: pluginId(packageName),
-    gatewayVersion: gateway.version ?? '0.1.0',
+    gatewayVersion: gateway?.version ?? '0.1.0',
     vitest: dev.vitest ?? '4.1.12',
     openai: dev.openai ?? '6.30.1',
     anthropic: dev['@anthropic-ai/sdk'] ?? '1.13.0',
