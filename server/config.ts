@@ -22,13 +22,24 @@ export function configFileFrom(argv: readonly string[], envFile: string | undefi
   return envFile;
 }
 
+/** A server config as loaded, and what its file extends (`"default"`, a path; null for none), for the start line. */
+export interface LoadedServerConfig {
+  config: ServerConfig;
+  extends: string | null;
+}
+
 /**
  * Reads and validates a server config file, with its `extends` applied (server/config-extends.ts); with no
  * file, the bundled default for the environment (REDIS_URL, DATABASE_URL), which is also what
  * `"extends": "default"` starts from.
  */
 export async function loadServerConfig(file: string | undefined, env: StoreEnv = { redisUrl: undefined, databaseUrl: undefined }): Promise<ServerConfig> {
-  if (file === undefined) return defaultConfig(env);
+  return (await loadServerConfigFile(file, env)).config;
+}
+
+/** {@link loadServerConfig}, with what the file extends beside the config. */
+export async function loadServerConfigFile(file: string | undefined, env: StoreEnv = { redisUrl: undefined, databaseUrl: undefined }): Promise<LoadedServerConfig> {
+  if (file === undefined) return { config: defaultConfig(env), extends: null };
   return loadFile(file, env, []);
 }
 
@@ -38,20 +49,21 @@ export async function loadServerConfig(file: string | undefined, env: StoreEnv =
  * path in that file), its base loaded, and the merge checked again as a whole config (a limit
  * whose other half is in the base).
  */
-async function loadFile(file: string, env: StoreEnv, chain: readonly string[]): Promise<ServerConfig> {
+async function loadFile(file: string, env: StoreEnv, chain: readonly string[]): Promise<LoadedServerConfig> {
   const extendedBy = chain.at(-1);
   const where = `the server config ${file}${extendedBy === undefined ? '' : ` (extended by ${extendedBy})`}`;
   const json = await readJson(file, where);
   if (typeof json !== 'object' || json === null || Array.isArray(json) || (json as { extends?: unknown }).extends === undefined) {
     refuseChanges(json, where);
-    return parseOptions(where, ServerConfigSchema, json);
+    return { config: parseOptions(where, ServerConfigSchema, json), extends: null };
   }
   const own = parseOptions(where, ExtendingConfigSchema, json);
   const dir = dirname(resolve(file));
-  if (own.extends === 'default') return parseOptions(where, ServerConfigSchema, extendConfig(defaultConfig(env), null, own, where, dir));
+  const extended = (config: ServerConfig) => ({ config: parseOptions(where, ServerConfigSchema, config), extends: own.extends });
+  if (own.extends === 'default') return extended(extendConfig(defaultConfig(env), null, own, where, dir));
   const baseFile = baseFileOf(file, own.extends, chain);
   const base = await loadFile(baseFile, env, [...chain, resolve(file)]);
-  return parseOptions(where, ServerConfigSchema, extendConfig(base, dirname(baseFile), own, where, dir));
+  return extended(extendConfig(base.config, dirname(baseFile), own, where, dir));
 }
 
 /** A config file's JSON, or an error saying which file and why not. */

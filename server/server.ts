@@ -7,13 +7,13 @@ import { createGateway, createLogger, DEFAULT_OPTIONS, type Gateway, type Logger
 import { hasBody, watchBodyIdle } from './body-idle.js';
 import { loadPluginsWithOrigins, type PluginOrigin } from './catalog.js';
 import { answerClientErrors, answerHostProblem, hostProblem } from './client-errors.js';
-import { configFileFrom, loadServerConfig } from './config.js';
+import { configFileFrom, loadServerConfigFile } from './config.js';
 import { Connections, IDLE_CLOSE_GRACE_MS } from './connections.js';
 import { readEnv, type ServerEnv } from './env.js';
 import { checkAuthSetup, describeListening, localUrl } from './exposure.js';
 import { lingerIfBodyPending } from './linger.js';
 import { SERVER_TIMEOUTS, type ServerConfig } from './schema.js';
-import { configExtends, pageUrls } from './start-report.js';
+import { pageUrls } from './start-report.js';
 
 export interface StartOptions {
   argv?: readonly string[];
@@ -67,7 +67,9 @@ export interface RunningServer {
 export async function startServer(options: StartOptions = {}): Promise<RunningServer> {
   const env = readEnv(options.env ?? process.env);
   const file = options.config === undefined ? configFileFrom(options.argv ?? [], env.configFile) : undefined;
-  const config = options.config ?? (await loadServerConfig(file, env));
+  // What the file extends is kept for the start line; a config object passed in says so itself, if at all.
+  const loaded = options.config === undefined ? await loadServerConfigFile(file, env) : { config: options.config, extends: extendsOf(options.config) };
+  const config = loaded.config;
   // Plugins named by path or package resolve from the config file's folder (the working directory without one).
   const baseDir = options.baseDir ?? (file === undefined ? process.cwd() : dirname(resolve(file)));
   const logger = options.logger ?? createLogger({ level: env.logLevel });
@@ -167,7 +169,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const url = localUrl(address);
   const startInfo: StartInfo = {
     configFile: file === undefined ? null : resolve(file),
-    extends: await configExtends(config, file),
+    extends: loaded.extends,
     dataDir: env.dataDir,
     ...pageUrls(url, config.plugins, origins),
     plugins: origins,
@@ -192,4 +194,10 @@ function ensureKeys(config: ServerConfig, env: ServerEnv, logger: Logger): void 
       `Set GATEWAY_API_KEYS=key1,key2 to choose your own.\n\n`,
   );
   logger.warn('no GATEWAY_API_KEYS set; a key was generated for this run and printed to stderr');
+}
+
+/** The `extends` a config object passed in carries (an embedder's note; the object is used as it is). */
+function extendsOf(config: ServerConfig): string | null {
+  const value = (config as { extends?: unknown }).extends;
+  return typeof value === 'string' ? value : null;
 }

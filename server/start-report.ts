@@ -1,7 +1,6 @@
-import { readFile } from 'node:fs/promises';
 import { flushLogger } from '../core/index.js';
 import type { PluginOrigin } from './load-plugin.js';
-import type { PluginEntry, ServerConfig } from './schema.js';
+import type { PluginEntry } from './schema.js';
 import type { RunningServer, StartInfo } from './server.js';
 
 /*
@@ -142,23 +141,6 @@ export async function reportStart(running: Pick<RunningServer, 'gateway' | 'list
     return;
   }
   running.gateway.logger.info(startLogFields(report), startMessage(report));
-}
-
-/**
- * What the config says it extends: `"extends"` on the loaded object, else on the file as written
- * (a loader that merges the base may drop it). Only a string counts; a file that cannot be read
- * again now is reported as extending nothing rather than failing a server already listening.
- */
-export async function configExtends(config: ServerConfig, file: string | undefined): Promise<string | null> {
-  const loaded = (config as { extends?: unknown }).extends;
-  if (typeof loaded === 'string') return loaded;
-  if (file === undefined) return null;
-  try {
-    const raw = JSON.parse(await readFile(file, 'utf8')) as { extends?: unknown } | null;
-    return typeof raw?.extends === 'string' ? raw.extends : null;
-  } catch {
-    return null;
-  }
 }
 
 /** The dashboard's and the API reference's URLs, from the bundled `dashboard` and `openapi` entries and their path options. */

@@ -9,7 +9,8 @@ import { readEnv } from '../../server/env.js';
 import { owningPackage } from '../../server/load-plugin.js';
 import type { ServerConfig } from '../../server/schema.js';
 import { startServer } from '../../server/server.js';
-import { configExtends, formatStartLines, reportStart, startLogFields, type StartReport } from '../../server/start-report.js';
+import { loadServerConfigFile } from '../../server/config.js';
+import { formatStartLines, reportStart, startLogFields, type StartReport } from '../../server/start-report.js';
 import { memoryLogger } from '../helpers/gateway.js';
 import { startProcess, type GatewayProcess } from '../helpers/process.js';
 
@@ -178,15 +179,17 @@ describe('plugin origins', () => {
     }
   });
 
-  test('"extends" as the file says it, when the loaded config does not carry it; nothing for a file that says nothing or cannot be read', async () => {
+  test('"extends" as the file says it (the outer file\'s, not its base\'s); nothing for a file that extends nothing or no file', async () => {
+    const base = join(scratch, 'base.json');
+    writeFileSync(base, JSON.stringify({ extends: 'default', plugins: [] }));
     const withExtends = join(scratch, 'extends.json');
     writeFileSync(withExtends, JSON.stringify({ extends: './base.json', plugins: [] }));
     const without = join(scratch, 'plain.json');
-    writeFileSync(without, JSON.stringify({ plugins: [] }));
-    expect(await configExtends({ plugins: [] }, withExtends)).toBe('./base.json');
-    expect(await configExtends({ plugins: [] }, without)).toBeNull();
-    expect(await configExtends({ plugins: [] }, join(scratch, 'gone.json'))).toBeNull();
-    expect(await configExtends({ plugins: [] }, undefined)).toBeNull();
+    writeFileSync(without, JSON.stringify({ plugins: [{ name: 'health' }] }));
+    expect((await loadServerConfigFile(withExtends)).extends).toBe('./base.json');
+    expect((await loadServerConfigFile(base)).extends).toBe('default');
+    expect((await loadServerConfigFile(without)).extends).toBeNull();
+    expect((await loadServerConfigFile(undefined)).extends).toBeNull();
   });
 });
 
