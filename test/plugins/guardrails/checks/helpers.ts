@@ -3,6 +3,7 @@ import { expect } from 'vitest';
 import { UpstreamClient } from '../../../../core/index.js';
 import type { CheckInput, CheckResult, GuardrailCheck } from '../../../../sdk/guardrails.js';
 import { LOOPBACK_HOSTS } from '../../../helpers/outbound.js';
+import { checkInput } from '../../../../server/testing/index.js';
 
 let client: UpstreamClient | null = null;
 /** One pooled client for the unit tests that call out (webhook, log), to endpoints on loopback. */
@@ -11,20 +12,9 @@ export function testUpstream(): UpstreamClient {
   return client;
 }
 
-/** A check input with defaults: an input-phase chat request whose last message is `text`. */
+/** A check input with defaults: the kit's (an input-phase chat request whose last message is `text`), with this file's client. */
 export function inputOf(text: string, over: Partial<CheckInput> = {}): CheckInput {
-  return {
-    phase: 'input',
-    text,
-    request: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: text }] },
-    response: null,
-    route: 'chat.completions',
-    model: 'gpt-4o-mini',
-    metadata: null,
-    signal: new AbortController().signal,
-    upstream: testUpstream(),
-    ...over,
-  };
+  return checkInput(text, 'input', { upstream: testUpstream(), ...over });
 }
 
 /** Parses the parameters (they must be valid) and runs the check. */
