@@ -181,4 +181,5 @@ function isRelative(name: string): boolean {
 
 const display = (entry: PluginEntry) => (entry.export === undefined ? entry.name : `${entry.name}#${entry.export}`);
 
-const capitalise = (text: string) => text.charAt(0).toUpperCase() + text.slice(1);
+/** `the server config x` → `The server config x`, where a message starts with it. */
+export const capitalise = (text: string) => text.charAt(0).toUpperCase() + text.slice(1);

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { parseOptions } from '../core/index.js';
-import { baseFileOf, extendConfig, refuseChanges } from './config-extends.js';
+import { baseFileOf, capitalise, extendConfig, refuseChanges } from './config-extends.js';
 import { defaultConfig } from './default-config.js';
 import type { ServerEnv } from './env.js';
 import { ExtendingConfigSchema, ServerConfigSchema, type ServerConfig } from './schema.js';
@@ -77,6 +77,6 @@ async function readJson(file: string, where: string): Promise<unknown> {
   try {
     return JSON.parse(text) as unknown;
   } catch (err) {
-    throw new Error(`${where.charAt(0).toUpperCase()}${where.slice(1)} is not valid JSON: ${(err as Error).message}`);
+    throw new Error(`${capitalise(where)} is not valid JSON: ${(err as Error).message}`);
   }
 }
