@@ -40,6 +40,30 @@ export interface CheckResult {
    * Recorded as a transformation; later hooks and the provider (or the client) see it.
    */
   transformed?: Record<string, unknown>;
+  /**
+   * Spans of `text` to replace (PII, secrets), for a streamed answer, where there is no body to
+   * rewrite: in a hook whose `stream_mode` is `redact`, each is replaced before it leaves the gateway.
+   * Offsets are into `text`.
+   */
+  redactions?: ReadonlyArray<{ start: number; end: number; replacement: string }>;
+}
+
+/**
+ * How a check judges a streamed answer while it arrives (docs/guardrails.md#streams).
+ * - `window`: on the latest text, a sliding window (the hook's `stream_window` characters before the new
+ *   text, plus it): for a failure that is a match no longer than the window (a word, a pattern, PII).
+ * - `all`: on all the text so far, for a failure on part of the text that is final (a maximum count
+ *   exceeded, a webhook's verdict), at most every `every` characters.
+ */
+export interface StreamJudgement<P = unknown> {
+  /** `window`: the latest text; `all`: all the text so far. */
+  scope: 'window' | 'all';
+  /** `all` only: the fewest new characters between two runs (a webhook's cadence). Default: the hook's `stream_check_every`. */
+  every?: number;
+  /** The parameters to run with on part of the text (a count check drops its minimum, which only the whole text can meet). Default: the check's own. */
+  parameters?: P;
+  /** The check returns `redactions` (with these parameters): a hook with it defaults to `stream_mode: redact`. */
+  redacts?: boolean;
 }
 
 /**
@@ -64,6 +88,11 @@ export interface GuardrailCheck<P = unknown> {
    * is sealed at rest and masked in answers, while requests still use them.
    */
   credentials?: readonly string[];
+  /**
+   * Whether (and how) the check can judge a streamed answer as it arrives, for these parameters; absent
+   * or null: it runs once, on the whole text, when the stream ends. See {@link StreamJudgement}.
+   */
+  stream?(parameters: P): StreamJudgement<P> | null;
 }
 
 /** Declares a check with its parameter type inferred from the schema. */
@@ -72,6 +101,7 @@ export function defineCheck<S extends v.GenericSchema>(check: {
   run(parameters: v.InferOutput<S>, input: CheckInput): CheckResult | Promise<CheckResult>;
   denyCode?: string;
   credentials?: readonly string[];
+  stream?(parameters: v.InferOutput<S>): StreamJudgement<v.InferOutput<S>> | null;
 }): GuardrailCheck<v.InferOutput<S>> {
   return check;
 }

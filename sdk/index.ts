@@ -40,6 +40,7 @@ export * as anthropic from './anthropic/index.js';
 export * as gemini from './gemini/index.js';
 export * as responses from './responses/index.js';
 export { headersWithout, isEventStream, readAnswerJson, translateStream, type DoorStreamTranslator } from './door-stream.js';
+export { doorStreamOf, serializeEvent, STREAM_CUT, StreamControl, streamControl, type DoorStream, type StreamCut, type StreamView, type StreamWatcher } from './stream-control/index.js';
 
 export { addRerankRoute, RERANK_ROUTE } from './rerank/route.js';
 export { RerankBodySchema, type RerankBody } from './rerank/schema.js';
@@ -77,7 +78,7 @@ export {
   type JsonRpcKind,
   type JsonRpcMessage,
 } from './jsonrpc.js';
-export { contentText, defineCheck, requestText, responseText, type CheckInput, type CheckResult, type GuardrailCheck } from './guardrails.js';
+export { contentText, defineCheck, requestText, responseText, type CheckInput, type CheckResult, type GuardrailCheck, type StreamJudgement } from './guardrails.js';
 export { migrate, numberPlaceholders, splitStatements, sqlStore, type Migration, type SqlClient, type SqlStore } from './sql.js';
 export { sqliteClient } from './sqlite.js';
 export { randomHex, uuidv7, w3cTraceId } from './ids.js';

@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { GatewayError, type GuardrailCheck, issuePath, type Registry, type Target } from '../../sdk/index.js';
+import { GatewayError, type GuardrailCheck, issuePath, type Registry, type StreamJudgement, type Target } from '../../sdk/index.js';
 
 /** Where a hook came from in the config; results are reported under the hook kind. */
 export type HookSource = 'before_request_hooks' | 'after_request_hooks' | 'input_guardrails' | 'output_guardrails';
@@ -14,7 +14,22 @@ export interface CompiledCheck {
   id: string;
   check: GuardrailCheck;
   parameters: unknown;
+  /** How it judges a stream as it arrives; null: once, on the whole text, at the end. */
+  stream: StreamJudgement | null;
 }
+
+/** What an output hook does on a stream (docs/guardrails.md#streams). */
+export interface HookStream {
+  mode: 'block' | 'redact' | 'hold';
+  /** Characters of earlier text a window check sees again (a match across chunks); what redact holds back. */
+  window: number;
+  /** New characters between two runs of the window checks. */
+  every: number;
+}
+
+/** Defaults of `stream_window` and `stream_check_every`. */
+export const DEFAULT_STREAM_WINDOW = 256;
+export const DEFAULT_STREAM_CHECK_EVERY = 64;
 
 /** A hook ready to run: its checks resolved and their parameters validated. */
 export interface CompiledHook {
@@ -28,6 +43,7 @@ export interface CompiledHook {
   onSuccess: Feedback | null;
   onFail: Feedback | null;
   checks: CompiledCheck[];
+  stream: HookStream;
 }
 
 /**
@@ -62,9 +78,9 @@ export interface ResolvedHooks {
 }
 
 /** Keys of a guardrail entry that are settings, not check ids. */
-const ENTRY_KEYS = new Set(['id', 'deny', 'async', 'on_fail', 'on_success', 'type', 'checks']);
+const ENTRY_KEYS = new Set(['id', 'deny', 'async', 'on_fail', 'on_success', 'type', 'checks', 'stream_mode', 'stream_window', 'stream_check_every']);
 /** What a hook naming a stored guardrail may set for itself. */
-const OVERRIDE_KEYS = ['on_fail', 'on_success', 'async'] as const;
+const OVERRIDE_KEYS = ['on_fail', 'on_success', 'async', 'stream_mode', 'stream_window', 'stream_check_every'] as const;
 
 type Entry = Record<string, any>;
 
@@ -169,8 +185,18 @@ function fromHook(hook: Entry, source: HookSource, phase: 'input' | 'output', wh
     async: phase === 'output' && hook.async === true,
     onSuccess: hook.on_success?.feedback ?? null,
     onFail: hook.on_fail?.feedback ?? null,
-    checks: list.map((c, j) => compileCheck(String(c.id), c.parameters ?? {}, `${where}.checks[${j}].parameters`, checks)),
+    ...withStream(hook, list.map((c, j) => compileCheck(String(c.id), c.parameters ?? {}, `${where}.checks[${j}].parameters`, checks))),
   };
+}
+
+/**
+ * The hook's checks and its stream settings: `stream_mode` as given, else `redact` when a check
+ * redacts a stream (`default.pii` with `redact`), else `block`.
+ */
+function withStream(entry: Entry, compiled: CompiledCheck[]): { checks: CompiledCheck[]; stream: HookStream } {
+  const mode = entry.stream_mode ?? (compiled.some((c) => c.stream?.redacts === true) ? 'redact' : 'block');
+  const window = entry.stream_window ?? DEFAULT_STREAM_WINDOW;
+  return { checks: compiled, stream: { mode, window, every: Math.min(entry.stream_check_every ?? DEFAULT_STREAM_CHECK_EVERY, window) } };
 }
 
 /** The guardrail-entry form: `{ id, deny, "default.contains": { … } }`; each object-valued property is a check. */
@@ -190,7 +216,7 @@ function fromEntry(entry: Entry, source: HookSource, phase: 'input' | 'output', 
     async: phase === 'output' && entry.async === true,
     onSuccess: entry.on_success?.feedback ?? null,
     onFail: entry.on_fail?.feedback ?? null,
-    checks: compiled,
+    ...withStream(entry, compiled),
   };
 }
 
@@ -210,7 +236,7 @@ function checkParameters(id: string, parameters: unknown, checks: Registry<unkno
     const issue = result.issues[0];
     return { path: issuePath(issue), message: issue.message };
   }
-  return { id, check, parameters: result.output };
+  return { id, check, parameters: result.output, stream: check.stream?.(result.output) ?? null };
 }
 
 export function bad(where: string, rule: string): GatewayError {

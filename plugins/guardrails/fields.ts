@@ -8,6 +8,16 @@ const OutcomeWithDeny = f.strictObject({ feedback: v.optional(FeedbackSchema), d
 const Outcome = f.strictObject({ feedback: v.optional(FeedbackSchema) });
 const CheckSchema = f.strictObject({ id: f.string(), parameters: f.object() });
 
+/** What an output hook does on a streamed answer (docs/guardrails.md#streams): block, redact or hold; its window and cadence. */
+export const STREAM_MODES = ['block', 'redact', 'hold'] as const;
+/** Largest `stream_window`: held back at most this much text (redact) and scanned this far back. */
+export const MAX_STREAM_WINDOW = 4096;
+const StreamFields = {
+  stream_mode: v.optional(f.oneOf(STREAM_MODES)),
+  stream_window: v.optional(f.integer(16, MAX_STREAM_WINDOW)),
+  stream_check_every: v.optional(f.integer(1, MAX_STREAM_WINDOW)),
+};
+
 const BeforeHookSchema = f.strictObject({
   id: f.string(),
   type: v.optional(f.string()),
@@ -20,6 +30,7 @@ const AfterHookSchema = f.strictObject({
   id: f.string(),
   type: v.optional(f.string()),
   async: v.optional(f.boolean()),
+  ...StreamFields,
   checks: v.optional(f.list(CheckSchema, 'check objects')),
   on_fail: v.optional(Outcome),
   on_success: v.optional(Outcome),
@@ -29,7 +40,7 @@ function inlineEntry(outcome: typeof Outcome | typeof OutcomeWithDeny) {
   return v.pipe(
     plainObject('must be a guardrail id (string) or a guardrail object'),
     v.objectWithRest(
-      { id: v.optional(f.string()), deny: v.optional(f.boolean()), async: v.optional(f.boolean()), on_fail: v.optional(outcome), on_success: v.optional(outcome) },
+      { id: v.optional(f.string()), deny: v.optional(f.boolean()), async: v.optional(f.boolean()), on_fail: v.optional(outcome), on_success: v.optional(outcome), ...StreamFields },
       plainObject('must be an object of check parameters (check id → parameters)'),
     ),
   );

@@ -22,13 +22,13 @@ import {
   requestText,
   responseText,
   type Target,
-  routeApi, stateKey } from '../../sdk/index.js';
+  routeApi, stateKey, STREAM_CUT, streamControl } from '../../sdk/index.js';
 import { IDENTITY } from '../../sdk/admin/index.js';
 import { bad, compileHooks, entryIssue, fromNamed, withOverrides, type CompiledHook, type CompiledHooks, type HookRef, type ResolvedHooks } from './compile.js';
 import { GUARDRAIL_ENTRY_SCHEMA, GUARDRAIL_FIELDS } from './fields.js';
 import { runHook, type HookOutcome } from './run.js';
 import { storedGuardrails } from './store/index.js';
-import { guardStream, streamFormatOf } from './stream.js';
+import { hookWatcher, type HookStreamHost } from './stream.js';
 
 export const PLUGIN_NAME = 'guardrails';
 export { defineCheck, type CheckInput, type CheckResult, type GuardrailCheck } from '../../sdk/index.js';
@@ -196,6 +196,48 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
       };
       api.provide(GUARDRAIL_RUNNER, runner);
 
+      /**
+       * A streamed answer, watched as it goes out (docs/guardrails.md#streams): each sync output hook by
+       * its stream mode; async hooks on the text the client got, once the stream ended. A hook in
+       * `hold` mode keeps the whole answer until it ended, so a denial is still a 446.
+       */
+      const guardStream = async (response: GatewayResponse, ctx: RequestContext, state: RunState, sync: CompiledHook[], later: CompiledHook[]): Promise<GatewayResponse> => {
+        const control = streamControl(ctx, response)!;
+        let heldDenial: HookOutcome | null = null;
+        const host: HookStreamHost = {
+          inputOf: (text) => inputOf(ctx, 'output', text, null),
+          record: (outcome) => void state.after.push(outcome),
+          failed: () => {
+            state.failed = true;
+          },
+          denial: (outcome) => {
+            const error = denial(outcome, denials);
+            return { error, extra: { hook_results: results(state) } };
+          },
+          held: (outcome) => {
+            heldDenial = outcome;
+          },
+        };
+        for (const hook of sync) control.watch(hookWatcher(hook, host));
+        if (later.length > 0) ctx.set(ASYNC_HOOKS, () => runAll(later, inputOf(ctx, 'output', control.text, null), state));
+        if (!sync.some((h) => h.stream.mode === 'hold')) return response;
+        // Held: nothing went out yet, so the answer can still be a 446, or a 246 when a hook without deny failed.
+        const bytes = await readResponseBody(response.body);
+        if (heldDenial !== null) {
+          ctx.state.delete(STREAM_CUT);
+          delete ctx.logFields.stream_cut;
+          return denied(ctx, state, heldDenial, denials);
+        }
+        const headers = response.headers;
+        delete headers['content-length'];
+        let status = response.status;
+        if (state.failed) {
+          headers['x-gateway-upstream-status'] = String(response.status);
+          status = PASSED_WITH_FAILURES_STATUS;
+        }
+        return { status, headers, body: bytes, observers: response.observers };
+      };
+
       // After validation (a checked body), before any tap that could answer (a denied request is never answered from a cache).
       api.hooks.beforeRequest.tapPromise({ name: PLUGIN_NAME, stage: STAGES.beforeRequest.GUARD }, async (ctx) => {
         const compiledHooks = hooksOf(ctx);
@@ -231,14 +273,7 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
 
         if (isEventStream(response)) {
           if (sync.length === 0 && later.length === 0) return response;
-          response.body = (response.body as Readable).pipe(
-            guardStream(async (text) => {
-              if (later.length > 0) ctx.set(ASYNC_HOOKS, () => runAll(later, inputOf(ctx, 'output', text, null), state));
-              const deny = await runAll(sync, inputOf(ctx, 'output', text, null), state);
-              return deny === null ? null : (deniedBody(ctx, state, deny, denials) as unknown as Record<string, unknown>);
-            }, streamFormatOf(routeApi(ctx.route!))),
-          );
-          return response;
+          return guardStream(response, ctx, state, sync, later);
         }
 
         const bytes = await readResponseBody(response.body);

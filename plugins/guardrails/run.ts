@@ -38,7 +38,7 @@ const round = (ms: number) => Math.round(ms * 1000) / 1000;
  * unseen). When checks transform, the last transforming check in config order
  * wins (one per hook is the sane use).
  */
-export async function runHook(hook: CompiledHook, input: CheckInput): Promise<{ outcome: HookOutcome; transformed: Record<string, unknown> | null }> {
+export async function runHook(hook: CompiledHook, input: CheckInput): Promise<{ outcome: HookOutcome; transformed: Record<string, unknown> | null; redactions: Redaction[] }> {
   const started = performance.now();
   const results = await Promise.all(
     hook.checks.map(async (c) => {
@@ -56,15 +56,17 @@ export async function runHook(hook: CompiledHook, input: CheckInput): Promise<{ 
     }),
   );
   let transformed: Record<string, unknown> | null = null;
+  let redactions: Redaction[] = NONE;
   const checks: CheckOutcome[] = results.map(({ id, result, error, ms }) => {
     if (result.transformed !== undefined) transformed = result.transformed;
+    if (result.redactions !== undefined && result.redactions.length > 0) redactions = redactions === NONE ? [...result.redactions] : redactions.concat(result.redactions);
     return {
       id,
       verdict: result.verdict === true,
       explanation: result.explanation ?? null,
       data: result.data ?? null,
       error,
-      transformed: result.transformed !== undefined,
+      transformed: result.transformed !== undefined || (result.redactions?.length ?? 0) > 0,
       execution_time: round(ms),
     };
   });
@@ -75,11 +77,20 @@ export async function runHook(hook: CompiledHook, input: CheckInput): Promise<{ 
       verdict,
       deny: hook.deny,
       async: hook.async,
-      transformed: transformed !== null,
+      transformed: transformed !== null || redactions.length > 0,
       feedback: verdict ? hook.onSuccess : hook.onFail,
       execution_time: round(performance.now() - started),
       checks,
     },
     transformed,
+    redactions,
   };
 }
+
+/** A span of the checked text to replace (see `CheckResult.redactions`). */
+export interface Redaction {
+  start: number;
+  end: number;
+  replacement: string;
+}
+const NONE: Redaction[] = [];

@@ -1,102 +1,134 @@
-import { Transform } from 'node:stream';
-import { isObject, SSEParser, type SSEEvent } from '../../sdk/index.js';
+import type { CheckInput, GatewayError, StreamView, StreamWatcher } from '../../sdk/index.js';
+import type { CompiledCheck, CompiledHook } from './compile.js';
+import { runHook, type HookOutcome } from './run.js';
 
-type Json = Record<string, unknown>;
+/** Characters before a redaction scan's new text that a pattern's look-behind may need (a word boundary, an email's start). */
+const LOOKBEHIND = 32;
 
-/**
- * How a front door's event stream carries text and ends: which events add
- * answer text, which one closes the stream (held back until the output
- * checks ran), and how a denial is told in-band.
- */
-export interface StreamFormat {
-  /** The answer text an event adds ('' for none). */
-  text(event: SSEEvent, data: Json): string;
-  /** Whether this event is the one that closes the stream. */
-  isEnd(event: SSEEvent): boolean;
-  /** The SSE text of a denial, sent before the held closing event. */
-  denial(body: Json): string;
+/** What a stream watcher needs from the plugin: a check input for some text, and what a failing hook does. */
+export interface HookStreamHost {
+  inputOf(text: string): CheckInput;
+  /** Records a hook's outcome (its one entry in `hook_results`). */
+  record(outcome: HookOutcome): void;
+  /** A failure of a hook without deny: the answer goes on, marked as failed. */
+  failed(): void;
+  /** The error and error-event extras of a denial by this outcome. */
+  denial(outcome: HookOutcome): { error: GatewayError; extra: Record<string, unknown> };
+  /** A hold hook denied: the plugin answers 446 instead of the held stream. */
+  held(outcome: HookOutcome): void;
 }
 
-/** Chat and text completions: `data:` chunks, ending with `[DONE]`. */
-export const CHAT_STREAM: StreamFormat = {
-  text(_event, data) {
-    let text = '';
-    for (const choice of Array.isArray(data.choices) ? (data.choices as Json[]) : []) {
-      const piece = (isObject(choice.delta) ? choice.delta.content : undefined) ?? choice.text;
-      if (typeof piece === 'string') text += piece;
-    }
-    return text;
-  },
-  isEnd: (event) => event.data === '[DONE]',
-  denial: (body) => `data: ${JSON.stringify(body)}\n\n`,
-};
-
-/** The Responses API: text deltas, ending with `response.completed` (or incomplete / failed). */
-export const RESPONSES_STREAM: StreamFormat = {
-  text: (_event, data) => (data.type === 'response.output_text.delta' && typeof data.delta === 'string' ? data.delta : ''),
-  isEnd: (event) => event.event === 'response.completed' || event.event === 'response.incomplete' || event.event === 'response.failed',
-  denial: (body) => {
-    const error = isObject(body.error) ? body.error : {};
-    return `event: error\ndata: ${JSON.stringify({ type: 'error', code: error.code ?? null, message: error.message ?? '', param: null, hook_results: body.hook_results })}\n\n`;
-  },
-};
-
-/** Anthropic's Messages API: text deltas, ending with `message_stop`. */
-export const MESSAGES_STREAM: StreamFormat = {
-  text: (_event, data) => (data.type === 'content_block_delta' && isObject(data.delta) && data.delta.type === 'text_delta' && typeof data.delta.text === 'string' ? data.delta.text : ''),
-  isEnd: (event) => event.event === 'message_stop',
-  denial: (body) => {
-    const error = isObject(body.error) ? body.error : {};
-    return `event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: error.type ?? 'guardrail_error', message: error.message ?? '' }, hook_results: body.hook_results })}\n\n`;
-  },
-};
-
-/** The stream format of a route's answers. */
-export function streamFormatOf(route: string): StreamFormat {
-  return route === 'responses' ? RESPONSES_STREAM : route === 'messages' ? MESSAGES_STREAM : CHAT_STREAM;
-}
-
-/** An event as it came (its name kept), for passing it on. */
-const serialize = (event: SSEEvent): string => `${event.event === null ? '' : `event: ${event.event}\n`}data: ${event.data}\n\n`;
+/** A hook with only some of its checks, each with the parameters it runs with on part of the text. */
+const partOf = (hook: CompiledHook, checks: CompiledCheck[]): CompiledHook => ({
+  ...hook,
+  checks: checks.map((c) => (c.stream?.parameters === undefined ? c : { ...c, parameters: c.stream.parameters })),
+});
 
 /**
- * Wraps an SSE answer so output checks can run on its assembled text. Every
- * event passes through as it arrives except the one that closes the stream,
- * which is held until `atEnd` has run on the text: a stream cannot be
- * un-sent, so all a failed check can still do is add an event (the denial,
- * in the stream's own format) before the end.
+ * Watches a stream for one output hook (docs/guardrails.md#streams). Window checks run on the new
+ * text with `window` characters before it every `every` characters; `all` checks on the whole text
+ * at their cadence; at the end, every check runs once on the whole text, as on a JSON answer.
+ * - `block`: a failing hook with deny cuts the stream (terminal error, upstream aborted); without
+ *   deny, the failure is recorded and the stream goes on.
+ * - `redact`: text is held back up to `window` characters; the checks' redactions replace spans
+ *   before they go out. A failing check of the hook with deny still cuts.
+ * - `hold`: nothing goes out until the stream ended and the hook passed.
  */
-export function guardStream(atEnd: (text: string) => Promise<Json | null>, format: StreamFormat = CHAT_STREAM): Transform {
-  const parser = new SSEParser();
-  let text = '';
-  let held: SSEEvent | null = null;
-  const emit = (event: SSEEvent): string => {
-    if (format.isEnd(event)) {
-      held ??= event;
-      return '';
-    }
-    if (event.data.charCodeAt(0) === 123 /* { */) {
-      try {
-        text += format.text(event, JSON.parse(event.data) as Json);
-      } catch {
-        /* not JSON: passed through untouched */
-      }
-    }
-    return serialize(event);
+export function hookWatcher(hook: CompiledHook, host: HookStreamHost): StreamWatcher {
+  const { mode, window, every } = hook.stream;
+  const windowPart = partOf(hook, hook.checks.filter((c) => c.stream?.scope === 'window'));
+  const allChecks = hook.checks.filter((c) => c.stream?.scope === 'all');
+  const lastAll = allChecks.map(() => 0);
+  let scannedTo = 0;
+  /** Redact: text before this is decided (its redactions made) and may go out. */
+  let doneTo = 0;
+  /** A result was recorded: the hook has had its say. */
+  let settled = false;
+
+  /** A failing outcome: cut (deny), or mark the answer and stop watching. */
+  const fail = (outcome: HookOutcome, view: StreamView) => {
+    if (settled) return;
+    settled = true;
+    host.record(outcome);
+    if (!hook.deny) return host.failed();
+    if (mode === 'hold') host.held(outcome);
+    const { error, extra } = host.denial(outcome);
+    view.cut(error, { reason: 'guardrail', by: hook.id }, extra);
   };
-  return new Transform({
-    transform(chunk: Buffer, _enc, done) {
-      let out = '';
-      for (const e of parser.push(chunk.toString('utf8'))) out += emit(e);
-      done(null, out === '' ? undefined : out);
+
+  /** Redact: the findings of a scan that are complete, before the decided boundary moves past them. */
+  const redactScan = async (view: StreamView) => {
+    const text = view.text;
+    const from = Math.max(0, doneTo - LOOKBEHIND);
+    const { outcome, redactions } = await runPart(windowPart, host.inputOf(text.slice(from)));
+    if (!outcome.verdict) {
+      fail(outcome, view);
+      // Cut: nothing more goes out. Without deny, the redaction goes on.
+      if (hook.deny) return;
+    }
+    let boundary = view.ended ? text.length : Math.max(doneTo, text.length - (window >> 1));
+    const spans = redactions.map((r) => ({ start: r.start + from, end: r.end + from, replacement: r.replacement }));
+    // A finding that reaches the end of the text so far may go on in the next chunk: it waits, and so does the text from it.
+    if (!view.ended) for (const s of spans) if (s.end >= text.length && s.start >= doneTo) boundary = Math.min(boundary, s.start);
+    for (const s of spans) {
+      if (s.start < doneTo || s.start >= boundary || (!view.ended && s.end >= text.length)) continue;
+      view.redact(s.start, s.end, s.replacement);
+      if (s.end > boundary) boundary = s.end;
+    }
+    doneTo = Math.max(doneTo, boundary);
+  };
+
+  return {
+    releasable: () => (mode === 'hold' ? 0 : mode === 'redact' ? doneTo : Infinity),
+    scan(view) {
+      // Judged already: only a redacting hook still has work (its redactions).
+      if (settled && mode !== 'redact') return undefined;
+      const length = view.text.length;
+      const runs: Promise<void>[] = [];
+      if (windowPart.checks.length > 0) {
+        if (mode === 'redact') {
+          if (view.ended ? length > doneTo : length - doneTo >= window) runs.push(redactScan(view));
+        } else if (length > scannedTo && (view.ended || length - scannedTo >= every)) {
+          const text = view.text.slice(Math.max(0, scannedTo - window));
+          scannedTo = length;
+          runs.push(
+            runPart(windowPart, host.inputOf(text)).then(({ outcome }) => {
+              if (!outcome.verdict) fail(outcome, view);
+            }),
+          );
+        }
+      }
+      if (!settled) allChecks.forEach((c, i) => {
+        if (length <= lastAll[i]! || (!view.ended && length - lastAll[i]! < (c.stream!.every ?? every))) return;
+        lastAll[i] = length;
+        runs.push(
+          runPart(partOf(hook, [c]), host.inputOf(view.text)).then(({ outcome }) => {
+            if (!outcome.verdict) fail(outcome, view);
+          }),
+        );
+      });
+      if (view.ended) return Promise.all(runs).then(() => final(view));
+      return runs.length === 0 ? undefined : Promise.all(runs).then(() => undefined);
     },
-    flush(done) {
-      let out = '';
-      for (const e of parser.end()) out += emit(e);
-      atEnd(text).then(
-        (denial) => done(null, out + (denial === null ? '' : format.denial(denial)) + (held === null ? (format === CHAT_STREAM ? 'data: [DONE]\n\n' : '') : serialize(held))),
-        (err: Error) => done(err),
-      );
-    },
-  });
+  };
+
+  /** The whole text, every check: what a JSON answer would have been judged by. */
+  async function final(view: StreamView): Promise<void> {
+    if (settled && (mode !== 'redact' || hook.deny)) return;
+    const { outcome, redactions } = await runPart(hook, host.inputOf(view.text));
+    if (!outcome.verdict) {
+      fail(outcome, view);
+      if (hook.deny) return;
+    } else if (!settled) {
+      settled = true;
+      host.record(outcome);
+    }
+    if (mode !== 'block') for (const r of redactions) view.redact(r.start, r.end, r.replacement);
+  }
+}
+
+/** Runs a hook (or part of one) and gathers its checks' redactions. */
+async function runPart(hook: CompiledHook, input: CheckInput) {
+  const { outcome, redactions } = await runHook(hook, input);
+  return { outcome, redactions };
 }

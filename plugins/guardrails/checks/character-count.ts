@@ -15,6 +15,8 @@ export function countCharacters(text: string): number {
  */
 export const characterCount = defineCheck({
   parameters: countRangeParameters('characters'),
+  // Only a maximum can be exceeded by part of the text (and stays exceeded); a minimum waits for the whole text.
+  stream: (range) => (range.max !== undefined && !range.not ? { scope: 'all', parameters: { ...range, min: undefined } } : null),
   run(range, { text }) {
     return judgeCount(countCharacters(text), range, 'characters');
   },

@@ -14,6 +14,9 @@ export const contains = defineCheck({
     }),
     v.transform((p) => ({ operator: p.operator, words: p.words, lower: p.words.map((w) => w.toLowerCase()) })),
   ),
+  // Only `none` can fail on part of the text: a listed word in the window is final. A word longer than the
+  // window is found once the stream ends.
+  stream: (p) => (p.operator === 'none' ? { scope: 'window' } : null),
   run({ words, lower, operator }, { text }) {
     const haystack = text.toLowerCase();
     const found = words.filter((_, i) => haystack.includes(lower[i]!));

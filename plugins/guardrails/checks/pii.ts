@@ -317,8 +317,19 @@ export const pii = defineCheck({
     }),
     v.transform((p) => ({ redact: p.redact, categories: new Set<PiiCategory>(p.categories ?? PII_CATEGORIES) })),
   ),
+  // Each piece of PII is short: found in a window of the stream. With `redact`, a streamed answer's findings are
+  // replaced as it goes out (the hook's stream_mode defaults to redact).
+  stream: (p) => ({ scope: 'window', redacts: p.redact }),
   run({ categories, redact }, input) {
     const counts: PiiCounts = {};
+    if (redact && input.phase === 'output' && input.response === null) {
+      const redactions = piiOf(input.text, categories).map((f) => {
+        counts[f.category] = (counts[f.category] ?? 0) + 1;
+        return { start: f.start, end: f.end, replacement: `[REDACTED_${f.category.toUpperCase()}]` };
+      });
+      if (redactions.length === 0) return { verdict: true, explanation: 'No PII found.', data: { found: counts, redacted: false } };
+      return { verdict: true, explanation: `Redacted PII in the streamed answer: ${describe(counts)}.`, data: { found: counts, redacted: true }, redactions };
+    }
     if (redact && (input.phase === 'input' || input.response !== null)) {
       const rewrite: Redact = (t) => redactPii(t, categories, counts);
       const transformed = input.phase === 'input' ? redactRequest(input.request, rewrite) : redactAnswer(input.response!, rewrite);
@@ -334,7 +345,6 @@ export const pii = defineCheck({
     for (const f of piiOf(input.text, categories)) counts[f.category] = (counts[f.category] ?? 0) + 1;
     const total = Object.values(counts).reduce((a, b) => a + b, 0);
     if (total === 0) return { verdict: true, explanation: 'No PII found.', data: { found: counts, redacted: false } };
-    const why = redact ? ' A streamed answer cannot be redacted once sent.' : '';
-    return { verdict: false, explanation: `The text contains PII: ${describe(counts)}.${why}`, data: { found: counts, redacted: false } };
+    return { verdict: false, explanation: `The text contains PII: ${describe(counts)}.`, data: { found: counts, redacted: false } };
   },
 });

@@ -24,6 +24,8 @@ export const regexMatch = defineCheck({
     ),
     not: v.optional(v.boolean('not must be true or false'), false),
   }),
+  // Only `not` can fail on part of the text: a match in the window is final.
+  stream: (p) => (p.not ? { scope: 'window' } : null),
   run({ rule, not }, { text }) {
     const match = rule.match(text);
     const verdict = not ? match === null : match !== null;

@@ -20,6 +20,8 @@ export function countSentences(text: string): number {
  */
 export const sentenceCount = defineCheck({
   parameters: countRangeParameters('sentences'),
+  // Only a maximum can be exceeded by part of the text (and stays exceeded); a minimum waits for the whole text.
+  stream: (range) => (range.max !== undefined && !range.not ? { scope: 'all', parameters: { ...range, min: undefined } } : null),
   run(range, { text }) {
     return judgeCount(countSentences(text), range, 'sentences');
   },

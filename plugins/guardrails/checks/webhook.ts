@@ -41,7 +41,7 @@ async function readLimited(body: Readable, limit: number): Promise<string> {
 }
 
 /**
- * `default.webhook { url, headers?, timeoutMs?, failOpen? }`: POSTs
+ * `default.webhook { url, headers?, timeoutMs?, failOpen?, streamEvery? }`: POSTs
  * `{ phase, route, model, text, request, response, metadata }` as JSON to
  * `url` and takes the verdict from the answer,
  * `{ verdict, explanation?, data?, transformed? }`, where `transformed` is a
@@ -62,8 +62,14 @@ export const webhook = defineCheck({
       3000,
     ),
     failOpen: v.optional(v.boolean('failOpen must be true or false'), false),
+    streamEvery: v.optional(
+      v.pipe(v.number('streamEvery must be a number'), v.integer('streamEvery must be a whole number of characters'), v.minValue(16, 'streamEvery must be at least 16')),
+    ),
   }),
   credentials: ['headers'],
+  // On a stream, with `streamEvery`: the text so far, every that many new characters (a verdict on part of the answer
+  // is taken as final). Without it, once, on the whole text.
+  stream: (p) => (p.streamEvery === undefined ? null : { scope: 'all', every: p.streamEvery }),
   async run({ url, headers, timeoutMs, failOpen }, input) {
     const failed = (reason: string, status: number | null = null): CheckResult =>
       failOpen

@@ -19,6 +19,8 @@ export function countWords(text: string): number {
  */
 export const wordCount = defineCheck({
   parameters: countRangeParameters('words'),
+  // Only a maximum can be exceeded by part of the text (and stays exceeded); a minimum waits for the whole text.
+  stream: (range) => (range.max !== undefined && !range.not ? { scope: 'all', parameters: { ...range, min: undefined } } : null),
   run(range, { text }) {
     return judgeCount(countWords(text), range, 'words');
   },

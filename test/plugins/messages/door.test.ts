@@ -199,7 +199,7 @@ describe("errors in Anthropic's envelope", () => {
     expect(schemaErrors('messages.json#/$defs/ErrorResponse', await none.json())).toEqual([]);
   });
 
-  test('a guardrail denial: 446 in the envelope, hook_results kept; streamed, an error event before message_stop', async () => {
+  test('a guardrail denial: 446 in the envelope, hook_results kept; streamed, the stream ends with an error event instead of message_stop', async () => {
     const target = { ...t.targets.anthropic, input_guardrails: [{ id: 'g', deny: true, 'default.contains': { words: ['forbidden'], operator: 'none' } }] };
     const res = await post({ model: 'claude-sonnet-4-5', max_tokens: 5, messages: [{ role: 'user', content: 'a forbidden thing' }] }, target);
     expect(res.status).toBe(446);
@@ -210,8 +210,10 @@ describe("errors in Anthropic's envelope", () => {
     const out = { ...t.targets.openai, output_guardrails: [{ id: 'g', deny: true, 'default.contains': { words: ['hello'], operator: 'none' } }] };
     const streamed = await post({ model: 'gpt-4o-mini', max_tokens: 5, stream: true, messages: [{ role: 'user', content: 'Hi' }] }, out);
     const events = sseEvents(await streamed.text());
-    expect(events.at(-2)!.event).toBe('error');
-    expect(events.at(-1)!.event).toBe('message_stop');
+    expect(events.at(-1)!.event).toBe('error');
+    expect(events.at(-1)!.data.error.type).toBe('guardrail_error');
+    expect(events.at(-1)!.data.hook_results.after_request_hooks[0].verdict).toBe(false);
+    expect(events.some((e) => e.event === 'message_stop')).toBe(false);
   });
 });
 

@@ -133,7 +133,7 @@ describe('guardrails on the Responses door', () => {
     expect(ok.status).toBe(200);
   });
 
-  test('an output guardrail reads the output text, JSON and streamed (the denial before response.completed)', async () => {
+  test('an output guardrail reads the output text, JSON and streamed (the stream fails: error, then response.failed instead of response.completed)', async () => {
     const config = guard({ output_guardrails: [{ id: 'g', deny: true, 'default.contains': { words: ['hello'], operator: 'none' } }] });
     const json = await t.call('POST', '/responses', { body: { model: 'claude-sonnet-4-5', input: 'Hi' }, headers: { 'x-gateway-config': config } });
     expect(json.status).toBe(446);
@@ -142,6 +142,12 @@ describe('guardrails on the Responses door', () => {
     const denial = events.findIndex((e) => e.event === 'error');
     expect(denial).toBeGreaterThan(0);
     expect(events[denial]!.data.message).toContain('Denied');
-    expect(events.at(-1)!.event).toBe('response.completed');
+    expect(events[denial]!.data.code).toBe('guardrail_denied');
+    expect(events[denial]!.data.error.code).toBe('guardrail_denied');
+    expect(events.at(-1)!.event).toBe('response.failed');
+    expect(events.at(-1)!.data.response.status).toBe('failed');
+    expect(events.at(-1)!.data.response.error.code).toBe('guardrail_denied');
+    expect(events.at(-1)!.data.sequence_number).toBe(events[denial]!.data.sequence_number + 1);
+    expect(events.some((e) => e.event === 'response.completed')).toBe(false);
   });
 });

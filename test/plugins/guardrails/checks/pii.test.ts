@@ -142,11 +142,17 @@ describe('default.pii', () => {
     expect(text.transformed).toEqual({ choices: [{ text: 'host [REDACTED_IP]', index: 0 }] });
   });
 
-  test('redact on a streamed answer (no response body to rewrite): the findings fail the check', async () => {
-    const r = await runCheck(pii, { redact: true }, inputOf('mail ada@example.com', { phase: 'output', response: null }));
-    expect(r.verdict).toBe(false);
-    expect(r.explanation).toContain('cannot be redacted');
+  test('redact on a streamed answer (no response body to rewrite): passes with the spans to replace, never the values', async () => {
+    const text = 'mail ada@example.com or call +1 415 555 2671';
+    const r = await runCheck(pii, { redact: true }, inputOf(text, { phase: 'output', response: null }));
+    expect(r.verdict).toBe(true);
     expect(r.transformed).toBeUndefined();
+    expect(r.redactions!.map((x) => [text.slice(x.start, x.end), x.replacement])).toEqual([
+      ['ada@example.com', '[REDACTED_EMAIL]'],
+      ['+1 415 555 2671', '[REDACTED_PHONE]'],
+    ]);
+    expect(r.data).toEqual({ found: { email: 1, phone: 1 }, redacted: true });
+    expect(pii.stream!({ redact: true, categories: new Set() })).toEqual({ scope: 'window', redacts: true });
   });
 
   test('bad parameters', () => {

@@ -1,0 +1,343 @@
+import { Readable } from 'node:stream';
+import { type GatewayError, type GatewayResponse, type RequestContext, routeApi, stateKey, upstreamBodyError, GatewayError as Err } from '../../core/index.js';
+import { SSEParser, type SSEEvent } from '../sse.js';
+import { doorStreamOf, serializeEvent, type DoorStream } from './doors.js';
+
+type Json = Record<string, unknown>;
+
+/** Why a stream was ended early, as the log, `/metrics` and traces report it. */
+export interface StreamCut {
+  /** `guardrail`, `usage_limit`, `idle_timeout`, or a plugin's own reason. */
+  reason: string;
+  /** What cut it: the guardrail (hook) id, the limit policy id, the timeout in ms. */
+  by: string;
+  /** The error code the client got. */
+  code: string;
+  /** Characters of answer text the client got before the cut. */
+  chars_sent: number;
+}
+
+/** The cut of a request's stream, when one was cut (read it in a log tap). */
+export const STREAM_CUT = stateKey<StreamCut>('stream-control:cut');
+
+/** What a watcher sees of a stream and may do to it. */
+export interface StreamView {
+  /** All the answer text so far (the door's text deltas joined). */
+  readonly text: string;
+  /** How much of `text` went (or is going) out to the client. */
+  readonly released: number;
+  /** True on the last scan: the upstream's stream ended, nothing more will come. */
+  readonly ended: boolean;
+  /** The request. */
+  readonly ctx: RequestContext;
+  /**
+   * Ends the stream now: nothing not yet released goes out, the client gets `error` as the door's
+   * terminal error (with `extra` in its data), and the upstream request is aborted.
+   */
+  cut(error: GatewayError, cut: { reason: string; by: string }, extra?: Json): void;
+  /** Replaces `text[start, end)` with `replacement` in what the client gets; only text not yet released. */
+  redact(start: number, end: number, replacement: string): void;
+}
+
+/**
+ * A plugin's part in watching a stream. `scan` runs after each piece of new text (and once more
+ * with `ended` before the stream's closing event), and may cut or redact; a promise holds the
+ * stream until it settles. `releasable` says how far the text may go out: text past it is held
+ * back (a redaction window), so a watcher that never redacts leaves it at Infinity.
+ */
+export interface StreamWatcher {
+  /** Looks at the text so far (`view.ended` on the last call); may cut or redact; a promise holds the stream. */
+  scan(view: StreamView): void | Promise<void>;
+  /** Text before this position may go out; later text is held until a later scan moves it. */
+  releasable(view: StreamView): number;
+}
+
+interface Pending {
+  event: SSEEvent;
+  data: Json | null;
+  /** The text the event adds: [start, end) in the stream's text. */
+  start: number;
+  end: number;
+}
+
+interface Redaction {
+  start: number;
+  end: number;
+  replacement: string;
+}
+
+/** The stream control of a response, once made (one per request). */
+const CONTROL = stateKey<StreamControl>('stream-control');
+
+/**
+ * One watched stream: the door's events parsed once for every watcher (guardrails, budgets, idle
+ * timeouts), text held back only as far as a watcher asks, cuts told in the door's format.
+ */
+export class StreamControl implements StreamView {
+  readonly ctx: RequestContext;
+  readonly #door: DoorStream;
+  readonly #source: Readable;
+  readonly #output: Readable;
+  readonly #parser = new SSEParser();
+  readonly #watchers: StreamWatcher[] = [];
+  readonly #queue: Pending[] = [];
+  readonly #redactions: Redaction[] = [];
+  #text = '';
+  #released = 0;
+  #ended = false;
+  #done = false;
+  #end: SSEEvent | null = null;
+  /** A scan in progress: the source waits. */
+  #busy = false;
+  /** Text came while a scan ran: scan again when it ends. */
+  #dirty = false;
+  /** The client reads slower than the upstream writes. */
+  #full = false;
+  #idleMs = 0;
+  #idleError: (() => GatewayError) | null = null;
+  #idleTimer: NodeJS.Timeout | null = null;
+
+  constructor(ctx: RequestContext, source: Readable, door: DoorStream) {
+    this.ctx = ctx;
+    this.#door = door;
+    this.#source = source;
+    this.#output = new Readable({
+      read: () => {
+        this.#full = false;
+        if (!this.#busy && !this.#done) this.#source.resume();
+      },
+      destroy: (err, cb) => {
+        // The client left (or the writer gave up): stop reading the upstream so its connection is freed.
+        this.#finish();
+        if (!this.#source.destroyed) this.#source.destroy();
+        cb(err);
+      },
+    });
+    source.on('data', (chunk: Buffer) => this.#onData(chunk));
+    source.on('end', () => void this.#onEnd());
+    source.on('error', (err: Error) => this.#onError(err));
+  }
+
+  get text(): string {
+    return this.#text;
+  }
+  get released(): number {
+    return this.#released;
+  }
+  get ended(): boolean {
+    return this.#ended;
+  }
+  /** The stream the client reads. */
+  get output(): Readable {
+    return this.#output;
+  }
+
+  /** Adds a watcher; its first scan comes with the next text. */
+  watch(watcher: StreamWatcher): void {
+    this.#watchers.push(watcher);
+  }
+
+  /**
+   * Ends the stream with `error()` when no upstream data came for `ms` (the first included); the
+   * shortest of several calls wins.
+   */
+  idleTimeout(ms: number, error: () => GatewayError): void {
+    if (this.#idleMs !== 0 && this.#idleMs <= ms) return;
+    this.#idleMs = ms;
+    this.#idleError = error;
+    this.#armIdle();
+  }
+
+  cut(error: GatewayError, cut: { reason: string; by: string }, extra?: Json): void {
+    if (this.#done) return;
+    this.ctx.error = error;
+    this.ctx.set(STREAM_CUT, { reason: cut.reason, by: cut.by, code: error.code, chars_sent: this.#released });
+    this.ctx.logFields.stream_cut = this.ctx.get(STREAM_CUT);
+    this.#push(this.#door.terminal(error, extra));
+    this.#finish();
+    this.#output.push(null);
+    // Abort the upstream: no further tokens are generated (or billed) for a client that will not get them.
+    if (!this.#source.destroyed) this.#source.destroy();
+  }
+
+  redact(start: number, end: number, replacement: string): void {
+    if (start < this.#released) start = this.#released;
+    if (end <= start) return;
+    this.#redactions.push({ start, end, replacement });
+  }
+
+  #armIdle(): void {
+    if (this.#idleMs === 0 || this.#done) return;
+    if (this.#idleTimer !== null) this.#idleTimer.refresh();
+    else this.#idleTimer = setTimeout(() => this.cut(this.#idleError!(), { reason: 'idle_timeout', by: `${this.#idleMs} ms` }), this.#idleMs);
+  }
+
+  #finish(): void {
+    this.#done = true;
+    if (this.#idleTimer !== null) clearTimeout(this.#idleTimer);
+  }
+
+  #push(text: string): void {
+    if (text !== '' && !this.#output.push(text)) this.#full = true;
+  }
+
+  #onData(chunk: Buffer): void {
+    if (this.#done) return;
+    this.#armIdle();
+    for (const event of this.#parser.push(chunk.toString('utf8'))) this.#add(event);
+    if (this.#busy) this.#dirty = true;
+    else this.#step();
+  }
+
+  async #onEnd(): Promise<void> {
+    if (this.#done) return;
+    for (const event of this.#parser.end()) this.#add(event);
+    this.#ended = true;
+    // A scan may still run: the end waits for it.
+    while (this.#busy) await new Promise((resolve) => setImmediate(resolve));
+    if (this.#done) return;
+    this.#step();
+  }
+
+  #onError(err: Error): void {
+    if (this.#done) return;
+    const error = upstreamBodyError(err) ?? new Err('upstream_unreachable', 'The upstream connection broke off during the response.');
+    // What the watchers already let go still goes out (text they hold back does not: it was never checked), then
+    // the door's terminal error.
+    let upTo = this.#text.length;
+    for (const w of this.#watchers) upTo = Math.min(upTo, w.releasable(this));
+    this.#release(upTo);
+    this.cut(error, { reason: 'upstream_error', by: error.code });
+  }
+
+  #add(event: SSEEvent): void {
+    if (this.#end !== null) return;
+    if (this.#door.isEnd(event)) {
+      this.#end = event;
+      return;
+    }
+    let data: Json | null = null;
+    let text = '';
+    if (this.#door.wants(event)) {
+      try {
+        data = JSON.parse(event.data) as Json;
+        text = this.#door.text(event, data);
+      } catch {
+        /* not JSON: passed through untouched */
+      }
+    }
+    const start = this.#text.length;
+    if (text !== '') this.#text += text;
+    this.#queue.push({ event, data, start, end: this.#text.length });
+  }
+
+  /** Runs the watchers on the new text, then sends what they let go; waits for a watcher's promise. */
+  #step(): void {
+    if (this.#done) return;
+    let pending: Promise<void>[] | null = null;
+    for (const w of this.#watchers) {
+      try {
+        const r = w.scan(this);
+        if (r !== undefined) (pending ??= []).push(r);
+      } catch (err) {
+        this.#fail(err);
+        return;
+      }
+      if (this.#done) return;
+    }
+    if (pending === null) return this.#afterScan();
+    this.#busy = true;
+    this.#source.pause();
+    Promise.all(pending).then(
+      () => {
+        this.#busy = false;
+        if (this.#done) return;
+        if (this.#dirty) {
+          this.#dirty = false;
+          return this.#step();
+        }
+        this.#afterScan();
+      },
+      (err: unknown) => {
+        this.#busy = false;
+        this.#fail(err);
+      },
+    );
+  }
+
+  #afterScan(): void {
+    let upTo = this.#text.length;
+    if (!this.#ended) for (const w of this.#watchers) upTo = Math.min(upTo, w.releasable(this));
+    this.#release(upTo);
+    if (this.#ended) {
+      this.#push(this.#end !== null ? serializeEvent(this.#end) : this.#door.missingEnd());
+      this.#finish();
+      this.#output.push(null);
+      return;
+    }
+    if (this.#full) this.#source.pause();
+    else if (this.#source.isPaused()) this.#source.resume();
+  }
+
+  /** A watcher threw: the stream ends with an internal error rather than going on unchecked. */
+  #fail(err: unknown): void {
+    this.ctx.log.error({ err }, 'stream control: a watcher failed; the stream is ended');
+    this.cut(new Err('internal_error', 'The gateway could not check the rest of this answer.'), { reason: 'watcher_error', by: 'stream-control' });
+  }
+
+  /** Sends every queued event whose text ends at or before `upTo` (events without text go with the text before them). */
+  #release(upTo: number): void {
+    let out = '';
+    const queue = this.#queue;
+    let i = 0;
+    for (; i < queue.length; i++) {
+      const p = queue[i]!;
+      if (p.end > upTo || (p.start === p.end && p.start > upTo)) break;
+      out += p.start === p.end || !this.#touched(p) ? serializeEvent(p.event) : this.#door.rewrite(p.event, p.data!, this.#redacted(p));
+      if (p.end > this.#released) this.#released = p.end;
+    }
+    if (i > 0) queue.splice(0, i);
+    this.#push(out);
+  }
+
+  #touched(p: Pending): boolean {
+    for (const r of this.#redactions) if (r.start < p.end && r.end > p.start) return true;
+    return false;
+  }
+
+  /** The event's text with the redactions applied: a replacement goes where its span starts. */
+  #redacted(p: Pending): string {
+    let out = '';
+    let at = p.start;
+    const spans = this.#redactions.filter((r) => r.start < p.end && r.end > p.start).sort((a, b) => a.start - b.start);
+    for (const r of spans) {
+      if (r.start >= at) {
+        out += this.#text.slice(at, r.start);
+        out += r.replacement;
+      }
+      at = Math.max(at, Math.min(r.end, p.end));
+    }
+    return out + this.#text.slice(at, p.end);
+  }
+}
+
+/**
+ * The stream control of an SSE answer, made the first time a plugin asks (its output becomes the
+ * answer's body) and shared by every later one, so the stream is parsed once however many watch it.
+ * Null for an answer that is not an event stream.
+ */
+export function streamControl(ctx: RequestContext, response: GatewayResponse): StreamControl | null {
+  const known = ctx.get(CONTROL);
+  if (known !== undefined && response.body === known.output) return known;
+  if (!isSSE(response)) return null;
+  const control = new StreamControl(ctx, response.body as Readable, doorStreamOf(routeApi(ctx.route!)));
+  ctx.set(CONTROL, control);
+  response.body = control.output;
+  return control;
+}
+
+function isSSE(response: GatewayResponse): boolean {
+  const type = response.headers['content-type'];
+  const value = Array.isArray(type) ? type[0] : type;
+  return response.body instanceof Readable && typeof value === 'string' && value.toLowerCase().startsWith('text/event-stream');
+}
