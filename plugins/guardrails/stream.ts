@@ -28,8 +28,9 @@ const partOf = (hook: CompiledHook, checks: CompiledCheck[]): CompiledHook => ({
  * Watches a stream for one output hook (docs/guardrails.md#streams). Window checks run on the new
  * text with `window` characters before it every `every` characters; `all` checks on the whole text
  * at their cadence; at the end, every check runs once on the whole text, as on a JSON answer.
- * - `block`: a failing hook with deny cuts the stream (terminal error, upstream aborted); without
- *   deny, the failure is recorded and the stream goes on.
+ * - `block`: a failing hook with deny cuts the stream (terminal error, upstream aborted), and text
+ *   its window checks have not seen yet is held until they have; without deny, the failure is
+ *   recorded and the stream goes on.
  * - `redact`: text is held back up to `window` characters; the checks' redactions replace spans
  *   before they go out. A failing check of the hook with deny still cuts.
  * - `hold`: nothing goes out until the stream ended and the hook passed.
@@ -40,6 +41,8 @@ export function hookWatcher(hook: CompiledHook, host: HookStreamHost): StreamWat
   const allChecks = hook.checks.filter((c) => c.stream?.scope === 'all');
   const lastAll = allChecks.map(() => 0);
   let scannedTo = 0;
+  /** Block with deny and window checks: unchecked text waits for its scan. */
+  const guardsText = hook.deny && windowPart.checks.length > 0;
   /** Redact: text before this is decided (its redactions made) and may go out. */
   let doneTo = 0;
   /** A result was recorded: the hook has had its say. */
@@ -79,7 +82,9 @@ export function hookWatcher(hook: CompiledHook, host: HookStreamHost): StreamWat
   };
 
   return {
-    releasable: () => (mode === 'hold' ? 0 : mode === 'redact' ? doneTo : Infinity),
+    // Block holds back the text its window checks have not seen yet, so a violation is cut before it is whole
+    // on the client's screen (at most a part of it, seen in an earlier scan, went out).
+    releasable: () => (mode === 'hold' ? 0 : mode === 'redact' ? doneTo : guardsText && !settled ? scannedTo : Infinity),
     scan(view) {
       // Judged already: only a redacting hook still has work (its redactions).
       if (settled && mode !== 'redact') return undefined;

@@ -148,8 +148,14 @@ export class StreamControl implements StreamView {
     this.#armIdle();
   }
 
-  cut(error: GatewayError, cut: { reason: string; by: string }, extra?: Json): void {
+  cut(given: GatewayError, cut: { reason: string; by: string }, extra?: Json): void {
     if (this.#done) return;
+    // Where it was cut is part of the message: the client and the log's error_message both say it.
+    const error = new Err(given.code, `${given.message} The stream was cut after ${this.#released} characters of answer text.`, {
+      spec: { status: given.status, type: given.type },
+      param: given.param ?? undefined,
+      headers: given.headers,
+    });
     this.ctx.error = error;
     this.ctx.set(STREAM_CUT, { reason: cut.reason, by: cut.by, code: error.code, chars_sent: this.#released });
     this.ctx.logFields.stream_cut = this.ctx.get(STREAM_CUT);
