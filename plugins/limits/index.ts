@@ -4,6 +4,7 @@ import {
   captureResponses,
   DEFAULT_SCAN_LIMIT,
   defineErrors,
+  type GatewayError,
   type GatewayPlugin,
   type LimitPolicy,
   type LimitPolicySet,
@@ -18,7 +19,7 @@ import {
   requestSummary,
   STAGES,
   type UsageLimitPolicy,
-  usagePeriod, stateKey } from '../../sdk/index.js';
+  usagePeriod, stateKey, streamControl } from '../../sdk/index.js';
 import { IDENTITY } from '../../sdk/admin/index.js';
 import { estimateNanoUsd, estimateTokens, NANO, nanoUsd, priceForRequest, requestedModel, usageNanoUsd, type TokenEstimate } from './estimate.js';
 import { limitHeaders, refusalMessage, secondsUntil, type PolicyState } from './headers.js';
@@ -28,6 +29,7 @@ import { OptionsSchema, staticPolicies, type LimitsOptionsInput } from './option
 import { storedPolicies, type LimitCounters } from './policies/index.js';
 import { redisLimitStore } from './redis-store.js';
 import { holdMember, type CheckItem, type Hold, type LimitStore } from './store.js';
+import { streamBudget } from './stream-budget.js';
 
 export const PLUGIN_NAME = 'limits';
 
@@ -50,10 +52,19 @@ interface Held {
   holds: Hold[];
   /** Per hold: what its real amount is counted in. */
   kinds: Array<'tokens' | 'cost'>;
+  /** Per hold: its policy's limit, and the policy (for a stream that draws more, see stream-budget.ts). */
+  limits: number[];
+  policies: LimitPolicy[];
+  /** Per hold: true for a draw a stream made past its reservation (settled to 0: the first hold carries the real amount). */
+  extra: boolean[];
   /** The price a cost budget reserved with, for an answer the price list cannot price itself. */
   price: ModelPrice | null;
+  /** Output tokens the reservation covers (the estimate's completion part). */
+  completion: number;
+  requestId: string;
 }
 const HELD = stateKey<Held>(PLUGIN_NAME);
+export type { Held };
 
 /** The entry a `redis` store plugin registers. */
 interface RedisConnection {
@@ -144,6 +155,12 @@ export function limits(options: LimitsOptions = {}): GatewayPlugin {
         }
         const period = periodOf(p, t);
         return { bucket: `${p.id}:u:${period.start}`, start: period.start, end: period.end };
+      };
+
+      /** The error of a stream cut by a policy: the refusal a request would have got, said of the stream. */
+      const refusalOf = (policy: LimitPolicy, ctx: RequestContext): GatewayError => {
+        ctx.logFields.limit_policy_id = policy.id;
+        return limitError(policy.kind === 'rate' ? 'rate_limit_exceeded' : 'usage_limit_exceeded', `The ${policy.kind === 'rate' ? 'rate limit' : 'usage limit'} "${policy.name.slice(0, 100)}" (${policy.id}) has no more left for this answer.`);
       };
 
       const alerted = new Set<string>();
@@ -238,7 +255,7 @@ export function limits(options: LimitsOptions = {}): GatewayPlugin {
             headers: s.resetAt === null ? undefined : { 'retry-after': String(secondsUntil(s.resetAt, now)) },
           });
         }
-        const held: Held = { holds: [], kinds: [], price: price ?? null };
+        const held: Held = { holds: [], kinds: [], limits: [], policies: [], extra: [], price: price ?? null, completion: (tokens as TokenEstimate | null)?.completion ?? 0, requestId };
         for (let i = 0; i < items.length; i++) {
           const item = items[i]!;
           alert(states[i]!, item.bucket);
@@ -246,6 +263,9 @@ export function limits(options: LimitsOptions = {}): GatewayPlugin {
           held.holds.push({ bucket: item.bucket, group: item.group, member: holdMember(requestId, item.amount, item.group), amount: item.amount, expireAt: item.expireAt });
           const p = states[i]!.policy;
           held.kinds.push(p.kind === 'usage' && p.type === 'cost' ? 'cost' : 'tokens');
+          held.limits.push(item.limit);
+          held.policies.push(p);
+          held.extra.push(false);
         }
         if (held.holds.length > 0) ctx.set(HELD, held);
       };
@@ -280,8 +300,19 @@ export function limits(options: LimitsOptions = {}): GatewayPlugin {
           else if (s.usage !== null && held.price !== null) cost = usageNanoUsd(held.price, s.usage, s.multiplier);
           else if (s.usage !== null) unpriced(s.modelAnswered ?? ctx.model ?? '(none)');
         }
-        return held.kinds.map((k) => (k === 'tokens' ? tokens : cost));
+        return held.kinds.map((k, i) => (held.extra[i] ? 0 : k === 'tokens' ? tokens : cost));
       };
+
+      // A stream that runs past what it reserved draws more as it goes, and is cut when a budget has no more to give.
+      api.hooks.afterResponse.tapPromise({ name: PLUGIN_NAME, stage: STAGES.afterResponse.GUARD }, async (response, ctx) => {
+        const held = ctx.get(HELD);
+        if (held === undefined || store === null || response.status < 200 || response.status >= 300) return response;
+        // A cache hit costs nothing: nothing to cap.
+        if (ctx.cacheStatus === 'HIT' || ctx.cacheStatus === 'SEMANTIC HIT') return response;
+        const control = streamControl(ctx, response);
+        if (control !== null) control.watch(streamBudget(held, { store, clock, reservationTtlMs: opts.reservationTtlMs, storeDown, refuse: refusalOf }));
+        return response;
+      });
 
       // After the log sinks (their summary is reused), once the answer ended: streams, clients that left and failures alike.
       api.hooks.log.tap({ name: PLUGIN_NAME, stage: STAGES.log.SETTLE }, (ctx) => {

@@ -1,0 +1,93 @@
+import type { GatewayError, LimitPolicy, RequestContext, StreamView, StreamWatcher } from '../../sdk/index.js';
+import { estimateNanoUsd } from './estimate.js';
+import type { Held } from './index.js';
+import { holdMember, type CheckItem, type LimitStore } from './store.js';
+
+/**
+ * Output tokens a stream draws at a time once past its reservation: one round trip to the counter
+ * store per this many tokens. A draw refused in full is tried again for exactly what the text needs,
+ * so a budget is spent to its last token (± one chunk) before the stream is cut.
+ */
+export const STREAM_DRAW_TOKENS = 16;
+
+export interface StreamBudgetDeps {
+  store: LimitStore;
+  clock: () => number;
+  reservationTtlMs: number;
+  storeDown(err: unknown): void;
+  /** The error a stream cut by `policy` ends with. */
+  refuse(policy: LimitPolicy, ctx: RequestContext): GatewayError;
+}
+
+/**
+ * Caps a stream at its budgets (docs/limits.md#streams). The request reserved its estimate; when the
+ * answer text (characters / 4) outgrows the output part of it, the stream draws more from every
+ * policy it holds, atomically, as a request would be checked. When a policy has no more to give, the
+ * stream is cut with that policy's error before the text that needed it goes out, and the upstream
+ * is aborted. Draws are holds of their own, released when the request settles to its real usage.
+ */
+export function streamBudget(held: Held, deps: StreamBudgetDeps): StreamWatcher {
+  const base = held.holds.map((_, i) => i);
+  let covered = held.completion;
+  let draws = 0;
+
+  /** Draws `tokens` more from every policy; -1 when all gave, else the hold index of the one that refused. */
+  const draw = async (tokens: number): Promise<number> => {
+    const items: CheckItem[] = [];
+    const of: number[] = [];
+    for (const i of base) {
+      // An unpriced model under a cost budget reserved nothing and draws nothing (docs/limits.md#unknown-prices).
+      const amount = held.kinds[i] === 'tokens' ? tokens : held.price === null ? 0 : estimateNanoUsd({ prompt: 0, completion: tokens }, held.price);
+      if (amount === 0) continue;
+      const h = held.holds[i]!;
+      items.push({ bucket: h.bucket, group: h.group, amount, limit: held.limits[i]!, reserve: true, expireAt: h.expireAt });
+      of.push(i);
+    }
+    if (items.length === 0) {
+      covered += tokens;
+      return -1;
+    }
+    const id = `${held.requestId}+${++draws}`;
+    const now = deps.clock();
+    const result = await deps.store.check(items, id, now, now + deps.reservationTtlMs);
+    if (result.denied !== -1) return of[result.denied]!;
+    items.forEach((item, k) => {
+      const i = of[k]!;
+      held.holds.push({ bucket: item.bucket, group: item.group, member: holdMember(id, item.amount, item.group), amount: item.amount, expireAt: item.expireAt });
+      held.kinds.push(held.kinds[i]!);
+      held.limits.push(item.limit);
+      held.policies.push(held.policies[i]!);
+      held.extra.push(true);
+    });
+    covered += tokens;
+    return -1;
+  };
+
+  const scan = async (view: StreamView, need: number): Promise<void> => {
+    let refused: number;
+    try {
+      refused = await draw(Math.max(need, STREAM_DRAW_TOKENS));
+      if (refused !== -1 && need < STREAM_DRAW_TOKENS) refused = await draw(need);
+    } catch (err) {
+      deps.storeDown(err);
+      // The counters cannot be reached: a fail-open policy lets the stream go on, a fail-closed one ends it.
+      const closed = base.find((i) => !held.policies[i]!.fail_open);
+      if (closed === undefined) {
+        covered = Infinity;
+        return;
+      }
+      refused = closed;
+    }
+    if (refused === -1) return;
+    const policy = held.policies[refused]!;
+    view.cut(deps.refuse(policy, view.ctx), { reason: 'usage_limit', by: policy.id });
+  };
+
+  return {
+    releasable: () => Infinity,
+    scan(view) {
+      const used = Math.ceil(view.text.length / 4);
+      return used <= covered ? undefined : scan(view, used - covered);
+    },
+  };
+}
