@@ -1,35 +1,114 @@
-import { fieldSchema as f, GatewayError, STAGES, type Dispatch, type GatewayPlugin, type GatewayResponse, type RequestContext, type Target, type TargetField } from '../../sdk/index.js';
+import type { Readable } from 'node:stream';
+import {
+  defineErrors,
+  fieldSchema as f,
+  GatewayError,
+  STAGES,
+  stateKey,
+  streamControl,
+  type Dispatch,
+  type GatewayPlugin,
+  type GatewayResponse,
+  type RequestContext,
+  type Target,
+  type TargetField,
+} from '../../sdk/index.js';
 
 export const PLUGIN_NAME = 'timeout';
 
-/** The config field this plugin reads: `request_timeout` in ms, inherited by every target that sets none. */
+/**
+ * The config fields this plugin reads, in ms, inherited by every target that sets none:
+ * `request_timeout` (until the upstream's headers) and `stream_idle_timeout` (the longest gap in a
+ * streamed answer, the wait for its first chunk included).
+ */
 export const TIMEOUT_FIELDS: Readonly<Record<string, TargetField>> = Object.freeze({
   request_timeout: { schema: f.integer(1), inherit: 'always', affectsAnswer: false, combination: ['request_timeout'] },
+  stream_idle_timeout: { schema: f.integer(1), inherit: 'always', affectsAnswer: false, combination: ['stream_idle_timeout'] },
 });
+
+const timeoutError = defineErrors({
+  stream_idle_timeout: { status: 504, type: 'timeout_error' },
+});
+/** The code of a stream that went quiet for longer than `stream_idle_timeout`. */
+export const TIMEOUT_ERRORS = timeoutError.codes;
+
+/** The idle timeout of the target that answered, for the rest of its stream. */
+const IDLE = stateKey<number>(`${PLUGIN_NAME}:idle`);
+
+const idleError = (ms: number) => timeoutError('stream_idle_timeout', `The upstream sent nothing for ${ms} ms (stream_idle_timeout).`);
 
 /**
  * `request_timeout` (ms): aborts an upstream attempt that has not answered in
  * time and fails it with 408 (`request_timeout`), which fallback and the
  * breaker count as a failure. The clock stops when the upstream's response
  * headers arrive, so for a stream it covers the time to the first byte.
+ *
+ * `stream_idle_timeout` (ms): a streamed answer whose first chunk does not come
+ * in time fails its attempt with 504 `stream_idle_timeout` (nothing was sent,
+ * so retry and fallback move on); a gap that long later on ends the stream
+ * with that error in the client's format and closes the upstream connection.
  */
 export function timeout(): GatewayPlugin {
   return {
     name: PLUGIN_NAME,
     targetFields: TIMEOUT_FIELDS,
+    errorCodes: TIMEOUT_ERRORS,
     apply(api) {
       api.addInterceptor(
         PLUGIN_NAME,
         // Not async: a target without a timeout gets the next dispatch's own promise, no wrapper.
         (next) => (ctx, target) => {
           const ms = target.request_timeout;
-          return typeof ms === 'number' && ms > 0 ? withTimeout(next, ctx, target, ms) : next(ctx, target);
+          const idle = target.stream_idle_timeout;
+          const answer = typeof ms === 'number' && ms > 0 ? withTimeout(next, ctx, target, ms) : next(ctx, target);
+          return typeof idle === 'number' && idle > 0 ? firstChunkWithin(answer, ctx, idle) : answer;
         },
         // Innermost: each retry attempt has its own clock, and the breaker sees a timeout as a failure.
         STAGES.interceptor.TIMEOUT,
       );
+      // The rest of the stream, as the client gets it: a gap ends it in the door's own format.
+      api.hooks.afterResponse.tap({ name: PLUGIN_NAME, stage: STAGES.afterResponse.GUARD }, (response, ctx) => {
+        const ms = ctx.get(IDLE);
+        if (ms === undefined) return response;
+        streamControl(ctx, response)?.idleTimeout(ms, () => idleError(ms));
+        return response;
+      });
     },
   };
+}
+
+/**
+ * A streamed answer's first chunk, waited for up to `ms`: an upstream that sent its headers and then
+ * nothing fails the attempt (nothing reached the client yet, so a retry or fallback can still answer).
+ * The chunk is put back for the stream's reader.
+ */
+async function firstChunkWithin(answer: Promise<GatewayResponse>, ctx: RequestContext, ms: number): Promise<GatewayResponse> {
+  const response = await answer;
+  const type = response.headers['content-type'];
+  const sse = typeof type === 'string' && type.toLowerCase().startsWith('text/event-stream');
+  if (!sse || response.status < 200 || response.status >= 300 || response.body === null || typeof response.body !== 'object' || Buffer.isBuffer(response.body)) return response;
+  const body = response.body as Readable;
+  const arrived = await new Promise<boolean>((resolve) => {
+    const done = (ok: boolean) => {
+      clearTimeout(timer);
+      body.off('readable', onReadable);
+      body.off('end', onEnd);
+      body.off('error', onEnd);
+      resolve(ok);
+    };
+    const onReadable = () => done(true);
+    const onEnd = () => done(true);
+    const timer = setTimeout(() => done(false), ms);
+    body.once('readable', onReadable);
+    body.once('end', onEnd);
+    body.once('error', onEnd);
+  });
+  if (!arrived) {
+    body.destroy();
+    throw idleError(ms);
+  }
+  ctx.set(IDLE, ms);
+  return response;
 }
 
 async function withTimeout(next: Dispatch, ctx: RequestContext, target: Target, ms: number): Promise<GatewayResponse> {
