@@ -17,6 +17,7 @@ import {
   type RequestContext,
   type RouteDoc,
   requestSummary,
+  STREAM_CUT,
 } from '../../sdk/index.js';
 import { FastCounter, FastHistogram } from './fast.js';
 import { guardrailOutcomes } from './guardrails.js';
@@ -82,6 +83,7 @@ export function metrics(options: MetricsOptions = {}): GatewayPlugin {
       const errors = new FastCounter(`${p}errors_total`, 'Requests that ended with an error, by route and error code (the code of the error envelope).', ['route', 'code'], registry);
       const guardrailChecks = new FastCounter(`${p}guardrail_checks_total`, 'Guardrail check runs, by phase (before, after), check id and outcome (pass, fail, error).', ['phase', 'check', 'outcome'], registry);
       const guardrailDenied = new client.Counter({ name: `${p}guardrail_denied_total`, help: 'Requests denied by a guardrail hook, by phase.', labelNames: ['phase'], registers: [registry] });
+      const streamCuts = new client.Counter({ name: `${p}stream_cuts_total`, help: 'Streams the gateway ended early, by reason (guardrail, usage_limit, idle_timeout, upstream_error) and error code.', labelNames: ['reason', 'code'], registers: [registry] });
       const limited = new client.Counter({ name: `${p}limit_rejections_total`, help: 'Requests the gateway itself refused for a limit (a rate limit or budget of the limits plugin, or any 429 or 402 before an upstream call), by error code.', labelNames: ['code'], registers: [registry] });
 
 
@@ -199,10 +201,13 @@ export function metrics(options: MetricsOptions = {}): GatewayPlugin {
             breakerSeen.set({ provider: a.provider ?? 'none' }, Date.now() / 1000);
           }
         }
+        const cut = ctx.get(STREAM_CUT);
+        if (cut !== undefined) streamCuts.inc({ reason: cut.reason, code: cut.code });
         if (ctx.error !== null) {
           errors.add(1, route, ctx.error.code);
           // A refusal of the limits plugin names its policy (429, or 503 when a fail-closed policy's store is down; 400 for an unpriced model).
-          if (ctx.logFields.limit_policy_id !== undefined || ((ctx.status === 429 || ctx.status === 402) && ctx.attempts.length === 0)) limited.inc({ code: ctx.error.code });
+          // A stream a budget cut was admitted: it is counted as a cut, not a refusal.
+          if (cut === undefined && ctx.logFields.limit_policy_id !== undefined || ((ctx.status === 429 || ctx.status === 402) && ctx.attempts.length === 0)) limited.inc({ code: ctx.error.code });
         }
         const hooks = ctx.logFields.hook_results;
         if (hooks !== undefined) {

@@ -40,6 +40,10 @@ export const GATEWAY_ATTR = {
   reasoningTokens: 'gateway.usage.reasoning_tokens',
   tokensEstimated: 'gateway.usage.estimated',
   aborted: 'gateway.aborted',
+  /** Why the gateway ended a stream early (`guardrail`, `usage_limit`, `idle_timeout`), what cut it, and the characters sent before. */
+  streamCut: 'gateway.stream.cut.reason',
+  streamCutBy: 'gateway.stream.cut.by',
+  streamCutChars: 'gateway.stream.cut.chars_sent',
   workspace: 'gateway.workspace_id',
   apiKey: 'gateway.api_key_id',
   target: 'gateway.attempt.target',

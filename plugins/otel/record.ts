@@ -1,5 +1,5 @@
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context } from '@opentelemetry/api';
-import { randomHex, requestSummary, w3cTraceId, type PricingTable, type RequestContext, routeApi } from '../../sdk/index.js';
+import { randomHex, requestSummary, w3cTraceId, type PricingTable, type RequestContext, routeApi, STREAM_CUT } from '../../sdk/index.js';
 import { ATTR, GATEWAY_ATTR, operationOf, providerName } from './conventions.js';
 import type { Telemetry } from './telemetry.js';
 
@@ -73,6 +73,12 @@ export function recordRequest(t: Telemetry, ctx: RequestContext, pricing: Pricin
       if (ctx.cacheStatus !== null) attributes[GATEWAY_ATTR.cacheStatus] = ctx.cacheStatus;
       if (s.cost !== null) attributes[GATEWAY_ATTR.cost] = s.cost;
       if (ctx.aborted) attributes[GATEWAY_ATTR.aborted] = true;
+      const cut = ctx.get(STREAM_CUT);
+      if (cut !== undefined) {
+        attributes[GATEWAY_ATTR.streamCut] = cut.reason;
+        attributes[GATEWAY_ATTR.streamCutBy] = cut.by;
+        attributes[GATEWAY_ATTR.streamCutChars] = cut.chars_sent;
+      }
       if (ctx.auth?.workspaceId) attributes[GATEWAY_ATTR.workspace] = ctx.auth.workspaceId;
       if (ctx.auth?.keyId) attributes[GATEWAY_ATTR.apiKey] = ctx.auth.keyId;
       if (errorType !== null) attributes[ATTR.errorType] = errorType;

@@ -248,3 +248,11 @@ describe('redact and hold', () => {
     expect(raw).toContain('stream_mode');
   });
 });
+
+test('/metrics counts each cut by reason and code', async () => {
+  const res = await fetch(`${gw.url}/metrics`, { headers: { 'x-gateway-api-key': GATEWAY_KEY } });
+  expect(res.status).toBe(200);
+  const line = (await res.text()).split('\n').find((l) => l.startsWith('gateway_stream_cuts_total{reason="guardrail",code="guardrail_denied"}'));
+  // Twelve block cases, three SDK streams: each a cut.
+  expect(Number(line?.split(' ').at(-1))).toBeGreaterThanOrEqual(15);
+});

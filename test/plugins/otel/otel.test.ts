@@ -4,6 +4,8 @@ import type { GatewayPlugin } from '../../../core/index.js';
 import { config } from '../../../plugins/config/index.js';
 import { otel, exportSettings } from '../../../plugins/otel/index.js';
 import { retry } from '../../../plugins/retry/index.js';
+import { guardrails } from '../../../plugins/guardrails/index.js';
+import { guardrailChecks } from '../../../plugins/guardrails/checks/index.js';
 import { CATALOG } from '../../../server/catalog.js';
 import { readEnv } from '../../../server/env.js';
 import type { ServerConfig } from '../../../server/schema.js';
@@ -47,6 +49,8 @@ describe('with an endpoint', () => {
         config(),
         providerHeaders(),
         validation(),
+        guardrailChecks(),
+        guardrails(),
         retry({ sleep: async () => {} }),
         openai(),
         logSpy(logged),
@@ -81,6 +85,18 @@ describe('with an endpoint', () => {
     });
     expect(retried.status).toBe(200);
     await retried.text();
+    // A stream an output guardrail cuts: the span says why, by what, and how much was sent.
+    const cut = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-gateway-api-key': ADMIN_KEY,
+        'x-gateway-trace-id': 'otel-cut',
+        'x-gateway-config': JSON.stringify({ provider: 'openai', api_key: 'sk-test', custom_host: mock.baseURL, output_guardrails: [{ id: 'no-hello', deny: true, 'default.contains': { words: ['hello'], operator: 'none' } }] }),
+      },
+      body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }], stream: true }),
+    });
+    expect(await cut.text()).toContain('guardrail_denied');
     // The caller's sampled flag is off: nothing of this request is exported.
     const unsampled = await send({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }, { traceparent: `00-${'a'.repeat(32)}-${CALLER_SPAN}-00` });
     expect(unsampled.status).toBe(200);
@@ -137,6 +153,8 @@ describe('with an endpoint', () => {
     expect(failedAttempt.traceId).toBe(failed.traceId);
     expect(failedAttempt.status.code).toBe(2);
     expect(failedAttempt.attributes).toMatchObject({ 'http.response.status_code': 500, 'error.type': '500' });
+    const cutSpan = spans.find((s) => s.kind === 2 && s.attributes['gateway.trace_id'] === 'otel-cut')!;
+    expect(cutSpan.attributes).toMatchObject({ 'gateway.stream.cut.reason': 'guardrail', 'gateway.stream.cut.by': 'no-hello', 'gateway.stream.cut.chars_sent': 0, 'error.type': 'guardrail_denied' });
     const streamed = spans.find((s) => s.kind === 2 && s.attributes['gateway.trace_id'] === 'otel-stream')!;
     expect(streamed.attributes).toMatchObject({ 'gateway.stream': true, 'gen_ai.usage.output_tokens': 2 });
     expect(streamed.spanId).toBe(logged.get('otel-stream'));
