@@ -159,6 +159,8 @@ export function cache(options: CacheOptions = {}): GatewayPlugin {
       };
 
       const save = (pending: Pending, bytes: Buffer, sse: boolean, status: number): void => {
+        // A stream the gateway ended early (a guardrail, a budget, a quiet upstream) is not an answer to keep.
+        if (pending.lookup.ctx.error !== null) return;
         const route = routeApi(pending.lookup.ctx.route!);
         const text = bytes.toString('utf8');
         const body = sse ? assembleStream(route, text) : text;

@@ -370,9 +370,10 @@ function denied(ctx: RequestContext, state: RunState, hook: HookOutcome, denials
   return { status: DENIED_STATUS, headers: { 'content-type': 'application/json' }, body: JSON.stringify(deniedBody(ctx, state, hook, denials)), observers: null };
 }
 
+/** An SSE answer: streamed, or replayed whole from a store (the cache). */
 function isEventStream(response: GatewayResponse): boolean {
   const type = response.headers['content-type'];
-  return response.body instanceof Readable && typeof type === 'string' && type.startsWith('text/event-stream');
+  return response.body !== null && typeof type === 'string' && type.startsWith('text/event-stream');
 }
 
 

@@ -336,7 +336,10 @@ export function streamControl(ctx: RequestContext, response: GatewayResponse): S
   const known = ctx.get(CONTROL);
   if (known !== undefined && response.body === known.output) return known;
   if (!isSSE(response)) return null;
-  const control = new StreamControl(ctx, response.body as Readable, doorStreamOf(routeApi(ctx.route!)));
+  // A stream replayed from a store (the cache) comes whole: it is watched the same way.
+  const body = response.body;
+  const source = body instanceof Readable ? body : Readable.from([typeof body === 'string' ? Buffer.from(body) : (body as Buffer)]);
+  const control = new StreamControl(ctx, source, doorStreamOf(routeApi(ctx.route!)));
   ctx.set(CONTROL, control);
   response.body = control.output;
   return control;
@@ -345,5 +348,5 @@ export function streamControl(ctx: RequestContext, response: GatewayResponse): S
 function isSSE(response: GatewayResponse): boolean {
   const type = response.headers['content-type'];
   const value = Array.isArray(type) ? type[0] : type;
-  return response.body instanceof Readable && typeof value === 'string' && value.toLowerCase().startsWith('text/event-stream');
+  return response.body !== null && typeof value === 'string' && value.toLowerCase().startsWith('text/event-stream');
 }

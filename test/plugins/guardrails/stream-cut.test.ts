@@ -3,6 +3,7 @@ import OpenAI, { APIError } from 'openai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { DEFAULT_CONFIG } from '../../../server/default-config.js';
 import { BOOTSTRAP_KEY, GATEWAY_KEY, startTestServer, waitForLog } from '../../helpers/gateway.js';
+import { sendJson, startRecordingServer } from '../../../server/testing/mock-http.js';
 import { piecesWith, startLongStreamMock, type LongStreamMock } from '../../mocks/long-stream.js';
 
 /**
@@ -255,4 +256,45 @@ test('/metrics counts each cut by reason and code', async () => {
   const line = (await res.text()).split('\n').find((l) => l.startsWith('gateway_stream_cuts_total{reason="guardrail",code="guardrail_denied"}'));
   // Twelve block cases, three SDK streams: each a cut.
   expect(Number(line?.split(' ').at(-1))).toBeGreaterThanOrEqual(15);
+});
+
+describe('cache replays', () => {
+  let verdict = true;
+  let hook: Awaited<ReturnType<typeof startRecordingServer>>;
+  beforeAll(async () => {
+    hook = await startRecordingServer((_req, res) => sendJson(res, 200, { verdict }));
+  });
+  afterAll(() => hook.close());
+  // A webhook's verdict can change while the cached answer stays: the replay is judged again.
+  const config = () => ({ provider: 'together-ai', api_key: 'k-test', custom_host: mock.baseURL, cache: { mode: 'simple' }, output_guardrails: [{ id: 'judge', deny: true, 'default.webhook': { url: `${hook.url}/judge` } }] });
+  async function send(content: string) {
+    const res = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-gateway-api-key': GATEWAY_KEY, 'x-gateway-config': JSON.stringify(config()) },
+      body: JSON.stringify({ model: 'm', stream: true, messages: [{ role: 'user', content }] }),
+    });
+    const raw = await res.text();
+    return { status: res.headers.get('x-gateway-cache-status'), events: parseEvents(raw) };
+  }
+
+  test('a replayed stream is checked as it goes out too, and a cut stream is never kept', async () => {
+    const pieces = piecesWith(120, 50, ['fine']);
+    mock.setPieces(pieces);
+    verdict = true;
+    const first = await send('replay me');
+    expect(first.status).toBe('MISS');
+    expect(first.events.at(-1)!.data).toBe('[DONE]');
+    await expect.poll(async () => (await send('replay me')).status).toBe('HIT');
+    verdict = false;
+    const replay = await send('replay me');
+    expect(replay.status).toBe('HIT');
+    expect(terminalCode('chat', replay.events)).toBe('guardrail_denied');
+    // Cut on its first run: not kept, so the next identical request goes upstream again.
+    const cut = await send('never kept');
+    expect(cut.status).toBe('MISS');
+    expect(terminalCode('chat', cut.events)).toBe('guardrail_denied');
+    verdict = true;
+    await new Promise((r) => setTimeout(r, 100));
+    expect((await send('never kept')).status).toBe('MISS');
+  });
 });
