@@ -1,4 +1,3 @@
-import { Readable } from 'node:stream';
 import * as v from 'valibot';
 import {
   type CheckInput,

@@ -10,6 +10,8 @@ export const maxDigits = defineCheck({
     'the parameters must be { max }, with max a whole number', // also the message when max is missing
   ),
   denyCode: 'acme_too_many_digits', // a denial by this check answers with this code instead of guardrail_denied
+  // Digits only add up: once part of a streamed answer has too many, the whole has too; judge it as it arrives.
+  stream: () => ({ scope: 'all' }),
   run({ max }, { text }) {
     const digits = text.match(DIGIT)?.length ?? 0;
     return { verdict: digits <= max, explanation: `The text holds ${digits} digits; at most ${max} are allowed.`, data: { digits } };

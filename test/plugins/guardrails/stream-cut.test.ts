@@ -138,7 +138,6 @@ describe.each(DOORS)('block on the %s door', (door) => {
     await expect.poll(() => sent.closedAt).not.toBeNull();
     expect(sent.cutShort).toBe(true);
     expect(sent.written).toBeLessThan(400);
-    if (process.env.SHOW_CUT) console.log(door, guardrail.id, "written", sent.written, "close after violation ms", (sent.closedAt! - sent.writtenAt[50 + insert.length - 1]!).toFixed(1));
     const line = await waitForLog(gw.logs, (l) => l.trace_id === traceId);
     expect(line.error.code).toBe(code);
     expect(line.error.message).toMatch(/The stream was cut after \d+ characters of answer text\./);
