@@ -38,23 +38,70 @@ const round = (ms: number) => Math.round(ms * 1000) / 1000;
  * unseen). When checks transform, the last transforming check in config order
  * wins (one per hook is the sane use).
  */
-export async function runHook(hook: CompiledHook, input: CheckInput): Promise<{ outcome: HookOutcome; transformed: Record<string, unknown> | null; redactions: Redaction[] }> {
+export async function runHook(hook: CompiledHook, input: CheckInput): Promise<HookRun> {
   const started = performance.now();
-  const results = await Promise.all(
-    hook.checks.map(async (c) => {
-      const t0 = performance.now();
-      let result: CheckResult;
-      let error: string | null = null;
-      try {
-        result = await c.check.run(c.parameters, input);
-      } catch (err) {
-        if (err instanceof GatewayError && err.code === 'host_not_allowed') throw err;
-        error = (err as Error)?.message ?? String(err);
-        result = { verdict: false, explanation: `The check failed to run: ${error}` };
-      }
-      return { id: c.id, result, error, ms: performance.now() - t0 };
-    }),
+  const results = await Promise.all(hook.checks.map((c) => startCheck(c, input)));
+  return outcomeOf(hook, results, started);
+}
+
+/** What running a hook gives: its outcome (for `hook_results`), a transformed body, a stream's redactions. */
+export interface HookRun {
+  outcome: HookOutcome;
+  transformed: Record<string, unknown> | null;
+  redactions: Redaction[];
+}
+
+interface Ran {
+  id: string;
+  result: CheckResult;
+  error: string | null;
+  ms: number;
+}
+
+/** One check started: its result at once when it answers at once, else a promise of it. A throw is a failure (except host_not_allowed). */
+function startCheck(c: CompiledHook['checks'][number], input: CheckInput): Ran | Promise<Ran> {
+  const t0 = performance.now();
+  let result: CheckResult | Promise<CheckResult>;
+  try {
+    result = c.check.run(c.parameters, input);
+  } catch (err) {
+    return failedRun(c.id, err, t0);
+  }
+  if (typeof (result as Promise<CheckResult>)?.then !== 'function') return { id: c.id, result: result as CheckResult, error: null, ms: performance.now() - t0 };
+  return (result as Promise<CheckResult>).then(
+    (r) => ({ id: c.id, result: r, error: null, ms: performance.now() - t0 }),
+    (err: unknown) => failedRun(c.id, err, t0),
   );
+}
+
+/** A check that threw: a failure with the error, except host_not_allowed, which is the request's answer. */
+function failedRun(id: string, err: unknown, t0: number): Ran {
+  if (err instanceof GatewayError && err.code === 'host_not_allowed') throw err;
+  const error = (err as Error)?.message ?? String(err);
+  return { id, result: { verdict: false, explanation: `The check failed to run: ${error}` }, error, ms: performance.now() - t0 };
+}
+
+/**
+ * Runs a hook as {@link runHook} does, for a stream's frequent scans: when every check answers at
+ * once (the text checks do), the answer is too, with no promise; and when every check passed with
+ * nothing to redact (most scans), it is null, without the result objects.
+ */
+export function runHookNow(hook: CompiledHook, input: CheckInput): HookRun | null | Promise<HookRun> {
+  const started = performance.now();
+  const results: Array<Ran | Promise<Ran>> = [];
+  let pending = false;
+  let clean = true;
+  for (const c of hook.checks) {
+    const r = startCheck(c, input);
+    results.push(r);
+    if (typeof (r as Promise<Ran>).then === 'function') pending = true;
+    else if ((r as Ran).result.verdict !== true || ((r as Ran).result.redactions?.length ?? 0) > 0) clean = false;
+  }
+  if (pending) return Promise.all(results).then((done) => outcomeOf(hook, done, started));
+  return clean ? null : outcomeOf(hook, results as Ran[], started);
+}
+
+function outcomeOf(hook: CompiledHook, results: Ran[], started: number): HookRun {
   let transformed: Record<string, unknown> | null = null;
   let redactions: Redaction[] = NONE;
   const checks: CheckOutcome[] = results.map(({ id, result, error, ms }) => {

@@ -1,6 +1,6 @@
 import type { CheckInput, GatewayError, StreamView, StreamWatcher } from '../../sdk/index.js';
 import type { CompiledCheck, CompiledHook } from './compile.js';
-import { runHook, type HookOutcome } from './run.js';
+import { runHook, runHookNow, type HookOutcome, type HookRun } from './run.js';
 
 /** Characters before a redaction scan's new text that a pattern's look-behind may need (a word boundary, an email's start). */
 const LOOKBEHIND = 32;
@@ -39,6 +39,8 @@ export function hookWatcher(hook: CompiledHook, host: HookStreamHost): StreamWat
   const { mode, window, every } = hook.stream;
   const windowPart = partOf(hook, hook.checks.filter((c) => c.stream?.scope === 'window'));
   const allChecks = hook.checks.filter((c) => c.stream?.scope === 'all');
+  const allParts = allChecks.map((c) => partOf(hook, [c]));
+  const allEvery = allChecks.map((c) => c.stream!.every ?? every);
   const lastAll = allChecks.map(() => 0);
   let scannedTo = 0;
   /** Block with deny and window checks: unchecked text waits for its scan. */
@@ -47,6 +49,11 @@ export function hookWatcher(hook: CompiledHook, host: HookStreamHost): StreamWat
   let doneTo = 0;
   /** A result was recorded: the hook has had its say. */
   let settled = false;
+  /** The stream watched (one per watcher; kept so the verdict callback is made once, not per scan). */
+  let current: StreamView | null = null;
+  const judged = (run: HookRun | null) => {
+    if (run !== null && !run.outcome.verdict) fail(run.outcome, current!);
+  };
 
   /** A failing outcome: cut (deny), or mark the answer and stop watching. */
   const fail = (outcome: HookOutcome, view: StreamView) => {
@@ -60,12 +67,15 @@ export function hookWatcher(hook: CompiledHook, host: HookStreamHost): StreamWat
   };
 
   /** Redact: the findings of a scan that are complete, before the decided boundary moves past them. */
-  const redactScan = async (view: StreamView) => {
+  const redactScan = (view: StreamView) => {
     const text = view.text;
     const from = Math.max(0, doneTo - LOOKBEHIND);
-    const { outcome, redactions } = await runPart(windowPart, host.inputOf(text.slice(from)));
-    if (!outcome.verdict) {
-      fail(outcome, view);
+    return after(runHookNow(windowPart, host.inputOf(text.slice(from))), (run) => redacted(view, text, from, run));
+  };
+  const redacted = (view: StreamView, text: string, from: number, run: HookRun | null) => {
+    const redactions = run?.redactions ?? [];
+    if (run !== null && !run.outcome.verdict) {
+      fail(run.outcome, view);
       // Cut: nothing more goes out. Without deny, the redaction goes on.
       if (hook.deny) return;
     }
@@ -88,39 +98,37 @@ export function hookWatcher(hook: CompiledHook, host: HookStreamHost): StreamWat
     scan(view) {
       // Judged already: only a redacting hook still has work (its redactions).
       if (settled && mode !== 'redact') return undefined;
+      current = view;
       const length = view.text.length;
-      const runs: Promise<void>[] = [];
+      let runs: Promise<void>[] | null = null;
+      let p: Promise<void> | undefined;
       if (windowPart.checks.length > 0) {
         if (mode === 'redact') {
-          if (view.ended ? length > doneTo : length - doneTo >= window) runs.push(redactScan(view));
+          if (view.ended ? length > doneTo : length - doneTo >= window) p = redactScan(view);
         } else if (length > scannedTo && (view.ended || length - scannedTo >= every)) {
           const text = view.text.slice(Math.max(0, scannedTo - window));
           scannedTo = length;
-          runs.push(
-            runPart(windowPart, host.inputOf(text)).then(({ outcome }) => {
-              if (!outcome.verdict) fail(outcome, view);
-            }),
-          );
+          p = after(runHookNow(windowPart, host.inputOf(text)), judged);
+        }
+        if (p !== undefined) runs = [p];
+      }
+      if (!settled) {
+        for (let i = 0; i < allParts.length; i++) {
+          if (length <= lastAll[i]! || (!view.ended && length - lastAll[i]! < allEvery[i]!)) continue;
+          lastAll[i] = length;
+          p = after(runHookNow(allParts[i]!, host.inputOf(view.text)), judged);
+          if (p !== undefined) (runs ??= []).push(p);
         }
       }
-      if (!settled) allChecks.forEach((c, i) => {
-        if (length <= lastAll[i]! || (!view.ended && length - lastAll[i]! < (c.stream!.every ?? every))) return;
-        lastAll[i] = length;
-        runs.push(
-          runPart(partOf(hook, [c]), host.inputOf(view.text)).then(({ outcome }) => {
-            if (!outcome.verdict) fail(outcome, view);
-          }),
-        );
-      });
-      if (view.ended) return Promise.all(runs).then(() => final(view));
-      return runs.length === 0 ? undefined : Promise.all(runs).then(() => undefined);
+      if (view.ended) return runs === null ? final(view) : Promise.all(runs).then(() => final(view));
+      return runs === null ? undefined : Promise.all(runs).then(() => undefined);
     },
   };
 
   /** The whole text, every check: what a JSON answer would have been judged by. */
   async function final(view: StreamView): Promise<void> {
     if (settled && (mode !== 'redact' || hook.deny)) return;
-    const { outcome, redactions } = await runPart(hook, host.inputOf(view.text));
+    const { outcome, redactions } = await runHook(hook, host.inputOf(view.text));
     if (!outcome.verdict) {
       fail(outcome, view);
       if (hook.deny) return;
@@ -132,8 +140,9 @@ export function hookWatcher(hook: CompiledHook, host: HookStreamHost): StreamWat
   }
 }
 
-/** Runs a hook (or part of one) and gathers its checks' redactions. */
-async function runPart(hook: CompiledHook, input: CheckInput) {
-  const { outcome, redactions } = await runHook(hook, input);
-  return { outcome, redactions };
+/** Runs `act` on a hook run's result: at once when there is one, else when its promise settles. */
+function after(run: HookRun | null | Promise<HookRun>, act: (run: HookRun | null) => void): Promise<void> | undefined {
+  if (run !== null && typeof (run as Promise<HookRun>).then === 'function') return (run as Promise<HookRun>).then(act);
+  act(run as HookRun | null);
+  return undefined;
 }

@@ -54,7 +54,8 @@ export interface StreamWatcher {
 
 interface Pending {
   event: SSEEvent;
-  data: Json | null;
+  /** The event's bytes as they came (sent as they are unless redacted); null when parsed the slow way. */
+  raw: string | null;
   /** The text the event adds: [start, end) in the stream's text. */
   start: number;
   end: number;
@@ -78,7 +79,10 @@ export class StreamControl implements StreamView {
   readonly #door: DoorStream;
   readonly #source: Readable;
   readonly #output: Readable;
-  readonly #parser = new SSEParser();
+  /** The slow way, for streams with \r line ends: every event re-serialized. */
+  #parser: SSEParser | null = null;
+  /** Text after the last complete event (the fast way). */
+  #rest = '';
   readonly #watchers: StreamWatcher[] = [];
   readonly #queue: Pending[] = [];
   readonly #redactions: Redaction[] = [];
@@ -190,14 +194,14 @@ export class StreamControl implements StreamView {
   #onData(chunk: Buffer): void {
     if (this.#done) return;
     this.#armIdle();
-    for (const event of this.#parser.push(chunk.toString('utf8'))) this.#add(event);
+    this.#frame(chunk.toString('utf8'), false);
     if (this.#busy) this.#dirty = true;
     else this.#step();
   }
 
   async #onEnd(): Promise<void> {
     if (this.#done) return;
-    for (const event of this.#parser.end()) this.#add(event);
+    this.#frame('', true);
     this.#ended = true;
     // A scan may still run: the end waits for it.
     while (this.#busy) await new Promise((resolve) => setImmediate(resolve));
@@ -216,25 +220,70 @@ export class StreamControl implements StreamView {
     this.cut(error, { reason: 'upstream_error', by: error.code });
   }
 
-  #add(event: SSEEvent): void {
+  /**
+   * Splits text into events. The usual stream (\n line ends) is cut at its blank lines and each event
+   * kept as it came, so what goes out unchanged is byte for byte what arrived, and an event is read
+   * without parsing its lines when it is one `data:` line (after an `event:` line or not). Anything
+   * else (\r line ends, comments, several data lines) goes through the full SSE parser.
+   */
+  #frame(text: string, last: boolean): void {
+    if (this.#parser === null && text.indexOf('\r') !== -1) {
+      this.#parser = new SSEParser();
+      text = this.#rest + text;
+      this.#rest = '';
+    }
+    if (this.#parser !== null) {
+      for (const event of this.#parser.push(text)) this.#add(event, null);
+      if (last) for (const event of this.#parser.end()) this.#add(event, null);
+      return;
+    }
+    const buffer = this.#rest === '' ? text : this.#rest + text;
+    let start = 0;
+    for (let end = buffer.indexOf('\n\n'); end !== -1; end = buffer.indexOf('\n\n', start)) {
+      this.#block(buffer.slice(start, end + 2));
+      start = end + 2;
+    }
+    this.#rest = start === 0 ? buffer : buffer.slice(start);
+    if (last && this.#rest !== '') {
+      // Ended without its blank line: the parser reads what is there.
+      const parser = new SSEParser();
+      for (const event of [...parser.push(this.#rest), ...parser.end()]) this.#add(event, null);
+      this.#rest = '';
+    }
+  }
+
+  /** One event's text, blank line included. */
+  #block(raw: string): void {
+    const last = raw.length - 2;
+    let event: string | null = null;
+    let at = 0;
+    if (raw.startsWith('event: ')) {
+      const line = raw.indexOf('\n');
+      event = raw.slice(7, line);
+      at = line + 1;
+    }
+    if (raw.startsWith('data: ', at) && raw.indexOf('\n', at) === last) return this.#add({ event, data: raw.slice(at + 6, last) }, raw);
+    // Comments, several data lines, other fields: parsed in full; a block with no event (a comment) still goes out.
+    const parsed = new SSEParser().push(raw);
+    if (parsed.length === 0) this.#queue.push({ event: { event: null, data: '' }, raw, start: this.#text.length, end: this.#text.length });
+    for (const e of parsed) this.#add(e, raw);
+  }
+
+  #add(event: SSEEvent, raw: string | null): void {
     if (this.#end !== null) return;
     if (this.#door.isEnd(event)) {
       this.#end = event;
       return;
     }
-    let data: Json | null = null;
     let text = '';
-    if (this.#door.wants(event)) {
-      try {
-        data = JSON.parse(event.data) as Json;
-        text = this.#door.text(event, data);
-      } catch {
-        /* not JSON: passed through untouched */
-      }
+    try {
+      text = this.#door.text(event);
+    } catch {
+      /* not JSON: passed through untouched */
     }
     const start = this.#text.length;
     if (text !== '') this.#text += text;
-    this.#queue.push({ event, data, start, end: this.#text.length });
+    this.#queue.push({ event, raw, start, end: this.#text.length });
   }
 
   /** Runs the watchers on the new text, then sends what they let go; waits for a watcher's promise. */
@@ -299,7 +348,7 @@ export class StreamControl implements StreamView {
     for (; i < queue.length; i++) {
       const p = queue[i]!;
       if (p.end > upTo || (p.start === p.end && p.start > upTo)) break;
-      out += p.start === p.end || !this.#touched(p) ? serializeEvent(p.event) : this.#door.rewrite(p.event, p.data!, this.#redacted(p));
+      out += p.start === p.end || !this.#touched(p) ? (p.raw ?? serializeEvent(p.event)) : this.#door.rewrite(p.event, this.#redacted(p));
       if (p.end > this.#released) this.#released = p.end;
     }
     if (i > 0) queue.splice(0, i);

@@ -14,12 +14,10 @@ type Json = Record<string, unknown>;
  * (a Responses stream's response id and sequence numbers).
  */
 export interface DoorStream {
-  /** Whether the event may carry text or state, i.e. is worth parsing as JSON (a cheap test on the raw event). */
-  wants(event: SSEEvent): boolean;
-  /** The answer text a parsed event adds ('' for none); also where the door notes its state. */
-  text(event: SSEEvent, data: Json): string;
+  /** The answer text an event adds ('' for none); also where the door notes its state. Throws on an event that is not JSON. */
+  text(event: SSEEvent): string;
   /** The event, serialized, with its text replaced by `text`. */
-  rewrite(event: SSEEvent, data: Json, text: string): string;
+  rewrite(event: SSEEvent, text: string): string;
   /** Whether this event closes the stream (`[DONE]`, `response.completed`, `message_stop`). */
   isEnd(event: SSEEvent): boolean;
   /** What to send when the stream ended without its closing event ('' for nothing). */
@@ -40,11 +38,45 @@ export function serializeEvent(event: SSEEvent): string {
 
 const eventOf = (event: SSEEvent, data: Json): string => serializeEvent({ event: event.event, data: JSON.stringify(data) });
 
+/**
+ * The string value after the one `marker` (`"content":"`, its opening quote included) in an event's
+ * JSON, read without parsing the whole event (every text event goes through here): null when the
+ * marker is absent, undefined when it is there more than once or the string does not end (the caller
+ * parses the event whole). A key's quotes inside a string value are escaped, so a match is a key.
+ */
+export function onlyString(data: string, marker: string): string | null | undefined {
+  const at = data.indexOf(marker);
+  if (at === -1) return null;
+  if (data.indexOf(marker, at + marker.length) !== -1) return undefined;
+  const start = at + marker.length;
+  let escaped = false;
+  for (let i = start; i < data.length; i++) {
+    const c = data.charCodeAt(i);
+    if (c === 92 /* \ */) {
+      escaped = true;
+      i++;
+    } else if (c === 34 /* " */) {
+      const raw = data.slice(start, i);
+      return escaped ? (JSON.parse(`"${raw}"`) as string) : raw;
+    }
+  }
+  return undefined;
+}
+
 /** Chat and text completions: `data:` chunks whose choices carry `delta.content` (chat) or `text` (completions), then `[DONE]`. */
 function chatStream(): DoorStream {
   return {
-    wants: (event) => event.data.charCodeAt(0) === 123 /* { */,
-    text(_event, data) {
+    text(event) {
+      const raw = event.data;
+      if (raw.charCodeAt(0) !== 123 /* { */) return '';
+      // One choice's `delta.content` (chat) or `text` (completions): read where it is; anything else parsed whole.
+      const content = onlyString(raw, '"content":"');
+      if (content !== undefined && (content !== null || raw.indexOf('"text":"') === -1)) return content ?? '';
+      if (content === null) {
+        const text = onlyString(raw, '"text":"');
+        if (text !== undefined) return text ?? '';
+      }
+      const data = JSON.parse(raw) as Json;
       const choices = data.choices;
       if (!Array.isArray(choices)) return '';
       let text = '';
@@ -54,7 +86,8 @@ function chatStream(): DoorStream {
       }
       return text;
     },
-    rewrite(event, data, text) {
+    rewrite(event, text) {
+      const data = JSON.parse(event.data) as Json;
       // The whole event's text goes to its first text-bearing choice (n > 1 streams interleave choices; each event
       // usually carries one).
       let first = true;
@@ -83,16 +116,26 @@ function responsesStream(): DoorStream {
   let sequence = -1;
   const next = () => ++sequence;
   return {
-    wants: (event) => event.event === 'response.output_text.delta' || (event.event !== null && SNAPSHOTS.has(event.event)),
-    text(event, data) {
-      if (typeof data.sequence_number === 'number') sequence = data.sequence_number;
-      if (event.event !== 'response.output_text.delta') {
-        if (isObject(data.response)) snapshot = data.response;
-        return '';
+    text(event) {
+      const name = event.event;
+      if (name === 'response.output_text.delta') {
+        sequence++;
+        const delta = onlyString(event.data, '"delta":"');
+        if (delta !== undefined) return delta ?? '';
+        const data = JSON.parse(event.data) as Json;
+        if (typeof data.sequence_number === 'number') sequence = data.sequence_number;
+        return typeof data.delta === 'string' ? data.delta : '';
       }
-      return typeof data.delta === 'string' ? data.delta : '';
+      if (name !== null && SNAPSHOTS.has(name)) {
+        const data = JSON.parse(event.data) as Json;
+        if (typeof data.sequence_number === 'number') sequence = data.sequence_number;
+        if (isObject(data.response)) snapshot = data.response;
+      } else if (name !== null && name.startsWith('response.')) {
+        sequence++;
+      }
+      return '';
     },
-    rewrite: (event, data, text) => eventOf(event, { ...data, delta: text }),
+    rewrite: (event, text) => eventOf(event, { ...(JSON.parse(event.data) as Json), delta: text }),
     isEnd: (event) => event.event === 'response.completed' || event.event === 'response.incomplete' || event.event === 'response.failed',
     missingEnd: () => '',
     terminal(error, extra) {
@@ -113,9 +156,17 @@ const ANTHROPIC_TYPES = new Set(['invalid_request_error', 'authentication_error'
 /** Anthropic's Messages API: `text_delta` text, closed by `message_stop`. */
 function messagesStream(): DoorStream {
   return {
-    wants: (event) => event.event === 'content_block_delta',
-    text: (_event, data) => (isObject(data.delta) && data.delta.type === 'text_delta' && typeof data.delta.text === 'string' ? data.delta.text : ''),
-    rewrite: (event, data, text) => eventOf(event, { ...data, delta: { ...(data.delta as Json), text } }),
+    text(event) {
+      if (event.event !== 'content_block_delta' || event.data.indexOf('"text_delta"') === -1) return '';
+      const text = onlyString(event.data, '"text":"');
+      if (text !== undefined) return text ?? '';
+      const data = JSON.parse(event.data) as Json;
+      return isObject(data.delta) && data.delta.type === 'text_delta' && typeof data.delta.text === 'string' ? data.delta.text : '';
+    },
+    rewrite(event, text) {
+      const data = JSON.parse(event.data) as Json;
+      return eventOf(event, { ...data, delta: { ...(data.delta as Json), text } });
+    },
     isEnd: (event) => event.event === 'message_stop',
     missingEnd: () => '',
     terminal(error, extra) {

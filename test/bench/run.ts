@@ -7,6 +7,7 @@ import { measure, rssMb, withRss } from './load.js';
 import { DEFAULT_CONFIG } from '../../server/default-config.js';
 import { dashboardBench } from './dashboard.js';
 import { LIMITS_RUNS, limitsBench } from './limits.js';
+import { STREAM_CHECK_RUNS, streamCheckRatio, streamChecksBench, type CutLatency, type StreamCheckRow } from './stream-checks.js';
 import { LOG_COST_EXTRA_RUNS, LOG_COST_SCENARIOS, logCost, logCostTable, type LogCost } from './log-cost.js';
 import { startPeers, type Peer } from './peers.js';
 import { probe } from './probe.js';
@@ -36,7 +37,7 @@ const CACHE_CONNECTIONS = [1, 64] as const;
 const LOG_PLUGINS = ['log-store', 'log-api', 'metrics', 'request-log'];
 
 // Never hang: the runs of (1 s warm-up + duration), the probes, start-up and shutdown, with a wide margin.
-const budgetMs = ((29 + LIMITS_RUNS + LOG_COST_EXTRA_RUNS) * (DURATION + 4) + 6 * (PROBE_N + 200) * 0.01 + 150) * 1000;
+const budgetMs = ((29 + LIMITS_RUNS + STREAM_CHECK_RUNS + LOG_COST_EXTRA_RUNS) * (DURATION + 4) + 6 * (PROBE_N + 200) * 0.01 + 150) * 1000;
 setTimeout(() => {
   process.stderr.write(`bench: still running after ${Math.round(budgetMs / 1000)} s, giving up\n`);
   process.exit(1);
@@ -109,12 +110,13 @@ async function main(): Promise<void> {
   const p50 = await probe(targets, BODIES['non-stream'], PROBE_N);
   const cached = await cacheBench(mock.url);
   const limited = await limitsBench(mock.url, DURATION, BODIES['non-stream']);
+  const streamChecks = await streamChecksBench(mock.url, DURATION);
   const stored = await storeSummary(targets[2]!);
   const dashboardTable = await dashboardBench(gateway.url);
   await stopAll();
   const log = `${logSummary(logFile)}\n${stored}`;
 
-  const checks = evaluate(rows, p50, maxRss, costs);
+  const checks = [...evaluate(rows, p50, maxRss, costs), ...streamTargets(streamChecks.rows, streamChecks.cut)];
   const rssLine = `Gateway RSS: ${idleRss.toFixed(1)} MB idle after start, max ${maxRss.get('gateway')?.toFixed(1)} MB during the c=64 runs (logging off: max ${maxRss.get('gateway-nolog')?.toFixed(1)} MB; bare pass-through: max ${maxRss.get('bare')?.toFixed(1)} MB, plain node with no loader).`;
   const sections = [
     ['Load (autocannon)', loadTable(rows)],
@@ -126,6 +128,7 @@ async function main(): Promise<void> {
     ['Cache: hit against miss (non-stream, autocannon)', cacheLoadTable(cached.rows)],
     ['Cache: hit against miss at c=1 (sequential probe)', cacheProbeTable(cached.p50, p50.get('mock')!)],
     ['Limits: one request policy and one token policy (memory store) against none', limited.table],
+    ['Streams under control: three window checks against none, and the cut', streamChecks.table],
     ['Dashboard: bundle size and first load', dashboardTable],
   ] as const;
   console.log();
@@ -226,6 +229,16 @@ function evaluate(rows: Row[], p50: Map<string, number>, maxRss: Map<string, num
     },
     { name: 'log store cost, non-stream c=64: gateway/gateway with logging off, pooled', value: pooled('non-stream', 64).toFixed(2), target: '>= 0.9', pass: pooled('non-stream', 64) >= 0.9 },
     { name: 'log store cost, stream c=16: gateway/gateway with logging off, pooled', value: pooled('stream', 16).toFixed(2), target: '>= 0.9', pass: pooled('stream', 16) >= 0.9 },
+  ];
+}
+
+/** The targets of issue #34: three window checks cost at most 10% of a stream's throughput; the upstream is hung up on within 50 ms. */
+function streamTargets(rows: StreamCheckRow[], cut: CutLatency): Check[] {
+  const ratio = streamCheckRatio(rows);
+  const worst = Math.max(...cut.closeMs);
+  return [
+    { name: 'stream c=16 with three window checks / unchecked', value: ratio.toFixed(2), target: '>= 0.9', pass: ratio >= 0.9 },
+    { name: 'upstream closed after the violating piece (max of 5)', value: `${worst.toFixed(1)} ms`, target: '<= 50 ms', pass: worst <= 50 },
   ];
 }
 

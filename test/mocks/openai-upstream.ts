@@ -39,7 +39,9 @@ export interface MockUpstream {
  * - `slow-<ms>`: the normal answer after `ms` milliseconds;
  * - `reset`: for a stream, two chunks and then a connection reset; otherwise a reset before any byte;
  * - `garbled`: bytes that are not HTTP;
- * - `queued`: the next answer from `script` (status, headers, delay), a normal answer when it is empty.
+ * - `queued`: the next answer from `script` (status, headers, delay), a normal answer when it is empty;
+ * - `long-<n>`: a stream of `n` text chunks of a few words each (a realistic answer's length, for the
+ *   bench of checked streams).
  * Other paths echo the request as JSON (for the generic proxy), with `x-echo` response headers.
  */
 export async function startMockOpenAI(options: { record?: boolean } = {}): Promise<MockUpstream> {
@@ -94,6 +96,7 @@ export async function startMockOpenAI(options: { record?: boolean } = {}): Promi
       const answer = () => {
         if (path === '/v1/embeddings') return sendJson(res, embedding(body));
         if (path === '/v1/completions') return body.stream === true ? streamCompletion(res, body) : sendJson(res, completion(body));
+        if (body.stream === true && model.startsWith('long-')) return streamLong(res, body, Number(model.slice(5)));
         if (body.stream === true) return streamChat(res, body, model === 'reset');
         sendJson(res, chat(body));
       };
@@ -195,6 +198,25 @@ function streamChat(res: import('node:http').ServerResponse, body: Record<string
   // Written as separate chunks, the way a real upstream flushes events.
   const parts = text.split(/(?<=\n\n)/);
   for (const p of parts) res.write(p);
+  res.end('data: [DONE]\n\n');
+}
+
+/** Words a long answer is made of: ordinary prose, nothing any bench check denies. */
+const LONG_WORDS = ['the', 'gateway', 'streams', 'each', 'answer', 'as', 'it', 'comes', 'and', 'checks', 'what', 'goes', 'out'];
+
+function streamLong(res: import('node:http').ServerResponse, body: Record<string, any>, n: number) {
+  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
+  const base = { id: 'chatcmpl-long', object: 'chat.completion.chunk', created: 1694268190, model: body.model };
+  res.write(`data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }] })}\n\n`);
+  let chars = 0;
+  for (let i = 0; i < n; i++) {
+    const content = `${LONG_WORDS[i % LONG_WORDS.length]} ${LONG_WORDS[(i * 7) % LONG_WORDS.length]} `;
+    chars += content.length;
+    res.write(`data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta: { content }, logprobs: null, finish_reason: null }] })}\n\n`);
+  }
+  res.write(`data: ${JSON.stringify({ ...base, choices: [{ index: 0, delta: {}, logprobs: null, finish_reason: 'stop' }] })}\n\n`);
+  const completion = Math.ceil(chars / 4);
+  if (body.stream_options?.include_usage === true) res.write(`data: ${JSON.stringify({ ...base, choices: [], usage: { prompt_tokens: 9, completion_tokens: completion, total_tokens: 9 + completion } })}\n\n`);
   res.end('data: [DONE]\n\n');
 }
 
