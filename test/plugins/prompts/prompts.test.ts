@@ -490,6 +490,19 @@ function suite(name: string, makeStore: () => Promise<(() => GatewayPlugin) | nu
       expect(userText(lastSent())).toBe('by key');
     });
 
+    test('a streamed prompt completion is watched like any stream: an output guardrail of its saved config cuts it in the chat format', async () => {
+      if (skip()) return;
+      const guard = { id: 'no-hello', deny: true, 'default.contains': { words: ['hello'], operator: 'none' } };
+      await expectOk(call('POST', '/configs', keys.A!, { name: 'guarded', slug: 'guarded-oa', config: { provider: '@oa', output_guardrails: [guard] } }));
+      const prompt = await createPrompt({ name: 'Guarded', provider: undefined, config: 'guarded-oa', template: { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'greet' }] } });
+      const raw = await complete(prompt.id, { variables: {}, stream: true });
+      expect(raw.status).toBe(200);
+      const blocks = raw.text.trim().split('\n\n');
+      expect(blocks.at(-1)).toBe('data: [DONE]');
+      expect(JSON.parse(blocks.at(-2)!.slice(6)).error.code).toBe('guardrail_denied');
+      expect(raw.text).not.toContain('"content":"Hello"');
+    });
+
     test("workspace isolation: another workspace's prompt is a 404 on every route", async () => {
       if (skip()) return;
       const foreign: Array<[string, string, unknown?]> = [
