@@ -85,7 +85,7 @@ export class StreamControl implements StreamView {
   #rest = '';
   readonly #watchers: StreamWatcher[] = [];
   readonly #queue: Pending[] = [];
-  readonly #redactions: Redaction[] = [];
+  #redactions: Redaction[] = [];
   #text = '';
   #released = 0;
   #ended = false;
@@ -352,6 +352,8 @@ export class StreamControl implements StreamView {
       if (p.end > this.#released) this.#released = p.end;
     }
     if (i > 0) queue.splice(0, i);
+    // Spans wholly sent are done with: the next events need not look at them.
+    if (this.#redactions.length > 0 && this.#redactions[0]!.end <= this.#released) this.#redactions = this.#redactions.filter((r) => r.end > this.#released);
     this.#push(out);
   }
 

@@ -128,7 +128,7 @@ async function main(): Promise<void> {
     ['Cache: hit against miss (non-stream, autocannon)', cacheLoadTable(cached.rows)],
     ['Cache: hit against miss at c=1 (sequential probe)', cacheProbeTable(cached.p50, p50.get('mock')!)],
     ['Limits: one request policy and one token policy (memory store) against none', limited.table],
-    ['Streams under control: three window checks against none, and the cut', streamChecks.table],
+    ['Streams under control', streamChecks.table],
     ['Dashboard: bundle size and first load', dashboardTable],
   ] as const;
   console.log();
@@ -333,6 +333,16 @@ cache-simple and request-log, in front of the same mock. A hit repeats one reque
 \`x-gateway-cache-force-refresh: true\`, so it calls the mock and stores the answer again. Compare hit
 with miss within those tables; they are not comparable with the gateway rows above (different build,
 fewer plugins). See [caching.md](caching.md).
+
+The streams-under-control table comes from two more gateway processes (\`test/bench/stream-checks-gateway.ts\`,
+through tsx): trace, config with a default target, validation, guardrail checks, guardrails, openai and
+request-log, one with an output guardrail of three window checks (\`default.contains\` none, \`default.regexMatch\`
+not, \`default.pii\`; block mode, the default window 128 and cadence 32) on every request and one without. Both
+stream 200-chunk answers (about 1,700 characters, the mock's \`long-200\` model) at c=16. The cut: a mock in the
+bench's own process streams 4,000 pieces, one per ms, with \`forbidden\` split across pieces 50 and 51, through the
+checked gateway five times; the figures are the mock's own clock from writing piece 51 to seeing its connection
+close, and the characters of answer text the client got past the violation's start (negative: the cut came before
+it, the unchecked text being held). See [guardrails.md](guardrails.md#streams).
 
 ${rssLine} RSS is read from \`/proc/<pid>/status\` every 200 ms.
 
