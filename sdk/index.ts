@@ -179,3 +179,4 @@ export {
   type SummaryOptions,
 } from './observe/summary.js';
 export { isObject, type JsonObject } from './json-object.js';
+export { DEADLINE, DEADLINE_ERROR, deadlineError, deadlineLeft, ROUTING, type Deadline, type RoutePlan, type RoutingService } from './routing.js';

@@ -68,6 +68,7 @@ export const CATALOG: Readonly<Record<string, Loader>> = Object.freeze({
   retry: async (options) => (await import('../plugins/retry/index.js')).retry(options),
   timeout: async () => (await import('../plugins/timeout/index.js')).timeout(),
   breaker: async (options) => (await import('../plugins/breaker/index.js')).breaker(options),
+  routing: async (options) => (await import('../plugins/routing/index.js')).routing(options),
   sqlite: async (options, env) => (await import('../plugins/stores/sqlite/index.js')).sqliteStore({ dataDir: env.dataDir, ...options }),
   postgres: async (options, env) =>
     (await import('../plugins/stores/postgres/index.js')).postgresStore({ url: env.databaseUrl ?? '', ...(env.databaseSchema === undefined ? {} : { schema: env.databaseSchema }), ...options }),

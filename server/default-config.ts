@@ -37,6 +37,8 @@ export const DEFAULT_CONFIG: ServerConfig = {
     // Costs nothing until a config asks for `semantic`; then it embeds with the request's own target (docs/caching.md).
     { name: 'cache-semantic' },
     { name: 'strategy-single' },
+    // Routing that knows the providers' state (rate-limit headroom, latency, affinity) and the request's deadline.
+    { name: 'routing' },
     { name: 'strategy-loadbalance' },
     { name: 'strategy-fallback' },
     { name: 'strategy-conditional' },
@@ -77,7 +79,7 @@ export const DEFAULT_CONFIG: ServerConfig = {
  * The default config for an environment: going multi-instance takes two
  * variables and no file (docs/operations.md).
  * - `REDIS_URL`: the `redis` store plugin is loaded first, and the limit
- *   counters, the circuit breaker state and the response cache live in Redis
+ *   counters, the circuit breaker state, the routing state and the response cache live in Redis
  *   (`cache-redis` replaces `cache-memory`).
  * - `DATABASE_URL`: `postgres` replaces `sqlite`, so the control plane (keys,
  *   workspaces, policies, …) and the log store live in PostgreSQL.
@@ -92,7 +94,7 @@ export function defaultConfig(env: Pick<ServerEnv, 'redisUrl' | 'databaseUrl'>):
     if (redis && p.name === 'trace') plugins.push({ name: 'redis' });
     if (postgres && p.name === 'sqlite') plugins.push({ name: 'postgres' });
     else if (redis && p.name === 'cache-memory') plugins.push({ name: 'cache-redis' });
-    else if (redis && (p.name === 'cache' || p.name === 'breaker' || p.name === 'limits')) plugins.push({ name: p.name, options: { ...p.options, store: 'redis' } });
+    else if (redis && (p.name === 'cache' || p.name === 'breaker' || p.name === 'limits' || p.name === 'routing')) plugins.push({ name: p.name, options: { ...p.options, store: 'redis' } });
     else plugins.push(p);
   }
   return { ...DEFAULT_CONFIG, plugins };

@@ -29,7 +29,7 @@ export interface HookStream {
 
 /** Defaults of `stream_window` and `stream_check_every`. */
 export const DEFAULT_STREAM_WINDOW = 128;
-export const DEFAULT_STREAM_CHECK_EVERY = 32;
+export const DEFAULT_STREAM_CHECK_EVERY = 64;
 
 /** A hook ready to run: its checks resolved and their parameters validated. */
 export interface CompiledHook {

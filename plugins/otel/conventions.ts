@@ -41,6 +41,10 @@ export const GATEWAY_ATTR = {
   tokensEstimated: 'gateway.usage.estimated',
   aborted: 'gateway.aborted',
   /** Why the gateway ended a stream early (`guardrail`, `usage_limit`, `idle_timeout`), what cut it, and the characters sent before. */
+  /** The routing plugin's decisions: the targets chosen, those skipped (`path:reason`), and affinity (`hit`, `miss`). */
+  routingChosen: 'gateway.routing.chosen',
+  routingSkipped: 'gateway.routing.skipped',
+  routingAffinity: 'gateway.routing.affinity',
   streamCut: 'gateway.stream.cut.reason',
   streamCutBy: 'gateway.stream.cut.by',
   streamCutChars: 'gateway.stream.cut.chars_sent',

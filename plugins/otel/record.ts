@@ -73,6 +73,15 @@ export function recordRequest(t: Telemetry, ctx: RequestContext, pricing: Pricin
       if (ctx.cacheStatus !== null) attributes[GATEWAY_ATTR.cacheStatus] = ctx.cacheStatus;
       if (s.cost !== null) attributes[GATEWAY_ATTR.cost] = s.cost;
       if (ctx.aborted) attributes[GATEWAY_ATTR.aborted] = true;
+      // The routing plugin's decisions: chosen targets, those skipped and why, and whether affinity held.
+      const decisions = ctx.logFields.routing as Array<{ chosen: string[]; skipped: Array<{ target: string; reason: string }>; affinity: string | null }> | undefined;
+      if (Array.isArray(decisions) && decisions.length > 0) {
+        attributes[GATEWAY_ATTR.routingChosen] = decisions.map((d) => d.chosen.join(',')).join(';');
+        const skipped = decisions.flatMap((d) => d.skipped.map((s) => `${s.target}:${s.reason}`));
+        if (skipped.length > 0) attributes[GATEWAY_ATTR.routingSkipped] = skipped.join(',');
+        const affinity = decisions.find((d) => d.affinity !== null)?.affinity;
+        if (affinity !== undefined && affinity !== null) attributes[GATEWAY_ATTR.routingAffinity] = affinity;
+      }
       const cut = ctx.get(STREAM_CUT);
       if (cut !== undefined) {
         attributes[GATEWAY_ATTR.streamCut] = cut.reason;

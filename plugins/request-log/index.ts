@@ -51,6 +51,8 @@ function baseLine(ctx: RequestContext): Record<string, unknown> {
     metadata: ctx.metadata,
     target_path: ctx.targetPath,
     attempts: ctx.attempts.length > 0 ? ctx.attempts : undefined,
+    // The routing plugin's decisions (targets considered, skipped and why, chosen, affinity).
+    routing: ctx.logFields.routing,
     aborted: ctx.aborted || undefined,
     error: ctx.error === null ? undefined : { code: ctx.error.code, message: ctx.error.message },
   };

@@ -1,5 +1,20 @@
 import * as v from 'valibot';
-import { discardResponse, fieldSchema as f, GatewayError, parseOptions, STAGES, type Dispatch, type GatewayPlugin, type GatewayResponse, type RequestContext, type Target, type TargetField } from '../../sdk/index.js';
+import {
+  deadlineLeft,
+  discardResponse,
+  fieldSchema as f,
+  GatewayError,
+  parseOptions,
+  ROUTING,
+  STAGES,
+  type Dispatch,
+  type GatewayPlugin,
+  type GatewayResponse,
+  type RequestContext,
+  type RoutingService,
+  type Target,
+  type TargetField,
+} from '../../sdk/index.js';
 import { retryAfterMs } from './retry-after.js';
 
 export const PLUGIN_NAME = 'retry';
@@ -87,7 +102,9 @@ export function retry(options: RetryOptions = {}): GatewayPlugin {
     const codes = config.on_status_codes ?? DEFAULT_RETRY_STATUS_CODES;
     // The time bound is what keeps a large count in check, so it is measured from the first attempt, waits and attempts included.
     const deadline = now() + opts.maxRetryTimeMs;
-    const fits = (wait: number) => now() + wait <= deadline;
+    // And the request's own deadline (the routing plugin's): a retry whose wait and typical answer time would end
+    // after it is not started.
+    const fits = (wait: number) => now() + wait <= deadline && wait + (routing?.typicalLatencyMs(ctx) ?? 0) < deadlineLeft(ctx);
     for (let retries = 0; ; retries++) {
       ctx.responseHeaders['x-gateway-retry-attempt-count'] = String(retries);
       let response: GatewayResponse;
@@ -116,10 +133,15 @@ export function retry(options: RetryOptions = {}): GatewayPlugin {
       await sleep(wait, ctx.signal);
     }
   };
+  let routing: RoutingService | undefined;
   return {
     name: PLUGIN_NAME,
     targetFields: RETRY_FIELDS,
+    uses: [ROUTING],
     apply(api) {
+      api.onReady(() => {
+        routing = api.tryResolve(ROUTING);
+      });
       api.addInterceptor(
         PLUGIN_NAME,
         // Not async: a target without retries gets the next dispatch's own promise, no wrapper.

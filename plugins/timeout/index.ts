@@ -1,5 +1,7 @@
 import type { Readable } from 'node:stream';
 import {
+  deadlineError,
+  deadlineLeft,
   defineErrors,
   fieldSchema as f,
   GatewayError,
@@ -58,9 +60,12 @@ export function timeout(): GatewayPlugin {
         PLUGIN_NAME,
         // Not async: a target without a timeout gets the next dispatch's own promise, no wrapper.
         (next) => (ctx, target) => {
-          const ms = target.request_timeout;
+          const ms = typeof target.request_timeout === 'number' && target.request_timeout > 0 ? target.request_timeout : Infinity;
           const idle = target.stream_idle_timeout;
-          const answer = typeof ms === 'number' && ms > 0 ? withTimeout(next, ctx, target, ms) : next(ctx, target);
+          // The request's deadline (the routing plugin's): no attempt starts after it, and none outlasts it.
+          const left = deadlineLeft(ctx);
+          if (left <= 0) return Promise.reject(deadlineError(ctx));
+          const answer = ms === Infinity && left === Infinity ? next(ctx, target) : withTimeout(next, ctx, target, Math.min(ms, left), left < ms);
           return typeof idle === 'number' && idle > 0 ? firstChunkWithin(answer, ctx, idle) : answer;
         },
         // Innermost: each retry attempt has its own clock, and the breaker sees a timeout as a failure.
@@ -111,18 +116,22 @@ async function firstChunkWithin(answer: Promise<GatewayResponse>, ctx: RequestCo
   return response;
 }
 
-async function withTimeout(next: Dispatch, ctx: RequestContext, target: Target, ms: number): Promise<GatewayResponse> {
+/** An attempt bounded by `ms`: its own `request_timeout`, or what is left of the request's deadline (`byDeadline`). */
+async function withTimeout(next: Dispatch, ctx: RequestContext, target: Target, ms: number, byDeadline: boolean): Promise<GatewayResponse> {
   const outer = ctx.attemptSignal ?? ctx.signal;
   const controller = new AbortController();
-  const expired = new GatewayError('request_timeout', `The upstream did not answer within request_timeout (${ms} ms).`);
+  let expired: GatewayError | null = null;
   const onOuterAbort = () => controller.abort(outer.reason);
   outer.addEventListener('abort', onOuterAbort, { once: true });
-  const timer = setTimeout(() => controller.abort(expired), ms);
+  const timer = setTimeout(() => {
+    expired = byDeadline ? deadlineError(ctx) : new GatewayError('request_timeout', `The upstream did not answer within request_timeout (${ms} ms).`);
+    controller.abort(expired);
+  }, ms);
   ctx.attemptSignal = controller.signal;
   try {
     return await next(ctx, target);
   } catch (err) {
-    throw controller.signal.reason === expired ? expired : err;
+    throw expired !== null && controller.signal.reason === expired ? expired : err;
   } finally {
     clearTimeout(timer);
     ctx.attemptSignal = outer === ctx.signal ? null : outer;

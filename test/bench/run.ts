@@ -337,7 +337,7 @@ fewer plugins). See [caching.md](caching.md).
 The streams-under-control table comes from two more gateway processes (\`test/bench/stream-checks-gateway.ts\`,
 through tsx): trace, config with a default target, validation, guardrail checks, guardrails, openai and
 request-log, one with an output guardrail of three window checks (\`default.contains\` none, \`default.regexMatch\`
-not, \`default.pii\`; block mode, the default window 128 and cadence 32) on every request and one without. Both
+not, \`default.pii\`; block mode, the default window 128 and cadence 64) on every request and one without. Both
 stream 200-chunk answers (about 1,700 characters, the mock's \`long-200\` model) at c=16. The cut: a mock in the
 bench's own process streams 4,000 pieces, one per ms, with \`forbidden\` split across pieces 50 and 51, through the
 checked gateway five times; the figures are the mock's own clock from writing piece 51 to seeing its connection

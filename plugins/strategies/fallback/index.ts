@@ -1,4 +1,4 @@
-import { childPath, discardResponse, GatewayError, type GatewayPlugin, type GatewayResponse, type Target } from '../../../sdk/index.js';
+import { childPath, deadlineError, deadlineLeft, discardResponse, GatewayError, ROUTING, type GatewayPlugin, type GatewayResponse, type RoutingService, type Target } from '../../../sdk/index.js';
 
 export const PLUGIN_NAME = 'strategy-fallback';
 
@@ -21,15 +21,30 @@ function codesOf(value: unknown): number[] | undefined {
 export function fallbackStrategy(): GatewayPlugin {
   return {
     name: PLUGIN_NAME,
+    uses: [ROUTING],
     apply(api) {
+      let routing: RoutingService | undefined;
+      api.onReady(() => {
+        routing = api.tryResolve(ROUTING);
+      });
       api.strategies.add('fallback', {
         async execute(ctx, target, run, path) {
           const targets: Target[] = target.targets ?? [];
           if (targets.length === 0) throw new GatewayError('invalid_request', 'fallback needs at least one target.', { param: 'targets' });
           const strategyCodes = codesOf(target.strategy?.on_status_codes);
-          for (let i = 0; i < targets.length; i++) {
+          // With the routing plugin: the targets that can take the request now, in order (rate-limit headroom).
+          let order = targets.map((_, i) => i);
+          if (routing !== undefined) {
+            const plan = await routing.plan(ctx, target, targets, path, 'fallback', Math.random);
+            if (plan.order.length === 0) throw plan.exhausted!;
+            order = plan.order;
+          }
+          for (let k = 0; k < order.length; k++) {
+            const i = order[k]!;
             const child = targets[i]!;
-            const last = i === targets.length - 1;
+            const last = k === order.length - 1;
+            // The request's deadline is spent: no further target is tried.
+            if (k > 0 && deadlineLeft(ctx) <= 0) throw deadlineError(ctx);
             let response: GatewayResponse;
             try {
               response = await run(ctx, child, childPath(path, i));

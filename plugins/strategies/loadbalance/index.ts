@@ -1,4 +1,4 @@
-import { childPath, GatewayError, type GatewayPlugin, type Target } from '../../../sdk/index.js';
+import { childPath, GatewayError, ROUTING, type GatewayPlugin, type RoutingService, type Target } from '../../../sdk/index.js';
 
 export const PLUGIN_NAME = 'strategy-loadbalance';
 
@@ -30,17 +30,33 @@ export function pickWeighted(weights: readonly number[], r: number): number {
   return last; // r * total rounded up to exactly total: the last positive weight
 }
 
-/** `mode: loadbalance`: one target per request, chosen at random in proportion to `weight`. */
+/**
+ * `mode: loadbalance`: one target per request, chosen at random in proportion to `weight`. With the
+ * `routing` plugin loaded, among the targets that can take the request now (rate-limit headroom), the
+ * fastest or a conversation's own when the config asks (its `ROUTING` service; docs/configuration.md#routing).
+ */
 export function loadbalanceStrategy(options: LoadbalanceOptions = {}): GatewayPlugin {
   const random = options.random ?? Math.random;
   return {
     name: PLUGIN_NAME,
+    uses: [ROUTING],
     apply(api) {
+      let routing: RoutingService | undefined;
+      api.onReady(() => {
+        routing = api.tryResolve(ROUTING);
+      });
       api.strategies.add('loadbalance', {
-        execute(ctx, target, run, path) {
+        async execute(ctx, target, run, path) {
           const targets = target.targets ?? [];
-          const index = pickWeighted(targets.map(weightOf), random());
-          if (index === -1) throw new GatewayError('invalid_request', 'loadbalance needs at least one target with a weight above 0.', { param: 'targets' });
+          const weights = targets.map(weightOf);
+          if (!weights.some((w) => w > 0)) throw new GatewayError('invalid_request', 'loadbalance needs at least one target with a weight above 0.', { param: 'targets' });
+          if (routing === undefined) {
+            const index = pickWeighted(weights, random());
+            return run(ctx, targets[index]!, childPath(path, index));
+          }
+          const plan = await routing.plan(ctx, target, targets, path, 'loadbalance', random);
+          if (plan.order.length === 0) throw plan.exhausted!;
+          const index = plan.order[0]!;
           return run(ctx, targets[index]!, childPath(path, index));
         },
       });

@@ -1,0 +1,65 @@
+import { GatewayError, serviceToken, stateKey, type ErrorCodeSpec, type RequestContext, type Target } from '../core/index.js';
+
+/**
+ * The request's overall deadline (docs/configuration.md#deadline): set by the `routing` plugin from
+ * `deadline` in the config or `x-gateway-deadline`; retries, fallbacks and each attempt's timeout
+ * draw from it. `at` is on the `performance.now()` clock, like `ctx.startedAt`.
+ */
+export interface Deadline {
+  /** The budget given, in ms from the request's arrival. */
+  ms: number;
+  /** When it passes (`performance.now()` clock). */
+  at: number;
+}
+/** The {@link Deadline} of a request that has one. */
+export const DEADLINE = stateKey<Deadline>('routing:deadline');
+
+/** The code and meaning of a request whose deadline passed. */
+export const DEADLINE_ERROR: Readonly<Record<'deadline_exceeded', ErrorCodeSpec>> = Object.freeze({ deadline_exceeded: Object.freeze({ status: 408, type: 'timeout_error' }) });
+
+/** Milliseconds left before the request's deadline; Infinity when it has none. */
+export function deadlineLeft(ctx: RequestContext): number {
+  const d = ctx.get(DEADLINE);
+  return d === undefined ? Infinity : d.at - performance.now();
+}
+
+/**
+ * The 408 of a request whose deadline passed, saying how its time went: the attempts made, the time in
+ * upstream calls and the rest (waits between attempts, the gateway's own work).
+ */
+export function deadlineError(ctx: RequestContext): GatewayError {
+  const d = ctx.get(DEADLINE);
+  const ms = d?.ms ?? 0;
+  const elapsed = Math.round(performance.now() - ctx.startedAt);
+  let upstream = 0;
+  for (const a of ctx.attempts) upstream += a.latencyMs;
+  const calls = ctx.attempts.length;
+  const spent = calls === 0 ? 'no upstream call was made' : `${calls} upstream attempt${calls === 1 ? '' : 's'} took ${Math.round(upstream)} ms, waits between them and the gateway's own work ${Math.max(0, elapsed - Math.round(upstream))} ms`;
+  return new GatewayError('deadline_exceeded', `The request's deadline of ${ms} ms passed after ${elapsed} ms: ${spent}. No attempt is started after the deadline.`, { spec: DEADLINE_ERROR.deadline_exceeded });
+}
+
+/** How a strategy should run its targets this time (see {@link RoutingService}). */
+export interface RoutePlan {
+  /** Indexes of the targets to try, in order (loadbalance: the first is the one chosen). Empty: none can take the request. */
+  order: number[];
+  /** With an empty order: the error to answer (a 429 saying when the earliest target resets). */
+  exhausted: GatewayError | null;
+}
+
+/**
+ * Routing that knows the providers' state (offered by the `routing` plugin): which targets of a
+ * loadbalance or fallback can take this request now (rate-limit headroom, `retry-after`), which is
+ * fastest, which one a conversation is kept on. Strategies ask it when it is there and run their
+ * own rule (weights, order) when it is not.
+ */
+export interface RoutingService {
+  /**
+   * The plan for running `parent`'s `targets`. `random` is the strategy's own source (weights).
+   * Records the decision for the log and the trace.
+   */
+  plan(ctx: RequestContext, parent: Target, targets: readonly Target[], path: string, mode: 'loadbalance' | 'fallback', random: () => number): RoutePlan | Promise<RoutePlan>;
+  /** The typical time to an answer of the target about to be called, when known (ms): a retry that cannot finish in time is not started. */
+  typicalLatencyMs(ctx: RequestContext): number | null;
+}
+/** The {@link RoutingService} service (offered by the `routing` plugin). */
+export const ROUTING = serviceToken<RoutingService>('gateway.routing');
