@@ -3,15 +3,15 @@
  * tokens left and when each bucket resets, and a `retry-after`. OpenAI's and Azure's
  * `x-ratelimit-remaining-*` / `x-ratelimit-reset-*` (Go-style durations: `12ms`, `1s`, `6m0s`),
  * Anthropic's `anthropic-ratelimit-*-remaining` / `-reset` (RFC 3339 times; the combined, input and
- * output token buckets, the smallest counting), `retry-after` (seconds or an HTTP date) and
- * `retry-after-ms`. Times are epoch ms on the caller's clock.
+ * output token buckets, the smallest counting), and a 429's `retry-after` (seconds or an HTTP
+ * date) or `retry-after-ms`. Times are epoch ms on the caller's clock.
  */
 export interface Headroom {
   requestsLeft?: number;
   requestsResetAt?: number;
   tokensLeft?: number;
   tokensResetAt?: number;
-  /** Not before this (a 429's or 503's `retry-after`). */
+  /** Not before this (a 429's `retry-after`). */
   retryAt?: number;
 }
 
@@ -71,11 +71,12 @@ export function headroomOf(status: number, headers: Headers, now: number): Headr
     max(resetAt(headers, 'x-ratelimit-reset-tokens', now), resetAt(headers, 'anthropic-ratelimit-tokens-reset', now)),
     resetAt(headers, 'anthropic-ratelimit-input-tokens-reset', now),
   );
-  if (status === 429 || status === 503 || status === 529) {
+  // A rate limit's `retry-after` (a 503's says the service is down, which the breaker judges, not the quota).
+  if (status === 429) {
     const ms = count(headers, 'retry-after-ms');
     out.retryAt = ms !== undefined ? now + ms : resetAt(headers, 'retry-after', now);
     // A 429 without any hint still means "not now": a second, as the SDKs wait at least.
-    if (out.retryAt === undefined && status === 429) out.retryAt = now + 1000;
+    if (out.retryAt === undefined) out.retryAt = now + 1000;
   }
   let any = false;
   for (const k in out) {

@@ -119,7 +119,8 @@ describe('fallback', () => {
   });
 
   test("when every target fails, the last target's error comes back as it came", async () => {
-    const { res, text } = await chat({ strategy: { mode: 'fallback' }, targets: [openai(model('error-503')), openai(model('error-429'))] });
+    // A key of its own: the routing plugin remembers the 429 (and its retry-after) the same target gave in an earlier test, and would skip it.
+    const { res, text } = await chat({ strategy: { mode: 'fallback' }, targets: [openai(model('error-503')), openai({ ...model('error-429'), api_key: 'sk-fresh-429' })] });
     expect(res.status).toBe(429);
     expect(res.headers.get('retry-after')).toBe('1');
     expect(JSON.parse(text).error.message).toBe('Mock error 429');
