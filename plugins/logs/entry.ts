@@ -80,6 +80,8 @@ export interface LogEntry {
   attempts: Attempt[];
   metadata: Record<string, unknown> | null;
   hook_results: unknown;
+  /** The routing plugin's decisions: targets considered, skipped and why, chosen, affinity (docs/configuration.md#routing-that-knows-the-providers-state). */
+  routing: unknown;
   error_code: string | null;
   error_message: string | null;
   /** The rate limit or budget that refused the request (`limits` plugin), else null. */
@@ -123,13 +125,13 @@ export const COLUMNS = [
   'prompt_id', 'prompt_version', 'route', 'front_door', 'method', 'path', 'provider_requested', 'provider', 'model_requested', 'model', 'target_path', 'status',
   'stream', 'internal', 'aborted', 'latency_ms', 'upstream_latency_ms', 'first_byte_ms', 'ttft_ms', 'prompt_tokens',
   'completion_tokens', 'total_tokens', 'cached_tokens', 'reasoning_tokens', 'tokens_estimated', 'cost', 'cost_status',
-  'pricing_multiplier', 'cache_status', 'retry_count', 'attempt_count', 'fallback_count', 'attempts', 'metadata', 'hook_results',
+  'pricing_multiplier', 'cache_status', 'retry_count', 'attempt_count', 'fallback_count', 'attempts', 'metadata', 'hook_results', 'routing',
   'error_code', 'error_message', 'limit_policy_id', 'rpc_method', 'tool_name', 'request_headers', 'request_body', 'request_body_truncated', 'response_body', 'response_body_truncated',
   'kind',
 ] as const satisfies readonly (keyof LogEntry)[];
 
 /** Columns holding JSON text. */
-export const JSON_COLUMNS = new Set<string>(['attempts', 'metadata', 'hook_results', 'request_headers']);
+export const JSON_COLUMNS = new Set<string>(['attempts', 'metadata', 'hook_results', 'routing', 'request_headers']);
 /** Columns holding 0/1. */
 export const BOOLEAN_COLUMNS = new Set<string>(['stream', 'internal', 'aborted', 'tokens_estimated', 'request_body_truncated', 'response_body_truncated']);
 
@@ -232,6 +234,7 @@ export function buildEntry(ctx: RequestContext, s: RequestSummary, options: Entr
     attempts: ctx.attempts.map((a) => ({ ...a, startMs: Math.round(a.startMs * 1000) / 1000, latencyMs: Math.round(a.latencyMs * 1000) / 1000 })),
     metadata: ctx.metadata,
     hook_results: ctx.logFields.hook_results ?? null,
+    routing: ctx.logFields.routing ?? null,
     error_code: ctx.error?.code ?? null,
     error_message: ctx.error?.message ?? null,
     limit_policy_id: typeof ctx.logFields.limit_policy_id === 'string' ? ctx.logFields.limit_policy_id : null,

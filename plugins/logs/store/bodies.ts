@@ -36,8 +36,8 @@ export async function writeBodies(store: BodyStore, tx: SqlClient, entries: read
   for (let i = 0; i < entries.length; i++) {
     const b = bodies[i];
     if (b === null || b === undefined) continue;
-    await tx.run('INSERT INTO gateway_log_bodies (id, created_at, request_headers, hook_results, request_body, response_body) VALUES (?, ?, ?, ?, ?, ?)', [
-      entries[i]!.id, entries[i]!.created_at, json(b[0]), json(b[1]), b[2] ?? null, b[3] ?? null,
+    await tx.run('INSERT INTO gateway_log_bodies (id, created_at, request_headers, hook_results, request_body, response_body, routing) VALUES (?, ?, ?, ?, ?, ?, ?)', [
+      entries[i]!.id, entries[i]!.created_at, json(b[0]), json(b[1]), b[2] ?? null, b[3] ?? null, json(b[4]),
     ]);
   }
   return bodies.map((b) => (b === null ? null : TABLE_REF));
@@ -58,4 +58,5 @@ export async function readBodies(store: BodyStore, client: SqlClient, row: Recor
   row.hook_results = json(body?.[1]);
   row.request_body = body?.[2] ?? null;
   row.response_body = body?.[3] ?? null;
+  row.routing = json(body?.[4]);
 }

@@ -178,4 +178,13 @@ CREATE TABLE gateway_log_bodies (
 );
 CREATE INDEX gateway_log_bodies_created ON gateway_log_bodies (created_at)`,
   },
+  {
+    // The routing plugin's decisions, a detail like the hook results: kept with the bodies. The row's own column stays
+    // empty (it is there so a row's columns read the same whatever version wrote it).
+    version: 11,
+    name: 'gateway_log routing',
+    up: `
+ALTER TABLE gateway_logs ADD COLUMN routing TEXT;
+ALTER TABLE gateway_log_bodies ADD COLUMN routing TEXT`,
+  },
 ];

@@ -85,7 +85,7 @@ export type { TimeBucket } from '../../../sdk/analytics.js';
 export type GroupRow = Record<string, string | number | null>;
 
 /** Columns of a list item: everything but the bodies, hook results and request headers (those are in GET /logs/{id}). */
-const LIST_COLUMNS = COLUMNS.filter((c) => c !== 'request_body' && c !== 'response_body' && c !== 'hook_results' && c !== 'request_headers');
+const LIST_COLUMNS = COLUMNS.filter((c) => c !== 'request_body' && c !== 'response_body' && c !== 'hook_results' && c !== 'routing' && c !== 'request_headers');
 
 /** Longest metadata value kept in the filter table; longer ones are still in the entry's `metadata`. */
 const MAX_META_KEYS = 64;

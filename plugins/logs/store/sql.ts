@@ -39,7 +39,7 @@ export function insertSql(rows: number): string {
 }
 
 /** The columns kept in the body store, not in the row (store/bodies.ts): what only a log's detail shows. */
-export const BODY_COLUMNS = ['request_headers', 'hook_results', 'request_body', 'response_body'] as const;
+export const BODY_COLUMNS = ['request_headers', 'hook_results', 'request_body', 'response_body', 'routing'] as const;
 
 /** What the body store keeps of an entry: its body columns, in {@link BODY_COLUMNS} order; null when all are empty. */
 export function bodyOf(e: LogEntry): unknown[] | null {
@@ -47,7 +47,8 @@ export function bodyOf(e: LogEntry): unknown[] | null {
   const hooks = e.hook_results ?? null;
   const request = e.request_body ?? null;
   const response = e.response_body ?? null;
-  return headers === null && hooks === null && request === null && response === null ? null : [headers, hooks, request, response];
+  const routing = e.routing ?? null;
+  return headers === null && hooks === null && request === null && response === null && routing === null ? null : [headers, hooks, request, response, routing];
 }
 
 export function metaSql(rows: number): string {
@@ -138,7 +139,7 @@ export function rowValues(e: LogEntry, ref: string | null): unknown[] {
     e.first_byte_ms ?? null, e.ttft_ms ?? null, e.prompt_tokens ?? null, e.completion_tokens ?? null, e.total_tokens ?? null,
     e.cached_tokens ?? null, e.reasoning_tokens ?? null, e.tokens_estimated ? 1 : 0, e.cost ?? null, e.cost_status,
     e.pricing_multiplier, e.cache_status ?? null, e.retry_count, e.attempt_count, e.fallback_count,
-    json(e.attempts), json(e.metadata), null,
+    json(e.attempts), json(e.metadata), null, null,
     e.error_code ?? null, e.error_message ?? null, e.limit_policy_id ?? null, e.rpc_method ?? null, e.tool_name ?? null,
     null, null, e.request_body_truncated ? 1 : 0, null,
     e.response_body_truncated ? 1 : 0, e.kind ?? 'api', ref,

@@ -89,7 +89,7 @@ export function packEntries(entries: readonly LogEntry[], sizes: readonly number
       numbers[at++] = -1;
       objects.push(attempts);
     }
-    objects.push(e.metadata, e.hook_results, e.request_headers);
+    objects.push(e.metadata, e.hook_results, e.request_headers, e.routing);
     const headers = e.received_headers;
     room(1);
     if (headers === null) {
@@ -180,6 +180,7 @@ export function unpackEntries(p: PackedEntries): LogEntry[] {
     const metadata = objects[o++] as LogEntry['metadata'];
     const hook_results = objects[o++];
     const request_headers = objects[o++] as LogEntry['request_headers'];
+    const routing = objects[o++];
     const headerCount = numbers[at++]!;
     let received_headers: IncomingHttpHeaders | null = null;
     if (headerCount >= 0) {
@@ -195,7 +196,7 @@ export function unpackEntries(p: PackedEntries): LogEntry[] {
       route, front_door, method, path, provider_requested, provider, model_requested, model, target_path, status, stream, internal, aborted,
       latency_ms, upstream_latency_ms, first_byte_ms, ttft_ms, prompt_tokens, completion_tokens, total_tokens, cached_tokens, reasoning_tokens,
       tokens_estimated, cost, cost_status, pricing_multiplier, cache_status, retry_count, attempt_count, fallback_count, attempts, metadata,
-      hook_results, error_code, error_message, limit_policy_id, rpc_method, tool_name, request_headers, request_body, request_body_truncated,
+      hook_results, routing, error_code, error_message, limit_policy_id, rpc_method, tool_name, request_headers, request_body, request_body_truncated,
       response_body, response_body_truncated, response_stream, received_headers, config_accepted, kind,
     });
   }

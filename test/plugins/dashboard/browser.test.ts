@@ -51,10 +51,17 @@ beforeAll(async () => {
     config: { ...DEFAULT_CONFIG, plugins: DEFAULT_CONFIG.plugins.map((p) => (p.name === 'dashboard' ? { name: 'dashboard', options: { dir: built.dir } } : p)) },
   });
   // A known set of model calls: five answers and two upstream 500s, all through provider openai.
+  // The failing ones go through a fallback (of one target), so their detail shows a routing decision.
+  const fallback = JSON.stringify({ strategy: { mode: 'fallback' }, targets: [{ provider: 'openai', api_key: 'sk-upstream-0001', custom_host: mock.baseURL }] });
   const call = (model: string, i: number) =>
     fetch(`${gw.url}/v1/chat/completions`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-gateway-api-key': GATEWAY_KEY, 'x-gateway-provider': 'openai', authorization: 'Bearer sk-upstream-0001', 'x-gateway-custom-host': mock.baseURL, 'x-gateway-trace-id': `dash-${model}-${i}` },
+      headers: {
+        'content-type': 'application/json',
+        'x-gateway-api-key': GATEWAY_KEY,
+        'x-gateway-trace-id': `dash-${model}-${i}`,
+        ...(model.startsWith('error-') ? { 'x-gateway-config': fallback } : { 'x-gateway-provider': 'openai', authorization: 'Bearer sk-upstream-0001', 'x-gateway-custom-host': mock.baseURL }),
+      },
       body: JSON.stringify({ model, messages: [{ role: 'user', content: `hello ${i}` }] }),
     }).then((r) => r.text());
   for (let i = 0; i < OK_CALLS; i++) await call('gpt-4o-mini', i);
@@ -148,6 +155,9 @@ describe('dashboard in Chromium', () => {
     expect(await page.getByTestId('log-summary').locator('[data-field="status"]').textContent()).toBe('500');
     expect(await page.getByTestId('attempts').locator('tbody tr').count()).toBe(1);
     expect(await page.getByTestId('attempts').textContent()).toContain('openai');
+    // The routing decision: the fallback, what it considered and chose.
+    expect(await page.getByTestId('routing').locator('tbody tr').count()).toBe(1);
+    expect(await page.getByTestId('routing').textContent()).toContain('fallback at the top');
     // The bodies as captured; the upstream key is nowhere on the page.
     const text = (await page.textContent('body'))!;
     expect(text).toContain('hello');
@@ -155,7 +165,9 @@ describe('dashboard in Chromium', () => {
     expect(text).not.toContain(GATEWAY_KEY);
     // Headers as sent, the secret ones masked.
     expect(text).toContain('dash-error-500-');
-    expect(text).toMatch(/authorization\s*\[REDACTED\]/i);
+    expect(text).toMatch(/x-gateway-api-key\s*\[REDACTED\]/i);
+    // The config header's provider key too.
+    expect(text).toContain('"api_key":"[REDACTED]"');
     await shot('log-detail');
   });
 

@@ -389,6 +389,7 @@ export function sampleEntry(overrides: Partial<LogEntry> = {}): LogEntry {
     attempts: [],
     metadata: null,
     hook_results: null,
+    routing: null,
     error_code: null,
     error_message: null,
     limit_policy_id: null,

@@ -61,7 +61,7 @@ function sampleRows(): LogEntry[] {
   return rows;
 }
 
-const JSON_VALUED = new Set(['attempts', 'metadata', 'hook_results', 'request_headers']);
+const JSON_VALUED = new Set(['attempts', 'metadata', 'hook_results', 'routing', 'request_headers']);
 
 /** An entry whose every stored column holds a value no other column holds (see the test using it). */
 function distinctEntry(seed: number): LogEntry {
@@ -97,7 +97,7 @@ function contract(name: string, open: () => Promise<SqlClient | null>, openEmpty
             [`log_old_${i}`, T0 + i, T0 + i, route],
           );
         }
-        expect(await migrate(empty, LOGS_NAMESPACE, LOG_MIGRATIONS)).toEqual([8, 9, 10]);
+        expect(await migrate(empty, LOGS_NAMESPACE, LOG_MIGRATIONS)).toEqual([8, 9, 10, 11]);
         const kinds = await empty.all<{ id: string; kind: string }>('SELECT id, kind FROM gateway_logs ORDER BY id');
         expect(kinds.map((k) => k.kind)).toEqual(['housekeeping', 'housekeeping', 'housekeeping', 'housekeeping', 'api', 'api']);
         // A row written without the column (an older writer still running during an upgrade) is api.
@@ -147,6 +147,7 @@ function contract(name: string, open: () => Promise<SqlClient | null>, openEmpty
         attempts: [{ target: '0', provider: 'openai', status: 500, startMs: 0, latencyMs: 1.5, error: null }, { target: '1', provider: 'openai', status: 200, startMs: 0, latencyMs: 2, error: null }],
         metadata: { a: 'b', nested: { x: [1, 2] } },
         hook_results: { before_request_hooks: [{ id: 'h1', verdict: true }], after_request_hooks: [] },
+        routing: [{ at: '', mode: 'loadbalance', considered: ['0', '1'], skipped: [{ target: '1', reason: 'tokens_exhausted' }], chosen: ['0'], affinity: null, prefer: 'weight' }],
         request_body: '{"model":"gpt-4o"}',
         response_body: 'Hello',
         response_body_truncated: true,

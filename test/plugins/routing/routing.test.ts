@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { DEFAULT_CONFIG, defaultConfig } from '../../../server/default-config.js';
-import { GATEWAY_KEY, startTestServer } from '../../helpers/gateway.js';
+import { BOOTSTRAP_KEY, GATEWAY_KEY, startTestServer } from '../../helpers/gateway.js';
 import { REDIS_URL, requireService, uniquePrefix } from '../../helpers/services.js';
 import { startQuotaUpstream } from '../../mocks/quota-upstream.js';
 import { goDurationMs, headroomOf } from '../../../plugins/routing/headers.js';
@@ -82,6 +82,13 @@ describe('quota headroom, one instance', () => {
     // The decision is in the request's log line.
     const line = gw.logs.lines().filter((l) => l.msg === 'request' && Array.isArray(l.routing)).at(-1)!;
     expect(line.routing[0]).toMatchObject({ mode: 'loadbalance', considered: ['0'], skipped: [{ target: '0', reason: 'tokens_exhausted' }], chosen: [] });
+    // And in the stored log entry's detail.
+    const admin = (path: string) => fetch(`${gw.url}${path}`, { headers: { 'x-gateway-api-key': BOOTSTRAP_KEY } }).then((r) => r.json() as Promise<Record<string, any>>);
+    let listed: Record<string, any> | undefined;
+    await expect.poll(async () => (listed = (await admin(`/v1/logs?trace_id=${line.trace_id}`)).data[0]) !== undefined).toBe(true);
+    const entry = await admin(`/v1/logs/${listed!.id}`);
+    expect(entry.error_code).toBe('targets_exhausted');
+    expect(entry.routing).toEqual(line.routing);
   });
 
   test('fallback skips a target that is out and goes to the next, without calling it', async () => {

@@ -95,6 +95,25 @@ export function LogDetail({ id }: { id: string }) {
               empty="No upstream attempt (answered by the gateway)."
             />
           </Section>
+          <Section title="Routing">
+            <Table
+              testid="routing"
+              columns={[
+                { key: 'at', label: 'Strategy', render: (d) => `${d.mode} at ${d.at === '' ? 'the top' : d.at}` },
+                { key: 'chosen', label: 'Chosen', render: (d) => (d.chosen.length === 0 ? 'none (every target out)' : d.chosen.join(', ')) },
+                {
+                  key: 'skipped',
+                  label: 'Skipped',
+                  render: (d) => (d.skipped.length === 0 ? '—' : d.skipped.map((s: { target: string; reason: string; until?: string }) => `${s.target}: ${s.reason.replace(/_/g, ' ')}${s.until ? ` until ${s.until}` : ''}`).join('; ')),
+                },
+                { key: 'considered', label: 'Considered', render: (d) => d.considered.join(', ') },
+                { key: 'affinity', label: 'Affinity', render: (d) => d.affinity ?? '—' },
+                { key: 'prefer', label: 'Prefer' },
+              ]}
+              rows={Array.isArray(e.routing) ? e.routing : []}
+              empty="No routing decision (a single target, or the routing plugin is not loaded)."
+            />
+          </Section>
           <Section title="Hook results">
             <Json value={e.hook_results} />
           </Section>
