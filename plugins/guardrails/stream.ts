@@ -92,6 +92,15 @@ export function hookWatcher(hook: CompiledHook, host: HookStreamHost): StreamWat
   };
 
   return {
+    // The next scan: when the window checks have `every` new characters (redact: a full window held), or an `all`
+    // check's cadence comes; a hook that has had its say (and does not redact) waits for the end.
+    due() {
+      if (settled && mode !== 'redact') return Infinity;
+      let next = Infinity;
+      if (windowPart.checks.length > 0) next = mode === 'redact' ? doneTo + window : scannedTo + every;
+      if (!settled) for (let i = 0; i < allParts.length; i++) next = Math.min(next, lastAll[i]! + allEvery[i]!);
+      return next;
+    },
     // Block holds back the text its window checks have not seen yet, so a violation is cut before it is whole
     // on the client's screen (at most a part of it, seen in an earlier scan, went out).
     releasable: () => (mode === 'hold' ? 0 : mode === 'redact' ? doneTo : guardsText && !settled ? scannedTo : Infinity),

@@ -85,6 +85,8 @@ export function streamBudget(held: Held, deps: StreamBudgetDeps): StreamWatcher 
 
   return {
     releasable: () => Infinity,
+    // The text the tokens covered so far allow (characters / 4): nothing to draw before it is past.
+    due: () => (covered === Infinity ? Infinity : covered * 4 + 1),
     scan(view) {
       const used = Math.ceil(view.text.length / 4);
       return used <= covered ? undefined : scan(view, used - covered);

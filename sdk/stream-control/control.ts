@@ -50,6 +50,12 @@ export interface StreamWatcher {
   scan(view: StreamView): void | Promise<void>;
   /** Text before this position may go out; later text is held until a later scan moves it. */
   releasable(view: StreamView): number;
+  /**
+   * How long the text must be before this watcher's next scan (asked after each scan; the last scan, at the
+   * end, always comes). Without it, every piece of new text is scanned. Most events then cost the stream a
+   * comparison, not a call.
+   */
+  due?(view: StreamView): number;
 }
 
 interface Pending {
@@ -84,6 +90,8 @@ export class StreamControl implements StreamView {
   /** Text after the last complete event (the fast way). */
   #rest = '';
   readonly #watchers: StreamWatcher[] = [];
+  /** Per watcher: the text length its next scan waits for. */
+  readonly #due: number[] = [];
   readonly #queue: Pending[] = [];
   #redactions: Redaction[] = [];
   #text = '';
@@ -139,6 +147,7 @@ export class StreamControl implements StreamView {
   /** Adds a watcher; its first scan comes with the next text. */
   watch(watcher: StreamWatcher): void {
     this.#watchers.push(watcher);
+    this.#due.push(0);
   }
 
   /**
@@ -290,10 +299,15 @@ export class StreamControl implements StreamView {
   #step(): void {
     if (this.#done) return;
     let pending: Promise<void>[] | null = null;
-    for (const w of this.#watchers) {
+    const length = this.#text.length;
+    for (let i = 0; i < this.#watchers.length; i++) {
+      if (!this.#ended && length < this.#due[i]!) continue;
+      const w = this.#watchers[i]!;
       try {
         const r = w.scan(this);
         if (r !== undefined) (pending ??= []).push(r);
+        // Known once a scan ran (an async one moves it again when it settles, see below).
+        this.#due[i] = w.due?.(this) ?? 0;
       } catch (err) {
         this.#fail(err);
         return;
@@ -307,6 +321,7 @@ export class StreamControl implements StreamView {
       () => {
         this.#busy = false;
         if (this.#done) return;
+        for (let i = 0; i < this.#watchers.length; i++) this.#due[i] = this.#watchers[i]!.due?.(this) ?? 0;
         if (this.#dirty) {
           this.#dirty = false;
           return this.#step();

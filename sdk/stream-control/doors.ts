@@ -49,18 +49,18 @@ export function onlyString(data: string, marker: string): string | null | undefi
   if (at === -1) return null;
   if (data.indexOf(marker, at + marker.length) !== -1) return undefined;
   const start = at + marker.length;
-  let escaped = false;
-  for (let i = start; i < data.length; i++) {
-    const c = data.charCodeAt(i);
-    if (c === 92 /* \ */) {
-      escaped = true;
-      i++;
-    } else if (c === 34 /* " */) {
-      const raw = data.slice(start, i);
-      return escaped ? (JSON.parse(`"${raw}"`) as string) : raw;
-    }
+  // The closing quote: the first one not escaped (an odd run of backslashes before it escapes it). Found with the
+  // engine's own search, as every text event of a stream comes through here.
+  let end = data.indexOf('"', start);
+  while (end !== -1) {
+    let slashes = 0;
+    while (data.charCodeAt(end - 1 - slashes) === 92 /* \\ */) slashes++;
+    if (slashes % 2 === 0) break;
+    end = data.indexOf('"', end + 1);
   }
-  return undefined;
+  if (end === -1) return undefined;
+  const raw = data.slice(start, end);
+  return raw.indexOf('\\') === -1 ? raw : (JSON.parse(`"${raw}"`) as string);
 }
 
 /** Chat and text completions: `data:` chunks whose choices carry `delta.content` (chat) or `text` (completions), then `[DONE]`. */
