@@ -1,4 +1,5 @@
 import { Readable } from 'node:stream';
+import { StringDecoder } from 'node:string_decoder';
 import { type GatewayError, type GatewayResponse, type RequestContext, routeApi, stateKey, upstreamBodyError, GatewayError as Err } from '../../core/index.js';
 import { SSEParser, type SSEEvent } from '../sse.js';
 import { doorStreamOf, serializeEvent, type DoorStream } from './doors.js';
@@ -89,6 +90,8 @@ export class StreamControl implements StreamView {
   #parser: SSEParser | null = null;
   /** Text after the last complete event (the fast way). */
   #rest = '';
+  /** Bytes to text: a character whose bytes a chunk boundary splits waits for the rest of them. */
+  readonly #decoder = new StringDecoder('utf8');
   readonly #watchers: StreamWatcher[] = [];
   /** Per watcher: the text length its next scan waits for. */
   readonly #due: number[] = [];
@@ -158,6 +161,9 @@ export class StreamControl implements StreamView {
     if (this.#idleMs !== 0 && this.#idleMs <= ms) return;
     this.#idleMs = ms;
     this.#idleError = error;
+    // A shorter timeout than a running one: a new timer (refreshing the old one would keep its length).
+    if (this.#idleTimer !== null) clearTimeout(this.#idleTimer);
+    this.#idleTimer = null;
     this.#armIdle();
   }
 
@@ -203,14 +209,14 @@ export class StreamControl implements StreamView {
   #onData(chunk: Buffer): void {
     if (this.#done) return;
     this.#armIdle();
-    this.#frame(chunk.toString('utf8'), false);
+    this.#frame(this.#decoder.write(chunk), false);
     if (this.#busy) this.#dirty = true;
     else this.#step();
   }
 
   async #onEnd(): Promise<void> {
     if (this.#done) return;
-    this.#frame('', true);
+    this.#frame(this.#decoder.end(), true);
     this.#ended = true;
     // A scan may still run: the end waits for it.
     while (this.#busy) await new Promise((resolve) => setImmediate(resolve));

@@ -41,6 +41,17 @@ describe('stream control', () => {
     expect(control.text).toBe('Hello "quoted" \\u00e9');
   });
 
+  test('a character whose bytes two chunks split comes out whole', async () => {
+    const bytes = Buffer.from(`${chunk('naïve 日本')}data: [DONE]\n\n`);
+    const at = bytes.indexOf(Buffer.from('日')) + 1; // inside the character's three bytes
+    const source = Readable.from([bytes.subarray(0, at), bytes.subarray(at)]);
+    const control = new StreamControl(ctxOf(), source, doorStreamOf('chat.completions'));
+    let out = '';
+    for await (const c of control.output) out += c.toString();
+    expect(out).toBe(bytes.toString());
+    expect(control.text).toBe('naïve 日本');
+  });
+
   test('\\r\\n line ends are read by the full parser and sent re-serialized', async () => {
     const { out, control } = await run([`data: {"choices":[{"delta":{"content":"a"}}]}\r\n\r\n`, `data: {"choices":[{"delta":{"content":"b"}}]}\r\n\r\ndata: [DONE]\r\n\r\n`]);
     expect(control.text).toBe('ab');
