@@ -1,5 +1,3 @@
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { createGateway, createLogger, type GatewayPlugin } from '../../core/index.js';
 import { config } from '../../plugins/config/index.js';
 import { logStore } from '../../plugins/logs/index.js';
@@ -8,6 +6,7 @@ import { openai } from '../../plugins/providers/openai/index.js';
 import { sqliteStore } from '../../plugins/stores/sqlite/index.js';
 import { trace } from '../../plugins/trace/index.js';
 import { validation } from '../../plugins/validation/index.js';
+import { serveChild } from './serve-child.js';
 
 // Child process for the logging bench: the same gateway with logging off, with the SQLite log store,
 // or with the log store and the Prometheus metrics. argv: <origin> <off|sqlite|sqlite+metrics> <db file>.
@@ -18,12 +17,4 @@ if (variant !== 'off') plugins.push(sqliteStore({ file }), logStore({ retentionD
 if (variant === 'sqlite+metrics') plugins.push(metrics(process.env.BENCH_METRICS_OPTIONS ? JSON.parse(process.env.BENCH_METRICS_OPTIONS) : {}));
 // The mock origin is on loopback, which the outbound host policy refuses unless allowed.
 const gateway = createGateway({ logger: createLogger({ level: 'warn' }), plugins, options: { outbound: { allowHosts: [new URL(origin).host] } } });
-await gateway.ready;
-const server = createServer({ keepAliveTimeout: 65_000 }, gateway.handler);
-server.listen(0, '127.0.0.1', () => process.send!({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }));
-process.on('disconnect', () => process.exit(0));
-process.on('SIGTERM', () => {
-  server.close();
-  server.closeAllConnections();
-  void gateway.close(1000).then(() => process.exit(0));
-});
+await serveChild(gateway);

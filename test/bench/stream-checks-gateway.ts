@@ -1,5 +1,3 @@
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import pino from 'pino';
 import { createGateway, createLogger } from '../../core/index.js';
 import { config } from '../../plugins/config/index.js';
@@ -9,6 +7,7 @@ import { openai } from '../../plugins/providers/openai/index.js';
 import { requestLog } from '../../plugins/request-log/index.js';
 import { trace } from '../../plugins/trace/index.js';
 import { validation } from '../../plugins/validation/index.js';
+import { serveChild } from './serve-child.js';
 
 // Child process: the checked-streams case of the bench. The same gateway (trace, config with a default target,
 // validation, guardrail checks, guardrails, openai, request-log) with `checked` (one output guardrail of three window
@@ -33,11 +32,4 @@ const gateway = createGateway({
     requestLog(),
   ],
 });
-await gateway.ready;
-const server = createServer({ keepAliveTimeout: 65_000 }, gateway.handler);
-server.listen(0, '127.0.0.1', () => process.send!({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }));
-process.on('disconnect', () => process.exit(0));
-process.on('SIGTERM', () => {
-  server.close();
-  void gateway.close(1000).then(() => process.exit(0));
-});
+await serveChild(gateway);

@@ -37,6 +37,18 @@ export function uniquePrefix(name: string): string {
   return `test:${name}:${process.pid}:${Date.now().toString(36)}:${Math.random().toString(36).slice(2, 8)}:`;
 }
 
+/** Deletes every Redis key under a test's prefix (its cleanup). */
+export async function clearRedisPrefix(prefix: string, url = REDIS_URL): Promise<void> {
+  const { Redis } = await import('ioredis');
+  const client = new Redis(url);
+  try {
+    const keys = await client.keys(`${prefix}*`);
+    if (keys.length > 0) await client.del(...keys);
+  } finally {
+    await client.quit();
+  }
+}
+
 /** A PostgreSQL schema name no other test run uses (lower case, so it needs no quoting). */
 export function uniqueSchema(name: string): string {
   return `${name}_${process.pid}_${Date.now().toString(36)}`;

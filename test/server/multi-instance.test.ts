@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startProcess, type GatewayProcess } from '../helpers/process.js';
-import { DATABASE_URL, dropSchema, REDIS_URL, requireService, uniquePrefix, uniqueSchema } from '../helpers/services.js';
+import { DATABASE_URL, dropSchema, REDIS_URL, requireService, uniquePrefix, uniqueSchema, clearRedisPrefix } from '../helpers/services.js';
 import { startMockOpenAI, type MockUpstream } from '../mocks/openai-upstream.js';
 
 const ADMIN = 'multi-instance-bootstrap-key-0001';
@@ -62,11 +62,7 @@ describe('three gateway processes sharing Redis and PostgreSQL through two varia
     await mock?.close();
     if (!available) return;
     await dropSchema(schema);
-    const { Redis } = await import('ioredis');
-    const client = new Redis(REDIS_URL);
-    const keys = await client.keys(`${prefix}*`);
-    if (keys.length > 0) await client.del(...keys);
-    await client.quit();
+    await clearRedisPrefix(prefix);
   });
 
   test('300 concurrent requests against a 100-per-minute policy: exactly 100 succeed, the rest get 429 with the headers', async (ctx) => {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { REDIS_URL, requireService, uniquePrefix } from '../../helpers/services.js';
+import { REDIS_URL, requireService, uniquePrefix, clearRedisPrefix } from '../../helpers/services.js';
 import { startLongStreamMock, type LongStreamMock } from '../../mocks/long-stream.js';
 import { ADMIN, limitsGateway, type LimitsGateway } from './helpers.js';
 
@@ -92,11 +92,7 @@ describe('a budget caps streams across three instances sharing Redis', () => {
   afterAll(async () => {
     await Promise.all(gws.map((g) => g.close()));
     if (gws.length === 0) return;
-    const { Redis } = await import('ioredis');
-    const client = new Redis(REDIS_URL);
-    const keys = await client.keys(`${prefix}*`);
-    if (keys.length > 0) await client.del(...keys);
-    await client.quit();
+    await clearRedisPrefix(prefix);
   });
 
   test(`three streams at once, one per instance, spend the budget of ${BUDGET} between them (± one chunk each) and are all cut`, async (ctx) => {

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { REDIS_URL, requireService, uniquePrefix } from '../../helpers/services.js';
+import { REDIS_URL, requireService, uniquePrefix, clearRedisPrefix } from '../../helpers/services.js';
 import { chat, eventually, limitsGateway, type Json, type LimitsGateway } from './helpers.js';
 
 /**
@@ -179,9 +179,5 @@ suite('Redis', async () => ((await requireService('Redis', REDIS_URL)) ? { redis
 
 afterAll(async () => {
   if (!(await requireService('Redis', REDIS_URL).catch(() => false))) return;
-  const { Redis } = await import('ioredis');
-  const client = new Redis(REDIS_URL);
-  const keys = await client.keys(`${prefix}*`);
-  if (keys.length > 0) await client.del(...keys);
-  await client.quit();
+  await clearRedisPrefix(prefix);
 });

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { DEFAULT_CONFIG, defaultConfig } from '../../../server/default-config.js';
 import { BOOTSTRAP_KEY, GATEWAY_KEY, startTestServer } from '../../helpers/gateway.js';
-import { REDIS_URL, requireService, uniquePrefix } from '../../helpers/services.js';
+import { REDIS_URL, requireService, uniquePrefix, clearRedisPrefix } from '../../helpers/services.js';
 import { startQuotaUpstream } from '../../mocks/quota-upstream.js';
 import { goDurationMs, headroomOf } from '../../../plugins/routing/headers.js';
 import { rendezvous } from '../../../plugins/routing/choose.js';
@@ -207,11 +207,7 @@ describe('quota headroom across three instances sharing Redis', () => {
     await Promise.all(gws.map((g) => g.close()));
     await up?.close();
     if (gws.length === 0) return;
-    const { Redis } = await import('ioredis');
-    const client = new Redis(REDIS_URL);
-    const keys = await client.keys(`${prefix}*`);
-    if (keys.length > 0) await client.del(...keys);
-    await client.quit();
+    await clearRedisPrefix(prefix);
   });
 
   test('what one instance learns of a target\'s headroom the others use: no 429 reaches a client', async (ctx) => {
