@@ -87,9 +87,14 @@ export async function readAnswerJson(answer: GatewayResponse): Promise<unknown> 
   }
 }
 
-/** Whether an answer is an SSE stream. */
-export function isEventStream(answer: GatewayResponse): boolean {
+/** Whether an answer says it is an event stream (`content-type: text/event-stream`), whatever its body. */
+export function hasEventStreamType(answer: GatewayResponse): boolean {
   const type = answer.headers['content-type'];
   const value = Array.isArray(type) ? type[0] : type;
-  return typeof value === 'string' && value.toLowerCase().startsWith('text/event-stream') && answer.body !== null && typeof answer.body === 'object' && !Buffer.isBuffer(answer.body);
+  return typeof value === 'string' && value.toLowerCase().startsWith('text/event-stream');
+}
+
+/** Whether an answer is an SSE stream still flowing (not one already read whole). */
+export function isEventStream(answer: GatewayResponse): boolean {
+  return hasEventStreamType(answer) && answer.body !== null && typeof answer.body === 'object' && !Buffer.isBuffer(answer.body);
 }

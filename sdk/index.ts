@@ -39,7 +39,7 @@ export { chatTurns, forEachChatMessage, toolArguments, type ChatTurn, type ChatT
 export * as anthropic from './anthropic/index.js';
 export * as gemini from './gemini/index.js';
 export * as responses from './responses/index.js';
-export { headersWithout, isEventStream, readAnswerJson, translateStream, type DoorStreamTranslator } from './door-stream.js';
+export { hasEventStreamType, headersWithout, isEventStream, readAnswerJson, translateStream, type DoorStreamTranslator } from './door-stream.js';
 export { doorStreamOf, serializeEvent, STREAM_CUT, StreamControl, streamControl, type DoorStream, type StreamCut, type StreamView, type StreamWatcher } from './stream-control/index.js';
 
 export { addRerankRoute, RERANK_ROUTE } from './rerank/route.js';
@@ -179,4 +179,6 @@ export {
   type SummaryOptions,
 } from './observe/summary.js';
 export { isObject, type JsonObject } from './json-object.js';
-export { DEADLINE, DEADLINE_ERROR, deadlineError, deadlineLeft, ROUTING, type Deadline, type RoutePlan, type RoutingService } from './routing.js';
+export { DEADLINE, DEADLINE_ERROR, deadlineError, deadlineLeft, pickWeighted, ROUTING, weightOf, type Deadline, type RoutePlan, type RoutingService } from './routing.js';
+export { retryAfterMs } from './retry-after.js';
+export { credentialDigest, targetIdentity } from './target-identity.js';

@@ -38,6 +38,29 @@ export function deadlineError(ctx: RequestContext): GatewayError {
   return new GatewayError('deadline_exceeded', `The request's deadline of ${ms} ms passed after ${elapsed} ms: ${spent}. No attempt is started after the deadline.`, { spec: DEADLINE_ERROR.deadline_exceeded });
 }
 
+/** Weight of a loadbalance target: `weight`, default 1; negative or non-numbers count as 0. */
+export function weightOf(target: Target): number {
+  const w = target.weight;
+  if (w === undefined) return 1;
+  return typeof w === 'number' && w > 0 ? w : 0;
+}
+
+/** Index picked for a draw `r` in [0, 1) over `weights`, or -1 when no weight is positive. Weight 0 is never picked. */
+export function pickWeighted(weights: readonly number[], r: number): number {
+  let total = 0;
+  for (const w of weights) total += w;
+  if (total <= 0) return -1;
+  let point = r * total;
+  let last = -1;
+  for (let i = 0; i < weights.length; i++) {
+    if (weights[i]! <= 0) continue;
+    last = i;
+    if (point < weights[i]!) return i;
+    point -= weights[i]!;
+  }
+  return last; // r * total rounded up to exactly total: the last positive weight
+}
+
 /** How a strategy should run its targets this time (see {@link RoutingService}). */
 export interface RoutePlan {
   /** Indexes of the targets to try, in order (loadbalance: the first is the one chosen). Empty: none can take the request. */

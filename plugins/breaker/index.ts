@@ -1,7 +1,6 @@
-import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import * as v from 'valibot';
-import { defineErrors, fieldSchema as f, GatewayError, parseOptions, STAGES, type Dispatch, type GatewayPlugin, type GatewayResponse, type RequestContext, type Target, type TargetField } from '../../sdk/index.js';
+import { credentialDigest, defineErrors, fieldSchema as f, GatewayError, parseOptions, STAGES, type Dispatch, type GatewayPlugin, type GatewayResponse, type RequestContext, type Target, type TargetField, targetIdentity } from '../../sdk/index.js';
 import { redisBreakerState } from './redis-state.js';
 import { memoryBreakerState, type Admission, type BreakerState } from './state.js';
 
@@ -89,7 +88,7 @@ export function breaker(options: BreakerOptions = {}): GatewayPlugin {
       };
 
       const guarded = async (next: Dispatch, ctx: RequestContext, target: Target, cb: CbConfig): Promise<GatewayResponse> => {
-        const key = breakerKey(ctx, target, credentials);
+        const key = targetIdentity(ctx, target, credentials);
         let admission: Admission;
         try {
           admission = await state.admit(key, cb.cooldown_interval, now());
@@ -134,40 +133,6 @@ export function breaker(options: BreakerOptions = {}): GatewayPlugin {
 /** Statuses counted as failures: the configured list, else anything above 500 (spec default). */
 export function isFailureStatus(status: number, codes: readonly number[] | undefined): boolean {
   return codes !== undefined ? codes.includes(status) : status > 500;
-}
-
-/**
- * The digest of a target's credentials (the declared credential `fields`),
- * computed once per target object: configs are parsed once and reused, and a
- * service account JSON is kilobytes.
- */
-export function credentialDigest(fields: readonly string[]): (target: Target) => string {
-  const known = new WeakMap<Target, string>();
-  return (target) => {
-    let digest = known.get(target);
-    if (digest === undefined) {
-      const hash = createHash('sha256');
-      for (const field of fields) {
-        const value = target[field];
-        if (value !== undefined) hash.update(`${field}=${typeof value === 'string' ? value : JSON.stringify(value)}\n`);
-      }
-      digest = hash.digest('hex');
-      known.set(target, digest);
-    }
-    return digest;
-  };
-}
-
-/**
- * Identity of a target for its breaker: provider, base URL, model, and the
- * digest of its credentials; a secret enters only through the digests.
- */
-export function breakerKey(ctx: RequestContext, target: Target, credentials: (target: Target) => string): string {
-  const provider = target.provider ?? '';
-  const host = typeof target.custom_host === 'string' ? target.custom_host : '';
-  const override = target.override_params as Record<string, unknown> | undefined;
-  const model = (override?.model as string | undefined) ?? ctx.model ?? '';
-  return createHash('sha256').update(`${provider}\n${host}\n${model}\n${credentials(target)}`).digest('hex').slice(0, 32);
 }
 
 export default breaker;

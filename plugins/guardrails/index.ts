@@ -21,7 +21,7 @@ import {
   requestText,
   responseText,
   type Target,
-  routeApi, stateKey, STREAM_CUT, streamControl } from '../../sdk/index.js';
+  routeApi, stateKey, STREAM_CUT, streamControl, hasEventStreamType } from '../../sdk/index.js';
 import { IDENTITY } from '../../sdk/admin/index.js';
 import { bad, compileHooks, entryIssue, fromNamed, withOverrides, type CompiledHook, type CompiledHooks, type HookRef, type ResolvedHooks } from './compile.js';
 import { GUARDRAIL_ENTRY_SCHEMA, GUARDRAIL_FIELDS } from './fields.js';
@@ -224,7 +224,6 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
         const bytes = await readResponseBody(response.body);
         if (heldDenial !== null) {
           ctx.state.delete(STREAM_CUT);
-          delete ctx.logFields.stream_cut;
           return denied(ctx, state, heldDenial, denials);
         }
         const headers = response.headers;
@@ -270,7 +269,8 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
         const later = hooks.output.filter((h) => h.async);
         if (response.status < 200 || response.status >= 300) return response;
 
-        if (isEventStream(response)) {
+        // Streamed, or replayed whole from a store (the cache).
+        if (response.body !== null && hasEventStreamType(response)) {
           if (sync.length === 0 && later.length === 0) return response;
           return guardStream(response, ctx, state, sync, later);
         }
@@ -369,11 +369,6 @@ function denied(ctx: RequestContext, state: RunState, hook: HookOutcome, denials
   return { status: DENIED_STATUS, headers: { 'content-type': 'application/json' }, body: JSON.stringify(deniedBody(ctx, state, hook, denials)), observers: null };
 }
 
-/** An SSE answer: streamed, or replayed whole from a store (the cache). */
-function isEventStream(response: GatewayResponse): boolean {
-  const type = response.headers['content-type'];
-  return response.body !== null && typeof type === 'string' && type.startsWith('text/event-stream');
-}
 
 
 export default guardrails;

@@ -5,6 +5,7 @@ import {
   fieldSchema as f,
   GatewayError,
   parseOptions,
+  retryAfterMs,
   ROUTING,
   STAGES,
   type Dispatch,
@@ -15,7 +16,6 @@ import {
   type Target,
   type TargetField,
 } from '../../sdk/index.js';
-import { retryAfterMs } from './retry-after.js';
 
 export const PLUGIN_NAME = 'retry';
 

@@ -1,3 +1,5 @@
+import { retryAfterMs } from '../../sdk/index.js';
+
 /**
  * What a provider's answer says about its rate limits (docs/configuration.md#routing): requests and
  * tokens left and when each bucket resets, and a `retry-after`. OpenAI's and Azure's
@@ -73,8 +75,8 @@ export function headroomOf(status: number, headers: Headers, now: number): Headr
   );
   // A rate limit's `retry-after` (a 503's says the service is down, which the breaker judges, not the quota).
   if (status === 429) {
-    const ms = count(headers, 'retry-after-ms');
-    out.retryAt = ms !== undefined ? now + ms : resetAt(headers, 'retry-after', now);
+    const ms = retryAfterMs(headers as Record<string, string | string[]>, now);
+    if (ms !== null) out.retryAt = now + ms;
     // A 429 without any hint still means "not now": a second, as the SDKs wait at least.
     if (out.retryAt === undefined) out.retryAt = now + 1000;
   }

@@ -1,20 +1,24 @@
-import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import * as v from 'valibot';
 import {
   contentText,
+  credentialDigest,
   DEADLINE,
   DEADLINE_ERROR,
   defineErrors,
   estimateRequestPromptTokens,
   fieldSchema as f,
   GatewayError,
+  isEventStream,
   isObject,
   parseOptions,
+  pickWeighted,
   ROUTING,
+  weightOf,
   STAGES,
   stateKey,
   childPath,
+  targetIdentity,
   type GatewayPlugin,
   type GatewayResponse,
   type RequestContext,
@@ -144,20 +148,9 @@ export function routing(options: RoutingOptions = {}): GatewayPlugin {
         warnedAt = clock();
         api.logger.warn({ err: (err as Error)?.message ?? String(err) }, 'routing: the target state store is unreachable; strategies use their weights and order alone');
       };
-      const credentials = [...api.targetFields.credentials()];
-      const identities = new WeakMap<Target, string>();
-      /** A target's identity: provider, base URL, model and a digest of its credentials (as the breaker keys it). */
-      const identity = (ctx: RequestContext, target: Target): string => {
-        const model = (target.override_params as Record<string, unknown> | undefined)?.model;
-        let base = identities.get(target);
-        if (base === undefined) {
-          const hash = createHash('sha256').update(`${target.provider ?? ''}\n${typeof target.custom_host === 'string' ? target.custom_host : ''}\n`);
-          for (const field of credentials) if (target[field] !== undefined) hash.update(`${field}=${JSON.stringify(target[field])}\n`);
-          base = hash.digest('hex').slice(0, 24);
-          identities.set(target, base);
-        }
-        return `${base}:${typeof model === 'string' ? model : (ctx.model ?? '')}`;
-      };
+      // A target as the breaker knows it: every config naming the same deployment shares what is known of it.
+      const credentials = credentialDigest([...api.targetFields.credentials()]);
+      const identity = (ctx: RequestContext, target: Target): string => targetIdentity(ctx, target, credentials);
 
       const service: RoutingService = {
         async plan(ctx, parent, targets, path, mode, random) {
@@ -265,8 +258,7 @@ export function routing(options: RoutingOptions = {}): GatewayPlugin {
         }
         // Awaited: the next request, on this instance or another, routes on what this answer said.
         await store.record(key, headroom, ok ? latency : null, null).catch(storeDown);
-        const stream = ok && typeof response.headers['content-type'] === 'string' && response.headers['content-type'].startsWith('text/event-stream');
-        if (!stream) return response;
+        if (!ok || !isEventStream(response)) return response;
         // A stream's time to its first chunk, seen as it goes out.
         let first = true;
         const observer = {
@@ -309,25 +301,6 @@ function exhausted(decision: RouteDecision, outs: ReadonlyArray<Out | null>, now
     spec: ROUTING_ERRORS.targets_exhausted,
     headers: { 'retry-after': String(seconds) },
   });
-}
-
-/** Weight of a loadbalance target: `weight`, default 1; a negative or non-number counts as 0. */
-function weightOf(target: Target): number {
-  const w = target.weight;
-  if (w === undefined) return 1;
-  return typeof w === 'number' && w > 0 ? w : 0;
-}
-
-/** The index drawn by `r` in [0, 1) over positive weights. */
-function pickWeighted(weights: readonly number[], r: number): number {
-  let total = 0;
-  for (const w of weights) total += w;
-  let point = r * total;
-  for (let i = 0; i < weights.length; i++) {
-    if (point < weights[i]!) return i;
-    point -= weights[i]!;
-  }
-  return weights.length - 1;
 }
 
 /** Tokens a request may spend, as providers count it against a bucket: its prompt and its output bound. */

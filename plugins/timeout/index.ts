@@ -3,6 +3,7 @@ import {
   deadlineError,
   deadlineLeft,
   defineErrors,
+  isEventStream,
   fieldSchema as f,
   GatewayError,
   STAGES,
@@ -89,9 +90,7 @@ export function timeout(): GatewayPlugin {
  */
 async function firstChunkWithin(answer: Promise<GatewayResponse>, ctx: RequestContext, ms: number): Promise<GatewayResponse> {
   const response = await answer;
-  const type = response.headers['content-type'];
-  const sse = typeof type === 'string' && type.toLowerCase().startsWith('text/event-stream');
-  if (!sse || response.status < 200 || response.status >= 300 || response.body === null || typeof response.body !== 'object' || Buffer.isBuffer(response.body)) return response;
+  if (response.status < 200 || response.status >= 300 || !isEventStream(response)) return response;
   const body = response.body as Readable;
   const arrived = await new Promise<boolean>((resolve) => {
     const done = (ok: boolean) => {

@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { type GatewayError, type GatewayResponse, type RequestContext, routeApi, stateKey, upstreamBodyError, GatewayError as Err } from '../../core/index.js';
+import { hasEventStreamType } from '../door-stream.js';
 import { SSEParser, type SSEEvent } from '../sse.js';
 import { doorStreamOf, serializeEvent, type DoorStream } from './doors.js';
 
@@ -129,7 +130,7 @@ export class StreamControl implements StreamView {
       },
     });
     source.on('data', (chunk: Buffer) => this.#onData(chunk));
-    source.on('end', () => void this.#onEnd());
+    source.on('end', () => this.#onEnd());
     source.on('error', (err: Error) => this.#onError(err));
   }
 
@@ -177,7 +178,6 @@ export class StreamControl implements StreamView {
     });
     this.ctx.error = error;
     this.ctx.set(STREAM_CUT, { reason: cut.reason, by: cut.by, code: error.code, chars_sent: this.#released });
-    this.ctx.logFields.stream_cut = this.ctx.get(STREAM_CUT);
     this.#push(this.#door.terminal(error, extra));
     this.#finish();
     this.#output.push(null);
@@ -214,14 +214,13 @@ export class StreamControl implements StreamView {
     else this.#step();
   }
 
-  async #onEnd(): Promise<void> {
+  #onEnd(): void {
     if (this.#done) return;
     this.#frame(this.#decoder.end(), true);
     this.#ended = true;
-    // A scan may still run: the end waits for it.
-    while (this.#busy) await new Promise((resolve) => setImmediate(resolve));
-    if (this.#done) return;
-    this.#step();
+    // A scan still running takes the end with it: it scans again (the last time) when it settles.
+    if (this.#busy) this.#dirty = true;
+    else this.#step();
   }
 
   #onError(err: Error): void {
@@ -407,7 +406,7 @@ export class StreamControl implements StreamView {
 export function streamControl(ctx: RequestContext, response: GatewayResponse): StreamControl | null {
   const known = ctx.get(CONTROL);
   if (known !== undefined && response.body === known.output) return known;
-  if (!isSSE(response)) return null;
+  if (response.body === null || !hasEventStreamType(response)) return null;
   // A stream replayed from a store (the cache) comes whole: it is watched the same way.
   const body = response.body;
   const source = body instanceof Readable ? body : Readable.from([typeof body === 'string' ? Buffer.from(body) : (body as Buffer)]);
@@ -415,10 +414,4 @@ export function streamControl(ctx: RequestContext, response: GatewayResponse): S
   ctx.set(CONTROL, control);
   response.body = control.output;
   return control;
-}
-
-function isSSE(response: GatewayResponse): boolean {
-  const type = response.headers['content-type'];
-  const value = Array.isArray(type) ? type[0] : type;
-  return response.body !== null && typeof value === 'string' && value.toLowerCase().startsWith('text/event-stream');
 }

@@ -1,33 +1,10 @@
-import { childPath, GatewayError, ROUTING, type GatewayPlugin, type RoutingService, type Target } from '../../../sdk/index.js';
+import { childPath, GatewayError, pickWeighted, ROUTING, weightOf, type GatewayPlugin, type RoutingService } from '../../../sdk/index.js';
 
 export const PLUGIN_NAME = 'strategy-loadbalance';
 
 export interface LoadbalanceOptions {
   /** Random source in [0, 1); replace it for deterministic tests. Default Math.random. */
   random?: () => number;
-}
-
-/** Weight of a target: `weight`, default 1; negative or non-numbers count as 0. */
-export function weightOf(target: Target): number {
-  const w = target.weight;
-  if (w === undefined) return 1;
-  return typeof w === 'number' && w > 0 ? w : 0;
-}
-
-/** Index picked for a draw `r` in [0, 1) over `weights`, or -1 when no weight is positive. Weight 0 is never picked. */
-export function pickWeighted(weights: readonly number[], r: number): number {
-  let total = 0;
-  for (const w of weights) total += w;
-  if (total <= 0) return -1;
-  let point = r * total;
-  let last = -1;
-  for (let i = 0; i < weights.length; i++) {
-    if (weights[i]! <= 0) continue;
-    last = i;
-    if (point < weights[i]!) return i;
-    point -= weights[i]!;
-  }
-  return last; // r * total rounded up to exactly total: the last positive weight
 }
 
 /**

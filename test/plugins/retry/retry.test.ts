@@ -2,7 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest'
 import { config } from '../../../plugins/config/index.js';
 import { openai } from '../../../plugins/providers/openai/index.js';
 import { retry } from '../../../plugins/retry/index.js';
-import { retryAfterMs } from '../../../plugins/retry/retry-after.js';
+import { retryAfterMs } from '../../../sdk/index.js';
 import { serveGateway } from '../../helpers/serve.js';
 import { startMockOpenAI, type MockUpstream } from '../../mocks/openai-upstream.js';
 

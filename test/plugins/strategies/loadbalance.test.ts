@@ -1,5 +1,5 @@
 import { expect, test } from 'vitest';
-import { pickWeighted, weightOf } from '../../../plugins/strategies/loadbalance/index.js';
+import { pickWeighted, weightOf } from '../../../sdk/index.js';
 
 /** mulberry32: a small seeded PRNG, so the draw counts are the same on every run. */
 function seeded(seed: number): () => number {
