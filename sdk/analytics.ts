@@ -15,6 +15,8 @@ export interface TimeBucket {
   total_tokens: number;
   prompt_tokens: number;
   completion_tokens: number;
+  /** Input tokens the providers answered from their prompt caches (part of `prompt_tokens`). */
+  cached_tokens: number;
   /** Nearest-rank percentiles of `latency_ms`; null without requests. */
   p50_latency: number | null;
   p95_latency: number | null;

@@ -179,6 +179,6 @@ export {
   type SummaryOptions,
 } from './observe/summary.js';
 export { isObject, type JsonObject } from './json-object.js';
-export { DEADLINE, DEADLINE_ERROR, deadlineError, deadlineLeft, pickWeighted, ROUTING, weightOf, type Deadline, type RoutePlan, type RoutingService } from './routing.js';
+export { DEADLINE, DEADLINE_ERROR, deadlineError, deadlineLeft, pickWeighted, ROUTING, TARGET_LIMITS, weightOf, type Deadline, type RoutePlan, type RoutingService, type TargetBlock, type TargetLimitsService } from './routing.js';
 export { retryAfterMs } from './retry-after.js';
 export { credentialDigest, targetIdentity } from './target-identity.js';

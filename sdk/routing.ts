@@ -86,3 +86,29 @@ export interface RoutingService {
 }
 /** The {@link RoutingService} service (offered by the `routing` plugin). */
 export const ROUTING = serviceToken<RoutingService>('gateway.routing');
+
+/** Why one target cannot take a request now (see {@link TargetLimitsService}). */
+export interface TargetBlock {
+  /** `budget_spent` (a usage limit) or `rate_limited` (a rate limit) whose conditions name this target's provider. */
+  reason: 'budget_spent' | 'rate_limited';
+  /** When it can again (epoch ms): its window's or period's end; null for a budget that never resets. */
+  until: number | null;
+  /** The policy's id. */
+  policy: string;
+}
+
+/**
+ * The limits that hold for some targets of a request and not others (offered by the `limits` plugin):
+ * a budget or rate limit whose conditions name a provider is checked when that provider's target is
+ * called, not for the whole request, and routing asks it first so a target whose budget is spent is
+ * skipped rather than called and refused.
+ */
+export interface TargetLimitsService {
+  /**
+   * Per target of `targets`: null when it can take the request as far as such limits know, else why
+   * not. Targets with children (a nested strategy) are null. Counts nothing.
+   */
+  blocked(ctx: RequestContext, targets: readonly Target[]): ReadonlyArray<TargetBlock | null> | Promise<ReadonlyArray<TargetBlock | null>>;
+}
+/** The {@link TargetLimitsService} service (offered by the `limits` plugin). */
+export const TARGET_LIMITS = serviceToken<TargetLimitsService>('gateway.target-limits');

@@ -19,11 +19,17 @@ import {
   requestSummary,
   STAGES,
   type UsageLimitPolicy,
-  usagePeriod, stateKey, streamControl } from '../../sdk/index.js';
+  usagePeriod,
+  stateKey,
+  streamControl,
+  TARGET_LIMITS,
+  type TargetBlock,
+  type TargetLimitsService,
+} from '../../sdk/index.js';
 import { IDENTITY } from '../../sdk/admin/index.js';
 import { estimateNanoUsd, estimateTokens, NANO, nanoUsd, priceForRequest, requestedModel, usageNanoUsd, type TokenEstimate } from './estimate.js';
 import { limitHeaders, refusalMessage, secondsUntil, type PolicyState } from './headers.js';
-import { compileSet, groupObject, type CompiledPolicy } from './match.js';
+import { compileSet, groupObject, holdsForSomeTargets, namesProviderOf, type CompiledPolicy } from './match.js';
 import { memoryLimitStore } from './memory-store.js';
 import { OptionsSchema, staticPolicies, type LimitsOptionsInput } from './options.js';
 import { storedPolicies, type LimitCounters } from './policies/index.js';
@@ -47,24 +53,34 @@ export type LimitsOptions = LimitsOptionsInput & {
   now?: () => number;
 };
 
-/** What a request holds until its answer is in, kept on the request under {@link HELD}. */
-interface Held {
-  holds: Hold[];
-  /** Per hold: what its real amount is counted in. */
-  kinds: Array<'tokens' | 'cost'>;
-  /** Per hold: its policy's limit, and the policy (for a stream that draws more, see stream-budget.ts). */
-  limits: number[];
-  policies: LimitPolicy[];
-  /** Per hold: true for a draw a stream made past its reservation (settled to 0: the first hold carries the real amount). */
-  extra: boolean[];
+/** One reservation a request holds, and what settles it. */
+interface HeldEntry {
+  hold: Hold;
+  /** What its real amount is counted in. */
+  kind: 'tokens' | 'cost';
+  /** Its policy's limit, and the policy (for a stream that draws more, see stream-budget.ts). */
+  limit: number;
+  policy: LimitPolicy;
   /** The price a cost budget reserved with, for an answer the price list cannot price itself. */
   price: ModelPrice | null;
+  /** True for a draw a stream made past its reservation (settled to 0: the first hold carries the real amount). */
+  extra: boolean;
+  /** The target path of a policy checked when that target was called (settled to 0 unless it answered); null for the whole request. */
+  leaf: string | null;
+}
+
+/** What a request holds until its answer is in, kept on the request under {@link HELD}. */
+interface Held {
+  entries: HeldEntry[];
   /** Output tokens the reservation covers (the estimate's completion part). */
   completion: number;
   requestId: string;
 }
 const HELD = stateKey<Held>(PLUGIN_NAME);
-export type { Held };
+
+/** Policies matched by a request that hold for some of its targets only, checked when one of those is called. */
+const DEFERRED = stateKey<{ workspaceId: string | null; policies: readonly CompiledPolicy[] }>(`${PLUGIN_NAME}:per-target`);
+export type { Held, HeldEntry };
 
 /** The entry a `redis` store plugin registers. */
 interface RedisConnection {
@@ -93,6 +109,7 @@ export function limits(options: LimitsOptions = {}): GatewayPlugin {
   return {
     name: PLUGIN_NAME,
     errorCodes: LIMIT_ERRORS,
+    provides: [TARGET_LIMITS],
     // Workspaces' stored policies and their admin routes; without the control plane, the server config's alone.
     uses: [IDENTITY, PRICING],
     apply(api) {
@@ -179,8 +196,8 @@ export function limits(options: LimitsOptions = {}): GatewayPlugin {
         );
       };
 
-      const check = async (ctx: RequestContext, workspaceId: string | null, matched: readonly CompiledPolicy[]): Promise<void> => {
-        const now = clock();
+      /** The counters a request takes from `matched`, and what each policy stands at (filled in by the store's answer). */
+      const itemsOf = (ctx: RequestContext, matched: readonly CompiledPolicy[], workspaceId: string | null, now: number) => {
         let tokens: TokenEstimate | null = null;
         const tokenEstimate = () => (tokens ??= estimateTokens(ctx, opts.defaultCompletionTokens));
         let price: ModelPrice | null | undefined;
@@ -229,7 +246,16 @@ export function limits(options: LimitsOptions = {}): GatewayPlugin {
           items.push({ bucket: w.bucket, group, amount, limit, reserve, expireAt: w.end === null ? 0 : w.end + opts.reservationTtlMs });
           states.push({ policy: p, limit, used: 0, reserved: 0, amount, resetAt: w.end, group });
         }
+        return { items, states, price: price ?? null, completion: (tokens as TokenEstimate | null)?.completion ?? 0 };
+      };
 
+      /**
+       * Checks a request against `matched` and holds what it reserves (under {@link HELD}); throws the
+       * refusal. `leaf`: the target path the policies hold for (checked when it is called), null for the whole request.
+       */
+      const check = async (ctx: RequestContext, workspaceId: string | null, matched: readonly CompiledPolicy[], leaf: string | null): Promise<void> => {
+        const now = clock();
+        const { items, states, price, completion } = itemsOf(ctx, matched, workspaceId, now);
         const requestId = randomHex(8);
         let result;
         try {
@@ -255,19 +281,23 @@ export function limits(options: LimitsOptions = {}): GatewayPlugin {
             headers: s.resetAt === null ? undefined : { 'retry-after': String(secondsUntil(s.resetAt, now)) },
           });
         }
-        const held: Held = { holds: [], kinds: [], limits: [], policies: [], extra: [], price: price ?? null, completion: (tokens as TokenEstimate | null)?.completion ?? 0, requestId };
+        let held = ctx.get(HELD);
         for (let i = 0; i < items.length; i++) {
           const item = items[i]!;
           alert(states[i]!, item.bucket);
           if (!item.reserve) continue;
-          held.holds.push({ bucket: item.bucket, group: item.group, member: holdMember(requestId, item.amount, item.group), amount: item.amount, expireAt: item.expireAt });
+          if (held === undefined) ctx.set(HELD, (held = { entries: [], completion, requestId }));
           const p = states[i]!.policy;
-          held.kinds.push(p.kind === 'usage' && p.type === 'cost' ? 'cost' : 'tokens');
-          held.limits.push(item.limit);
-          held.policies.push(p);
-          held.extra.push(false);
+          held.entries.push({
+            hold: { bucket: item.bucket, group: item.group, member: holdMember(requestId, item.amount, item.group), amount: item.amount, expireAt: item.expireAt },
+            kind: p.kind === 'usage' && p.type === 'cost' ? 'cost' : 'tokens',
+            limit: item.limit,
+            policy: p,
+            price,
+            extra: false,
+            leaf,
+          });
         }
-        if (held.holds.length > 0) ctx.set(HELD, held);
       };
 
       // Before guardrails and the cache, after validation: see STAGES.beforeRequest.LIMIT.
@@ -282,25 +312,83 @@ export function limits(options: LimitsOptions = {}): GatewayPlugin {
         if (dynamic.length === 0 && fixedCompiled.length === 0) return undefined;
         const workspaceId = set?.workspaceId ?? ctx.auth?.workspaceId ?? null;
         let matched: CompiledPolicy[] | null = null;
-        for (const c of fixedCompiled) if (c.matches(ctx, workspaceId)) (matched ??= []).push(c);
-        for (const c of dynamic) if (c.matches(ctx, workspaceId)) (matched ??= []).push(c);
-        if (matched !== null) await check(ctx, workspaceId, matched);
+        let deferred: CompiledPolicy[] | null = null;
+        for (const list of [fixedCompiled, dynamic]) {
+          for (const c of list) {
+            if (!c.matches(ctx, workspaceId)) continue;
+            // A policy on some of the targets only: checked when one of them is called.
+            if (holdsForSomeTargets(c, ctx.target)) (deferred ??= []).push(c);
+            else (matched ??= []).push(c);
+          }
+        }
+        if (deferred !== null) ctx.set(DEFERRED, { workspaceId, policies: deferred });
+        if (matched !== null) await check(ctx, workspaceId, matched, null);
         return undefined;
       });
 
-      /** The real amount of a request for each kind of hold: 0 for a cache hit or an answer without usage (a release). */
+      // A policy that holds for some targets only is checked when one of them is called: outside the retries, once per target.
+      api.addInterceptor(
+        PLUGIN_NAME,
+        (next) => (ctx, target) => {
+          const deferred = ctx.get(DEFERRED);
+          if (deferred === undefined || ctx.leafTarget === null) return next(ctx, target);
+          const leaf = ctx.leafTarget;
+          const mine = deferred.policies.filter((c) => namesProviderOf(c, leaf));
+          if (mine.length === 0) return next(ctx, target);
+          return check(ctx, deferred.workspaceId, mine, ctx.targetPath).then(() => next(ctx, target));
+        },
+        STAGES.interceptor.RETRY - 5,
+      );
+
+      // Routing asks before it calls: a target whose own budget or rate limit cannot take the request is skipped.
+      const targetLimits: TargetLimitsService = {
+        blocked(ctx, targets) {
+          const deferred = ctx.get(DEFERRED);
+          if (deferred === undefined || store === null) return targets.map(() => null);
+          const now = clock();
+          return Promise.all(
+            targets.map(async (t): Promise<TargetBlock | null> => {
+              if (Array.isArray(t.targets)) return null;
+              const mine = deferred.policies.filter((c) => namesProviderOf(c, t));
+              if (mine.length === 0) return null;
+              try {
+                const { items, states } = itemsOf(ctx, mine, deferred.workspaceId, now);
+                const denied = await store!.peek(items, now);
+                if (denied === -1) return null;
+                const s = states[denied]!;
+                return { reason: s.policy.kind === 'rate' ? 'rate_limited' : 'budget_spent', until: s.resetAt, policy: s.policy.id };
+              } catch (err) {
+                // The target's own check, when it is called, refuses or answers for the store as the request's would.
+                if ((err as GatewayError).code === undefined) storeDown(err);
+                return null;
+              }
+            }),
+          );
+        },
+      };
+      api.provide(TARGET_LIMITS, targetLimits);
+
+      /** The target path whose answer went back: the last one called. */
+      const answeredBy = (ctx: RequestContext): string | null => ctx.attempts[ctx.attempts.length - 1]?.target ?? null;
+
+      /**
+       * The real amount of each hold: 0 for a cache hit, an answer without usage (a release), a stream's
+       * extra draw (the first hold carries the real amount), or a target that did not answer.
+       */
       const actualOf = (ctx: RequestContext, held: Held): number[] => {
         const hit = ctx.cacheStatus === 'HIT' || ctx.cacheStatus === 'SEMANTIC HIT';
-        if (hit) return held.kinds.map(() => 0);
+        if (hit) return held.entries.map(() => 0);
         const s = requestSummary(ctx, { pricing, wantText: false });
         const tokens = s.usage?.total_tokens ?? 0;
-        let cost = 0;
-        if (held.kinds.includes('cost')) {
-          if (s.cost !== null) cost = nanoUsd(s.cost);
-          else if (s.usage !== null && held.price !== null) cost = usageNanoUsd(held.price, s.usage, s.multiplier);
-          else if (s.usage !== null) unpriced(s.modelAnswered ?? ctx.model ?? '(none)');
-        }
-        return held.kinds.map((k, i) => (held.extra[i] ? 0 : k === 'tokens' ? tokens : cost));
+        const answered = answeredBy(ctx);
+        return held.entries.map((e) => {
+          if (e.extra || (e.leaf !== null && e.leaf !== answered)) return 0;
+          if (e.kind === 'tokens') return tokens;
+          if (s.cost !== null) return nanoUsd(s.cost);
+          if (s.usage !== null && e.price !== null) return usageNanoUsd(e.price, s.usage, s.multiplier);
+          if (s.usage !== null) unpriced(s.modelAnswered ?? ctx.model ?? '(none)');
+          return 0;
+        });
       };
 
       // A stream that runs past what it reserved draws more as it goes, and is cut when a budget has no more to give.
@@ -310,7 +398,7 @@ export function limits(options: LimitsOptions = {}): GatewayPlugin {
         // A cache hit costs nothing: nothing to cap.
         if (ctx.cacheStatus === 'HIT' || ctx.cacheStatus === 'SEMANTIC HIT') return response;
         const control = streamControl(ctx, response);
-        if (control !== null) control.watch(streamBudget(held, { store, clock, reservationTtlMs: opts.reservationTtlMs, storeDown, refuse: refusalOf }));
+        if (control !== null) control.watch(streamBudget(held, ctx.targetPath, { store, clock, reservationTtlMs: opts.reservationTtlMs, storeDown, refuse: refusalOf }));
         return response;
       });
 
@@ -323,9 +411,9 @@ export function limits(options: LimitsOptions = {}): GatewayPlugin {
           actual = actualOf(ctx, held);
         } catch (err) {
           api.logger.error({ err, trace_id: ctx.traceId }, 'limits: reading a request\'s usage failed; its reservations are released');
-          actual = held.kinds.map(() => 0);
+          actual = held.entries.map(() => 0);
         }
-        const settling = store.settle(held.holds, actual, clock()).catch(storeDown);
+        const settling = store.settle(held.entries.map((e) => e.hold), actual, clock()).catch(storeDown);
         pending.add(settling);
         void settling.finally(() => pending.delete(settling));
       });

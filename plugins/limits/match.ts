@@ -7,6 +7,8 @@ type Getter = (ctx: RequestContext, workspaceId: string | null) => string | null
 /** A policy ready for the request path: its conditions as sets, its group_by as getters. */
 export interface CompiledPolicy {
   readonly policy: LimitPolicy;
+  /** The providers its `provider` conditions name; null when it has none (it holds whichever target answers). */
+  readonly providers: ReadonlySet<string> | null;
   matches(ctx: RequestContext, workspaceId: string | null): boolean;
   /** The request's bucket within the policy: `*` without group_by, else its values as a JSON array. */
   groupOf(ctx: RequestContext, workspaceId: string | null): string;
@@ -74,6 +76,43 @@ export function providersOf(target: Target | null): ReadonlySet<string> {
 }
 const EMPTY: ReadonlySet<string> = new Set();
 
+const targetLeaves = new WeakMap<Target, readonly Target[]>();
+
+/** The leaves of a target's strategy tree (itself when it has no children); once per target object. */
+export function leavesOf(target: Target): readonly Target[] {
+  let known = targetLeaves.get(target);
+  if (known === undefined) {
+    const out: Target[] = [];
+    const walk = (t: Target) => {
+      if (Array.isArray(t.targets)) {
+        for (const child of t.targets) if (child !== null && typeof child === 'object') walk(child as Target);
+      } else out.push(t);
+    };
+    walk(target);
+    known = out;
+    targetLeaves.set(target, known);
+  }
+  return known;
+}
+
+/** Whether a policy's provider conditions hold for a target (every policy without any does). */
+export function namesProviderOf(policy: CompiledPolicy, target: Target): boolean {
+  if (policy.providers === null) return true;
+  for (const p of providersOf(target)) if (policy.providers.has(p)) return true;
+  return false;
+}
+
+/**
+ * Whether a policy holds for only some of the targets a request may be answered by: its provider
+ * conditions name some leaves of the strategy tree and not others. Such a policy is checked when one
+ * of its targets is called (docs/limits.md#provider-conditions), not for the whole request.
+ */
+export function holdsForSomeTargets(policy: CompiledPolicy, target: Target | null): boolean {
+  if (policy.providers === null || target === null || !Array.isArray(target.targets)) return false;
+  for (const leaf of leavesOf(target)) if (!namesProviderOf(policy, leaf)) return true;
+  return false;
+}
+
 /** Compiles one policy: conditions on one key are alternatives (any value), different keys must all hold. */
 export function compilePolicy(policy: LimitPolicy): CompiledPolicy {
   const byKey = new Map<string, Set<string>>();
@@ -102,6 +141,7 @@ export function compilePolicy(policy: LimitPolicy): CompiledPolicy {
   const groups = policy.group_by.map((g) => getter(g.key));
   return {
     policy,
+    providers: byKey.get('provider') ?? null,
     matches(ctx, ws) {
       for (const t of tests) if (!t(ctx, ws)) return false;
       return true;

@@ -114,6 +114,20 @@ export async function memoryLimitStore(options: MemoryStoreOptions): Promise<Lim
       return { denied, used, reserved };
     },
 
+    async peek(items: readonly CheckItem[], now: number): Promise<number> {
+      for (let i = 0; i < items.length; i++) {
+        const item = items[i]!;
+        const b = buckets.get(item.bucket);
+        if (b === undefined) {
+          if (Math.max(item.amount, 1) > item.limit) return i;
+          continue;
+        }
+        release(b, now);
+        if ((b.used.get(item.group) ?? 0) + (b.reserved.get(item.group) ?? 0) + Math.max(item.amount, 1) > item.limit) return i;
+      }
+      return -1;
+    },
+
     async settle(holds: readonly Hold[], actual: readonly number[]): Promise<void> {
       // The memory store needs no clock here: expiry is checked against the caller's clock at check and sweep.
       for (let i = 0; i < holds.length; i++) {

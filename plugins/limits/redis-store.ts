@@ -59,6 +59,19 @@ end
 return out
 `;
 
+/* What CHECK would answer, counting nothing. KEYS and ARGV as CHECK's. Returns the denied index (1-based, 0: all pass). */
+const PEEK = `${RELEASE}
+local now = tonumber(ARGV[1])
+for i = 1, #KEYS / 2 do
+  local h, z, o = KEYS[2 * i - 1], KEYS[2 * i], 3 + (i - 1) * 5
+  release(h, z, now)
+  local used = tonumber(redis.call('HGET', h, 'u:' .. ARGV[o + 1]) or 0)
+  local reserved = tonumber(redis.call('HGET', h, 'r:' .. ARGV[o + 1]) or 0)
+  if used + reserved + math.max(tonumber(ARGV[o + 2]), 1) > tonumber(ARGV[o + 3]) then return i end
+end
+return 0
+`;
+
 /*
  * Replaces holds by real amounts. KEYS: per hold, hash and sorted set. ARGV: now, then per hold: member, group, held, actual, expireAt.
  * A hold already released (it expired) is not released twice; the real amount is added either way.
@@ -88,6 +101,7 @@ return redis.call('HGETALL', KEYS[1])
 
 type LimitCommands = {
   gatewayLimitCheck(numKeys: number, ...args: (string | number)[]): Promise<number[]>;
+  gatewayLimitPeek(numKeys: number, ...args: (string | number)[]): Promise<number>;
   gatewayLimitSettle(numKeys: number, ...args: (string | number)[]): Promise<number>;
   gatewayLimitRead(numKeys: number, ...args: (string | number)[]): Promise<string[]>;
 };
@@ -104,19 +118,24 @@ type LimitCommands = {
  */
 export function redisLimitStore(client: Redis, prefix: string): LimitStore {
   client.defineCommand('gatewayLimitCheck', { lua: CHECK });
+  client.defineCommand('gatewayLimitPeek', { lua: PEEK });
   client.defineCommand('gatewayLimitSettle', { lua: SETTLE });
   client.defineCommand('gatewayLimitRead', { lua: READ });
   const commands = client as unknown as LimitCommands;
   const hash = (bucket: string) => `${prefix}limits:${bucket}`;
   const holds = (bucket: string) => `${prefix}limits:${bucket}:z`;
+  const checkArgs = (items: readonly CheckItem[], head: (string | number)[]) => {
+    const keys: string[] = [];
+    const args = head;
+    for (const item of items) {
+      keys.push(hash(item.bucket), holds(item.bucket));
+      args.push(item.group, item.amount, item.limit, item.reserve ? 1 : 0, item.expireAt);
+    }
+    return { keys, args };
+  };
   return {
     async check(items: readonly CheckItem[], requestId: string, now: number, holdUntil: number): Promise<CheckResult> {
-      const keys: string[] = [];
-      const args: (string | number)[] = [now, holdUntil, requestId];
-      for (const item of items) {
-        keys.push(hash(item.bucket), holds(item.bucket));
-        args.push(item.group, item.amount, item.limit, item.reserve ? 1 : 0, item.expireAt);
-      }
+      const { keys, args } = checkArgs(items, [now, holdUntil, requestId]);
       const out = await commands.gatewayLimitCheck(keys.length, ...keys, ...args);
       const used: number[] = [];
       const reserved: number[] = [];
@@ -125,6 +144,11 @@ export function redisLimitStore(client: Redis, prefix: string): LimitStore {
         reserved.push(Number(out[2 + 2 * i]));
       }
       return { denied: Number(out[0]) - 1, used, reserved };
+    },
+
+    async peek(items: readonly CheckItem[], now: number): Promise<number> {
+      const { keys, args } = checkArgs(items, [now, 0, '']);
+      return Number(await commands.gatewayLimitPeek(keys.length, ...keys, ...args)) - 1;
     },
 
     async settle(list: readonly Hold[], actual: readonly number[], now: number): Promise<void> {

@@ -52,6 +52,8 @@ export interface LimitStore {
    * counts or holds each. `holdUntil` is when the holds expire by themselves.
    */
   check(items: readonly CheckItem[], requestId: string, now: number, holdUntil: number): Promise<CheckResult>;
+  /** Index of the first item `check` would refuse now, or -1; counts and holds nothing (expired holds are released). */
+  peek(items: readonly CheckItem[], now: number): Promise<number>;
   /** Replaces each hold by the real amount (0 releases it); a hold that expired meanwhile only adds the real amount. */
   settle(holds: readonly Hold[], actual: readonly number[], now: number): Promise<void>;
   /** Every group of a bucket, expired holds released first. */

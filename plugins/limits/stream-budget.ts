@@ -26,8 +26,9 @@ export interface StreamBudgetDeps {
  * stream is cut with that policy's error before the text that needed it goes out, and the upstream
  * is aborted. Draws are holds of their own, released when the request settles to its real usage.
  */
-export function streamBudget(held: Held, deps: StreamBudgetDeps): StreamWatcher {
-  const base = held.holds.map((_, i) => i);
+export function streamBudget(held: Held, answeredBy: string | null, deps: StreamBudgetDeps): StreamWatcher {
+  // The policies of the whole request and of the target that answered (not those of targets tried before it).
+  const base = held.entries.map((e, i) => (e.leaf === null || e.leaf === answeredBy ? i : -1)).filter((i) => i !== -1);
   let covered = held.completion;
   let draws = 0;
 
@@ -36,11 +37,11 @@ export function streamBudget(held: Held, deps: StreamBudgetDeps): StreamWatcher 
     const items: CheckItem[] = [];
     const of: number[] = [];
     for (const i of base) {
+      const e = held.entries[i]!;
       // An unpriced model under a cost budget reserved nothing and draws nothing (docs/limits.md#unknown-prices).
-      const amount = held.kinds[i] === 'tokens' ? tokens : held.price === null ? 0 : estimateNanoUsd({ prompt: 0, completion: tokens }, held.price);
+      const amount = e.kind === 'tokens' ? tokens : e.price === null ? 0 : estimateNanoUsd({ prompt: 0, completion: tokens }, e.price);
       if (amount === 0) continue;
-      const h = held.holds[i]!;
-      items.push({ bucket: h.bucket, group: h.group, amount, limit: held.limits[i]!, reserve: true, expireAt: h.expireAt });
+      items.push({ bucket: e.hold.bucket, group: e.hold.group, amount, limit: e.limit, reserve: true, expireAt: e.hold.expireAt });
       of.push(i);
     }
     if (items.length === 0) {
@@ -52,12 +53,12 @@ export function streamBudget(held: Held, deps: StreamBudgetDeps): StreamWatcher 
     const result = await deps.store.check(items, id, now, now + deps.reservationTtlMs);
     if (result.denied !== -1) return of[result.denied]!;
     items.forEach((item, k) => {
-      const i = of[k]!;
-      held.holds.push({ bucket: item.bucket, group: item.group, member: holdMember(id, item.amount, item.group), amount: item.amount, expireAt: item.expireAt });
-      held.kinds.push(held.kinds[i]!);
-      held.limits.push(item.limit);
-      held.policies.push(held.policies[i]!);
-      held.extra.push(true);
+      const e = held.entries[of[k]!]!;
+      held.entries.push({
+        ...e,
+        hold: { bucket: item.bucket, group: item.group, member: holdMember(id, item.amount, item.group), amount: item.amount, expireAt: item.expireAt },
+        extra: true,
+      });
     });
     covered += tokens;
     return -1;
@@ -71,7 +72,7 @@ export function streamBudget(held: Held, deps: StreamBudgetDeps): StreamWatcher 
     } catch (err) {
       deps.storeDown(err);
       // The counters cannot be reached: a fail-open policy lets the stream go on, a fail-closed one ends it.
-      const closed = base.find((i) => !held.policies[i]!.fail_open);
+      const closed = base.find((i) => !held.entries[i]!.policy.fail_open);
       if (closed === undefined) {
         covered = Infinity;
         return;
@@ -79,7 +80,7 @@ export function streamBudget(held: Held, deps: StreamBudgetDeps): StreamWatcher 
       refused = closed;
     }
     if (refused === -1) return;
-    const policy = held.policies[refused]!;
+    const policy = held.entries[refused]!.policy;
     view.cut(deps.refuse(policy, view.ctx), { reason: 'usage_limit', by: policy.id });
   };
 

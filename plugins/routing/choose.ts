@@ -1,12 +1,14 @@
 import type { TargetState } from './state.js';
 
 /** Why a target was left out of a request's choice. */
-export type SkipReason = 'retry_after' | 'requests_exhausted' | 'tokens_exhausted' | 'slower';
+export type SkipReason = 'retry_after' | 'requests_exhausted' | 'tokens_exhausted' | 'budget_spent' | 'rate_limited' | 'slower';
 
-/** A target that cannot take the request now, and until when (epoch ms). */
+/** A target that cannot take the request now, and until when (epoch ms; Infinity for a budget that never resets). */
 export interface Out {
   reason: Exclude<SkipReason, 'slower'>;
   until: number;
+  /** The limit policy that blocks it (`budget_spent`, `rate_limited`). */
+  policy?: string;
 }
 
 /**

@@ -14,6 +14,7 @@ import {
   parseOptions,
   pickWeighted,
   ROUTING,
+  TARGET_LIMITS,
   weightOf,
   STAGES,
   stateKey,
@@ -25,6 +26,7 @@ import {
   type RoutePlan,
   type RoutingService,
   type Target,
+  type TargetLimitsService,
   type TargetField,
 } from '../../sdk/index.js';
 import { fastest, outOfHeadroom, rendezvous, type Out, type SkipReason } from './choose.js';
@@ -98,7 +100,8 @@ export interface RouteDecision {
   mode: 'loadbalance' | 'fallback';
   /** Paths of the targets considered. */
   considered: string[];
-  skipped: Array<{ target: string; reason: SkipReason; until?: string }>;
+  /** `until`: when it can again (absent for a budget that never resets); `policy`: the limit policy that blocks it. */
+  skipped: Array<{ target: string; reason: SkipReason; until?: string; policy?: string }>;
   /** Loadbalance: the path chosen; fallback: the order it will try. */
   chosen: string[];
   /** With affinity: whether the session's own target took it (`hit`), or another because its own could not (`miss`). */
@@ -133,7 +136,13 @@ export function routing(options: RoutingOptions = {}): GatewayPlugin {
     targetFields: ROUTING_FIELDS,
     errorCodes: ROUTING_ERRORS,
     provides: [ROUTING],
+    // The limits plugin's policies that name a target's provider: a target whose budget is spent is skipped.
+    uses: [TARGET_LIMITS],
     apply(api) {
+      let targetLimits: TargetLimitsService | undefined;
+      api.onReady(() => {
+        targetLimits = api.tryResolve(TARGET_LIMITS);
+      });
       let store: RouteStateStore = memoryRouteState(clock);
       if (opts.store === 'redis') {
         api.onReady(() => {
@@ -173,6 +182,13 @@ export function routing(options: RoutingOptions = {}): GatewayPlugin {
           const t = clock();
           const tokens = requestTokens(ctx);
           const outs: Array<Out | null> = targets.map((_, i) => (config.headroom === false || keys[i] === null ? null : outOfHeadroom(states[i]!, tokens, t)));
+          if (targetLimits !== undefined) {
+            const got = targetLimits.blocked(ctx, targets);
+            const blocks = Array.isArray(got) ? got : await got;
+            blocks.forEach((b, i) => {
+              if (b !== null && outs[i] === null && weights[i]! > 0) outs[i] = { reason: b.reason, until: b.until ?? Infinity, policy: b.policy };
+            });
+          }
           const decision: RouteDecision = {
             at: path,
             mode,
@@ -189,7 +205,7 @@ export function routing(options: RoutingOptions = {}): GatewayPlugin {
             decision.considered.push(child);
             const out = outs[i];
             if (out === null || out === undefined) usable.push(i);
-            else decision.skipped.push({ target: child, reason: out.reason, until: new Date(out.until).toISOString() });
+            else decision.skipped.push({ target: child, reason: out.reason, ...(Number.isFinite(out.until) ? { until: new Date(out.until).toISOString() } : {}), ...(out.policy === undefined ? {} : { policy: out.policy }) });
           });
           let decisions = ctx.get(DECISIONS);
           if (decisions === undefined) ctx.set(DECISIONS, (decisions = []));
@@ -295,8 +311,12 @@ export function routing(options: RoutingOptions = {}): GatewayPlugin {
 function exhausted(decision: RouteDecision, outs: ReadonlyArray<Out | null>, now: number): GatewayError {
   let earliest = Infinity;
   for (const o of outs) if (o !== null && o.until < earliest) earliest = o.until;
-  const seconds = Number.isFinite(earliest) ? Math.max(1, Math.ceil((earliest - now) / 1000)) : 1;
-  const why = decision.skipped.map((s) => `${s.target}: ${s.reason.replace('_', ' ')}`).join('; ');
+  const why = decision.skipped.map((s) => `${s.target}: ${s.reason.replace('_', ' ')}${s.policy === undefined ? '' : ` (policy ${s.policy})`}`).join('; ');
+  // Every target's budget spent for good: no time to wait for.
+  if (!Number.isFinite(earliest)) {
+    return new GatewayError('targets_exhausted', `No target of the ${decision.mode} can take this request (${why}), and none resets by itself.`, { spec: ROUTING_ERRORS.targets_exhausted });
+  }
+  const seconds = Math.max(1, Math.ceil((earliest - now) / 1000));
   return new GatewayError('targets_exhausted', `No target of the ${decision.mode} can take this request now (${why}); the earliest can again in ${seconds} s.`, {
     spec: ROUTING_ERRORS.targets_exhausted,
     headers: { 'retry-after': String(seconds) },

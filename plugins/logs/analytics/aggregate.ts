@@ -27,7 +27,7 @@ export interface Agg extends Record<Metric, number> {
 export function emptyAgg(): Agg {
   return {
     requests: 0, successes: 0, unpriced: 0, cost_sum: 0, cost_n: 0, total_tokens: 0, total_tokens_n: 0, prompt_tokens: 0, prompt_tokens_n: 0,
-    completion_tokens: 0, completion_tokens_n: 0, cache_hits: 0, cache_lookups: 0, latency_sum: 0, latency_n: 0,
+    completion_tokens: 0, completion_tokens_n: 0, cached_tokens: 0, cache_hits: 0, cache_lookups: 0, latency_sum: 0, latency_n: 0,
     first_seen: Infinity, last_seen: -Infinity, bins: new Array<number>(BINS).fill(0),
   };
 }
@@ -53,6 +53,7 @@ export function addEntry(a: Agg, e: LogEntry, bin = e.latency_ms === null || e.l
     a.completion_tokens += e.completion_tokens;
     a.completion_tokens_n++;
   }
+  if (e.cached_tokens !== null && e.cached_tokens !== undefined) a.cached_tokens += e.cached_tokens;
   const cache = e.cache_status ?? null;
   if (cache !== null && cache !== 'DISABLED') {
     a.cache_lookups++;
@@ -107,6 +108,7 @@ export const SCAN_EXPRESSIONS: Readonly<Record<Metric | (typeof EXTREMES)[number
   prompt_tokens_n: 'COUNT(prompt_tokens)',
   completion_tokens: 'SUM(completion_tokens)',
   completion_tokens_n: 'COUNT(completion_tokens)',
+  cached_tokens: 'SUM(cached_tokens)',
   cache_hits: `SUM(CASE WHEN ${HIT_SQL} THEN 1 ELSE 0 END)`,
   cache_lookups: `SUM(CASE WHEN ${LOOKUP_SQL} THEN 1 ELSE 0 END)`,
   latency_sum: 'SUM(latency_ms)',

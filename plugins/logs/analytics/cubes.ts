@@ -45,11 +45,17 @@ export const DAY = 86_400_000;
 /** Coarsest first. Each divides the one before, so a coarser bucket is whole finer ones. */
 export const LEVELS: readonly number[] = [DAY, HOUR, MINUTE];
 
-/** The summed columns of a rollup row, after its key (level, bucket, dims) and before the latency bins. */
-export const METRICS = [
+/**
+ * The summed columns as migration 9 created them. Frozen: a released migration's text never changes;
+ * columns added later are added by a migration of their own (see {@link METRICS}).
+ */
+export const METRICS_V9 = [
   'requests', 'successes', 'unpriced', 'cost_sum', 'cost_n', 'total_tokens', 'total_tokens_n', 'prompt_tokens', 'prompt_tokens_n',
   'completion_tokens', 'completion_tokens_n', 'cache_hits', 'cache_lookups', 'latency_sum', 'latency_n',
 ] as const;
+
+/** The summed columns of a rollup row (its key is level, bucket, dims; the latency bins follow): migration 9's, then 12's `cached_tokens`. */
+export const METRICS = [...METRICS_V9, 'cached_tokens'] as const;
 /** Kept as the earliest and latest `created_at` of the row's entries. */
 export const EXTREMES = ['first_seen', 'last_seen'] as const;
 

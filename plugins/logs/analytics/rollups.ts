@@ -1,7 +1,7 @@
 import type { SqlClient } from '../../../sdk/index.js';
 import type { LogEntry } from '../entry.js';
 import { addAgg, addEntry, emptyAgg, LATENCY_BIN_SQL, ROLLUP_VALUE_COLUMNS, rollupValues, SCAN_EXPRESSIONS, type Agg } from './aggregate.js';
-import { CUBES, DAY, dimSql, dimValue, EXTREMES, HOUR, LEVELS, METRICS, MINUTE, type Cube } from './cubes.js';
+import { CUBES, DAY, dimSql, dimValue, EXTREMES, HOUR, LEVELS, METRICS, METRICS_V9, MINUTE, type Cube } from './cubes.js';
 import { ROWS_PER_STATEMENT } from '../store/sql.js';
 import { BIN_COLUMNS, binOf } from './sketch.js';
 
@@ -18,13 +18,13 @@ export const STATE_TABLE = 'gateway_log_rollup_state';
 
 const keyColumns = (c: Cube) => ['level', 'bucket', ...c.dims.map((d) => d.column)];
 
-/** CREATE TABLE for one cube. */
-function createTable(c: Cube, dialect: Dialect): string {
+/** CREATE TABLE for one cube, with the summed columns `metrics` (migration 9's: {@link METRICS_V9}). */
+function createTable(c: Cube, dialect: Dialect, metrics: readonly string[]): string {
   const columns = [
     'level INTEGER NOT NULL',
     'bucket BIGINT NOT NULL',
     ...c.dims.map((d) => `${d.column} ${d.type === 'text' ? 'TEXT' : 'INTEGER'} NOT NULL`),
-    ...METRICS.map((m) => `${m} ${m === 'cost_sum' || m === 'latency_sum' ? 'DOUBLE PRECISION' : 'BIGINT'} NOT NULL`),
+    ...metrics.map((m) => `${m} ${m === 'cost_sum' || m === 'latency_sum' ? 'DOUBLE PRECISION' : 'BIGINT'} NOT NULL`),
     ...EXTREMES.map((e) => `${e} BIGINT NOT NULL`),
     ...BIN_COLUMNS.map((h) => `${h} INTEGER NOT NULL`),
     `PRIMARY KEY (${keyColumns(c).join(', ')})`,
@@ -48,18 +48,18 @@ const NOW_MS: Record<Dialect, string> = {
  * latency bin (cheap), then those groups pivoted into one row per key (142 conditional sums, but over far
  * fewer rows than the log has).
  */
-function backfillFromRows(c: Cube, level: number): string {
+function backfillFromRows(c: Cube, level: number, metrics: readonly string[]): string {
   const dims = c.dims.map((d, i) => `${dimSql(d)} AS d${i}`);
   const dimNames = c.dims.map((_, i) => `d${i}`);
   const inner = Object.entries(SCAN_EXPRESSIONS).map(([name, sql]) => `${sql} AS ${name}`);
   const since = level === MINUTE ? ` WHERE created_at >= (SELECT value FROM ${STATE_TABLE} WHERE name = 'minute_floor')` : '';
   const outer = [
-    ...METRICS.map((m) => `COALESCE(SUM(${m}), 0)`),
+    ...metrics.map((m) => `COALESCE(SUM(${m}), 0)`),
     'MIN(first_seen)', 'MAX(last_seen)',
     ...BIN_COLUMNS.map((_, i) => `SUM(CASE WHEN lbin = ${i} THEN latency_n ELSE 0 END)`),
   ];
   return (
-    `INSERT INTO ${c.table} (${[...keyColumns(c), ...ROLLUP_VALUE_COLUMNS].join(', ')}) ` +
+    `INSERT INTO ${c.table} (${[...keyColumns(c), ...metrics, ...EXTREMES, ...BIN_COLUMNS].join(', ')}) ` +
     `SELECT ${level}, bucket, ${dimNames.join(', ')}, ${outer.join(', ')} FROM (` +
     `SELECT bucket, ${dimNames.join(', ')}, lbin, ${inner.join(', ')} FROM (` +
     `SELECT gateway_logs.*, created_at - created_at % ${level} AS bucket, ${dims.join(', ')}, ${LATENCY_BIN_SQL} AS lbin FROM gateway_logs${since}) l ` +
@@ -68,11 +68,11 @@ function backfillFromRows(c: Cube, level: number): string {
 }
 
 /** One cube's day rollups, summed from its hour rollups. */
-function backfillDays(c: Cube): string {
+function backfillDays(c: Cube, metrics: readonly string[]): string {
   const key = c.dims.map((d) => d.column);
-  const sums = [...METRICS, ...BIN_COLUMNS].map((m) => `SUM(${m})`);
-  const values = [...METRICS, 'first_seen', 'last_seen', ...BIN_COLUMNS];
-  const select = [...sums.slice(0, METRICS.length), 'MIN(first_seen)', 'MAX(last_seen)', ...sums.slice(METRICS.length)];
+  const sums = [...metrics, ...BIN_COLUMNS].map((m) => `SUM(${m})`);
+  const values = [...metrics, 'first_seen', 'last_seen', ...BIN_COLUMNS];
+  const select = [...sums.slice(0, metrics.length), 'MIN(first_seen)', 'MAX(last_seen)', ...sums.slice(metrics.length)];
   return (
     `INSERT INTO ${c.table} (level, bucket, ${key.join(', ')}, ${values.join(', ')}) ` +
     `SELECT ${DAY}, bucket - bucket % ${DAY}, ${key.join(', ')}, ${select.join(', ')} FROM ${c.table} WHERE level = ${HOUR} ` +
@@ -81,8 +81,8 @@ function backfillDays(c: Cube): string {
 }
 
 /** Every rollup of one cube built from the rows stored: hours, days from the hours, and minutes from the minute floor on. */
-function backfill(c: Cube): string[] {
-  return [backfillFromRows(c, HOUR), backfillDays(c), backfillFromRows(c, MINUTE)];
+function backfill(c: Cube, metrics: readonly string[] = METRICS): string[] {
+  return [backfillFromRows(c, HOUR, metrics), backfillDays(c, metrics), backfillFromRows(c, MINUTE, metrics)];
 }
 
 /** Sets the minute floor to the minute 48 hours before now: minutes before it are read from the rows. */
@@ -96,7 +96,31 @@ const setMinuteFloor = (dialect: Dialect) =>
 export function rollupMigration(dialect: Dialect): string {
   // Minutes before the back-filled 48 hours are read from the rows, as after a retention clean-up.
   const statements = [`CREATE TABLE ${STATE_TABLE} (name TEXT PRIMARY KEY, value BIGINT NOT NULL)`, `INSERT INTO ${STATE_TABLE} (name, value) VALUES ('minute_floor', 0)`, setMinuteFloor(dialect)];
-  for (const c of CUBES) statements.push(createTable(c, dialect), ...backfill(c));
+  for (const c of CUBES) statements.push(createTable(c, dialect, METRICS_V9), ...backfill(c, METRICS_V9));
+  return statements.join(';\n');
+}
+
+/**
+ * Migration 12: `cached_tokens` in every rollup, filled from the rows still stored (each level's buckets
+ * summed from the rows, minutes from the minute floor on); buckets whose rows retention already removed keep 0.
+ */
+export function cachedTokensMigration(): string {
+  const statements: string[] = [];
+  for (const c of CUBES) {
+    statements.push(`ALTER TABLE ${c.table} ADD COLUMN cached_tokens BIGINT NOT NULL DEFAULT 0`);
+    const dims = c.dims.map((d, i) => `${dimSql(d)} AS d${i}`);
+    const names = c.dims.map((_, i) => `d${i}`);
+    for (const level of LEVELS) {
+      const since = level === MINUTE ? ` AND created_at >= (SELECT value FROM ${STATE_TABLE} WHERE name = 'minute_floor')` : '';
+      const match = c.dims.map((d, i) => ` AND ${c.table}.${d.column} = s.d${i}`).join('');
+      statements.push(
+        `UPDATE ${c.table} SET cached_tokens = s.c FROM (` +
+          `SELECT created_at - created_at % ${level} AS bucket${dims.map((d) => `, ${d}`).join('')}, SUM(cached_tokens) AS c FROM gateway_logs ` +
+          `WHERE cached_tokens > 0${since} GROUP BY created_at - created_at % ${level}${names.length === 0 ? '' : `, ${c.dims.map((d) => dimSql(d)).join(', ')}`}` +
+          `) AS s WHERE ${c.table}.level = ${level} AND ${c.table}.bucket = s.bucket${match}`,
+      );
+    }
+  }
   return statements.join(';\n');
 }
 

@@ -1,5 +1,5 @@
 import type { Migration } from '../../../sdk/index.js';
-import { rollupMigration } from '../analytics/rollups.js';
+import { cachedTokensMigration, rollupMigration } from '../analytics/rollups.js';
 
 /** Migration namespace of the log store. */
 export const LOGS_NAMESPACE = 'logs';
@@ -186,5 +186,12 @@ CREATE INDEX gateway_log_bodies_created ON gateway_log_bodies (created_at)`,
     up: `
 ALTER TABLE gateway_logs ADD COLUMN routing TEXT;
 ALTER TABLE gateway_log_bodies ADD COLUMN routing TEXT`,
+  },
+  {
+    // Cached input tokens in the rollups (analytics' `cached_tokens`, per provider and model as per key), filled from
+    // the rows still stored. The text is built from the cubes, frozen with this migration like 9's.
+    version: 12,
+    name: 'gateway_log rollups cached_tokens',
+    up: cachedTokensMigration(),
   },
 ];

@@ -72,7 +72,7 @@ export const GROUP_KEYS = {
 export type GroupBy = keyof typeof GROUP_KEYS;
 
 export const GROUP_COLUMNS = [
-  'cost', 'total_tokens', 'avg_tokens', 'avg_input_tokens', 'avg_output_tokens', 'avg_latency', 'p95_latency', 'p99_latency',
+  'cost', 'total_tokens', 'cached_tokens', 'avg_tokens', 'avg_input_tokens', 'avg_output_tokens', 'avg_latency', 'p95_latency', 'p99_latency',
   'success_rate', 'error_count', 'cache_hit_rate', 'last_seen', 'first_seen',
 ] as const;
 
@@ -274,6 +274,9 @@ export class LogRepository {
           case 'total_tokens':
             out.total_tokens = agg.total_tokens;
             break;
+          case 'cached_tokens':
+            out.cached_tokens = agg.cached_tokens;
+            break;
           case 'avg_tokens':
             out.avg_tokens = mean(agg.total_tokens, agg.total_tokens_n);
             break;
@@ -338,6 +341,7 @@ export class LogRepository {
       total_tokens: agg?.total_tokens ?? 0,
       prompt_tokens: agg?.prompt_tokens ?? 0,
       completion_tokens: agg?.completion_tokens ?? 0,
+      cached_tokens: agg?.cached_tokens ?? 0,
       p50_latency: agg === undefined ? null : percentile(agg.bins, 50),
       p95_latency: agg === undefined ? null : percentile(agg.bins, 95),
       cache_hit_rate: agg === undefined || agg.cache_lookups === 0 ? null : agg.cache_hits / agg.cache_lookups,

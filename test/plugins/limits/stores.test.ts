@@ -72,6 +72,21 @@ function contract(name: string, make: () => Promise<{ store: LimitStore; clock: 
       expect((await store.check([it], 'c', clock.now, clock.now + TTL)).denied).toBe(-1);
     });
 
+    run('peek answers what a check would, and counts and holds nothing', async () => {
+      const a = item({ bucket: 'peek:a', limit: 10, reserve: true, amount: 4 });
+      const b = item({ bucket: 'peek:b', limit: 5, reserve: true, amount: 4 });
+      expect(await store.peek([a, b], clock.now)).toBe(-1);
+      expect((await store.check([a, b], 'p1', clock.now, clock.now + TTL)).denied).toBe(-1);
+      // b holds 4 of 5: another 4 would not fit; nothing the peeks did was counted.
+      expect(await store.peek([a, b], clock.now)).toBe(1);
+      expect(await store.peek([a], clock.now)).toBe(-1);
+      expect(await store.read('peek:a', clock.now)).toEqual([{ group: '*', used: 0, reserved: 4 }]);
+      // An expired hold is released first, as a check would.
+      expect(await store.peek([b], clock.now + TTL + 1)).toBe(-1);
+      // A bucket never checked: only an amount over the limit is refused.
+      expect(await store.peek([item({ bucket: 'peek:new', limit: 3, amount: 4 })], clock.now)).toBe(0);
+    });
+
     run('an exhausted budget refuses even a request estimated at nothing', async () => {
       const it = item({ bucket: 'zero', amount: 5, limit: 5, reserve: false });
       expect((await store.check([it], 'a', clock.now, clock.now + TTL)).denied).toBe(-1);

@@ -102,6 +102,81 @@ describe('quota headroom, one instance', () => {
   });
 });
 
+describe('a target whose budget is spent', () => {
+  let gw: Server;
+  let up: Awaited<ReturnType<typeof startQuotaUpstream>>;
+  // A budget for one provider of the loadbalance only: checked when that target is called, and asked by routing before.
+  const budgets = [
+    { id: 'openai-budget', type: 'tokens', credit_limit: 250, conditions: [{ key: 'provider', value: 'openai' }] },
+    { id: 'fw-small', type: 'tokens', credit_limit: 5, conditions: [{ key: 'provider', value: 'fireworks-ai' }, { key: 'metadata.case', value: 'both' }] },
+    { id: 'fw-fail', type: 'tokens', credit_limit: 250, conditions: [{ key: 'provider', value: 'fireworks-ai' }, { key: 'metadata.case', value: 'fail' }] },
+  ];
+  beforeAll(async () => {
+    up = await startQuotaUpstream(['a', 'b', 'c', 'd']);
+    const plugins = DEFAULT_CONFIG.plugins.map((p) => (p.name === 'limits' ? { name: 'limits', options: { usageLimits: budgets } } : p));
+    gw = await startTestServer({ config: { ...DEFAULT_CONFIG, plugins } });
+  });
+  afterAll(async () => {
+    await gw.close();
+    await up.close();
+  });
+  // 400 characters: 100 prompt tokens, as the gateway estimates and the mock counts; with max_tokens 10 the estimate is about 110, the real use 102.
+  const long = 'word '.repeat(80);
+  const fw = (host: string) => ({ provider: 'fireworks-ai', api_key: 'fw-routing', custom_host: host });
+  const meta = (value: string) => ({ 'x-gateway-metadata': JSON.stringify({ case: value }) });
+
+  test('a loadbalance skips the target whose budget is spent, before calling it: no 429 reaches the client', async () => {
+    const config = { strategy: { mode: 'loadbalance' }, targets: [leaf(up.host('a'), { weight: 3 }), fw(up.host('b'))] };
+    const bodies: unknown[] = [];
+    for (let i = 0; i < 20; i++) {
+      const r = await chat(gw, config, long, { max_tokens: 10 });
+      if (r.status !== 200) bodies.push(r.body);
+    }
+    expect(bodies).toEqual([]);
+    // 250 tokens take two answers of 102 (a third's estimate no longer fits); b took the rest, a was never refused.
+    expect(up.targets.get('a')!.served).toBe(2);
+    expect(up.targets.get('a')!.refused).toBe(0);
+    expect(up.targets.get('b')!.served).toBe(18);
+    const line = gw.logs.lines().filter((l) => l.msg === 'request' && Array.isArray(l.routing)).at(-1)!;
+    // The budget never resets: no time it is out until.
+    expect(line.routing[0]).toMatchObject({ considered: ['0', '1'], skipped: [{ target: '0', reason: 'budget_spent', policy: 'openai-budget' }], chosen: ['1'] });
+    expect(line.routing[0].skipped[0].until).toBeUndefined();
+    expect(line.limit_policy_id).toBeUndefined();
+
+    // A fallback goes past it to the next target without calling it.
+    const before = up.targets.get('a')!.served + up.targets.get('a')!.refused;
+    const r = await chat(gw, { strategy: { mode: 'fallback' }, targets: [leaf(up.host('a')), fw(up.host('b'))] }, long, { max_tokens: 10 });
+    expect([r.status, r.body.choices[0].message.content]).toEqual([200, 'from b']);
+    expect(up.targets.get('a')!.served + up.targets.get('a')!.refused).toBe(before);
+
+    // Every target's budget spent: a 429 naming them; neither resets by itself, so no retry-after.
+    const out = await chat(gw, config, long, { max_tokens: 10 }, meta('both'));
+    expect(out.status).toBe(429);
+    expect(out.body.error.code).toBe('targets_exhausted');
+    expect(out.body.error.message).toContain('policy openai-budget');
+    expect(out.body.error.message).toContain('policy fw-small');
+    expect(out.headers.get('retry-after')).toBeNull();
+  });
+
+  test('a target tried and failed gives its reservation back: its budget is charged only for the answers it gave', async () => {
+    up.set('c', { status: 500 });
+    const config = { strategy: { mode: 'fallback' }, targets: [fw(up.host('c')), { provider: 'together-ai', api_key: 'tg', custom_host: up.host('d') }] };
+    // Five fallbacks from c to d: had d's 102 tokens each been charged to c's budget of 250, it would be spent after two.
+    for (let i = 0; i < 5; i++) {
+      const r = await chat(gw, config, long, { max_tokens: 10 }, meta('fail'));
+      expect([r.status, r.body.choices[0].message.content]).toEqual([200, 'from d']);
+    }
+    up.set('c', { status: 200 });
+    const r = await chat(gw, config, long, { max_tokens: 10 }, meta('fail'));
+    expect([r.status, r.body.choices[0].message.content]).toEqual([200, 'from c']);
+    // Two answers of c spend it; the third goes to d, c not called.
+    await chat(gw, config, long, { max_tokens: 10 }, meta('fail'));
+    const third = await chat(gw, config, long, { max_tokens: 10 }, meta('fail'));
+    expect([third.status, third.body.choices[0].message.content]).toEqual([200, 'from d']);
+    expect(up.targets.get('c')!.served).toBe(2);
+  });
+});
+
 describe('latency and affinity', () => {
   let gw: Server;
   let up: Awaited<ReturnType<typeof startQuotaUpstream>>;
@@ -117,6 +192,7 @@ describe('latency and affinity', () => {
   test('affinity by prompt prefix: 100 requests of 20 conversations over three targets, each conversation on one target, its cache hit on every later turn', async () => {
     const config = { strategy: { mode: 'loadbalance' }, routing: { affinity: { key: 'prefix' } }, targets: [leaf(up.host('x')), leaf(up.host('y')), leaf(up.host('z'))] };
     let cached = 0;
+    let cachedTokens = 0;
     for (let turn = 0; turn < 5; turn++) {
       const answers = await Promise.all(
         Array.from({ length: 20 }, async (_, c) => {
@@ -131,6 +207,7 @@ describe('latency and affinity', () => {
         }),
       );
       cached += answers.filter((a) => a.usage.prompt_tokens_details.cached_tokens > 0).length;
+      for (const a of answers) cachedTokens += a.usage.prompt_tokens_details.cached_tokens;
     }
     // Every conversation stayed on one target...
     for (let c = 0; c < 20; c++) {
@@ -141,6 +218,15 @@ describe('latency and affinity', () => {
     // ...so every turn after the first hit the provider's cache; and the three targets shared the conversations.
     expect(cached).toBe(80);
     for (const n of ['x', 'y', 'z']) expect(up.targets.get(n)!.served).toBeGreaterThan(0);
+    // The cached input tokens, per provider and model, in the analytics routes and /metrics.
+    const admin = (path: string) => fetch(`${gw.url}${path}`, { headers: { 'x-gateway-api-key': BOOTSTRAP_KEY } });
+    await expect
+      .poll(async () => ((await (await admin('/v1/analytics/groups/model?columns=cached_tokens')).json()) as { data: Array<{ model: string; cached_tokens: number }> }).data, { timeout: 5000 })
+      .toContainEqual({ model: 'gpt-4o-mini', requests: 100, cached_tokens: cachedTokens });
+    const series = (await (await admin(`/v1/analytics/timeseries?from=${new Date(Date.now() - 3_600_000).toISOString()}&interval=hour`)).json()) as { totals: { cached_tokens: number } };
+    expect(series.totals.cached_tokens).toBe(cachedTokens);
+    const metrics = await (await admin('/metrics')).text();
+    expect(metrics).toMatch(new RegExp(`gateway_tokens_total\\{[^}]*kind="cached"[^}]*\\} ${cachedTokens}\\b`));
   });
 
   test('prefer latency: once measured, the fast target takes nearly all the traffic', async () => {

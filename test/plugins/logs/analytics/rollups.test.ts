@@ -51,6 +51,7 @@ function rows(): LogEntry[] {
       prompt_tokens: usage ? Math.floor(r() * 1000) : null,
       completion_tokens: usage ? Math.floor(r() * 300) : null,
       total_tokens: usage ? Math.floor(r() * 1300) : null,
+      cached_tokens: usage ? (r() < 0.5 ? Math.floor(r() * 500) : 0) : null,
       cost: usage && r() < 0.7 ? r() / 1000 : null,
       cost_status: usage ? pick(['priced', 'unpriced']) : 'no_usage',
       kind: i % 9 === 0 ? 'housekeeping' : 'api',
@@ -148,13 +149,13 @@ function contract(name: string, open: () => Promise<SqlClient | null>) {
       await client.transaction(async (tx) => {
         for (const e of before) {
           await tx.run(
-            `INSERT INTO gateway_logs (id, created_at, ended_at, workspace_id, api_key_id, config_id, prompt_id, prompt_version, route, front_door, method, path, provider_requested, provider, model_requested, model, status, stream, internal, aborted, latency_ms, prompt_tokens, completion_tokens, total_tokens, tokens_estimated, cost, cost_status, pricing_multiplier, cache_status, retry_count, attempt_count, fallback_count, error_code, limit_policy_id, request_body_truncated, response_body_truncated, kind)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'POST', '/v1/x', ?, ?, ?, ?, ?, 0, 0, 0, ?, ?, ?, ?, 0, ?, ?, 1, ?, 0, 1, 0, ?, ?, 0, 0, ?)`,
-            [e.id, e.created_at, e.ended_at, e.workspace_id, e.api_key_id, e.config_id, e.prompt_id, e.prompt_version, e.route, e.front_door, e.provider_requested, e.provider, e.model_requested, e.model, e.status, e.latency_ms, e.prompt_tokens, e.completion_tokens, e.total_tokens, e.cost, e.cost_status, e.cache_status, e.error_code, e.limit_policy_id, e.kind],
+            `INSERT INTO gateway_logs (id, created_at, ended_at, workspace_id, api_key_id, config_id, prompt_id, prompt_version, route, front_door, method, path, provider_requested, provider, model_requested, model, status, stream, internal, aborted, latency_ms, prompt_tokens, completion_tokens, total_tokens, cached_tokens, tokens_estimated, cost, cost_status, pricing_multiplier, cache_status, retry_count, attempt_count, fallback_count, error_code, limit_policy_id, request_body_truncated, response_body_truncated, kind)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'POST', '/v1/x', ?, ?, ?, ?, ?, 0, 0, 0, ?, ?, ?, ?, ?, 0, ?, ?, 1, ?, 0, 1, 0, ?, ?, 0, 0, ?)`,
+            [e.id, e.created_at, e.ended_at, e.workspace_id, e.api_key_id, e.config_id, e.prompt_id, e.prompt_version, e.route, e.front_door, e.provider_requested, e.provider, e.model_requested, e.model, e.status, e.latency_ms, e.prompt_tokens, e.completion_tokens, e.total_tokens, e.cached_tokens, e.cost, e.cost_status, e.cache_status, e.error_code, e.limit_policy_id, e.kind],
           );
         }
       });
-      expect(await migrate(client, LOGS_NAMESPACE, LOG_MIGRATIONS)).toEqual([9, 10, 11]);
+      expect(await migrate(client, LOGS_NAMESPACE, LOG_MIGRATIONS)).toEqual([9, 10, 11, 12]);
       // Minutes are back-filled from the floor on: the minute 48 hours before the migration ran.
       const floor = Number((await client.get<{ value: unknown }>("SELECT value FROM gateway_log_rollup_state WHERE name = 'minute_floor'"))!.value);
       expect(floor % MINUTE).toBe(0);
