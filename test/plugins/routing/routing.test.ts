@@ -246,6 +246,8 @@ describe('one deadline per request', () => {
     up = await startQuotaUpstream(['s1', 's2', 's3']);
     for (const n of ['s1', 's2', 's3']) up.set(n, { delayMs: 450, status: 503 });
     gw = await startTestServer({ config: DEFAULT_CONFIG });
+    // The client's first request sets up its connection and the gateway's first chat request warms its path: not what is timed.
+    await chat(gw, leaf(up.host('s1')), 'warm', {}, { 'x-gateway-deadline': '20' });
   });
   afterAll(async () => {
     await gw.close();
@@ -260,7 +262,7 @@ describe('one deadline per request', () => {
     expect(r.status).toBe(408);
     expect(r.body.error.code).toBe('deadline_exceeded');
     expect(r.body.error.message).toMatch(/deadline of 2000 ms passed after \d+ ms: \d+ upstream attempts? took \d+ ms/);
-    expect(Math.abs(r.ms - 2000)).toBeLessThanOrEqual(150);
+    expect(Math.abs(r.ms - 2000)).toBeLessThanOrEqual(100);
     const arrivals = ['s1', 's2', 's3'].flatMap((n) => up.targets.get(n)!.arrivals);
     expect(arrivals.length).toBeGreaterThan(1);
     for (const at of arrivals) expect(at - started).toBeLessThan(2000);
