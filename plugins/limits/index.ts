@@ -80,6 +80,8 @@ const HELD = stateKey<Held>(PLUGIN_NAME);
 
 /** Policies matched by a request that hold for some of its targets only, checked when one of those is called. */
 const DEFERRED = stateKey<{ workspaceId: string | null; policies: readonly CompiledPolicy[] }>(`${PLUGIN_NAME}:per-target`);
+/** The refusals of a request's targets and their policies: the log names one only when it became the request's answer. */
+const TARGET_REFUSALS = stateKey<Array<{ error: GatewayError; policy: string }>>(`${PLUGIN_NAME}:target-refusals`);
 export type { Held, HeldEntry };
 
 /** The entry a `redis` store plugin registers. */
@@ -311,18 +313,11 @@ export function limits(options: LimitsOptions = {}): GatewayPlugin {
         const dynamic = set === null || set.policies.length === 0 ? NO_POLICIES : compileSet(set);
         if (dynamic.length === 0 && fixedCompiled.length === 0) return undefined;
         const workspaceId = set?.workspaceId ?? ctx.auth?.workspaceId ?? null;
-        let matched: CompiledPolicy[] | null = null;
-        let deferred: CompiledPolicy[] | null = null;
-        for (const list of [fixedCompiled, dynamic]) {
-          for (const c of list) {
-            if (!c.matches(ctx, workspaceId)) continue;
-            // A policy on some of the targets only: checked when one of them is called.
-            if (holdsForSomeTargets(c, ctx.target)) (deferred ??= []).push(c);
-            else (matched ??= []).push(c);
-          }
-        }
-        if (deferred !== null) ctx.set(DEFERRED, { workspaceId, policies: deferred });
-        if (matched !== null) await check(ctx, workspaceId, matched, null);
+        const found: { matched: CompiledPolicy[] | null; deferred: CompiledPolicy[] | null } = { matched: null, deferred: null };
+        sortPolicies(fixedCompiled, ctx, workspaceId, found);
+        sortPolicies(dynamic, ctx, workspaceId, found);
+        if (found.deferred !== null) ctx.set(DEFERRED, { workspaceId, policies: found.deferred });
+        if (found.matched !== null) await check(ctx, workspaceId, found.matched, null);
         return undefined;
       });
 
@@ -335,10 +330,32 @@ export function limits(options: LimitsOptions = {}): GatewayPlugin {
           const leaf = ctx.leafTarget;
           const mine = deferred.policies.filter((c) => namesProviderOf(c, leaf));
           if (mine.length === 0) return next(ctx, target);
-          return check(ctx, deferred.workspaceId, mine, ctx.targetPath).then(() => next(ctx, target));
+          const before = ctx.logFields.limit_policy_id;
+          return check(ctx, deferred.workspaceId, mine, ctx.targetPath).then(
+            () => next(ctx, target),
+            (err: unknown) => {
+              // A fallback may go on to another target: the refusal's policy is logged only if it is the answer (below).
+              const policy = ctx.logFields.limit_policy_id;
+              if (before === undefined) delete ctx.logFields.limit_policy_id;
+              else ctx.logFields.limit_policy_id = before;
+              if (typeof policy === 'string' && typeof (err as GatewayError).code === 'string') {
+                let refusals = ctx.get(TARGET_REFUSALS);
+                if (refusals === undefined) ctx.set(TARGET_REFUSALS, (refusals = []));
+                refusals.push({ error: err as GatewayError, policy });
+              }
+              throw err;
+            },
+          );
         },
         STAGES.interceptor.RETRY - 5,
       );
+      api.hooks.log.tap({ name: PLUGIN_NAME, stage: STAGES.log.DEFAULT - 1 }, (ctx) => {
+        const refusals = ctx.get(TARGET_REFUSALS);
+        const error = ctx.error;
+        if (refusals === undefined || error === null) return;
+        const answer = refusals.find((r) => r.error === error || (r.error.code === error.code && r.error.message === error.message));
+        if (answer !== undefined) ctx.logFields.limit_policy_id = answer.policy;
+      });
 
       // Routing asks before it calls: a target whose own budget or rate limit cannot take the request is skipped.
       const targetLimits: TargetLimitsService = {
@@ -439,6 +456,16 @@ export function limits(options: LimitsOptions = {}): GatewayPlugin {
       });
     },
   };
+}
+
+/** The policies of `list` that hold for a request: for the whole request, or (a provider some targets use) for some of its targets. */
+function sortPolicies(list: readonly CompiledPolicy[], ctx: RequestContext, workspaceId: string | null, found: { matched: CompiledPolicy[] | null; deferred: CompiledPolicy[] | null }): void {
+  for (const c of list) {
+    if (!c.matches(ctx, workspaceId)) continue;
+    // A policy on some of the targets only: checked when one of them is called.
+    if (holdsForSomeTargets(c, ctx.target)) (found.deferred ??= []).push(c);
+    else (found.matched ??= []).push(c);
+  }
 }
 
 export default limits;

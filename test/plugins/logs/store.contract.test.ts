@@ -97,7 +97,7 @@ function contract(name: string, open: () => Promise<SqlClient | null>, openEmpty
             [`log_old_${i}`, T0 + i, T0 + i, route],
           );
         }
-        expect(await migrate(empty, LOGS_NAMESPACE, LOG_MIGRATIONS)).toEqual([8, 9, 10, 11]);
+        expect(await migrate(empty, LOGS_NAMESPACE, LOG_MIGRATIONS)).toEqual([8, 9, 10, 11, 12]);
         const kinds = await empty.all<{ id: string; kind: string }>('SELECT id, kind FROM gateway_logs ORDER BY id');
         expect(kinds.map((k) => k.kind)).toEqual(['housekeeping', 'housekeeping', 'housekeeping', 'housekeeping', 'api', 'api']);
         // A row written without the column (an older writer still running during an upgrade) is api.

@@ -112,7 +112,8 @@ describe('a target whose budget is spent', () => {
     { id: 'fw-fail', type: 'tokens', credit_limit: 250, conditions: [{ key: 'provider', value: 'fireworks-ai' }, { key: 'metadata.case', value: 'fail' }] },
   ];
   beforeAll(async () => {
-    up = await startQuotaUpstream(['a', 'b', 'c', 'd']);
+    up = await startQuotaUpstream(['a', 'b', 'c', 'd', 'e']);
+    up.set('e', { status: 500 });
     const plugins = DEFAULT_CONFIG.plugins.map((p) => (p.name === 'limits' ? { name: 'limits', options: { usageLimits: budgets } } : p));
     gw = await startTestServer({ config: { ...DEFAULT_CONFIG, plugins } });
   });
@@ -156,6 +157,27 @@ describe('a target whose budget is spent', () => {
     expect(out.body.error.message).toContain('policy openai-budget');
     expect(out.body.error.message).toContain('policy fw-small');
     expect(out.headers.get('retry-after')).toBeNull();
+  });
+
+  test('without the routing plugin, a target refused at its call hands over like a failed one; the log names the policy only when the refusal is the answer', async () => {
+    const plugins = DEFAULT_CONFIG.plugins.filter((p) => p.name !== 'routing').map((p) => (p.name === 'limits' ? { name: 'limits', options: { usageLimits: [{ ...budgets[0]!, id: 'solo-budget', credit_limit: 1 }] } } : p));
+    const solo = await startTestServer({ config: { ...DEFAULT_CONFIG, plugins } });
+    try {
+      const before = up.targets.get('a')!.served;
+      const passed = await chat(solo, { strategy: { mode: 'fallback' }, targets: [leaf(up.host('a')), fw(up.host('b'))] }, long, { max_tokens: 10 });
+      expect([passed.status, passed.body.choices[0].message.content]).toEqual([200, 'from b']);
+      const passedLine = solo.logs.lines().filter((l) => l.msg === 'request').at(-1)!;
+      expect(passedLine.limit_policy_id).toBeUndefined();
+      // The refused target last: its refusal is the answer, and the log says whose.
+      const refused = await chat(solo, { strategy: { mode: 'fallback' }, targets: [fw(up.host('e')), leaf(up.host('a'))] }, long, { max_tokens: 10 });
+      expect([refused.status, refused.body.error.code]).toEqual([429, 'usage_limit_exceeded']);
+      expect(refused.body.error.message).toContain('solo-budget');
+      const refusedLine = solo.logs.lines().filter((l) => l.msg === 'request').at(-1)!;
+      expect(refusedLine.limit_policy_id).toBe('solo-budget');
+      expect(up.targets.get('a')!.served).toBe(before);
+    } finally {
+      await solo.close();
+    }
   });
 
   test('a target tried and failed gives its reservation back: its budget is charged only for the answers it gave', async () => {
