@@ -49,6 +49,7 @@ export async function stopAll(): Promise<void> {
 /** A child that reports its URL over IPC once listening: TypeScript through tsx, plain `.mjs` by plain node. */
 export function forkChild(name: string, file: string, args: string[] = []): Promise<Child> {
   const execArgv = file.endsWith('.ts') ? ['--import', 'tsx'] : [];
+  if (process.env.BENCH_PROFILE !== undefined && name === process.env.BENCH_PROFILE) execArgv.push('--cpu-prof', '--cpu-prof-dir=/tmp/prof');
   const child = fork(here(file), args, { execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   track(child, name);
   return new Promise((resolve, reject) => {
@@ -83,7 +84,7 @@ export async function startGateway(apiKey: string, logFile: string, options: { n
   // REDIS_URL / DATABASE_URL turn it into the shared-stores one.
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('GATEWAY_') && k !== 'REDIS_URL' && k !== 'DATABASE_URL'));
   const out = openSync(logFile, 'w');
-  const child = spawn(process.execPath, [...startFlags(), here('../../dist/server/main.js'), ...(options.config === undefined ? [] : ['--config', options.config])], {
+  const child = spawn(process.execPath, [...startFlags(), ...(process.env.BENCH_PROFILE === name ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] : []), here('../../dist/server/main.js'), ...(options.config === undefined ? [] : ['--config', options.config])], {
     // A fresh data dir unless given: the control plane's SQLite file and key start empty, as on a first `npm start`.
     // The mock origin is on loopback, which the outbound host policy refuses unless allowed.
     env: {

@@ -312,6 +312,7 @@ npm run bench:scale                                # the log store at 1M entries
 
 - \`BENCH_DURATION\`: seconds per measured run (default 5), each after a 1 s warm-up.
 - \`BENCH_PROBE_N\`: sequential requests per target in the latency probe (default 2000, after 200 warm-up).
+- \`BENCH_PROFILE\`: the name of one process of the bench (\`gateway\`, \`stream-checked\`, …) to run with \`--cpu-prof\`; its CPU profiles go to \`/tmp/prof\`.
 
 ## Results
 
@@ -338,7 +339,9 @@ The streams-under-control table comes from two more gateway processes (\`test/be
 through tsx): trace, config with a default target, validation, guardrail checks, guardrails, openai and
 request-log, one with an output guardrail of three window checks (\`default.contains\` none, \`default.regexMatch\`
 not, \`default.pii\`; block mode, the default window 128 and cadence 64) on every request and one without. Both
-stream 200-chunk answers (about 1,700 characters, the mock's \`long-200\` model) at c=16. The cut: a mock in the
+stream 200-chunk answers (about 1,700 characters, the mock's \`long-200\` model) at c=16: each gateway is warmed by
+one uncounted run first, then three rounds measure both back to back in alternating order, and the ratio is the
+median of the rounds' ratios (a machine shared with other work drifts within a case). The cut: a mock in the
 bench's own process streams 4,000 pieces, one per ms, with \`forbidden\` split across pieces 50 and 51, through the
 checked gateway five times; the figures are the mock's own clock from writing piece 51 to seeing its connection
 close, and the characters of answer text the client got past the violation's start (negative: the cut came before
