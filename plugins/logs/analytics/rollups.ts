@@ -51,7 +51,7 @@ const NOW_MS: Record<Dialect, string> = {
 function backfillFromRows(c: Cube, level: number, metrics: readonly string[]): string {
   const dims = c.dims.map((d, i) => `${dimSql(d)} AS d${i}`);
   const dimNames = c.dims.map((_, i) => `d${i}`);
-  const inner = Object.entries(SCAN_EXPRESSIONS).map(([name, sql]) => `${sql} AS ${name}`);
+  const inner = [...metrics, ...EXTREMES].map((name) => `${SCAN_EXPRESSIONS[name as keyof typeof SCAN_EXPRESSIONS]} AS ${name}`);
   const since = level === MINUTE ? ` WHERE created_at >= (SELECT value FROM ${STATE_TABLE} WHERE name = 'minute_floor')` : '';
   const outer = [
     ...metrics.map((m) => `COALESCE(SUM(${m}), 0)`),
