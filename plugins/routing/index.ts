@@ -147,7 +147,7 @@ export function routing(options: RoutingOptions = {}): GatewayPlugin {
       if (opts.store === 'redis') {
         api.onReady(() => {
           const entry = api.stores.get(opts.connection) as RedisConnection | undefined;
-          if (entry === undefined || typeof entry.client?.eval !== 'function') throw new Error(`${PLUGIN_NAME}: store "redis" needs the redis store plugin ("${opts.connection}"), listed before it (REDIS_URL)`);
+          if (entry === undefined || typeof entry.client?.defineCommand !== 'function') throw new Error(`${PLUGIN_NAME}: store "redis" needs the redis store plugin ("${opts.connection}"), listed before it (REDIS_URL)`);
           store = redisRouteState(entry.client, entry.prefix);
         });
       }

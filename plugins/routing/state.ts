@@ -93,7 +93,16 @@ end
 return 1
 `;
 
+type RouteCommands = {
+  gatewayRouteRecord(numKeys: number, ...args: Array<string | number>): Promise<number>;
+  gatewayRouteTake(numKeys: number, ...args: Array<string | number>): Promise<number>;
+};
+
+/** Target state in Redis: one hash per target; each record and take one Lua script (`defineCommand`: EVALSHA, not the script's text each call). */
 export function redisRouteState(client: Redis, prefix: string): RouteStateStore {
+  client.defineCommand('gatewayRouteRecord', { lua: RECORD });
+  client.defineCommand('gatewayRouteTake', { lua: TAKE });
+  const commands = client as unknown as RouteCommands;
   const k = (key: string) => `${prefix}routing:${key}`;
   return {
     async read(keys) {
@@ -115,10 +124,10 @@ export function redisRouteState(client: Redis, prefix: string): RouteStateStore 
       const args: Array<string | number> = [];
       if (headroom !== null) for (const f of FIELDS) if (headroom[f as keyof Headroom] !== undefined) args.push(f, headroom[f as keyof Headroom]!);
       args.push(latencyMs ?? -1, ttftMs ?? -1, STATE_TTL_MS);
-      await client.eval(RECORD, 1, k(key), ...args);
+      await commands.gatewayRouteRecord(1, k(key), ...args);
     },
     async take(key, tokens) {
-      await client.eval(TAKE, 1, k(key), tokens);
+      await commands.gatewayRouteTake(1, k(key), tokens);
     },
   };
 }
