@@ -75,16 +75,17 @@ function startFlags(): string[] {
 
 /**
  * The built gateway exactly as `npm start` runs it: default config (or `config`, a file), logging on.
+ * `nodeFlags` go after `npm start`'s own (a profiler's, such as `--perf-basic-prof`).
  * Its log lines go to `logFile`, since writing them is part of what a request costs.
  */
-export async function startGateway(apiKey: string, logFile: string, options: { name?: string; config?: string; dataDir?: string } = {}): Promise<Child> {
+export async function startGateway(apiKey: string, logFile: string, options: { name?: string; config?: string; dataDir?: string; nodeFlags?: string[] } = {}): Promise<Child> {
   const name = options.name ?? 'gateway';
   const port = await freePort();
   // A GATEWAY_CONFIG (or any other GATEWAY_*) in the caller's shell must not replace the default config, nor
   // REDIS_URL / DATABASE_URL turn it into the shared-stores one.
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('GATEWAY_') && k !== 'REDIS_URL' && k !== 'DATABASE_URL'));
   const out = openSync(logFile, 'w');
-  const child = spawn(process.execPath, [...startFlags(), ...(process.env.BENCH_PROFILE === name ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] : []), here('../../dist/server/main.js'), ...(options.config === undefined ? [] : ['--config', options.config])], {
+  const child = spawn(process.execPath, [...startFlags(), ...(options.nodeFlags ?? []), ...(process.env.BENCH_PROFILE === name ? ['--cpu-prof', '--cpu-prof-dir=/tmp/prof'] : []), here('../../dist/server/main.js'), ...(options.config === undefined ? [] : ['--config', options.config])], {
     // A fresh data dir unless given: the control plane's SQLite file and key start empty, as on a first `npm start`.
     // The mock origin is on loopback, which the outbound host policy refuses unless allowed.
     env: {

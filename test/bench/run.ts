@@ -308,6 +308,7 @@ npm run bench                                      # builds, runs, rewrites this
 BENCH_DURATION=3 BENCH_PROBE_N=1000 npm run bench  # quicker
 npm run bench:peers                                # installs the peers (Portkey's gateway, pinned) beside the bench
 npm run bench:scale                                # the log store at 1M entries (SCALE_ROWS=10000000 for 10M): docs/scale.md
+npm run bench:budget                               # where a request's CPU goes, build by build and owner by owner: docs/cost-budget.md
 \`\`\`
 
 - \`BENCH_DURATION\`: seconds per measured run (default 5), each after a 1 s warm-up.
