@@ -85,7 +85,7 @@ async function aggregateOn(client: SqlClient, q: AggregateQuery, rowGroups: Grou
   // Open ends: from the epoch (rollups may reach further back than the rows), to the end of the last day
   // anything was stored (nothing is after it, and whole days are read from the day rollups, not hour by hour).
   const from = q.from ?? 0;
-  const to = q.to ?? Math.ceil(((await lastStored(client)) + 1) / DAY) * DAY;
+  const to = q.to ?? Math.ceil(((await lastStored(client, q.filters.workspace)) + 1) / DAY) * DAY;
   if (from >= to) return cells;
   const cube = cubeFor(q.filters, q.groupBy);
   let pieces = cover(from, to, cube === null ? [] : levelsFor(q.origin, q.bucketMs));
@@ -121,7 +121,7 @@ async function aggregateOn(client: SqlClient, q: AggregateQuery, rowGroups: Grou
     const sql =
       `SELECT ${q.bucketMs === null ? '0' : 'bi'} AS bi, ${q.groupBy === null ? 'NULL' : 'gk'} AS gk, lbin, ${SCAN_AGGREGATES} FROM (SELECT l.*, ${bucketOf('created_at')} AS bi, ${group} AS gk, ${LATENCY_BIN_SQL} AS lbin FROM gateway_logs l` +
       `${clause([...where.sql, 'created_at >= ?', 'created_at < ?'])}) s GROUP BY ${groupBy('lbin')}`;
-    for (const chunk of await chunks(client, scans)) {
+    for (const chunk of await chunks(client, scans, q.filters.workspace)) {
       const rows = await client.all<Record<string, unknown>>(sql, [...where.params, chunk.from, chunk.to]);
       for (const r of rows) add(Number(r.bi), r.gk, r);
       check(q.deadline);
@@ -134,22 +134,31 @@ function check(deadline: Deadline): void {
   if (Date.now() > deadline.at) throw new QueryTimeoutError(deadline.limitMs);
 }
 
-/** The last time anything was stored: the last entry's, or the last day rollup's start (entries may be gone); -1 when nothing is. */
-async function lastStored(client: SqlClient): Promise<number> {
+/**
+ * The last time anything was stored (in `workspace`, for a caller confined to one: another
+ * workspace's latest entry must not move its answer, nor its time): the last entry's, or the last
+ * day rollup's start (entries may be gone); -1 when nothing is.
+ */
+async function lastStored(client: SqlClient, workspace: string | undefined): Promise<number> {
+  const scoped = workspace === undefined ? '' : ' WHERE workspace_id = ?';
   const row = await client.get<{ a: unknown; b: unknown }>(
-    `SELECT (SELECT MAX(created_at) FROM gateway_logs) AS a, (SELECT MAX(bucket) FROM ${CUBES[0]!.table} WHERE level = ${DAY}) AS b`,
+    `SELECT (SELECT MAX(created_at) FROM gateway_logs${scoped}) AS a, (SELECT MAX(bucket) FROM ${CUBES[0]!.table} WHERE level = ${DAY}${workspace === undefined ? '' : ' AND workspace_id = ?'}) AS b`,
+    workspace === undefined ? [] : [workspace, workspace],
   );
   const number = (v: unknown) => (v === null || v === undefined ? -1 : Number(v));
   return Math.max(number(row?.a), number(row?.b));
 }
 
-/** The scan's stretches narrowed to where rows are, and cut into statements of bounded length. */
-async function chunks(client: SqlClient, scans: readonly Piece[]): Promise<Piece[]> {
+/** The scan's stretches narrowed to where rows are (the caller's workspace's, when it is confined to one), and cut into statements of bounded length. */
+async function chunks(client: SqlClient, scans: readonly Piece[], workspace: string | undefined): Promise<Piece[]> {
   const out: Piece[] = [];
   for (const s of scans) {
     let { from, to } = s;
     if (to - from > SCAN_CHUNK_MS) {
-      const row = await client.get<{ a: unknown; b: unknown }>('SELECT MIN(created_at) AS a, MAX(created_at) AS b FROM gateway_logs WHERE created_at >= ? AND created_at < ?', [from, to]);
+      const row =
+        workspace === undefined
+          ? await client.get<{ a: unknown; b: unknown }>('SELECT MIN(created_at) AS a, MAX(created_at) AS b FROM gateway_logs WHERE created_at >= ? AND created_at < ?', [from, to])
+          : await client.get<{ a: unknown; b: unknown }>('SELECT MIN(created_at) AS a, MAX(created_at) AS b FROM gateway_logs WHERE workspace_id = ? AND created_at >= ? AND created_at < ?', [workspace, from, to]);
       if (row === undefined || row.a === null || row.a === undefined) continue;
       from = Number(row.a);
       to = Number(row.b) + 1;

@@ -4,7 +4,8 @@ import type { TimeseriesAnswer } from '../../../sdk/analytics.js';
 import { LOG_STORE_SERVICE, type LogStoreService } from '../index.js';
 import { deadlineIn, QueryTimeoutError } from '../reader.js';
 import { GROUP_KEYS } from '../store/repository.js';
-import { callerWorkspace, encodeCursor, groupQuery, listQuery, LogGroupsQuery, LogListQuery, timeseriesQuery, TimeseriesQuerySchema } from './query.js';
+import { IDENTITY } from '../../../sdk/admin/index.js';
+import { callerWorkspace, confineWorkspace, encodeCursor, groupQuery, listQuery, LogGroupsQuery, LogListQuery, timeseriesQuery, TimeseriesQuerySchema, type WorkspaceLookup } from './query.js';
 
 export const PLUGIN_NAME = 'log-api';
 
@@ -46,11 +47,17 @@ export function logApi(options: LogApiOptions = {}): GatewayPlugin {
     name: PLUGIN_NAME,
     // Checked at boot: without the log store the boot stops, naming it.
     requires: [LOG_STORE_SERVICE],
+    // Workspaces named by slug as by id, in `workspace_id`.
+    uses: [IDENTITY],
     errorCodes: logApiError.codes,
+    state: [],
     apply(api) {
       let service: LogStoreService | null = null;
+      let lookup: WorkspaceLookup | null = null;
       api.onReady(() => {
         service = api.resolve(LOG_STORE_SERVICE);
+        const identity = api.tryResolve(IDENTITY);
+        if (identity !== undefined) lookup = (name) => identity.workspace(name);
       });
       const reader = () => service!.reader();
       const base = api.options.basePath;
@@ -64,6 +71,7 @@ export function logApi(options: LogApiOptions = {}): GatewayPlugin {
         doc: { summary: 'List stored request logs', description: 'Newest first, without bodies and headers (GET /v1/logs/{id} has them); cursor pages.', tags: ['Logs'], scope, query: LogListQuery },
         handler: async (ctx) => {
           const q = listQuery(ctx);
+          await confineWorkspace(ctx, q.filters, lookup);
           const page = await reader().list(q.filters, q.limit, q.cursor);
           return jsonResponse(200, { object: 'list', data: page.data, has_more: page.next !== null, next_cursor: page.next === null ? null : encodeCursor(page.next) });
         },
@@ -86,6 +94,7 @@ export function logApi(options: LogApiOptions = {}): GatewayPlugin {
 
       const groups = async (ctx: RequestContext) => {
         const q = groupQuery(ctx);
+        await confineWorkspace(ctx, q.filters, lookup);
         const result = await limited(service!, (deadline) => reader().groups(q.groupBy, q.columns, q.filters, q.limit, q.offset, deadline));
         return jsonResponse(200, { object: 'list', group_by: q.groupBy, columns: ['requests', ...q.columns], data: result.data, has_more: result.hasMore });
       };
@@ -115,6 +124,7 @@ export function logApi(options: LogApiOptions = {}): GatewayPlugin {
         },
         handler: async (ctx) => {
           const q = timeseriesQuery(ctx);
+          await confineWorkspace(ctx, q.filters, lookup);
           const result = await limited(service!, (deadline) => reader().timeseries(q.filters, q.bucketMs, q.origin, deadline));
           const answer: TimeseriesAnswer = {
             object: 'analytics.timeseries',

@@ -55,6 +55,31 @@ export function callerWorkspace(ctx: RequestContext): string | undefined {
   return ctx.auth?.workspaceId ?? undefined;
 }
 
+/** How the log routes look a workspace up by id or slug: the control plane's identity, when loaded. */
+export type WorkspaceLookup = (idOrSlug: string) => { id: string } | null | Promise<{ id: string } | null>;
+
+/**
+ * The filters' `workspace_id` made the id of the workspace it names (an id or a slug, as everywhere
+ * else) and confined to the caller's: a workspace key reads its own workspace only (naming it by id
+ * or slug is the same; naming another is a 403); an organisation-wide key reads the one it names (a
+ * name no workspace has is kept as it is: the logs of a workspace whose id it is, or none).
+ */
+export async function confineWorkspace(ctx: RequestContext, f: LogFilters, lookup: WorkspaceLookup | null): Promise<void> {
+  const own = callerWorkspace(ctx);
+  const asked = f.workspace;
+  if (own !== undefined) {
+    if (asked !== undefined && asked !== own) {
+      const named = lookup === null ? null : await lookup(asked);
+      if (named === null || named.id !== own) throw new GatewayError('forbidden', 'This API key can only read the logs of its own workspace.', { param: 'workspace_id' });
+    }
+    f.workspace = own;
+    return;
+  }
+  if (asked === undefined || lookup === null) return;
+  const named = await lookup(asked);
+  if (named !== null) f.workspace = named.id;
+}
+
 /** An instant: ISO 8601, or epoch milliseconds as digits. */
 export function parseTime(param: string, raw: string): number {
   const text = raw.trim();
@@ -133,14 +158,8 @@ function filtersOf(ctx: RequestContext, params: URLSearchParams, defaultKind: De
   f.rpcMethod = text('rpc_method');
   f.toolName = text('tool_name');
   f.kind = kindOf(text('kind'), defaultKind);
-  const own = callerWorkspace(ctx);
-  const asked = text('workspace_id');
-  if (own !== undefined) {
-    if (asked !== undefined && asked !== own) throw new GatewayError('forbidden', 'This API key can only read the logs of its own workspace.', { param: 'workspace_id' });
-    f.workspace = own;
-  } else if (asked !== undefined) {
-    f.workspace = asked;
-  }
+  // As named (an id or a slug) until confineWorkspace makes it an id and confines it to the caller's.
+  f.workspace = text('workspace_id');
   const metadata: Array<[string, string]> = [];
   for (const [name, value] of params) if (name.startsWith('metadata.') && name.length > 9) metadata.push([name.slice(9), value]);
   const mk = text('metadata_key');

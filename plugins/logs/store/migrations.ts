@@ -194,4 +194,16 @@ ALTER TABLE gateway_log_bodies ADD COLUMN routing TEXT`,
     name: 'gateway_log rollups cached_tokens',
     up: cachedTokensMigration(),
   },
+  {
+    // The metadata index answers within a workspace (docs/security.md, "Tenant isolation"): a workspace's filter on a
+    // metadata value looks in its own rows only, so whether another workspace stored the value shows in no answer and
+    // in no answer's time. Rows stored before get their entry's workspace. Additive: a replica of the version before
+    // writes rows without it (null), which a workspace's filter does not find until they age out.
+    version: 13,
+    name: 'gateway_log_metadata workspace_id',
+    up: `
+ALTER TABLE gateway_log_metadata ADD COLUMN workspace_id TEXT;
+UPDATE gateway_log_metadata SET workspace_id = (SELECT l.workspace_id FROM gateway_logs l WHERE l.id = gateway_log_metadata.log_id);
+CREATE INDEX gateway_log_metadata_workspace_kv ON gateway_log_metadata (workspace_id, meta_key, meta_value, log_id)`,
+  },
 ];

@@ -156,7 +156,7 @@ export class LogRepository {
         let keys = 0;
         for (const [key, value] of Object.entries(e.metadata)) {
           if (++keys > MAX_META_KEYS) break;
-          meta.push(e.id, key, metaValue(value), e.created_at);
+          meta.push(e.id, key, metaValue(value), e.created_at, e.workspace_id ?? null);
           if (++rows === per) await flush();
         }
       }
@@ -179,8 +179,12 @@ export class LogRepository {
       where.params.push(cursor.createdAt, cursor.createdAt, cursor.id);
     }
     // A metadata value stored nowhere: nothing to walk the time index for (the key/value index says so at once).
+    // Asked within the caller's workspace: whether another workspace stored the value must not show, not even in time.
     for (const [key, value] of filters.metadata ?? []) {
-      const any = await this.client.get('SELECT 1 AS x FROM gateway_log_metadata WHERE meta_key = ? AND meta_value = ? LIMIT 1', [key, value.slice(0, MAX_META_VALUE)]);
+      const any =
+        filters.workspace === undefined
+          ? await this.client.get('SELECT 1 AS x FROM gateway_log_metadata WHERE meta_key = ? AND meta_value = ? LIMIT 1', [key, value.slice(0, MAX_META_VALUE)])
+          : await this.client.get('SELECT 1 AS x FROM gateway_log_metadata WHERE workspace_id = ? AND meta_key = ? AND meta_value = ? LIMIT 1', [filters.workspace, key, value.slice(0, MAX_META_VALUE)]);
       if (any === undefined) return { data: [], next: null };
     }
     const cube = guidingCube(filters);

@@ -53,7 +53,7 @@ export function bodyOf(e: LogEntry): unknown[] | null {
 
 export function metaSql(rows: number): string {
   let sql = metaTexts.get(rows);
-  if (sql === undefined) metaTexts.set(rows, (sql = `INSERT INTO gateway_log_metadata (log_id, meta_key, meta_value, created_at) VALUES ${rowsOf(4, rows)}`));
+  if (sql === undefined) metaTexts.set(rows, (sql = `INSERT INTO gateway_log_metadata (log_id, meta_key, meta_value, created_at, workspace_id) VALUES ${rowsOf(5, rows)}`));
   return sql;
 }
 
@@ -107,8 +107,14 @@ export function whereOf(f: LogFilters): { sql: string[]; params: unknown[] } {
   if (f.toolName !== undefined) eq('tool_name', f.toolName);
   if (f.kind !== undefined) eq('kind', f.kind);
   for (const [key, value] of f.metadata ?? []) {
-    sql.push('EXISTS (SELECT 1 FROM gateway_log_metadata m WHERE m.log_id = l.id AND m.meta_key = ? AND m.meta_value = ?)');
-    params.push(key, value.slice(0, MAX_META_VALUE));
+    // Scoped like the row: a plan driven from the metadata side reads the workspace's rows only.
+    if (f.workspace !== undefined) {
+      sql.push('EXISTS (SELECT 1 FROM gateway_log_metadata m WHERE m.workspace_id = ? AND m.meta_key = ? AND m.meta_value = ? AND m.log_id = l.id)');
+      params.push(f.workspace, key, value.slice(0, MAX_META_VALUE));
+    } else {
+      sql.push('EXISTS (SELECT 1 FROM gateway_log_metadata m WHERE m.log_id = l.id AND m.meta_key = ? AND m.meta_value = ?)');
+      params.push(key, value.slice(0, MAX_META_VALUE));
+    }
   }
   return { sql, params };
 }

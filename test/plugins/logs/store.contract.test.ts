@@ -97,7 +97,7 @@ function contract(name: string, open: () => Promise<SqlClient | null>, openEmpty
             [`log_old_${i}`, T0 + i, T0 + i, route],
           );
         }
-        expect(await migrate(empty, LOGS_NAMESPACE, LOG_MIGRATIONS)).toEqual([8, 9, 10, 11, 12]);
+        expect(await migrate(empty, LOGS_NAMESPACE, LOG_MIGRATIONS)).toEqual([8, 9, 10, 11, 12, 13]);
         const kinds = await empty.all<{ id: string; kind: string }>('SELECT id, kind FROM gateway_logs ORDER BY id');
         expect(kinds.map((k) => k.kind)).toEqual(['housekeeping', 'housekeeping', 'housekeeping', 'housekeeping', 'api', 'api']);
         // A row written without the column (an older writer still running during an upgrade) is api.
@@ -129,7 +129,7 @@ function contract(name: string, open: () => Promise<SqlClient | null>, openEmpty
           ? "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name IN ('gateway_logs', 'gateway_log_metadata') AND name NOT LIKE 'sqlite_autoindex%' ORDER BY name"
           : "SELECT indexname AS name FROM pg_indexes WHERE schemaname = current_schema() AND tablename IN ('gateway_logs', 'gateway_log_metadata') AND indexname NOT LIKE '%_pkey' ORDER BY indexname",
       );
-      expect(indexes.map((i) => i.name)).toEqual(['gateway_log_metadata_created', 'gateway_log_metadata_kv', 'gateway_logs_created', 'gateway_logs_trace', 'gateway_logs_workspace']);
+      expect(indexes.map((i) => i.name)).toEqual(['gateway_log_metadata_created', 'gateway_log_metadata_kv', 'gateway_log_metadata_workspace_kv', 'gateway_logs_created', 'gateway_logs_trace', 'gateway_logs_workspace']);
       repo = new LogRepository(client);
       await repo.insert(rows);
       expect(await repo.count()).toBe(rows.length);
