@@ -124,6 +124,11 @@ export class RequestContext {
   cacheStatus: string | null = null;
   /** True for a request the gateway made itself (an embedding for the semantic cache), not a client's. */
   internal = false;
+  /**
+   * The client's request an internal one was made for (null otherwise): it acts for that request's
+   * caller, in the workspace that request acts in (`x-gateway-workspace` is the parent's header).
+   */
+  parent: RequestContext | null = null;
 
   /** Extra fields for this request's log line (hook results, cache details…), keyed by field name. */
   readonly logFields: Record<string, unknown> = {};

@@ -174,6 +174,10 @@ export function createGateway(init: CreateGatewayOptions): Gateway {
       if (pipelineRef === null) return Promise.reject(new Error('internalRequest is only valid after boot'));
       return pipelineRef.internal(request);
     },
+    resolveLeaf(ctx, target) {
+      if (pipelineRef === null) return Promise.reject(new Error('resolveLeaf is only valid after boot'));
+      return pipelineRef.resolveLeaf(ctx, target);
+    },
     runRequest(request) {
       if (pipelineRef === null) return Promise.reject(new Error('runRequest is only valid after boot'));
       return pipelineRef.detached(request);

@@ -24,7 +24,7 @@ export { CORE_TARGET_FIELDS, fieldSchema, TargetFields, type DeclaredField, type
 export { createHooks, type GatewayHooks } from './hooks.js';
 export type { RouteFilter, RouteTapOptions } from './lifecycle/route-taps.js';
 export { STAGES, type StageGroup } from './stages.js';
-export type { GatewayPlugin, PluginAPI, Registries } from './plugin.js';
+export type { GatewayPlugin, KeptState, PluginAPI, Registries } from './plugin.js';
 export { Registry } from './registry.js';
 export { RouteTable, routeApi, type RouteEntry, type RouteMatch } from './router.js';
 export { ROUTING_HEADERS } from './routing-headers.js';

@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { inject, injectable } from 'tsyringe';
-import { RequestContext } from './context.js';
+import { RequestContext, stateKey } from './context.js';
 import { refuseUnreadRoutingHeaders } from './routing-headers.js';
 import { GatewayError, resolveErrorCode, toGatewayError, type ErrorCodeSpec } from './errors.js';
 import type { GatewayHooks } from './hooks.js';
@@ -218,6 +218,7 @@ export class Pipeline implements StageHost {
     const parent = request.parent ?? null;
     const ctx = new RequestContext('POST', route.path, {}, parent?.signal ?? null, this.logger);
     ctx.internal = true;
+    ctx.parent = parent;
     this.enter(ctx, route);
     ctx.traceId = parent?.traceId ?? null;
     ctx.parentSpanId = parent?.spanId ?? null;
@@ -298,17 +299,40 @@ export class Pipeline implements StageHost {
     }
     ctx.targetPath = path === '' ? '0' : path;
     ctx.leafTarget = target;
+    // A plugin that keyed state by this leaf (routing, the cache) resolved it already: the call uses the same.
+    const early = ctx.get(RESOLVED)?.get(target);
+    if (early !== undefined) {
+      return early.then((resolved) => {
+        ctx.resolvedTarget = resolved;
+        return this.#dispatch!(ctx, resolved);
+      });
+    }
     const resolveTarget = ctx.routeHooks!.resolveTarget;
     if (resolveTarget === null) {
       ctx.resolvedTarget = target;
       return this.#dispatch!(ctx, target);
     }
     return resolveTarget(target, ctx).then((resolved) => {
-      // A tap that hands on null or a non-object is a plugin bug: a 500 naming the hook, not a TypeError deep in the transport.
-      if (typeof resolved !== 'object' || resolved === null) throw new Error('a resolveTarget tap returned no target');
-      ctx.resolvedTarget = resolved;
+      ctx.resolvedTarget = checkedTarget(resolved);
       return this.#dispatch!(ctx, resolved);
     });
+  };
+
+  /**
+   * The target a leaf stands for, as `resolveTarget` makes it, resolved once per request and leaf
+   * object: the strategy's call of that leaf uses the same (PluginAPI.resolveLeaf).
+   */
+  readonly resolveLeaf = (ctx: RequestContext, target: Target): Promise<Target> => {
+    if (target.strategy !== undefined) return Promise.reject(new Error('resolveLeaf takes a leaf target, not a strategy'));
+    let memo = ctx.get(RESOLVED);
+    if (memo === undefined) ctx.set(RESOLVED, (memo = new WeakMap()));
+    let resolved = memo.get(target);
+    if (resolved === undefined) {
+      const resolveTarget = ctx.routeHooks?.resolveTarget ?? null;
+      resolved = resolveTarget === null ? Promise.resolve(target) : resolveTarget(target, ctx).then(checkedTarget);
+      memo.set(target, resolved);
+    }
+    return resolved;
   };
 
   /**
@@ -319,6 +343,15 @@ export class Pipeline implements StageHost {
     if (this.#unreadHeaders.length === 0) return;
     refuseUnreadRoutingHeaders(ctx.headers, this.#unreadHeaders, (name, value) => name === 'x-gateway-provider' && value === this.#onlyProvider());
   }
+}
+
+/** The leaves of a request resolved before their call ({@link Pipeline.resolveLeaf}), by leaf object. */
+const RESOLVED = stateKey<WeakMap<Target, Promise<Target>>>('core:resolved-leaves');
+
+/** A tap that hands on null or a non-object is a plugin bug: a 500 naming the hook, not a TypeError deep in the transport. */
+function checkedTarget(resolved: Target): Target {
+  if (typeof resolved !== 'object' || resolved === null) throw new Error('a resolveTarget tap returned no target');
+  return resolved;
 }
 
 /** Reads an answer whole, feeding its observers (usage, cache capture) as a client's write would. */

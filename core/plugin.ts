@@ -5,7 +5,8 @@ import type { GatewayHooks } from './hooks.js';
 import type { Registry } from './registry.js';
 import type { RouteTable } from './router.js';
 import type { ServiceToken } from './tokens.js';
-import type { Interceptor, Provider, Strategy, GatewayOptions } from './types.js';
+import type { RequestContext } from './context.js';
+import type { Interceptor, Provider, Strategy, GatewayOptions, Target } from './types.js';
 import type { UpstreamClient } from './upstream/client.js';
 import type { DetachedRequest, DetachedResponse, InternalRequest, InternalResponse } from './pipeline.js';
 
@@ -50,8 +51,36 @@ export interface GatewayPlugin {
   readonly requires?: readonly ServiceToken<unknown>[];
   /** Service tokens this plugin uses when present and works without (documented, never checked); see `api.provided`. */
   readonly uses?: readonly ServiceToken<unknown>[];
+  /**
+   * What this plugin keeps between requests (counters, caches, what it learnt of a target, stored
+   * objects, sessions) and whose each piece is: an empty list when it keeps nothing. A workspace's
+   * state is keyed by the workspace the request acts in (`tenantOf`) and by what it describes (a
+   * target as resolved by `api.resolveLeaf`, never a slug's name), so that nothing one workspace
+   * does changes what another sees. Every bundled plugin declares it, and the tenant-isolation
+   * matrix runs traffic in two workspaces against each `workspace` entry (docs/security.md,
+   * "Tenant isolation").
+   */
+  readonly state?: readonly KeptState[];
   /** Registers the plugin's taps, routes, providers, strategies and services; runs once at boot, synchronously. */
   apply(api: PluginAPI): void;
+}
+
+/** One piece of state a plugin keeps between requests (see {@link GatewayPlugin.state}). */
+export interface KeptState {
+  /** Its name, unique within the plugin (`headroom`, `entries`). */
+  readonly name: string;
+  /**
+   * Whose it is:
+   * - `workspace`: each workspace's own, keyed by the workspace a request acts in (and by what it
+   *   describes); nothing of one workspace's is read or changed by another's requests;
+   * - `credential`: keyed by a digest of a credential (a provider token, a signer, a session's
+   *   secret): only who holds the credential reaches it, whatever workspace it acts in;
+   * - `organisation`: one for the whole deployment on purpose (an organisation-wide limit, the
+   *   metrics only organisation-level keys read, a cache keyed by content that holds no answer).
+   */
+  readonly scope: 'workspace' | 'credential' | 'organisation';
+  /** What it holds and what it is keyed by, in a sentence (docs/security.md lists them). */
+  readonly keyedBy: string;
 }
 
 /** The registries plugins fill at boot. */
@@ -107,6 +136,15 @@ export interface PluginAPI extends Registries {
    * Only valid once boot has finished.
    */
   internalRequest(request: InternalRequest): Promise<InternalResponse>;
+  /**
+   * The provider and credentials a leaf target stands for (a `@slug` or virtual key resolved to
+   * its integration), as the `resolveTarget` taps make them, for a plugin that keys state by what
+   * a target is before the strategy calls it (routing headroom, cache entries). Resolved once per
+   * request and leaf object: the strategy's call of that leaf uses the same answer (and the same
+   * refusal, for a slug that does not resolve). The taps may then run before `ctx.targetPath` and
+   * `ctx.leafTarget` name this leaf. Only valid once boot has finished.
+   */
+  resolveLeaf(ctx: RequestContext, target: Target): Promise<Target>;
   /**
    * Runs a client's request later, without its connection (a line of a
    * gateway-run batch): the whole lifecycle after auth (before hooks, strategy,

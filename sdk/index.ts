@@ -182,3 +182,4 @@ export { isObject, type JsonObject } from './json-object.js';
 export { DEADLINE, DEADLINE_ERROR, deadlineError, deadlineLeft, pickWeighted, ROUTING, TARGET_LIMITS, weightOf, type Deadline, type RoutePlan, type RoutingService, type TargetBlock, type TargetLimitsService } from './routing.js';
 export { retryAfterMs } from './retry-after.js';
 export { credentialDigest, targetIdentity } from './target-identity.js';
+export { knownTenant, NO_TENANT, TENANCY, tenantOf, type TenancyService } from './tenancy.js';

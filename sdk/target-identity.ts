@@ -24,15 +24,16 @@ export function credentialDigest(fields: readonly string[]): (target: Target) =>
 }
 
 /**
- * Identity of a target: provider, base URL, model, and the digest of its
- * credentials; a secret enters only through the digests. The breaker keys its
- * state by it, and the routing plugin what it knows of a target.
+ * Identity of a target as called: the tenant (the workspace the request acts in, sdk/tenancy.ts),
+ * provider, base URL, model, and the digest of its credentials; a secret enters only through the
+ * digests. Give it the resolved target (`ctx.resolvedTarget`, `api.resolveLeaf`): a `@slug` is a
+ * name each workspace chooses, and two workspaces' `@main` are different deployments. The breaker
+ * keys its state by it, and the routing plugin what it knows of a target.
  */
-export function targetIdentity(ctx: RequestContext, target: Target, credentials: (target: Target) => string): string {
+export function targetIdentity(ctx: RequestContext, target: Target, credentials: (target: Target) => string, tenant: string): string {
   const provider = target.provider ?? '';
   const host = typeof target.custom_host === 'string' ? target.custom_host : '';
   const override = target.override_params as Record<string, unknown> | undefined;
   const model = (override?.model as string | undefined) ?? ctx.model ?? '';
-  return createHash('sha256').update(`${provider}\n${host}\n${model}\n${credentials(target)}`).digest('hex').slice(0, 32);
+  return createHash('sha256').update(`${tenant}\n${provider}\n${host}\n${model}\n${credentials(target)}`).digest('hex').slice(0, 32);
 }
-

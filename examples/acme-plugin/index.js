@@ -49,6 +49,7 @@ export default function acme(options = {}) {
     name: 'acme',
     gatewayApi: GATEWAY_API,
     targetFields: { acme_region: { schema: fieldSchema.oneOf(REGIONS), inherit: 'same-provider' } },
+    state: [], // keeps nothing between requests (docs/security.md, "Declaring state")
     apply(api) {
       addShapedRoutes(api, ['chat.completions']);
       api.providers.add('acme', provider);
@@ -82,6 +83,7 @@ export function acmeChecks() {
     name: 'acme-checks',
     gatewayApi: GATEWAY_API,
     errorCodes: { acme_too_many_digits: { status: 446, type: 'guardrail_error' } },
+    state: [], // keeps nothing between requests (docs/security.md, "Declaring state")
     apply(api) {
       api.checks.add('acme.maxDigits', maxDigits);
     },

@@ -96,6 +96,9 @@ export function a2a(options: A2AOptions = {}): GatewayPlugin {
     name: PLUGIN_NAME,
     errorCodes: A2A_ERRORS,
     uses: [IDENTITY],
+    state: [
+      { name: 'agent-cards', scope: 'workspace', keyedBy: "Agent cards fetched from agent servers: by the agent server's id, and each server is one workspace's." },
+    ],
     apply(api) {
       let store: AgentStore | null = null;
       let identity: Identity | undefined;

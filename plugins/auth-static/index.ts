@@ -22,6 +22,7 @@ export function staticAuth(options: StaticAuthOptions): GatewayPlugin {
   }
   return {
     name: PLUGIN_NAME,
+    state: [],
     apply(api) {
       api.hooks.auth.tap({ name: PLUGIN_NAME, stage: STAGES.auth.MEMORY_KEYS }, (ctx) => {
         const key = ctx.header('x-gateway-api-key');

@@ -36,6 +36,8 @@ export interface Deps {
   runner(): BatchRunner | null;
   now(): number;
   opts: ParsedOptions;
+  /** The workspace a request acts in (sdk/tenancy.ts), `''` for none. */
+  tenant(ctx: RequestContext): string | Promise<string>;
 }
 
 /** Ids of files the gateway keeps: `file-gw-` and 32 hex digits that sort by creation time (no provider's id has a dash there). */
@@ -46,8 +48,22 @@ export const newFileId = (now: number) => LOCAL_FILE_PREFIX + uuidv7(now).replac
 const LOCAL_PURPOSES: ReadonlySet<string> = new Set(['batch', 'fine-tune']);
 const NATIVE_PURPOSES: ReadonlySet<string> = new Set(['batch', 'fine-tune', 'assistants', 'vision', 'user_data', 'evals']);
 
-/** The workspace that owns what a caller creates: its key's, or '' for organisation-level callers. */
-export const ownerOf = (ctx: RequestContext): string => ctx.auth?.workspaceId ?? '';
+/**
+ * The workspace that owns what a caller creates: the one it acts in (an organisation-level key's
+ * too, so two workspaces' files never mix), or '' in a build without workspaces.
+ */
+export async function ownerOf(deps: Deps, ctx: RequestContext): Promise<string> {
+  return deps.tenant(ctx);
+}
+
+/**
+ * The owners whose files and batches a caller sees: its workspace's; an organisation-level key also
+ * those its kind stored before files belonged to the workspace a key acts in (owner '').
+ */
+export async function visibleOwners(deps: Deps, ctx: RequestContext): Promise<string[]> {
+  const owner = await ownerOf(deps, ctx);
+  return owner !== '' && (ctx.auth?.workspaceId ?? null) === null ? [owner, ''] : [owner];
+}
 
 /**
  * The provider the request selects when it serves `kind` natively; null when
@@ -66,7 +82,7 @@ const notFound = (id: string) => new GatewayError('not_found', `No file "${id.sl
 /** A file the caller may see: the gateway's, in the caller's workspace. */
 async function visibleFile(deps: Deps, ctx: RequestContext, id: string): Promise<FileRow> {
   const row = id.startsWith(LOCAL_FILE_PREFIX) ? await getFile(deps.db(), id) : undefined;
-  if (row === undefined || row.owner !== ownerOf(ctx)) throw notFound(id);
+  if (row === undefined || !(await visibleOwners(deps, ctx)).includes(row.owner)) throw notFound(id);
   return row;
 }
 
@@ -103,7 +119,7 @@ export async function uploadFile(deps: Deps, ctx: RequestContext): Promise<Gatew
     await unlink(upload.tempPath).catch(() => undefined);
     throw err;
   }
-  const row: FileRow = { id, owner: ownerOf(ctx), purpose: upload.purpose, filename: upload.filename, bytes: upload.bytes, line_count: upload.lines, store: store.kind, location: id, created_at: now };
+  const row: FileRow = { id, owner: await ownerOf(deps, ctx), purpose: upload.purpose, filename: upload.filename, bytes: upload.bytes, line_count: upload.lines, store: store.kind, location: id, created_at: now };
   await insertFile(deps.db(), row);
   return jsonResponse(200, presentFile(row));
 }
@@ -135,7 +151,7 @@ export async function listFilesRoute(deps: Deps, ctx: RequestContext): Promise<G
     });
   }
   const limit = q.limit ?? 10_000;
-  const rows = await listFiles(deps.db(), ownerOf(ctx), { purpose: q.purpose, after: q.after, limit, order: q.order ?? 'desc' });
+  const rows = await listFiles(deps.db(), await visibleOwners(deps, ctx), { purpose: q.purpose, after: q.after, limit, order: q.order ?? 'desc' });
   return jsonResponse(200, cursorPage(rows.map(presentFile), limit));
 }
 

@@ -12,6 +12,8 @@ import {
   type SecretBox,
   type SqlClient,
   type SqlStore,
+  TENANCY,
+  tenantOf,
 } from '../../sdk/index.js';
 import { deleteFileRoute, type Deps, fileContentRoute, getFileRoute, ListFilesQuery, listFilesRoute, UploadForm, uploadFile } from './files.js';
 import { BATCHES_MIGRATIONS, BATCHES_NAMESPACE } from './migrations.js';
@@ -47,7 +49,12 @@ export function batches(options: BatchesOptions = {}): GatewayPlugin {
   const now = clock ?? Date.now;
   return {
     name: PLUGIN_NAME,
+    // The workspace a request acts in, which its state is kept under (sdk/tenancy.ts).
+    uses: [TENANCY],
     errorCodes: BATCHES_ERRORS,
+    state: [
+      { name: 'files-and-batches', scope: 'workspace', keyedBy: 'Uploaded files, batches and their output: owned by the workspace the request acts in.' },
+    ],
     apply(api) {
       let client: SqlClient | null = null;
       let store: FileStore | null = null;
@@ -61,6 +68,7 @@ export function batches(options: BatchesOptions = {}): GatewayPlugin {
         runner: () => runner,
         now,
         opts: { ...opts, now: clock },
+        tenant: tenantOf(api),
       };
 
       api.onReady(async () => {

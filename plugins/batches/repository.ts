@@ -85,10 +85,13 @@ export function getFile(db: SqlClient, id: string): Promise<FileRow | undefined>
   return db.get<FileRow>(`SELECT ${FILE_COLUMNS} FROM gw_files WHERE id = ?`, [id]);
 }
 
+/** The condition on the owner column for one or more owners. */
+const ownerIn = (owners: readonly string[]) => (owners.length === 1 ? 'owner = ?' : `owner IN (${owners.map(() => '?').join(', ')})`);
+
 /** A page of an owner's files by id (ids sort by creation time), one more than `limit` to tell whether more follow. */
-export function listFiles(db: SqlClient, owner: string, q: { purpose?: string; after?: string; limit: number; order: 'asc' | 'desc' }): Promise<FileRow[]> {
-  const where = ['owner = ?'];
-  const params: unknown[] = [owner];
+export function listFiles(db: SqlClient, owners: readonly string[], q: { purpose?: string; after?: string; limit: number; order: 'asc' | 'desc' }): Promise<FileRow[]> {
+  const where = [ownerIn(owners)];
+  const params: unknown[] = [...owners];
   if (q.purpose !== undefined) {
     where.push('purpose = ?');
     params.push(q.purpose);
@@ -125,9 +128,9 @@ export function getBatch(db: SqlClient, id: string): Promise<BatchRow | undefine
 }
 
 /** A page of an owner's batches, newest first, one more than `limit`. */
-export function listBatches(db: SqlClient, owner: string, q: { after?: string; limit: number }): Promise<BatchRow[]> {
-  const params: unknown[] = [owner];
-  let where = 'owner = ?';
+export function listBatches(db: SqlClient, owners: readonly string[], q: { after?: string; limit: number }): Promise<BatchRow[]> {
+  const params: unknown[] = [...owners];
+  let where = ownerIn(owners);
   if (q.after !== undefined) {
     where += ' AND id < ?';
     params.push(q.after);

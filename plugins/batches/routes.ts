@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import { GatewayError, type GatewayResponse, invalidBody, jsonResponse, readNative, type RequestContext, resolveLeaf, selectedTarget, sendNative, nativeFormat, uuidv7 } from '../../sdk/index.js';
-import { type Deps, LOCAL_FILE_PREFIX, nativeFor, ownerOf } from './files.js';
+import { type Deps, LOCAL_FILE_PREFIX, nativeFor, ownerOf, visibleOwners } from './files.js';
 import { cancelBatch, getBatch, getFile, insertBatch, listBatches, type BatchRow } from './repository.js';
 import { keptHeaders } from './lines.js';
 import type { BatchRequest } from './runner.js';
@@ -13,7 +13,7 @@ const notFound = (id: string) => new GatewayError('not_found', `No batch "${id.s
 
 async function visibleBatch(deps: Deps, ctx: RequestContext, id: string): Promise<BatchRow> {
   const row = id.startsWith(LOCAL_BATCH_PREFIX) ? await getBatch(deps.db(), id) : undefined;
-  if (row === undefined || row.owner !== ownerOf(ctx)) throw notFound(id);
+  if (row === undefined || !(await visibleOwners(deps, ctx)).includes(row.owner)) throw notFound(id);
   return row;
 }
 
@@ -49,7 +49,7 @@ export async function createBatch(deps: Deps, ctx: RequestContext): Promise<Gate
     throw new GatewayError('invalid_request', `The gateway runs batches for ${served.join(', ')}; ${body.endpoint} needs a provider that runs batches itself.`, { param: 'endpoint' });
   }
   const file = body.input_file_id.startsWith(LOCAL_FILE_PREFIX) ? await getFile(deps.db(), body.input_file_id) : undefined;
-  if (file === undefined || file.owner !== ownerOf(ctx)) {
+  if (file === undefined || !(await visibleOwners(deps, ctx)).includes(file.owner)) {
     throw new GatewayError('not_found', `No file "${body.input_file_id.slice(0, 128)}" (upload it with POST /v1/files, without a provider that keeps files itself).`, {
       param: 'input_file_id',
     });
@@ -61,7 +61,7 @@ export async function createBatch(deps: Deps, ctx: RequestContext): Promise<Gate
   const request: BatchRequest = { target, headers: keptHeaders(ctx.headers), auth: ctx.auth };
   const row: BatchRow = {
     id,
-    owner: ownerOf(ctx),
+    owner: await ownerOf(deps, ctx),
     endpoint: body.endpoint,
     input_file_id: file.id,
     completion_window: body.completion_window,
@@ -115,7 +115,7 @@ export async function listBatchesRoute(deps: Deps, ctx: RequestContext): Promise
     return jsonResponse(200, { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: answer.value.has_more === true });
   }
   const limit = q.limit ?? 20;
-  const rows = await listBatches(deps.db(), ownerOf(ctx), { after: q.after, limit });
+  const rows = await listBatches(deps.db(), await visibleOwners(deps, ctx), { after: q.after, limit });
   return jsonResponse(200, cursorPage(rows.map(presentBatch), limit));
 }
 

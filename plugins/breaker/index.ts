@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import * as v from 'valibot';
-import { credentialDigest, defineErrors, fieldSchema as f, GatewayError, parseOptions, STAGES, type Dispatch, type GatewayPlugin, type GatewayResponse, type RequestContext, type Target, type TargetField, targetIdentity } from '../../sdk/index.js';
+import { credentialDigest, defineErrors, fieldSchema as f, GatewayError, parseOptions, STAGES, type Dispatch, type GatewayPlugin, type GatewayResponse, type RequestContext, type Target, type TargetField, targetIdentity, TENANCY, tenantOf } from '../../sdk/index.js';
 import { redisBreakerState } from './redis-state.js';
 import { memoryBreakerState, type Admission, type BreakerState } from './state.js';
 
@@ -54,8 +54,8 @@ export interface RedisStoreEntry {
 }
 
 /**
- * The circuit breaker (`cb_config`), per target: provider, base URL, model
- * and credential identity. Closed → open once the failures reach `failure_threshold` (a fraction rounds up)
+ * The circuit breaker (`cb_config`), per target as called and per workspace: the workspace the
+ * request acts in, provider, base URL, model and credential identity. Closed → open once the failures reach `failure_threshold` (a fraction rounds up)
  * (a status in `failure_status_codes`, default above 500; a network error; a
  * timeout). Open → the call fails at once with 503 `circuit_open`, which
  * fallback skips. After `cooldown_interval` one trial goes through: success
@@ -67,11 +67,17 @@ export function breaker(options: BreakerOptions = {}): GatewayPlugin {
   const opts = parseOptions(PLUGIN_NAME, OptionsSchema, rest);
   return {
     name: PLUGIN_NAME,
+    // The workspace a request acts in, which its state is kept under (sdk/tenancy.ts).
+    uses: [TENANCY],
     targetFields: BREAKER_FIELDS,
     errorCodes: BREAKER_ERRORS,
+    state: [
+      { name: 'circuits', scope: 'workspace', keyedBy: 'Failures and open circuits: keyed by the workspace the request acts in and the target as called (provider, host, model, credential digest).' },
+    ],
     apply(api) {
       let state: BreakerState = memoryBreakerState();
       const credentials = credentialDigest([...api.targetFields.credentials()]);
+      const tenant = tenantOf(api);
       if (opts.store === 'redis') {
         api.onReady(() => {
           const entry = api.stores.get('redis') as RedisStoreEntry | undefined;
@@ -88,7 +94,10 @@ export function breaker(options: BreakerOptions = {}): GatewayPlugin {
       };
 
       const guarded = async (next: Dispatch, ctx: RequestContext, target: Target, cb: CbConfig): Promise<GatewayResponse> => {
-        const key = targetIdentity(ctx, target, credentials);
+        // The target as called (interceptors see it resolved), in the workspace the request acts in: one
+        // workspace's failures never open another's breaker, whatever their slugs are named.
+        const owner = tenant(ctx);
+        const key = targetIdentity(ctx, target, credentials, typeof owner === 'string' ? owner : await owner);
         let admission: Admission;
         try {
           admission = await state.admit(key, cb.cooldown_interval, now());

@@ -1,8 +1,8 @@
 import * as v from 'valibot';
-import { isObject, extractUsage, fieldSchema as f, parseOptions, STAGES, type GatewayPlugin, type GatewayResponse, type RequestContext, type RouteDefinition, type TargetField, routeApi, stateKey } from '../../sdk/index.js';
+import { isObject, extractUsage, fieldSchema as f, parseOptions, STAGES, type GatewayPlugin, type GatewayResponse, type RequestContext, type RouteDefinition, type TargetField, routeApi, stateKey, TENANCY, tenantOf } from '../../sdk/index.js';
 import { assembleStream } from './assemble.js';
 import { captureObserver } from './capture.js';
-import { createTargetIdentity, exactKey, identityFields, partitionOf, REFRESH_HEADER, STATUS_HEADER } from './key.js';
+import { createTargetIdentity, exactKey, identityFields, partitionOf, REFRESH_HEADER, resolvedTree, STATUS_HEADER } from './key.js';
 import { jsonHit, streamHit } from './replay.js';
 import { memoryCacheStore } from './stores/memory/index.js';
 import { CACHEABLE_ROUTES, STORE_NAMES, type CachedAnswer, type CacheLookup, type CacheMode, type CacheStatus, type CacheStore } from './types.js';
@@ -75,10 +75,16 @@ export function cache(options: CacheOptions = {}): GatewayPlugin {
   const opts = parseOptions(PLUGIN_NAME, OptionsSchema, rest);
   return {
     name: PLUGIN_NAME,
+    // The workspace a request acts in, which its state is kept under (sdk/tenancy.ts).
+    uses: [TENANCY],
     targetFields: CACHE_FIELDS,
+    state: [
+      { name: 'entries', scope: 'workspace', keyedBy: 'Cached answers: keyed by the workspace the request acts in (for every kind of key), the route, the target tree as resolved, the namespace and the body.' },
+    ],
     apply(api) {
       let store: CacheStore | null = null;
       const identity = createTargetIdentity(identityFields(api.targetFields));
+      const tenant = tenantOf(api);
       const modes = new Map<string, CacheMode>();
       const failed = rateLimitedWarning(api.logger, 'cache lookup or save failed; treated as a miss', opts.warnIntervalMs, now);
       const unknownModes = new Set<string>();
@@ -121,7 +127,10 @@ export function cache(options: CacheOptions = {}): GatewayPlugin {
         const route = routeApi(ctx.route!);
         const stream = ctx.stream;
         const includeUsage = stream && isObject(ctx.body?.stream_options) && ctx.body.stream_options.include_usage === true;
-        const partition = partitionOf(ctx, target, identity);
+        // What the request will call, in the workspace it acts in: a slug each workspace names alike is two caches.
+        const owner = tenant(ctx);
+        const called = await resolvedTree(target, (leaf) => api.resolveLeaf(ctx, leaf));
+        const partition = partitionOf(ctx, called, identity, typeof owner === 'string' ? owner : await owner);
         const lookup: CacheLookup = {
           ctx,
           store: store!,

@@ -91,14 +91,31 @@ export const REFRESH_HEADER = 'x-gateway-cache-force-refresh';
 export const STATUS_HEADER = 'x-gateway-cache-status';
 
 /**
- * Digest of everything that scopes a cache entry except the body: the route,
- * the target identity, the workspace, and the namespace (the header's value,
- * or the workspace's default namespace when the header is absent or empty).
+ * The target tree a request will call, each leaf as `resolve` makes it (`api.resolveLeaf`: a `@slug`
+ * becomes its integration's provider, host and credentials). A leaf that does not resolve stays as
+ * named: its call answers the refusal, so nothing is stored under it. A tree with no leaf changed
+ * is returned as it is (its identity stays memoised).
  */
-export function partitionOf(ctx: RequestContext, target: Target, identity: TargetIdentity): string {
+export async function resolvedTree(target: Target, resolve: (leaf: Target) => Promise<Target>): Promise<Target> {
+  if (!Array.isArray(target.targets)) {
+    if (target.strategy !== undefined) return target;
+    return resolve(target).catch(() => target);
+  }
+  const children = target.targets as Target[];
+  const resolved = await Promise.all(children.map((child) => resolvedTree(child, resolve)));
+  return resolved.every((child, i) => child === children[i]) ? target : { ...target, targets: resolved };
+}
+
+/**
+ * Digest of everything that scopes a cache entry except the body: the route, the identity of the
+ * target as called (give it {@link resolvedTree}'s), the tenant (the workspace the request acts in,
+ * for every kind of key: an organisation key acting in two workspaces has two caches), and the
+ * namespace (the header's value, or the default namespace when the header is absent or empty).
+ */
+export function partitionOf(ctx: RequestContext, target: Target, identity: TargetIdentity, tenant: string): string {
   const namespace = ctx.header(NAMESPACE_HEADER);
   const scope = namespace === undefined || namespace === '' ? ['default'] : ['ns', namespace];
-  return sha256(JSON.stringify(['cache/v1', routeApi(ctx.route!), identity(target), ctx.auth?.workspaceId ?? null, scope]));
+  return sha256(JSON.stringify(['cache/v2', routeApi(ctx.route!), identity(target), tenant, scope]));
 }
 
 /** The exact-match key: partition + canonical body. */

@@ -64,6 +64,10 @@ export function config(options: ConfigOptions = {}): GatewayPlugin {
     // Identity for the workspaces' saved configs; the guardrail checks' credential parameters, sealed in them; the saved
     // configs themselves (its own store provides them when the control plane is loaded); the provider headers' targets.
     uses: [IDENTITY, GUARDRAIL_VALIDATOR, CONFIG_SOURCE, HEADER_TARGETS],
+    state: [
+      { name: 'saved-configs', scope: 'workspace', keyedBy: 'Saved configs as the request path reads them: keyed by the workspace the request acts in and the config named.' },
+      { name: 'inline-configs', scope: 'organisation', keyedBy: 'x-gateway-config headers parsed, by their text: the same text is the same config for anyone, and it holds no answer.' },
+    ],
     apply(api) {
       // Every field is declared before any plugin is applied, so the schema is complete here.
       const parser = createConfigParser(api.targetFields, { maxDepth: api.options.maxJsonDepth });

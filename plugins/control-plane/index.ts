@@ -9,8 +9,9 @@ import {
   type SqlClient,
   type SqlStore,
   STAGES,
+  TENANCY,
 } from '../../sdk/index.js';
-import { IDENTITY, IDENTITY_ADMIN } from '../../sdk/admin/index.js';
+import { IDENTITY, IDENTITY_ADMIN, requestWorkspaceOf } from '../../sdk/admin/index.js';
 import { bootstrap } from './bootstrap.js';
 import { authenticateJwt, DEFAULT_CLAIMS } from './jwt-auth.js';
 import { createJwtVerifier, loadJwksFile, looksLikeJwt, type JwtVerifier } from './jwt.js';
@@ -82,7 +83,10 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
   const claims = { ...DEFAULT_CLAIMS, ...(opts.jwt?.claims ?? {}) };
   return {
     name: PLUGIN_NAME,
-    provides: [IDENTITY, IDENTITY_ADMIN],
+    provides: [IDENTITY, IDENTITY_ADMIN, TENANCY],
+    state: [
+      { name: 'identity', scope: 'credential', keyedBy: 'API keys as the request path reads them, by the digest of their secret; workspaces and members by id.' },
+    ],
     apply(api) {
       let client: SqlClient | null = null;
       let box: SecretBox | null = null;
@@ -100,6 +104,8 @@ export function controlPlane(options: ControlPlaneOptions = {}): GatewayPlugin {
       api.provide(IDENTITY, cp);
       // Users, memberships and user keys, for the features that sign people in or provision them (sso, scim).
       api.provide(IDENTITY_ADMIN, new People(cp));
+      // The workspace a request acts in, which every plugin keeping state between requests keys it by (sdk/tenancy.ts).
+      api.provide(TENANCY, { workspaceOf: (ctx) => requestWorkspaceOf(ctx, cp) });
 
       api.onReady(async () => {
         const store = api.stores.get(opts.store) as SqlStore | undefined;

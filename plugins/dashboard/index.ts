@@ -73,6 +73,7 @@ export function dashboard(options: DashboardOptions = {}): GatewayPlugin {
   const dir = opts.dir ?? DEFAULT_OUT_DIR;
   return {
     name: PLUGIN_NAME,
+    state: [],
     apply(api) {
       let assets: Map<string, Asset> | null = null;
       api.onReady(async () => {

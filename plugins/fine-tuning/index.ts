@@ -58,6 +58,7 @@ export function fineTuning(options: FineTuningOptions = {}): GatewayPlugin {
   parseOptions(PLUGIN_NAME, OptionsSchema, options);
   return {
     name: PLUGIN_NAME,
+    state: [],
     apply(api) {
       /** The selected provider's dialect and a sender bound to it; a 400 when none is selected or it has no fine-tuning API. */
       const connect = async (ctx: RequestContext): Promise<{ dialect: Dialect; send: Send }> => {

@@ -86,6 +86,10 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
     errorCodes: GUARDRAIL_ERRORS,
     // Identity for the workspaces' stored guardrails.
     uses: [IDENTITY],
+    state: [
+      { name: 'stored-guardrails', scope: 'workspace', keyedBy: 'Stored guardrails as the request path reads them: keyed by the workspace the request acts in and the guardrail named.' },
+      { name: 'compiled', scope: 'organisation', keyedBy: "Checks compiled by guardrail id and version (ids are random and each a workspace's)." },
+    ],
     apply(api) {
       const compiled = new WeakMap<Target, CompiledHooks>();
       const checks = api.checks as Registry<GuardrailCheck>;

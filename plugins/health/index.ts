@@ -14,6 +14,7 @@ const DOC: RouteDoc = {
 export function health(): GatewayPlugin {
   return {
     name: PLUGIN_NAME,
+    state: [],
     apply(api) {
       const body = { status: 'ok' };
       api.routes.add({ name: 'health', method: 'GET', path: '/health', auth: false, body: 'none', kind: 'handler', doc: DOC, handler: () => jsonResponse(200, body) });

@@ -25,6 +25,8 @@ import {
   TARGET_LIMITS,
   type TargetBlock,
   type TargetLimitsService,
+  TENANCY,
+  tenantOf,
 } from '../../sdk/index.js';
 import { IDENTITY } from '../../sdk/admin/index.js';
 import { estimateNanoUsd, estimateTokens, NANO, nanoUsd, priceForRequest, requestedModel, usageNanoUsd, type TokenEstimate } from './estimate.js';
@@ -113,9 +115,14 @@ export function limits(options: LimitsOptions = {}): GatewayPlugin {
     errorCodes: LIMIT_ERRORS,
     provides: [TARGET_LIMITS],
     // Workspaces' stored policies and their admin routes; without the control plane, the server config's alone.
-    uses: [IDENTITY, PRICING],
+    uses: [IDENTITY, PRICING, TENANCY],
+    state: [
+      { name: 'counters', scope: 'workspace', keyedBy: "Rate and budget counters: by policy and group. A workspace's policies are its own; an organisation-wide policy counts per workspace what a workspace names (an end user, a metadata value, a provider slug)." },
+      { name: 'organisation-counters', scope: 'organisation', keyedBy: "An organisation-wide policy (the server config's limits) over what no workspace names (keys, models, endpoints, the whole traffic) is one counter for every workspace: that is what it limits." },
+    ],
     apply(api) {
       let store: LimitStore | null = null;
+      const tenant = tenantOf(api);
       let pricing: PricingTable = bundledPricing();
       const pending = new Set<Promise<void>>();
       // Usage from streams and JSON answers, for settling (the log store asks for the same capture).
@@ -312,7 +319,12 @@ export function limits(options: LimitsOptions = {}): GatewayPlugin {
         }
         const dynamic = set === null || set.policies.length === 0 ? NO_POLICIES : compileSet(set);
         if (dynamic.length === 0 && fixedCompiled.length === 0) return undefined;
-        const workspaceId = set?.workspaceId ?? ctx.auth?.workspaceId ?? null;
+        // The workspace the request acts in (an organisation key's, too), as the stored policies were found for.
+        let workspaceId = set?.workspaceId ?? null;
+        if (set === null) {
+          const owner = tenant(ctx);
+          workspaceId = (typeof owner === 'string' ? owner : await owner) || null;
+        }
         const found: { matched: CompiledPolicy[] | null; deferred: CompiledPolicy[] | null } = { matched: null, deferred: null };
         sortPolicies(fixedCompiled, ctx, workspaceId, found);
         sortPolicies(dynamic, ctx, workspaceId, found);

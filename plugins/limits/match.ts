@@ -139,6 +139,12 @@ export function compilePolicy(policy: LimitPolicy): CompiledPolicy {
     }
   }
   const groups = policy.group_by.map((g) => getter(g.key));
+  // An organisation-wide policy (the server config's) counts per workspace what is a name each workspace chooses: an
+  // end user, a metadata value, a provider slug. A's `alice` and B's `alice`, A's `@main` and B's, are not the same.
+  const perTenant =
+    policy.workspace_id === null &&
+    !policy.group_by.some((g) => g.key === 'workspace_id') &&
+    (policy.group_by.some((g) => g.key === 'user' || g.key.startsWith('metadata.')) || [...(byKey.get('provider') ?? [])].some((p) => p.startsWith('@')));
   return {
     policy,
     providers: byKey.get('provider') ?? null,
@@ -147,6 +153,7 @@ export function compilePolicy(policy: LimitPolicy): CompiledPolicy {
       return true;
     },
     groupOf(ctx, ws) {
+      if (perTenant) return JSON.stringify([...groups.map((get) => groupValue(get(ctx, ws) ?? '')), { workspace: ws ?? '' }]);
       if (groups.length === 0) return '*';
       // A request without the value (no `user`, no such metadata) shares the bucket of the empty value.
       return JSON.stringify(groups.map((get) => groupValue(get(ctx, ws) ?? '')));

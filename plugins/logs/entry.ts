@@ -167,6 +167,8 @@ export interface EntryOptions {
   defaultConfigId: string | null;
   /** Names of the routes whose requests are `housekeeping`. */
   housekeeping: ReadonlySet<string>;
+  /** The workspace a request acted in (an organisation-level key's too), or null. */
+  workspaceOf(ctx: RequestContext): string | null;
 }
 
 const round3 = (ms: number | null): number | null => (ms === null ? null : Math.round(ms * 1000) / 1000);
@@ -195,7 +197,7 @@ export function buildEntry(ctx: RequestContext, s: RequestSummary, options: Entr
     span_id: ctx.spanId,
     parent_span_id: ctx.parentSpanId,
     span_name: ctx.spanName,
-    workspace_id: ctx.auth?.workspaceId ?? null,
+    workspace_id: options.workspaceOf(ctx),
     api_key_id: ctx.auth?.keyId ?? null,
     config_id: configId(ctx, options.defaultConfigId),
     prompt_id: promptId(ctx),

@@ -15,6 +15,12 @@ import {
   type ServiceToken,
   type SqlStore,
   withoutUserInfo,
+  STAGES,
+  TENANCY,
+  tenantOf,
+  knownTenant,
+  NO_TENANT,
+  type RequestContext,
 } from '../../sdk/index.js';
 import { buildEntry, DEFAULT_HOUSEKEEPING_ROUTES, entrySize, headLength, type CaptureMode, type LogEntry } from './entry.js';
 import { finishEntry, type FinishOptions } from './finish.js';
@@ -128,12 +134,15 @@ export function logStore(options: LogStoreOptions = {}): GatewayPlugin {
   const opts = parseOptions(PLUGIN_NAME, OptionsSchema, options);
   const capture = opts.capture as CaptureMode;
   const finishOptions: FinishOptions = { capture, captureBytes: opts.captureBytes, scanLimit: opts.scanLimitBytes };
-  const entryOptions = { ...finishOptions, defaultConfigId: opts.defaultConfigId ?? null, housekeeping: new Set(opts.housekeepingRoutes) };
+  const entryOptions = { ...finishOptions, defaultConfigId: opts.defaultConfigId ?? null, housekeeping: new Set(opts.housekeepingRoutes), workspaceOf: actingWorkspace };
   const skip = new Set(opts.skipPaths);
   return {
     name: PLUGIN_NAME,
     // The price list for costs (`pricingOf`), the bundled one without the pricing plugin.
-    uses: [PRICING],
+    uses: [PRICING, TENANCY],
+    state: [
+      { name: 'entries', scope: 'workspace', keyedBy: "Request logs, their rollups and their metadata index: each row carries the workspace; a workspace's reads, existence checks and query bounds run under it." },
+    ],
     apply(api) {
       let repository: LogRepository | null = null;
       let pricing: PricingTable = bundledPricing();
@@ -201,6 +210,22 @@ export function logStore(options: LogStoreOptions = {}): GatewayPlugin {
       // Non-stream answers: what capture keeps (plus the redaction slack), so memory per request stays small.
       captureResponses(api, { scanLimit: opts.scanLimitBytes, bodyLimit: headLength(finishOptions) });
 
+      // A request's entry belongs to the workspace it acted in (an organisation-level key's too): known before the strategy
+      // runs, so the sync log tap below reads it. Only with workspaces (the control plane); without, the key's own.
+      if (api.provided(TENANCY)) {
+        const tenant = tenantOf(api);
+        api.hooks.beforeRequest.tapAsync({ name: PLUGIN_NAME, stage: STAGES.beforeRequest.PREPARE - 10 }, (ctx, done) => {
+          let known: string | Promise<string>;
+          try {
+            known = tenant(ctx);
+          } catch (err) {
+            return done(err as Error);
+          }
+          if (typeof known === 'string') return done();
+          known.then(() => done(), (err: unknown) => done(err as Error));
+        });
+      }
+
       // A sync tap: the entry is queued before the pipeline counts the request as finished, so close() flushes it.
       api.hooks.log.tap(PLUGIN_NAME, (ctx) => {
         if (skip.has(ctx.path)) return;
@@ -254,6 +279,12 @@ export function logStore(options: LogStoreOptions = {}): GatewayPlugin {
       });
     },
   };
+}
+
+/** The workspace a request acted in, as the tenancy found it (an organisation-level key's too), else the key's own. */
+function actingWorkspace(ctx: RequestContext): string | null {
+  const tenant = knownTenant(ctx);
+  return tenant === undefined ? (ctx.auth?.workspaceId ?? null) : tenant === NO_TENANT ? null : tenant;
 }
 
 export default logStore;

@@ -74,6 +74,9 @@ export function mcp(options: McpOptions = {}): GatewayPlugin {
     name: PLUGIN_NAME,
     errorCodes: MCP_ERRORS,
     uses: [IDENTITY, GUARDRAIL_RUNNER],
+    state: [
+      { name: 'sessions', scope: 'workspace', keyedBy: "MCP sessions and OAuth connections: a session id is random and bound to the server (one workspace's) and the key that opened it; a connection to the server and the user or key." },
+    ],
     apply(api) {
       let store: McpStore | null = null;
       let identity: Identity | undefined;

@@ -94,6 +94,7 @@ export function messagesDoor(options: MessagesOptions = {}): GatewayPlugin {
 
   return {
     name: PLUGIN_NAME,
+    state: [],
     apply(api) {
       const base = `${api.options.basePath}/messages`;
       const routes: RouteDefinition[] = [

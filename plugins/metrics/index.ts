@@ -58,6 +58,9 @@ export function metrics(options: MetricsOptions = {}): GatewayPlugin {
     name: PLUGIN_NAME,
     // The log store's state (its queue, its drops), as series of their own when it is loaded.
     uses: [LOG_STORE, PRICING],
+    state: [
+      { name: 'series', scope: 'organisation', keyedBy: 'Request, token and cost series for the whole deployment, read only with an organisation-level key or the metrics token.' },
+    ],
     apply(api) {
       const registry = new client.Registry();
       const p = opts.prefix;

@@ -57,6 +57,7 @@ export function openapi(options: OpenApiOptions = {}): GatewayPlugin {
   const opts = parseOptions(PLUGIN_NAME, OptionsSchema, options);
   return {
     name: PLUGIN_NAME,
+    state: [],
     apply(api) {
       const documentPath = opts.path ?? `${api.options.basePath}/openapi.json`;
       let document: StaticFile | null = null;

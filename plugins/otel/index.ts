@@ -83,6 +83,7 @@ export function otel(options: OtelOptions = {}): GatewayPlugin {
     name: PLUGIN_NAME,
     // The price list for costs (`pricingOf`), the bundled one without the pricing plugin.
     uses: [PRICING],
+    state: [],
     apply(api) {
       if (settings.tracesUrl === null && settings.metricsUrl === null) return; // off: no tap, no import
       let telemetry: Telemetry | null = null;

@@ -1,5 +1,5 @@
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context } from '@opentelemetry/api';
-import { randomHex, requestSummary, w3cTraceId, type PricingTable, type RequestContext, routeApi, STREAM_CUT } from '../../sdk/index.js';
+import { knownTenant, randomHex, requestSummary, w3cTraceId, type PricingTable, type RequestContext, routeApi, STREAM_CUT } from '../../sdk/index.js';
 import { ATTR, GATEWAY_ATTR, operationOf, providerName } from './conventions.js';
 import type { Telemetry } from './telemetry.js';
 
@@ -88,7 +88,9 @@ export function recordRequest(t: Telemetry, ctx: RequestContext, pricing: Pricin
         attributes[GATEWAY_ATTR.streamCutBy] = cut.by;
         attributes[GATEWAY_ATTR.streamCutChars] = cut.chars_sent;
       }
-      if (ctx.auth?.workspaceId) attributes[GATEWAY_ATTR.workspace] = ctx.auth.workspaceId;
+      // The workspace the request acted in (an organisation-level key's too, when known), else the key's own.
+      const workspace = knownTenant(ctx) || ctx.auth?.workspaceId;
+      if (workspace) attributes[GATEWAY_ATTR.workspace] = workspace;
       if (ctx.auth?.keyId) attributes[GATEWAY_ATTR.apiKey] = ctx.auth.keyId;
       if (errorType !== null) attributes[ATTR.errorType] = errorType;
 

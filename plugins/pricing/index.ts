@@ -54,6 +54,7 @@ export function pricing(options: PricingOptions = {}): GatewayPlugin {
   return {
     name: PLUGIN_NAME,
     provides: [PRICING],
+    state: [],
     apply(api) {
       api.provide(PRICING, table);
     },

@@ -119,6 +119,10 @@ export function prompts(options: PromptsOptions = {}): GatewayPlugin {
     uses: [IDENTITY, CONFIG_SOURCE],
     targetFields: PROMPT_FIELDS,
     errorCodes: promptError.codes,
+    state: [
+      { name: 'releases', scope: 'workspace', keyedBy: 'Stored prompts and partials as the request path reads them: keyed by the workspace the request acts in and the prompt or partial named.' },
+      { name: 'compiled', scope: 'organisation', keyedBy: "Templates compiled by prompt id and version (ids are random and each a workspace's): the same text compiles the same for anyone." },
+    ],
     apply(api) {
       const base = api.options.basePath;
       const maxChars = opts.maxRenderedChars ?? api.options.maxBodyBytes;

@@ -36,6 +36,7 @@ export function providerHeaders(options: ProviderHeadersOptions = {}): GatewayPl
     name: PLUGIN_NAME,
     // Routing headers it reads: without a plugin that does, a request sending one is refused (core/routing-headers.ts).
     headers: ['x-gateway-provider', 'x-gateway-virtual-key', 'x-gateway-custom-host'],
+    state: [],
     apply(api) {
       api.provide(HEADER_TARGETS, { fromHeaders: (ctx) => targetFromHeaders(ctx, api.providers, api.upstream) });
       api.hooks.resolveProvider.tap({ name: PLUGIN_NAME, stage: STAGES.resolveProvider.HEADERS }, (ctx) => targetFromHeaders(ctx, api.providers, api.upstream));

@@ -59,6 +59,9 @@ export function providerRegistry(options: ProviderRegistryOptions = {}): Gateway
     name: PLUGIN_NAME,
     targetFields: FIELDS,
     uses: [IDENTITY],
+    state: [
+      { name: 'slugs', scope: 'workspace', keyedBy: "Provider slugs and their integrations' credentials as the request path reads them: keyed by the workspace the request acts in and the slug." },
+    ],
     apply(api) {
       for (const [slug, entry] of entries) {
         if (!api.providers.has(entry.provider!)) {

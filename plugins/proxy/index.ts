@@ -24,6 +24,7 @@ export function proxy(): GatewayPlugin {
     name: PLUGIN_NAME,
     // Routing headers it reads: without a plugin that does, a request sending one is refused (core/routing-headers.ts).
     headers: [PROXY_HEADER],
+    state: [],
     apply(api) {
       const prefix = api.options.basePath;
       const route: RouteDefinition = {

@@ -70,6 +70,7 @@ export function requestLog(options: RequestLogOptions = {}): GatewayPlugin {
     name: PLUGIN_NAME,
     // With the log store loaded, `lines: 'auto'` prints failures only (the store keeps every request).
     uses: [LOG_STORE],
+    state: [],
     apply(api) {
       const logger = api.logger;
       // Decided once the gateway is assembled: the log store may be listed after this plugin.

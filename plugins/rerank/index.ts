@@ -27,6 +27,7 @@ export function rerank(options: RerankOptions = {}): GatewayPlugin {
   const opts = parseOptions(PLUGIN_NAME, OptionsSchema, options);
   return {
     name: PLUGIN_NAME,
+    state: [],
     apply(api) {
       addRerankRoute(api);
       for (const row of RERANK_PROVIDERS) {

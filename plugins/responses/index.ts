@@ -21,7 +21,7 @@ import {
   type SqlStore,
   STAGES,
   type Target,
-  translateStream, stateKey } from '../../sdk/index.js';
+  translateStream, stateKey, TENANCY, tenantOf } from '../../sdk/index.js';
 import { responseObserver } from './capture.js';
 import { fit, historyItems, rawInput, storedInput } from './conversation.js';
 import { RESPONSE_MIGRATIONS, RESPONSES_NAMESPACE } from './migrations.js';
@@ -53,9 +53,8 @@ interface DoorState {
   turns: Turn[] | null;
 }
 const DOOR = stateKey<DoorState>(PLUGIN_NAME);
+const NO_TURNS: Pick<DoorState, 'turns'> = Object.freeze({ turns: null });
 
-/** The workspace responses are stored under: the caller's, or '' for callers without one (static keys). */
-export const workspaceOf = (ctx: RequestContext): string => ctx.auth?.workspaceId ?? '';
 
 /**
  * The Responses API front door (`POST /v1/responses`) for every chat
@@ -76,7 +75,7 @@ export function responsesDoor(options: ResponsesOptions = {}): GatewayPlugin {
   const opts = parseOptions(PLUGIN_NAME, ResponsesOptionsSchema, options);
   const windows = new ContextWindows(mergeWindows(opts.contextWindows));
   const parse = v.safeParser(ResponsesBodySchema);
-  const stateOf = (ctx: RequestContext): DoorState => ctx.get(DOOR) ?? { workspaceId: workspaceOf(ctx), turns: null };
+  const stateOf = (ctx: RequestContext): Pick<DoorState, 'turns'> => ctx.get(DOOR) ?? NO_TURNS;
 
   let repository: ResponseRepository | null = null;
   /** Writes not finished yet, by workspace and id: a next turn that names one waits for it. */
@@ -123,10 +122,12 @@ export function responsesDoor(options: ResponsesOptions = {}): GatewayPlugin {
   };
 
   const save = (ctx: RequestContext, response: Json): void => {
-    if (repository === null || typeof response.id !== 'string') return;
+    // The door's state says whose the response is (set for every Responses request with a body, before the cache and the strategy).
+    const door = ctx.get(DOOR);
+    if (repository === null || typeof response.id !== 'string' || door === undefined) return;
     delete response.hook_results;
     const last = ctx.attempts.at(-1);
-    const workspaceId = workspaceOf(ctx);
+    const workspaceId = door.workspaceId;
     const body = ctx.body ?? {};
     const k = key(workspaceId, response.id);
     const write = repository
@@ -151,7 +152,12 @@ export function responsesDoor(options: ResponsesOptions = {}): GatewayPlugin {
 
   return {
     name: PLUGIN_NAME,
+    // The workspace a request acts in, which its state is kept under (sdk/tenancy.ts).
+    uses: [TENANCY],
     errorCodes: RESPONSES_ERRORS,
+    state: [
+      { name: 'stored-responses', scope: 'workspace', keyedBy: 'Stored responses and the conversations previous_response_id rebuilds: keyed by the workspace the request acts in and the response id.' },
+    ],
     apply(api) {
       const path = `${api.options.basePath}/responses`;
       api.routes.add({
@@ -173,15 +179,19 @@ export function responsesDoor(options: ResponsesOptions = {}): GatewayPlugin {
           responseTypes: ['application/json', 'text/event-stream'],
         },
       });
-      storedResponseRoutes(api, path, () => repository, (ctx, id) => pending.get(key(workspaceOf(ctx), id)));
+      // Responses are stored under the workspace the request acts in (an organisation-level key's too: sdk/tenancy.ts).
+      const tenant = tenantOf(api);
+      storedResponseRoutes(api, path, () => repository, tenant, (workspaceId, id) => pending.get(key(workspaceId, id)));
 
       /** The checks and the stored conversation of one Responses request. */
       const prepare = async (ctx: RequestContext, body: Record<string, unknown>): Promise<void> => {
-        const st: DoorState = { workspaceId: workspaceOf(ctx), turns: null };
+        const st: DoorState = { workspaceId: await tenant(ctx), turns: null };
         const previous = body.previous_response_id;
         if (typeof previous === 'string' && repository !== null) {
           await pending.get(key(st.workspaceId, previous));
-          const turns = await repository.conversation(st.workspaceId, previous);
+          let turns = await repository.conversation(st.workspaceId, previous);
+          // An organisation-level key's responses stored before they belonged to the workspace it acts in: under ''.
+          if (turns.length === 0 && st.workspaceId !== '' && (ctx.auth?.workspaceId ?? null) === null) turns = await repository.conversation('', previous);
           if (turns.length > 0) {
             st.turns = turns;
             // The rebuilt conversation is prompt the body does not show: limits reserve for it (docs/limits.md).

@@ -94,14 +94,27 @@ export function storedResponseRoutes(
   api: PluginAPI,
   path: string,
   repository: () => ResponseRepository | null,
-  pendingWrite: (ctx: RequestContext, id: string) => Promise<void> | undefined,
+  tenant: (ctx: RequestContext) => string | Promise<string>,
+  pendingWrite: (workspaceId: string, id: string) => Promise<void> | undefined,
 ): void {
+  /**
+   * Where a caller's stored responses are: the workspace it acts in; an organisation-level key also
+   * looks where its kind stored them before responses belonged to the workspace a key acts in ('').
+   */
+  const owners = async (ctx: RequestContext): Promise<string[]> => {
+    const ws = await tenant(ctx);
+    return ws !== '' && (ctx.auth?.workspaceId ?? null) === null ? [ws, ''] : [ws];
+  };
   const find = async (ctx: RequestContext) => {
     const repo = repository();
     const id = ctx.params!.response_id!;
     if (repo === null) return null;
-    await pendingWrite(ctx, id);
-    return repo.get(ctx.auth?.workspaceId ?? '', id);
+    for (const ws of await owners(ctx)) {
+      await pendingWrite(ws, id);
+      const stored = await repo.get(ws, id);
+      if (stored !== null) return stored;
+    }
+    return null;
   };
 
   api.routes.add({
@@ -143,8 +156,12 @@ export function storedResponseRoutes(
       const repo = repository();
       const id = ctx.params!.response_id!;
       if (repo === null) return notHeld(ctx, id);
-      await pendingWrite(ctx, id);
-      if (!(await repo.delete(ctx.auth?.workspaceId ?? '', id))) return notHeld(ctx, id);
+      let deleted = false;
+      for (const ws of await owners(ctx)) {
+        await pendingWrite(ws, id);
+        if ((deleted = await repo.delete(ws, id))) break;
+      }
+      if (!deleted) return notHeld(ctx, id);
       return jsonResponse(200, { id, object: 'response', deleted: true });
     },
   });

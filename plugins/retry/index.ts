@@ -138,6 +138,7 @@ export function retry(options: RetryOptions = {}): GatewayPlugin {
     name: PLUGIN_NAME,
     targetFields: RETRY_FIELDS,
     uses: [ROUTING],
+    state: [],
     apply(api) {
       api.onReady(() => {
         routing = api.tryResolve(ROUTING);

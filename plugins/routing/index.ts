@@ -20,6 +20,8 @@ import {
   stateKey,
   childPath,
   targetIdentity,
+  TENANCY,
+  tenantOf,
   type GatewayPlugin,
   type GatewayResponse,
   type RequestContext,
@@ -137,7 +139,10 @@ export function routing(options: RoutingOptions = {}): GatewayPlugin {
     errorCodes: ROUTING_ERRORS,
     provides: [ROUTING],
     // The limits plugin's policies that name a target's provider: a target whose budget is spent is skipped.
-    uses: [TARGET_LIMITS],
+    uses: [TARGET_LIMITS, TENANCY],
+    state: [
+      { name: 'target-state', scope: 'workspace', keyedBy: "What each target's answers taught (rate-limit headroom, retry-after, latency) and the sessions kept on one: keyed by the workspace the request acts in and the target as resolved (provider, host, model, credential digest), never by a slug's name." },
+    ],
     apply(api) {
       let targetLimits: TargetLimitsService | undefined;
       api.onReady(() => {
@@ -157,20 +162,31 @@ export function routing(options: RoutingOptions = {}): GatewayPlugin {
         warnedAt = clock();
         api.logger.warn({ err: (err as Error)?.message ?? String(err) }, 'routing: the target state store is unreachable; strategies use their weights and order alone');
       };
-      // A target as the breaker knows it: every config naming the same deployment shares what is known of it.
+      // A target as the breaker knows it: every config of a workspace naming the same deployment shares what is known of it.
       const credentials = credentialDigest([...api.targetFields.credentials()]);
-      const identity = (ctx: RequestContext, target: Target): string => targetIdentity(ctx, target, credentials);
+      const identity = (ctx: RequestContext, target: Target, ws: string): string => targetIdentity(ctx, target, credentials, ws);
+      const tenant = tenantOf(api);
 
       const service: RoutingService = {
         async plan(ctx, parent, targets, path, mode, random) {
           const config = (parent.routing ?? {}) as RoutingConfig;
           const leaves: number[] = [];
           const weights = targets.map((t) => (mode === 'fallback' ? 1 : weightOf(t)));
-          const keys = targets.map((t, i) => {
-            if (Array.isArray(t.targets) || weights[i]! <= 0) return null;
-            leaves.push(i);
-            return identity(ctx, t);
-          });
+          // Each leaf as it will be called, in the workspace the request acts in: what is known of a target is
+          // known of that deployment, never of a slug's name (two workspaces' `@main` are different ones).
+          const owner = tenant(ctx);
+          const ws = typeof owner === 'string' ? owner : await owner;
+          const keys = await Promise.all(
+            targets.map((t, i) => {
+              if (Array.isArray(t.targets) || weights[i]! <= 0) return null;
+              // A leaf that does not resolve (an unknown slug) has no state: its call answers the refusal.
+              return api.resolveLeaf(ctx, t).then(
+                (resolved) => identity(ctx, resolved, ws),
+                () => null,
+              );
+            }),
+          );
+          keys.forEach((k, i) => k !== null && leaves.push(i));
           let states: Array<TargetState | null> = targets.map(() => null);
           try {
             const read = await store.read(leaves.map((i) => keys[i]!));

@@ -37,6 +37,9 @@ export function scim(options: ScimOptions = {}): GatewayPlugin {
     provides: [ACCOUNT_STATUS],
     requires: [IDENTITY, IDENTITY_ADMIN],
     uses: [SIGN_IN_SESSIONS],
+    state: [
+      { name: 'directory', scope: 'organisation', keyedBy: "The organisation's users and groups, reached with an organisation-wide SCIM token only." },
+    ],
     apply(api) {
       let state: Scim | undefined;
       api.onReady(async () => {

@@ -133,6 +133,9 @@ export function sso(options: SsoOptions = {}): GatewayPlugin {
     requires: [IDENTITY, IDENTITY_ADMIN],
     uses: [ACCOUNT_STATUS],
     provides: [SIGN_IN_SESSIONS],
+    state: [
+      { name: 'sessions', scope: 'credential', keyedBy: 'Sign-in sessions, by the digest of their cookie secret.' },
+    ],
     apply(api) {
       const base = api.options.basePath;
       let identity: Identity | undefined;

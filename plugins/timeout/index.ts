@@ -56,6 +56,7 @@ export function timeout(): GatewayPlugin {
     name: PLUGIN_NAME,
     targetFields: TIMEOUT_FIELDS,
     errorCodes: TIMEOUT_ERRORS,
+    state: [],
     apply(api) {
       api.addInterceptor(
         PLUGIN_NAME,

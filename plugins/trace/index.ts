@@ -14,6 +14,7 @@ const MAX_METADATA_BYTES = 8 * 1024;
 export function trace(): GatewayPlugin {
   return {
     name: PLUGIN_NAME,
+    state: [],
     apply(api) {
       api.hooks.request.tap({ name: PLUGIN_NAME, stage: STAGES.request.TRACE }, (ctx) => {
         const given = ctx.header('x-gateway-trace-id');

@@ -54,6 +54,7 @@ export function traceparent(options: TraceparentOptions = {}): GatewayPlugin {
   const { propagate } = parseOptions(PLUGIN_NAME, OptionsSchema, options);
   return {
     name: PLUGIN_NAME,
+    state: [],
     apply(api) {
       // After the trace plugin, which sets the trace id and span headers.
       api.hooks.request.tap({ name: PLUGIN_NAME, stage: STAGES.request.TRACE_CONTEXT }, (ctx) => {

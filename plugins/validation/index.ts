@@ -20,6 +20,7 @@ const PARSERS: ReadonlyMap<string, Parser> = new Map<string, Parser>([
 export function validation(): GatewayPlugin {
   return {
     name: PLUGIN_NAME,
+    state: [],
     apply(api) {
       // One tap per shaped route (and the routes that speak its API, e.g. a prompt completion as chat), chosen at boot.
       for (const [route, parse] of PARSERS) {

@@ -96,9 +96,12 @@ export async function workspaceFor(ctx: RequestContext, identity: Identity, name
  * The workspace a request acts in, as {@link Identity.requestWorkspace} finds it, but without a
  * promise when the workspace is cached, for the request path: the key's own; for an
  * organisation-level key the one `x-gateway-workspace` names (a 404 when no active one has that id
- * or slug), else the default workspace; null when there is none.
+ * or slug), else the default workspace; null when there is none. An internal request acts in its
+ * parent's.
  */
 export function requestWorkspaceOf(ctx: RequestContext, identity: Pick<Identity, 'workspace'>): string | null | Promise<string | null> {
+  // An internal request (an embedding for the semantic cache) acts where the client's request it serves acts.
+  while (ctx.parent !== null) ctx = ctx.parent;
   const own = ctx.auth?.workspaceId;
   if (own) return own;
   const named = ctx.header('x-gateway-workspace');

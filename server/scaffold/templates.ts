@@ -86,6 +86,7 @@ export default function provider(options = {}) {
   return {
     name: '{{id}}',
     gatewayApi: GATEWAY_API,
+    state: [], // keeps nothing between requests (docs/security.md, "Declaring state")
     apply(api) {
       addShapedRoutes(api, ['chat.completions']);
       api.providers.add('{{id}}', definition);
@@ -168,6 +169,7 @@ export default function checks() {
     name: '{{id}}-checks',
     gatewayApi: GATEWAY_API,
     errorCodes: { {{id}}_too_long: { status: 446, type: 'guardrail_error' } },
+    state: [], // keeps nothing between requests (docs/security.md, "Declaring state")
     apply(api) {
       api.checks.add('{{id}}.maxLength', maxLength);
     },

@@ -6,7 +6,7 @@ import { pluginPackage, ROOT, sourceFiles } from './imports.js';
 /** A token a plugin resolves (or asks about) at run time: `api.resolve(X)`, `api.tryResolve(X)`, `api.provided(X)`. */
 const RESOLVED = /\bapi\.(?:resolve|tryResolve|provided)(?:<[^>]*>)?\(\s*([A-Z][A-Z0-9_]*)\s*\)/g;
 /** SDK helpers that resolve a token for the plugin that calls them with its api: a call counts as resolving it. */
-const HELPERS: Readonly<Record<string, string>> = { pricingOf: 'PRICING' };
+const HELPERS: Readonly<Record<string, string>> = { pricingOf: 'PRICING', tenantOf: 'TENANCY' };
 const HELPER_CALL = new RegExp(`\\b(${Object.keys(HELPERS).join('|')})\\(\\s*api\\s*\\)`, 'g');
 /** The plugin object's declarations: `requires: [A, B]`, `uses: [...]`, `provides: [...]`. */
 const DECLARED = /\b(?:requires|uses|provides)\s*:\s*\[([^\]]*)\]/g;

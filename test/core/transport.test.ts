@@ -151,6 +151,44 @@ test('resolveTarget runs per leaf before the interceptors; the context keeps the
   ]);
 });
 
+test('api.resolveLeaf resolves a leaf before the strategy calls it, once: the call uses the same answer, a refusal included', async () => {
+  let resolutions = 0;
+  const early: Array<string | undefined> = [];
+  const plugin: GatewayPlugin = {
+    name: 'early',
+    apply(api) {
+      api.hooks.resolveTarget.tap('resolver', (target) => {
+        resolutions++;
+        if (target.provider === '@nowhere') throw new GatewayError('not_found', 'Unknown provider slug "@nowhere".', { param: 'provider' });
+        return target.provider === '@alias' ? { ...target, provider: 'signed', zone: 'mock' } : target;
+      });
+      // A plugin keying state by what the target is: it resolves the leaf at beforeRequest, twice even.
+      api.hooks.beforeRequest.tapPromise('early', async (ctx) => {
+        for (let i = 0; i < 2; i++) early.push(await api.resolveLeaf(ctx, ctx.target!).then((t) => t.provider, (err: GatewayError) => err.code));
+        return undefined;
+      });
+    },
+  };
+  const send = (target: Target) => serveGateway({ plugins: [fixture([signedProvider([])], target), plugin] });
+  const gw = await send({ provider: '@alias' });
+  const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(chat()) });
+  expect(res.status).toBe(200);
+  await res.text();
+  await gw.close();
+  expect(early).toEqual(['signed', 'signed']);
+  expect(resolutions).toBe(1);
+
+  resolutions = 0;
+  early.length = 0;
+  const refused = await send({ provider: '@nowhere' });
+  const answer = await fetch(`${refused.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(chat()) });
+  expect(answer.status).toBe(404);
+  expect(((await answer.json()) as { error: { code: string } }).error.code).toBe('not_found');
+  await refused.close();
+  expect(early).toEqual(['not_found', 'not_found']);
+  expect(resolutions).toBe(1);
+});
+
 test('a resolveTarget tap that hands on something else than a target is a 500 naming the hook', async () => {
   const broken: GatewayPlugin = {
     name: 'broken-resolver',

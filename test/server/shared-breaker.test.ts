@@ -4,22 +4,28 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { DEFAULT_CONFIG } from '../../server/default-config.js';
 import { startProcess, type GatewayProcess } from '../helpers/process.js';
-import { REDIS_URL, requireService, uniquePrefix } from '../helpers/services.js';
+import { DATABASE_URL, dropSchema, REDIS_URL, requireService, uniquePrefix, uniqueSchema } from '../helpers/services.js';
 import { startMockOpenAI, type MockUpstream } from '../mocks/openai-upstream.js';
 
+/**
+ * Two replicas of one deployment: the breaker's state in Redis, the workspaces in PostgreSQL (a
+ * circuit is a workspace's, docs/security.md: replicas share it because they share the workspaces).
+ */
 describe('a breaker shared by two gateway processes through Redis', async () => {
-  const available = await requireService('Redis', REDIS_URL);
+  const available = (await requireService('Redis', REDIS_URL)) && (await requireService('PostgreSQL', DATABASE_URL));
+  const schema = uniqueSchema('shared_breaker');
   let mock: MockUpstream;
   const processes: GatewayProcess[] = [];
 
   beforeAll(async () => {
     if (!available) return;
     mock = await startMockOpenAI();
-    const plugins = DEFAULT_CONFIG.plugins.map((p) => (p.name === 'breaker' ? { name: 'breaker', options: { store: 'redis' } } : p));
+    const plugins = DEFAULT_CONFIG.plugins.map((p) => (p.name === 'breaker' ? { name: 'breaker', options: { store: 'redis' } } : p.name === 'sqlite' ? { name: 'postgres' } : p));
     const serverConfig = { ...DEFAULT_CONFIG, plugins: [{ name: 'redis', options: { url: REDIS_URL, keyPrefix: uniquePrefix('shared-breaker') } }, ...plugins] };
     const file = join(await mkdtemp(join(tmpdir(), 'gw-breaker-')), 'gateway.json');
     await writeFile(file, JSON.stringify(serverConfig));
-    for (let i = 0; i < 2; i++) processes.push(await startProcess(['--config', file], { GATEWAY_API_KEYS: 'breaker-key-1' }));
+    const env = { GATEWAY_API_KEYS: 'breaker-key-1', DATABASE_URL, GATEWAY_DATABASE_SCHEMA: schema, GATEWAY_ENCRYPTION_KEY: 'c'.repeat(64) };
+    for (let i = 0; i < 2; i++) processes.push(await startProcess(['--config', file], env));
   }, 60_000);
 
   afterAll(async () => {
@@ -28,6 +34,7 @@ describe('a breaker shared by two gateway processes through Redis', async () => 
       await p.exited;
     }
     await mock?.close();
+    if (available) await dropSchema(schema);
   });
 
   test.skipIf(!available)('failures seen by one process open the breaker for the other', async () => {

@@ -71,6 +71,9 @@ export function cacheSemantic(options: SemanticCacheOptions = {}): GatewayPlugin
   const target = configured === undefined ? null : (Object.freeze({ ...configured }) as Target);
   return {
     name: PLUGIN_NAME,
+    state: [
+      { name: 'vectors', scope: 'workspace', keyedBy: "Prompt embeddings and their answers, under the cache plugin's partition (workspace, resolved target, namespace)." },
+    ],
     apply(api) {
       // Registering the mode is all it costs at boot; a request pays only when its config asks for `semantic`.
       const provider = target?.provider;

@@ -26,6 +26,9 @@ export function cacheSimple(options: SimpleCacheOptions = {}): GatewayPlugin {
   parseOptions(PLUGIN_NAME, OptionsSchema, options);
   return {
     name: PLUGIN_NAME,
+    state: [
+      { name: 'entries', scope: 'workspace', keyedBy: "Exact-match answers, under the cache plugin's keys (workspace, resolved target, namespace, body)." },
+    ],
     apply(api) {
       api.cacheModes.add('simple', simpleMode);
     },

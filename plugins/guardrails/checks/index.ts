@@ -42,6 +42,9 @@ export const BUNDLED_CHECKS: Readonly<Record<string, GuardrailCheck<any>>> = Obj
 export function guardrailChecks(): GatewayPlugin {
   return {
     name: PLUGIN_NAME,
+    state: [
+      { name: 'compiled-schemas', scope: 'organisation', keyedBy: 'JSON schemas and patterns compiled by their text: the same text compiles the same for anyone, and holds no answer.' },
+    ],
     apply(api) {
       for (const [id, check] of Object.entries(BUNDLED_CHECKS)) {
         api.checks.add(id, id === 'default.log' ? createLogCheck((fields, message) => api.logger.warn(fields, message)) : check);

@@ -124,6 +124,7 @@ export function anthropic(options: AnthropicOptions = {}): GatewayPlugin {
 
   return {
     name: PLUGIN_NAME,
+    state: [],
     apply(api) {
       addShapedRoutes(api, ['chat.completions']);
       api.providers.add(PLUGIN_NAME, provider);

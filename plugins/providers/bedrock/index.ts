@@ -261,6 +261,9 @@ export function bedrock(options: BedrockOptions = {}): GatewayPlugin {
   return {
     name: PLUGIN_NAME,
     targetFields: BEDROCK_FIELDS,
+    state: [
+      { name: 'signers', scope: 'credential', keyedBy: 'AWS request signers, by the credentials, region and service they sign for.' },
+    ],
     apply(api) {
       addShapedRoutes(api, ['chat.completions', 'embeddings']);
       if (opts.rerank) addRerankRoute(api);

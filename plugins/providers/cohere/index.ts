@@ -133,6 +133,7 @@ export function cohere(options: CohereOptions = {}): GatewayPlugin {
 
   return {
     name: PLUGIN_NAME,
+    state: [],
     apply(api) {
       addShapedRoutes(api, ['chat.completions', 'embeddings']);
       if (opts.rerank) addRerankRoute(api);

@@ -74,6 +74,7 @@ export function google(options: GoogleOptions = {}): GatewayPlugin {
   };
   return {
     name: PLUGIN_NAME,
+    state: [],
     apply(api) {
       addShapedRoutes(api, ['chat.completions', 'embeddings']);
       api.providers.add(PLUGIN_NAME, provider);

@@ -55,6 +55,7 @@ export function openaiCompatible(options: OpenAICompatibleOptions = {}): Gateway
   );
   return {
     name: PLUGIN_NAME,
+    state: [],
     apply(api) {
       for (const row of rows) {
         addShapedRoutes(api, row.routes);

@@ -46,6 +46,7 @@ export function openai(options: OpenAIOptions = {}): GatewayPlugin {
   return {
     name: PLUGIN_NAME,
     targetFields: OPENAI_FIELDS,
+    state: [],
     apply(api) {
       addShapedRoutes(api, ['chat.completions', 'completions', 'embeddings']);
       api.providers.add(PLUGIN_NAME, provider);

@@ -167,6 +167,9 @@ export function vertexAI(options: VertexOptions = {}): GatewayPlugin {
   return {
     name: PLUGIN_NAME,
     targetFields: VERTEX_FIELDS,
+    state: [
+      { name: 'access-tokens', scope: 'credential', keyedBy: "Google access tokens, by the service account's email, key id and the digest of its private key." },
+    ],
     apply(api) {
       tokens = new TokenCache(tokenSender(api.upstream));
       addShapedRoutes(api, ['chat.completions', 'embeddings']);

@@ -22,6 +22,7 @@ export function postgresStore(options: PostgresStoreOptions): GatewayPlugin {
   const opts = parseOptions(PLUGIN_NAME, OptionsSchema, options);
   return {
     name: PLUGIN_NAME,
+    state: [],
     apply(api) {
       const store = sqlStore('postgres');
       api.stores.add(opts.name, store);

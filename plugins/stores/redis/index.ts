@@ -25,6 +25,7 @@ export function redisStore(options: RedisStoreOptions): GatewayPlugin {
   const opts = parseOptions(PLUGIN_NAME, OptionsSchema, options);
   return {
     name: PLUGIN_NAME,
+    state: [],
     apply(api) {
       const client = new Redis(opts.url, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000, commandTimeout: opts.commandTimeoutMs });
       client.on('error', () => undefined); // reported by the callers that degrade; ioredis keeps reconnecting

@@ -24,6 +24,7 @@ export function sqliteStore(options: SqliteStoreOptions = {}): GatewayPlugin {
   const file = opts.file ?? join(opts.dataDir, 'gateway.db');
   return {
     name: PLUGIN_NAME,
+    state: [],
     apply(api) {
       const store = sqlStore('sqlite', file === ':memory:' ? file : resolve(file));
       api.stores.add(opts.name, store);

@@ -17,6 +17,7 @@ export function conditionalStrategy(): GatewayPlugin {
   const compiled = new WeakMap<Target, Compiled>();
   return {
     name: PLUGIN_NAME,
+    state: [],
     apply(api) {
       api.strategies.add('conditional', {
         execute(ctx, target, run, path) {

@@ -22,6 +22,7 @@ export function fallbackStrategy(): GatewayPlugin {
   return {
     name: PLUGIN_NAME,
     uses: [ROUTING],
+    state: [],
     apply(api) {
       let routing: RoutingService | undefined;
       api.onReady(() => {

@@ -17,6 +17,7 @@ export function loadbalanceStrategy(options: LoadbalanceOptions = {}): GatewayPl
   return {
     name: PLUGIN_NAME,
     uses: [ROUTING],
+    state: [],
     apply(api) {
       let routing: RoutingService | undefined;
       api.onReady(() => {

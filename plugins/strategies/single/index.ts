@@ -6,6 +6,7 @@ export const PLUGIN_NAME = 'strategy-single';
 export function singleStrategy(): GatewayPlugin {
   return {
     name: PLUGIN_NAME,
+    state: [],
     apply(api) {
       api.strategies.add('single', {
         execute(ctx, target, run, path) {

@@ -1,7 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { fieldSchema, RequestContext, TargetFields, type Target } from '../../../core/index.js';
 import { cache } from '../../../plugins/cache/index.js';
-import { canonicalBody, canonicalJson, createTargetIdentity, exactKey, identityFields, partitionOf } from '../../../plugins/cache/key.js';
+import { canonicalBody, canonicalJson, createTargetIdentity, exactKey, identityFields, partitionOf, resolvedTree } from '../../../plugins/cache/key.js';
 import { cacheSemantic } from '../../../plugins/cache/semantic/index.js';
 import { cacheMemory, memoryCacheStore } from '../../../plugins/cache/stores/memory/index.js';
 import { cacheRedis } from '../../../plugins/cache/stores/redis/index.js';
@@ -59,18 +59,35 @@ describe('cache key', () => {
     expect(identity({ provider: 'acme', acme_token: 'other', acme_hedge: 2, acme_region: 'eu' })).not.toBe(id);
   });
 
-  test('the partition separates routes, workspaces and namespaces; an empty namespace is the default', () => {
+  test('the partition separates routes, tenants and namespaces; an empty namespace is the default', () => {
     const t: Target = { provider: 'openai', api_key: 'k' };
-    const base = partitionOf(context(), t, targetIdentity);
-    expect(partitionOf(context({ 'x-gateway-metadata': '{"a":1}', 'x-other': 'y' }), t, targetIdentity)).toBe(base);
-    expect(partitionOf(context({ 'x-gateway-cache-namespace': '' }), t, targetIdentity)).toBe(base);
-    expect(partitionOf(context({ 'x-gateway-cache-namespace': 'n' }), t, targetIdentity)).not.toBe(base);
-    expect(partitionOf(context({}, 'ws-1'), t, targetIdentity)).not.toBe(base);
-    expect(partitionOf(context({}, null, 'embeddings'), t, targetIdentity)).not.toBe(base);
+    const base = partitionOf(context(), t, targetIdentity, '');
+    expect(partitionOf(context({ 'x-gateway-metadata': '{"a":1}', 'x-other': 'y' }), t, targetIdentity, '')).toBe(base);
+    expect(partitionOf(context({ 'x-gateway-cache-namespace': '' }), t, targetIdentity, '')).toBe(base);
+    expect(partitionOf(context({ 'x-gateway-cache-namespace': 'n' }), t, targetIdentity, '')).not.toBe(base);
+    expect(partitionOf(context({}, 'ws-1'), t, targetIdentity, 'ws-1')).not.toBe(base);
+    // The tenant decides, not the key's own workspace: an organisation key acting in ws-1 shares ws-1's cache.
+    expect(partitionOf(context({}, null), t, targetIdentity, 'ws-1')).toBe(partitionOf(context({}, 'ws-1'), t, targetIdentity, 'ws-1'));
+    expect(partitionOf(context({}, null, 'embeddings'), t, targetIdentity, '')).not.toBe(base);
     // A namespace that spells a workspace id is still not that workspace.
-    expect(partitionOf(context({ 'x-gateway-cache-namespace': 'ws-1' }), t, targetIdentity)).not.toBe(partitionOf(context({}, 'ws-1'), t, targetIdentity));
+    expect(partitionOf(context({ 'x-gateway-cache-namespace': 'ws-1' }), t, targetIdentity, '')).not.toBe(partitionOf(context({}, 'ws-1'), t, targetIdentity, 'ws-1'));
     expect(exactKey(base, { model: 'm', a: 1 })).toBe(exactKey(base, { a: 1, model: 'm', stream: true }));
     expect(exactKey(base, { model: 'm' })).toMatch(/^[0-9a-f]{64}$/);
+  });
+});
+
+describe('the target as called', () => {
+  test('each leaf resolved (a slug to its integration), a leaf that does not resolve kept as named, a tree with nothing resolved kept as it is', async () => {
+    const resolve = async (leaf: Target): Promise<Target> => {
+      if (leaf.provider === '@gone') throw new Error('unknown slug');
+      return leaf.provider === '@main' ? { provider: 'openai', api_key: 'sk-a', custom_host: 'http://127.0.0.1:1/a' } : leaf;
+    };
+    const tree: Target = { strategy: { mode: 'fallback' }, targets: [{ provider: '@main' }, { provider: '@gone' }, { provider: 'openai', api_key: 'k' }] };
+    const called = await resolvedTree(tree, resolve);
+    expect(called.targets).toEqual([{ provider: 'openai', api_key: 'sk-a', custom_host: 'http://127.0.0.1:1/a' }, { provider: '@gone' }, { provider: 'openai', api_key: 'k' }]);
+    expect(targetIdentity(called)).not.toBe(targetIdentity(tree));
+    const plain: Target = { strategy: { mode: 'loadbalance' }, targets: [{ provider: 'openai', api_key: 'k' }] };
+    expect(await resolvedTree(plain, resolve)).toBe(plain);
   });
 });
 

@@ -120,14 +120,14 @@ describe('redaction', () => {
     ctx.body = { model: 'gpt-4o' };
     const summary = { startedAt: 0, endedAt: 1, provider: null, providerRequested: null, modelRequested: null, modelAnswered: null, usage: null, tokensEstimated: false, cost: null, costStatus: 'no_usage' as const, multiplier: 1, retries: 0, fallbacks: 0, circuitOpen: 0, ttftMs: null, responseText: null, responseStream: null, responseCut: false, sse: false };
     const started = performance.now();
-    const truncated = buildEntry(ctx, summary, { capture: 'truncated', captureBytes: 64, scanLimit: 1024, defaultConfigId: null, housekeeping: new Set<string>() });
+    const truncated = buildEntry(ctx, summary, { capture: 'truncated', captureBytes: 64, scanLimit: 1024, defaultConfigId: null, housekeeping: new Set<string>(), workspaceOf: () => null });
     expect(performance.now() - started).toBeLessThan(500);
     expect(truncated.request_body).toBe('{"model":"gpt-4o","api_key":"[REDACTED]","messages":[{"role":"us');
     expect(truncated.request_body_truncated).toBe(true);
-    const full = buildEntry(ctx, summary, { capture: 'full', captureBytes: 64, scanLimit: 1024, defaultConfigId: null, housekeeping: new Set<string>() });
+    const full = buildEntry(ctx, summary, { capture: 'full', captureBytes: 64, scanLimit: 1024, defaultConfigId: null, housekeeping: new Set<string>(), workspaceOf: () => null });
     expect(Buffer.byteLength(full.request_body!)).toBe(1024);
     expect(full.request_body_truncated).toBe(true);
-    expect(buildEntry(ctx, summary, { capture: 'off', captureBytes: 64, scanLimit: 1024, defaultConfigId: null, housekeeping: new Set<string>() }).request_body).toBeNull();
+    expect(buildEntry(ctx, summary, { capture: 'off', captureBytes: 64, scanLimit: 1024, defaultConfigId: null, housekeeping: new Set<string>(), workspaceOf: () => null }).request_body).toBeNull();
   });
 });
 

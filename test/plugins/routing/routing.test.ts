@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { DEFAULT_CONFIG, defaultConfig } from '../../../server/default-config.js';
 import { BOOTSTRAP_KEY, GATEWAY_KEY, startTestServer } from '../../helpers/gateway.js';
-import { REDIS_URL, requireService, uniquePrefix, clearRedisPrefix } from '../../helpers/services.js';
+import { DATABASE_URL, dropSchema, REDIS_URL, requireService, uniquePrefix, uniqueSchema, clearRedisPrefix } from '../../helpers/services.js';
 import { startQuotaUpstream } from '../../mocks/quota-upstream.js';
 import { goDurationMs, headroomOf } from '../../../plugins/routing/headers.js';
 import { rendezvous } from '../../../plugins/routing/choose.js';
@@ -303,21 +303,26 @@ describe('one deadline per request', () => {
 });
 
 const prefix = uniquePrefix('routing');
-describe('quota headroom across three instances sharing Redis', () => {
+const schema = uniqueSchema('routing');
+describe('quota headroom across three instances sharing Redis and PostgreSQL', () => {
   const gws: Server[] = [];
   let up: Awaited<ReturnType<typeof startQuotaUpstream>>;
   beforeAll(async () => {
-    if (!(await requireService('Redis', REDIS_URL))) return;
+    if (!(await requireService('Redis', REDIS_URL)) || !(await requireService('PostgreSQL', DATABASE_URL))) return;
     up = await startQuotaUpstream(['a', 'b'], { a: 600, b: 100_000 });
-    // The default config for REDIS_URL: the routing state (with the limits, the breaker and the cache) in Redis.
-    const config = defaultConfig({ redisUrl: REDIS_URL, databaseUrl: undefined });
-    for (let i = 0; i < 3; i++) gws.push(await startTestServer({ config, env: { REDIS_URL, GATEWAY_REDIS_PREFIX: prefix } }));
+    // The default config for REDIS_URL and DATABASE_URL: the routing state (with the limits, the breaker and the cache) in
+    // Redis, the workspaces in PostgreSQL. What is known of a target is known per workspace (docs/security.md): the
+    // replicas of one deployment share their workspaces, and so what they learn.
+    const config = defaultConfig({ redisUrl: REDIS_URL, databaseUrl: DATABASE_URL });
+    const env = { REDIS_URL, DATABASE_URL, GATEWAY_REDIS_PREFIX: prefix, GATEWAY_DATABASE_SCHEMA: schema, GATEWAY_ENCRYPTION_KEY: 'b'.repeat(64) };
+    for (let i = 0; i < 3; i++) gws.push(await startTestServer({ config, env }));
   });
   afterAll(async () => {
     await Promise.all(gws.map((g) => g.close()));
     await up?.close();
     if (gws.length === 0) return;
     await clearRedisPrefix(prefix);
+    await dropSchema(schema);
   });
 
   test('what one instance learns of a target\'s headroom the others use: no 429 reaches a client', async (ctx) => {

@@ -83,6 +83,9 @@ export function cacheMemory(options: MemoryCacheStoreOptions = {}): GatewayPlugi
   const store = memoryCacheStore(options);
   return {
     name: PLUGIN_NAME,
+    state: [
+      { name: 'entries', scope: 'workspace', keyedBy: "The cache modes' answers and vectors, under the keys they give (each holds the workspace)." },
+    ],
     apply(api) {
       api.stores.add(STORE_NAMES.memory, store);
     },

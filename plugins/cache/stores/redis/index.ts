@@ -135,6 +135,9 @@ export function cacheRedis(options: RedisCacheStoreOptions = {}): GatewayPlugin 
   const opts = parseOptions(PLUGIN_NAME, OptionsSchema, rest);
   return {
     name: PLUGIN_NAME,
+    state: [
+      { name: 'entries', scope: 'workspace', keyedBy: "The cache modes' answers and vectors in Redis, under the keys they give (each holds the workspace)." },
+    ],
     apply(api) {
       let conn: RedisConnection | null = null;
       const connection = () => {

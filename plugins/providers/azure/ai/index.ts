@@ -79,6 +79,9 @@ export function azureAI(options: AzureAIOptions = {}): GatewayPlugin {
   return {
     name: PLUGIN_NAME,
     targetFields: AZURE_AI_FIELDS,
+    state: [
+      { name: 'entra-tokens', scope: 'credential', keyedBy: 'Microsoft Entra access tokens, by tenant, client, scope and the digest of the client secret.' },
+    ],
     apply(api) {
       tokens = new EntraTokenCache(tokenSender(api.upstream), authority);
       addShapedRoutes(api, ['chat.completions', 'embeddings']);
