@@ -52,10 +52,23 @@ export interface Usage {
   completion_tokens: number;
   /** Prompt plus completion tokens, as the provider counted them. */
   total_tokens: number;
-  /** Prompt tokens served from the provider's prompt cache, when it says. */
+  /** Prompt tokens served from the provider's prompt cache (billed below input), when it says. */
   cached_tokens?: number;
+  /**
+   * Prompt tokens written to the provider's prompt cache (billed above input: Anthropic's and
+   * Bedrock's 5-minute writes at 1.25× and 1-hour writes at 2×), part of `prompt_tokens`; when it says.
+   */
+  cache_write_tokens?: number;
+  /** Of `cache_write_tokens`, those written for an hour (Anthropic's `ephemeral_1h`); the rest are 5-minute writes. */
+  cache_write_1h_tokens?: number;
   /** Completion tokens spent on reasoning, when the provider says. */
   reasoning_tokens?: number;
+  /** Prompt tokens that were audio (billed at audio rates), part of `prompt_tokens`; when the provider says. */
+  input_audio_tokens?: number;
+  /** Prompt tokens that were images, part of `prompt_tokens`; when the provider says. */
+  input_image_tokens?: number;
+  /** Completion tokens that were audio, part of `completion_tokens`; when the provider says. */
+  output_audio_tokens?: number;
 }
 
 /** Body of a response the gateway sends: bytes, text, or a stream it pipes with backpressure. */
@@ -186,6 +199,13 @@ export interface Provider {
   routes: Partial<Record<string, ProviderRoute>>;
   /** OpenAI-style resource APIs it serves itself (files, batches, fine-tuning jobs); absent when none. */
   resources?: ProviderResources;
+  /**
+   * Which model name its bill follows, for pricing (docs/cost.md): `answered` (default), the one
+   * its answer names (a dated snapshot of the alias asked for); `requested`, the id it was called
+   * with (Bedrock: the inference profile, `global.` or a region, sets the price, and its answers
+   * name the vendor's bare model).
+   */
+  billedModel?: 'answered' | 'requested';
 }
 
 /**

@@ -17,6 +17,10 @@ export interface TimeBucket {
   completion_tokens: number;
   /** Input tokens the providers answered from their prompt caches (part of `prompt_tokens`). */
   cached_tokens: number;
+  /** Output tokens spent on reasoning (part of `completion_tokens`). */
+  reasoning_tokens: number;
+  /** Input tokens written to the providers' prompt caches (part of `prompt_tokens`, billed above input). */
+  cache_write_tokens: number;
   /** Nearest-rank percentiles of `latency_ms`; null without requests. */
   p50_latency: number | null;
   p95_latency: number | null;

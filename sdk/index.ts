@@ -28,7 +28,7 @@ export * as v from 'valibot';
 export { SSEParser, type SSEEvent } from './sse.js';
 export { NDJSON_MAX_LINE_BYTES, NDJSONParser, type NDJSONLine } from './ndjson.js';
 export { wholeBodyObserver } from './whole-body.js';
-export { ChatChunkWriter, completionId, openAIUsage, type FinishReason, type OpenAIUsage } from './openai/chunks.js';
+export { CACHE_WRITE_1H, ChatChunkWriter, completionId, openAIUsage, type FinishReason, type MoreCounts, type OpenAIUsage } from './openai/chunks.js';
 export { base64Floats } from './openai/embeddings.js';
 export { openAIFormatResponse } from './openai/response.js';
 export { addShapedRoutes, INFERENCE_TAG, OPENAI_ROUTES, type OpenAIRouteName } from './openai/routes.js';
@@ -92,16 +92,27 @@ export {
   bundledContextWindows,
   bundledPricing,
   bundledPricingData,
+  componentsOf,
   ContextWindows,
   costOf,
+  entriesOf,
+  PRICE_COMPONENTS,
   pricingOf,
   PricingTable,
   readPricingData,
   type ContextWindowData,
   type CostResult,
   type CostStatus,
+  type DatedPrice,
+  type MatchRule,
+  type ModelEntry,
   type ModelPrice,
+  type PriceBreakdown,
+  type PriceComponent,
+  type PriceComponentName,
+  type PriceOptions,
   type PricingData,
+  type Rate,
 } from './pricing/index.js';
 export { assembleSSE, type AssembledStream } from './observe/assemble.js';
 export {
@@ -183,3 +194,4 @@ export { DEADLINE, DEADLINE_ERROR, deadlineError, deadlineLeft, pickWeighted, RO
 export { retryAfterMs } from './retry-after.js';
 export { credentialDigest, targetIdentity } from './target-identity.js';
 export { knownTenant, NO_TENANT, TENANCY, tenantOf, type TenancyService } from './tenancy.js';
+export { asksStreamUsage, streamUsageBody, streamUsageResponse, usageEventFilter, withStreamUsage } from './openai/stream-usage.js';

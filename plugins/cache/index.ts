@@ -181,7 +181,8 @@ export function cache(options: CacheOptions = {}): GatewayPlugin {
           route,
           status,
           body,
-          usage: key === -1 ? null : extractUsage(body.slice(key)),
+          // A stream the client asked no usage of carries none; the gateway had it from the upstream all the same.
+          usage: (key === -1 ? null : extractUsage(body.slice(key))) ?? pending.lookup.ctx.usage,
           fromStream: sse,
           createdAt,
           expiresAt: createdAt + pending.maxAgeMs,

@@ -69,6 +69,13 @@ export interface LogEntry {
   total_tokens: number | null;
   cached_tokens: number | null;
   reasoning_tokens: number | null;
+  /**
+   * Prompt tokens written to the provider's prompt cache (part of `prompt_tokens`, billed above input); 0 when usage
+   * came without them, null without usage and in entries written before migration 14.
+   */
+  cache_write_tokens: number | null;
+  /** Of `cache_write_tokens`, those written for an hour (Anthropic's `ephemeral_1h`); the rest are 5-minute writes. Null as `cache_write_tokens`. */
+  cache_write_1h_tokens: number | null;
   tokens_estimated: boolean;
   cost: number | null;
   cost_status: string;
@@ -82,6 +89,8 @@ export interface LogEntry {
   hook_results: unknown;
   /** The routing plugin's decisions: targets considered, skipped and why, chosen, affinity (docs/configuration.md#routing-that-knows-the-providers-state). */
   routing: unknown;
+  /** The price the cost was computed with (docs/cost.md): the list's version, the entry, the tier, each kind of token's rate and amount; null for a cache hit. */
+  price: unknown;
   error_code: string | null;
   error_message: string | null;
   /** The rate limit or budget that refused the request (`limits` plugin), else null. */
@@ -124,14 +133,14 @@ export const COLUMNS = [
   'id', 'created_at', 'ended_at', 'trace_id', 'span_id', 'parent_span_id', 'span_name', 'workspace_id', 'api_key_id', 'config_id',
   'prompt_id', 'prompt_version', 'route', 'front_door', 'method', 'path', 'provider_requested', 'provider', 'model_requested', 'model', 'target_path', 'status',
   'stream', 'internal', 'aborted', 'latency_ms', 'upstream_latency_ms', 'first_byte_ms', 'ttft_ms', 'prompt_tokens',
-  'completion_tokens', 'total_tokens', 'cached_tokens', 'reasoning_tokens', 'tokens_estimated', 'cost', 'cost_status',
-  'pricing_multiplier', 'cache_status', 'retry_count', 'attempt_count', 'fallback_count', 'attempts', 'metadata', 'hook_results', 'routing',
+  'completion_tokens', 'total_tokens', 'cached_tokens', 'reasoning_tokens', 'cache_write_tokens', 'cache_write_1h_tokens', 'tokens_estimated',
+  'cost', 'cost_status', 'pricing_multiplier', 'cache_status', 'retry_count', 'attempt_count', 'fallback_count', 'attempts', 'metadata', 'hook_results', 'routing', 'price',
   'error_code', 'error_message', 'limit_policy_id', 'rpc_method', 'tool_name', 'request_headers', 'request_body', 'request_body_truncated', 'response_body', 'response_body_truncated',
   'kind',
 ] as const satisfies readonly (keyof LogEntry)[];
 
 /** Columns holding JSON text. */
-export const JSON_COLUMNS = new Set<string>(['attempts', 'metadata', 'hook_results', 'routing', 'request_headers']);
+export const JSON_COLUMNS = new Set<string>(['attempts', 'metadata', 'hook_results', 'routing', 'price', 'request_headers']);
 /** Columns holding 0/1. */
 export const BOOLEAN_COLUMNS = new Set<string>(['stream', 'internal', 'aborted', 'tokens_estimated', 'request_body_truncated', 'response_body_truncated']);
 
@@ -224,6 +233,8 @@ export function buildEntry(ctx: RequestContext, s: RequestSummary, options: Entr
     total_tokens: usage?.total_tokens ?? null,
     cached_tokens: usage === null ? null : usage.cached_tokens ?? 0,
     reasoning_tokens: usage === null ? null : usage.reasoning_tokens ?? 0,
+    cache_write_tokens: usage === null ? null : usage.cache_write_tokens ?? 0,
+    cache_write_1h_tokens: usage === null ? null : usage.cache_write_1h_tokens ?? 0,
     tokens_estimated: s.tokensEstimated,
     cost: s.cost,
     cost_status: s.costStatus,
@@ -237,6 +248,7 @@ export function buildEntry(ctx: RequestContext, s: RequestSummary, options: Entr
     metadata: ctx.metadata,
     hook_results: ctx.logFields.hook_results ?? null,
     routing: ctx.logFields.routing ?? null,
+    price: s.price,
     error_code: ctx.error?.code ?? null,
     error_message: ctx.error?.message ?? null,
     limit_policy_id: typeof ctx.logFields.limit_policy_id === 'string' ? ctx.logFields.limit_policy_id : null,

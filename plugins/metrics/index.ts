@@ -70,7 +70,7 @@ export function metrics(options: MetricsOptions = {}): GatewayPlugin {
       const duration = new FastHistogram(`${p}request_duration_seconds`, 'Arrival to end of response.', ['route', 'provider'], LATENCY_BUCKETS, registry);
       const upstream = new FastHistogram(`${p}upstream_duration_seconds`, 'Sending upstream to its response headers, summed over attempts.', ['provider'], LATENCY_BUCKETS, registry);
       const ttft = new FastHistogram(`${p}time_to_first_token_seconds`, 'Arrival to the first byte of a streamed answer.', ['route', 'provider'], LATENCY_BUCKETS, registry);
-      const tokens = new FastCounter(`${p}tokens_total`, 'Tokens by kind (prompt, completion, cached, reasoning); estimated="true" when counted by the gateway.', ['provider', 'model', 'kind', 'estimated'], registry);
+      const tokens = new FastCounter(`${p}tokens_total`, 'Tokens by kind (prompt, completion; of the prompt: cached, cache_write; of the completion: reasoning); estimated="true" when counted by the gateway.', ['provider', 'model', 'kind', 'estimated'], registry);
       const cost = new FastCounter(`${p}cost_usd_total`, 'Cost of priced requests, in USD, from the pricing file.', ['provider', 'model'], registry);
       const unpriced = new client.Counter({ name: `${p}unpriced_requests_total`, help: 'Requests with token usage but no price for their model (their cost is unknown).', labelNames: ['provider', 'model'], registers: [registry] });
       // Recorded on most requests (DISABLED when the cache is off), so through FastCounter like the other per-request series.
@@ -184,6 +184,7 @@ export function metrics(options: MetricsOptions = {}): GatewayPlugin {
           if (u.completion_tokens > 0) tokens.add(u.completion_tokens, provider, model, 'completion', estimated);
           if ((u.cached_tokens ?? 0) > 0) tokens.add(u.cached_tokens!, provider, model, 'cached', estimated);
           if ((u.reasoning_tokens ?? 0) > 0) tokens.add(u.reasoning_tokens!, provider, model, 'reasoning', estimated);
+          if ((u.cache_write_tokens ?? 0) > 0) tokens.add(u.cache_write_tokens!, provider, model, 'cache_write', estimated);
         }
         if (s.cost !== null && s.cost > 0) cost.add(s.cost, provider, model);
         if (s.costStatus === 'unpriced') unpriced.inc({ provider, model });

@@ -24,14 +24,17 @@ export function stopReason(finish: unknown): string {
 }
 
 /**
- * Chat usage → Anthropic usage. Chat's `prompt_tokens` include cache reads,
- * Anthropic's `input_tokens` do not: input = prompt − cached, and the cached
- * tokens come back as `cache_read_input_tokens`.
+ * Chat usage → Anthropic usage. Chat's `prompt_tokens` include cache reads and
+ * writes, Anthropic's `input_tokens` do not: input = prompt − cached − written,
+ * the cached tokens come back as `cache_read_input_tokens` and the written ones
+ * (`prompt_tokens_details.cache_write_tokens`) as `cache_creation_input_tokens`.
  */
 export function messagesUsage(usage: unknown): Json {
   const u = isObject(usage) ? usage : {};
-  const cached = num(isObject(u.prompt_tokens_details) ? u.prompt_tokens_details.cached_tokens : 0);
-  return { input_tokens: Math.max(0, num(u.prompt_tokens) - cached), cache_creation_input_tokens: 0, cache_read_input_tokens: cached, output_tokens: num(u.completion_tokens) };
+  const details = isObject(u.prompt_tokens_details) ? u.prompt_tokens_details : {};
+  const cached = num(details.cached_tokens);
+  const written = num(details.cache_write_tokens);
+  return { input_tokens: Math.max(0, num(u.prompt_tokens) - cached - written), cache_creation_input_tokens: written, cache_read_input_tokens: cached, output_tokens: num(u.completion_tokens) };
 }
 
 /**

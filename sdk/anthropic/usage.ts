@@ -31,6 +31,8 @@ export interface AnthropicCounts {
   cache_read_input_tokens?: number;
   /** Output tokens spent thinking, when the upstream reports them (`output_tokens_details.thinking_tokens`). */
   thinking_tokens?: number;
+  /** Of the cache writes, those kept for an hour (`cache_creation.ephemeral_1h_input_tokens`), when it says. */
+  cache_creation_1h_tokens?: number;
 }
 
 const COUNT_FIELDS = ['input_tokens', 'output_tokens', 'cache_creation_input_tokens', 'cache_read_input_tokens'] as const;
@@ -44,6 +46,11 @@ export function mergeCounts(into: AnthropicCounts, usage: unknown): void {
   }
   const details = usage.output_tokens_details;
   if (isObject(details) && typeof details.thinking_tokens === 'number') into.thinking_tokens = details.thinking_tokens;
+  // The writes by how long they are kept: a 1-hour write is billed at 2× input, a 5-minute one at 1.25×.
+  const creation = usage.cache_creation;
+  if (isObject(creation) && typeof creation.ephemeral_1h_input_tokens === 'number' && Number.isFinite(creation.ephemeral_1h_input_tokens)) {
+    into.cache_creation_1h_tokens = creation.ephemeral_1h_input_tokens;
+  }
 }
 
 /**
@@ -53,7 +60,9 @@ export function mergeCounts(into: AnthropicCounts, usage: unknown): void {
  */
 export function usageFromCounts(c: AnthropicCounts): OpenAIUsage {
   const cacheRead = c.cache_read_input_tokens ?? 0;
-  const prompt = (c.input_tokens ?? 0) + (c.cache_creation_input_tokens ?? 0) + cacheRead;
-  return openAIUsage(prompt, c.output_tokens ?? 0, cacheRead, c.thinking_tokens);
+  const written = c.cache_creation_input_tokens ?? 0;
+  const prompt = (c.input_tokens ?? 0) + written + cacheRead;
+  // The writes stay apart (cache_write_tokens): they are billed above input, not as it.
+  return openAIUsage(prompt, c.output_tokens ?? 0, cacheRead, c.thinking_tokens, written > 0 ? { cacheWrite: written, cacheWrite1h: c.cache_creation_1h_tokens } : undefined);
 }
 

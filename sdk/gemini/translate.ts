@@ -243,7 +243,20 @@ export function geminiUsage(meta: unknown): OpenAIUsage | null {
   if (!isObject(meta)) return null;
   const thoughts = num(meta.thoughtsTokenCount) ?? 0;
   const prompt = (num(meta.promptTokenCount) ?? 0) + (num(meta.toolUsePromptTokenCount) ?? 0);
-  return openAIUsage(prompt, (num(meta.candidatesTokenCount) ?? 0) + thoughts, num(meta.cachedContentTokenCount) ?? 0, thoughts);
+  // Audio and image prompt tokens by modality (`promptTokensDetails`), and audio output (`candidatesTokensDetails`): billed at their own
+  // rates. The prompt's counts include what was read from a cache (`cacheTokensDetails`), which is billed as a cache read instead.
+  const audioIn = Math.max(0, modalityCount(meta.promptTokensDetails, 'AUDIO') - modalityCount(meta.cacheTokensDetails, 'AUDIO'));
+  const imageIn = Math.max(0, modalityCount(meta.promptTokensDetails, 'IMAGE') - modalityCount(meta.cacheTokensDetails, 'IMAGE'));
+  const audioOut = modalityCount(meta.candidatesTokensDetails, 'AUDIO');
+  const more = audioIn > 0 || imageIn > 0 || audioOut > 0 ? { ...(audioIn > 0 ? { audioIn } : {}), ...(imageIn > 0 ? { imageIn } : {}), ...(audioOut > 0 ? { audioOut } : {}) } : undefined;
+  return openAIUsage(prompt, (num(meta.candidatesTokenCount) ?? 0) + thoughts, num(meta.cachedContentTokenCount) ?? 0, thoughts, more);
+}
+
+/** The tokens of one modality in a Gemini `…TokensDetails` list (`[{ modality, tokenCount }]`). */
+function modalityCount(details: unknown, modality: string): number {
+  let n = 0;
+  if (Array.isArray(details)) for (const d of details) if (isObject(d) && d.modality === modality) n += num(d.tokenCount) ?? 0;
+  return n;
 }
 
 /** A tool-call id for the k-th call of a response: unique per response id, stable within it. */

@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { stateKey, type RequestContext, type Usage } from '../../core/index.js';
-import type { CostStatus, PricingTable } from '../pricing/table.js';
+import type { CostStatus, PriceBreakdown, PricingTable } from '../pricing/table.js';
+import { toUsage } from '../openai/usage.js';
 import { assembleSSE } from './assemble.js';
 import { capturedBytes, capturedResponse, modelOfJson, pricingMultiplier, requestedProvider, type CapturedResponse } from './capture.js';
 
@@ -33,6 +34,13 @@ export interface RequestSummary {
   cost: number | null;
   /** How the cost came about: `priced`, `unpriced`, `no_usage` or `cache_hit`. */
   costStatus: RequestCostStatus;
+  /**
+   * The price the cost was computed with: the list's version, the entry, the tier, the rates and
+   * amounts of each kind of token, so anyone can compute it again; null for a cache hit.
+   */
+  price: PriceBreakdown | null;
+  /** The service tier the answer names (OpenAI's `service_tier`: `default`, `flex`, `priority`), null when it names none. */
+  serviceTier: string | null;
   /** The pricing multiplier of the target that answered (`pricing_multiplier`), 1 when none. */
   multiplier: number;
   /** Upstream calls beyond the first on each target path, summed. */
@@ -145,22 +153,30 @@ function summarize(ctx: RequestContext, { pricing, wantText }: SummaryOptions): 
   const hit = ctx.cacheStatus === 'HIT' || ctx.cacheStatus === 'SEMANTIC HIT';
   const multiplier = pricingMultiplier(ctx.resolvedTarget);
   const priceProvider = provider ?? (providerRequested !== null && !providerRequested.startsWith('@') ? providerRequested : null);
+  const serviceTier = captured === null || captured.kept === 0 ? null : serviceTierOf(capturedBytes(captured));
+  const startedAt = endedAt - elapsed;
   let cost: number | null;
   let costStatus: RequestCostStatus;
+  let price: PriceBreakdown | null = null;
   if (hit) {
     cost = 0;
     costStatus = 'cache_hit';
   } else {
-    const result = pricing.cost(priceProvider, modelAnswered ?? ctx.model, usage, multiplier);
-    if (result.status === 'unpriced' && modelAnswered !== null && ctx.model !== null && modelAnswered !== ctx.model) {
-      // The answered name may be a dated alias the list lacks; the requested one may be listed.
-      const again = pricing.cost(priceProvider, ctx.model, usage, multiplier);
-      cost = again.cost;
-      costStatus = again.status;
-    } else {
-      cost = result.cost;
-      costStatus = result.status;
+    // At the prices in force when the request ran, the service tier the answer names.
+    const options = { at: startedAt, multiplier, serviceTier };
+    // The model the provider bills: the one the answer names (a dated snapshot of an alias), unless the provider bills
+    // by the id it was called with (Bedrock: the inference profile, `global.` or a region, sets the price; its answers
+    // name the vendor's bare model).
+    const requestedFirst = ctx.provider?.billedModel === 'requested';
+    const first = requestedFirst ? (ctx.model ?? modelAnswered) : (modelAnswered ?? ctx.model);
+    const second = requestedFirst ? modelAnswered : ctx.model;
+    price = pricing.price(priceProvider, first, usage, options);
+    if (price.status === 'unpriced' && price.price_id === null && second !== null && first !== null && second !== first) {
+      // The first name may be one the list does not know (a snapshot it has no rule for); the other may be.
+      price = pricing.price(priceProvider, second, usage, options);
     }
+    cost = price.cost;
+    costStatus = price.status;
   }
 
   let retries = 0;
@@ -173,7 +189,7 @@ function summarize(ctx: RequestContext, { pricing, wantText }: SummaryOptions): 
   }
 
   return {
-    startedAt: endedAt - elapsed,
+    startedAt,
     endedAt,
     provider,
     providerRequested,
@@ -183,6 +199,8 @@ function summarize(ctx: RequestContext, { pricing, wantText }: SummaryOptions): 
     tokensEstimated,
     cost,
     costStatus,
+    price,
+    serviceTier,
     multiplier,
     retries,
     fallbacks: Math.max(0, paths.size - 1),
@@ -193,6 +211,23 @@ function summarize(ctx: RequestContext, { pricing, wantText }: SummaryOptions): 
     responseCut,
     sse,
   };
+}
+
+/** The value after a `"service_tier"` key: OpenAI names the tier that served (and bills) the request. */
+const SERVICE_TIER = /^"service_tier"\s*:\s*"([a-z_]{1,32})"/;
+const SERVICE_TIER_KEY = Buffer.from('"service_tier"');
+
+/**
+ * The service tier an answer names, null when none: the last one it names, found in its bytes
+ * without decoding them. A JSON answer names it once, at its top level (wherever a long Responses
+ * object puts it); a stream names it in every chunk, and a Responses stream's `response.created`
+ * echoes the tier asked for (`auto`) while its `response.completed` names the one that served.
+ */
+function serviceTierOf(bytes: Buffer): string | null {
+  const at = bytes.lastIndexOf(SERVICE_TIER_KEY);
+  if (at === -1) return null;
+  const found = SERVICE_TIER.exec(bytes.toString('utf8', at, Math.min(bytes.length, at + 64)));
+  return found === null ? null : found[1]!;
 }
 
 const TEXTUAL = /^(?:text\/|application\/(?:[a-z0-9.+-]*\+)?(?:json|xml|x-www-form-urlencoded|javascript|x-ndjson))/;
@@ -212,25 +247,6 @@ function usageOfJson(text: string): Usage | null {
   } catch {
     return null;
   }
-}
-
-function num(v: unknown): number | undefined {
-  return typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : undefined;
-}
-
-/** An OpenAI-shape (or Responses-shape) usage object as the gateway's Usage, or null. */
-export function toUsage(value: unknown): Usage | null {
-  if (value === null || typeof value !== 'object') return null;
-  const u = value as Record<string, Record<string, unknown> | undefined> & Record<string, unknown>;
-  const prompt = num(u.prompt_tokens) ?? num(u.input_tokens);
-  const completion = num(u.completion_tokens) ?? num(u.output_tokens);
-  if (prompt === undefined && completion === undefined) return null;
-  const usage: Usage = { prompt_tokens: prompt ?? 0, completion_tokens: completion ?? 0, total_tokens: num(u.total_tokens) ?? (prompt ?? 0) + (completion ?? 0) };
-  const cached = num(u.prompt_tokens_details?.cached_tokens) ?? num(u.input_tokens_details?.cached_tokens);
-  const reasoning = num(u.completion_tokens_details?.reasoning_tokens) ?? num(u.output_tokens_details?.reasoning_tokens);
-  if (cached !== undefined) usage.cached_tokens = cached;
-  if (reasoning !== undefined) usage.reasoning_tokens = reasoning;
-  return usage;
 }
 
 /**

@@ -11,10 +11,35 @@ export interface OpenAIUsage {
   completion_tokens: number;
   /** Prompt plus completion tokens. */
   total_tokens: number;
-  /** How many prompt tokens came from the provider's prompt cache; absent when unknown. */
-  prompt_tokens_details?: { cached_tokens: number };
-  /** How many completion tokens went to reasoning; absent when unknown. */
-  completion_tokens_details?: { reasoning_tokens: number };
+  /**
+   * How many prompt tokens came from the provider's prompt cache (and, when known, were written to
+   * it, were audio, were images); absent when unknown.
+   */
+  prompt_tokens_details?: { cached_tokens: number; cache_write_tokens?: number; audio_tokens?: number; image_tokens?: number };
+  /** How many completion tokens went to reasoning (and, when known, were audio); absent when unknown. */
+  completion_tokens_details?: { reasoning_tokens: number; audio_tokens?: number };
+  /**
+   * Of the cache writes, those kept for an hour (Anthropic's `ephemeral_1h`): priced apart, but no
+   * field of OpenAI's wire, so kept under a symbol that never reaches a client's JSON.
+   */
+  [CACHE_WRITE_1H]?: number;
+}
+
+/** The key of {@link OpenAIUsage}'s 1-hour cache writes (a symbol: `JSON.stringify` leaves it out). */
+export const CACHE_WRITE_1H: unique symbol = Symbol.for('ai-gateway.usage:cache_write_1h');
+
+/** Counts a provider reports beyond prompt, completion, cache reads and reasoning. */
+export interface MoreCounts {
+  /** Prompt tokens written to the prompt cache, part of the prompt. */
+  cacheWrite?: number;
+  /** Of those, the ones written for an hour. */
+  cacheWrite1h?: number;
+  /** Prompt tokens that were audio. */
+  audioIn?: number;
+  /** Prompt tokens that were images. */
+  imageIn?: number;
+  /** Completion tokens that were audio. */
+  audioOut?: number;
 }
 
 /** An id in OpenAI's style, for providers that give none. */
@@ -23,10 +48,20 @@ export function completionId(prefix = 'chatcmpl-'): string {
 }
 
 /** Builds OpenAI usage from token counts, with the details only when known. */
-export function openAIUsage(prompt: number, completion: number, cached?: number, reasoning?: number): OpenAIUsage {
+export function openAIUsage(prompt: number, completion: number, cached?: number, reasoning?: number, more?: MoreCounts): OpenAIUsage {
   const usage: OpenAIUsage = { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
-  if (cached !== undefined) usage.prompt_tokens_details = { cached_tokens: cached };
-  if (reasoning !== undefined) usage.completion_tokens_details = { reasoning_tokens: reasoning };
+  if (cached !== undefined || more?.cacheWrite !== undefined || more?.audioIn !== undefined || more?.imageIn !== undefined) {
+    const details: NonNullable<OpenAIUsage['prompt_tokens_details']> = { cached_tokens: cached ?? 0 };
+    if (more?.cacheWrite !== undefined) details.cache_write_tokens = more.cacheWrite;
+    if (more?.audioIn !== undefined) details.audio_tokens = more.audioIn;
+    if (more?.imageIn !== undefined) details.image_tokens = more.imageIn;
+    usage.prompt_tokens_details = details;
+  }
+  if (reasoning !== undefined || more?.audioOut !== undefined) {
+    usage.completion_tokens_details = { reasoning_tokens: reasoning ?? 0 };
+    if (more?.audioOut !== undefined) usage.completion_tokens_details.audio_tokens = more.audioOut;
+  }
+  if (more?.cacheWrite1h !== undefined && more.cacheWrite1h > 0) usage[CACHE_WRITE_1H] = more.cacheWrite1h;
   return usage;
 }
 

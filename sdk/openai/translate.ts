@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import { forwardableHeaders, GatewayError, type GatewayResponse, type RequestContext, type UpstreamResponse, type Usage } from '../../core/index.js';
-import type { OpenAIUsage } from './chunks.js';
+import { CACHE_WRITE_1H, type OpenAIUsage } from './chunks.js';
 import { textTransform } from '../text-transform.js';
 
 /** Largest non-stream upstream answer read for translation. */
@@ -34,11 +34,23 @@ export async function readJson(upstream: UpstreamResponse): Promise<unknown> {
   }
 }
 
-/** Converts OpenAI usage to the gateway's, for the log. */
+/** Converts OpenAI usage to the gateway's, for the log and for pricing (every billed component it carries). */
 export function toGatewayUsage(u: OpenAIUsage): Usage {
   const usage: Usage = { prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens, total_tokens: u.total_tokens };
-  if (u.prompt_tokens_details !== undefined) usage.cached_tokens = u.prompt_tokens_details.cached_tokens;
-  if (u.completion_tokens_details !== undefined) usage.reasoning_tokens = u.completion_tokens_details.reasoning_tokens;
+  const input = u.prompt_tokens_details;
+  if (input !== undefined) {
+    usage.cached_tokens = input.cached_tokens;
+    if (input.cache_write_tokens !== undefined) usage.cache_write_tokens = input.cache_write_tokens;
+    if (input.audio_tokens !== undefined) usage.input_audio_tokens = input.audio_tokens;
+    if (input.image_tokens !== undefined) usage.input_image_tokens = input.image_tokens;
+  }
+  const output = u.completion_tokens_details;
+  if (output !== undefined) {
+    usage.reasoning_tokens = output.reasoning_tokens;
+    if (output.audio_tokens !== undefined) usage.output_audio_tokens = output.audio_tokens;
+  }
+  const hour = u[CACHE_WRITE_1H];
+  if (hour !== undefined) usage.cache_write_1h_tokens = hour;
   return usage;
 }
 

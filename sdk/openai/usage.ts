@@ -23,6 +23,15 @@ export function toUsage(value: unknown): Usage | null {
   const reasoning = num(out?.reasoning_tokens);
   if (cached !== undefined) usage.cached_tokens = cached;
   if (reasoning !== undefined) usage.reasoning_tokens = reasoning;
+  // What OpenAI's newer answers and the gateway's own translations report beside them (each billed at its own rate).
+  const written = num(details?.cache_write_tokens);
+  const audioIn = num(details?.audio_tokens);
+  const imageIn = num(details?.image_tokens);
+  const audioOut = num(out?.audio_tokens);
+  if (written !== undefined) usage.cache_write_tokens = written;
+  if (audioIn !== undefined && audioIn > 0) usage.input_audio_tokens = audioIn;
+  if (imageIn !== undefined && imageIn > 0) usage.input_image_tokens = imageIn;
+  if (audioOut !== undefined && audioOut > 0) usage.output_audio_tokens = audioOut;
   return usage;
 }
 

@@ -6,21 +6,82 @@ import type BundledPrices from './prices.json';
 
 const require = createRequire(import.meta.url);
 
-/** Prices of one model, in the file's currency per million tokens. */
+/**
+ * A price per million tokens: a number, or a base price with tiers by the request's prompt size
+ * (`{ "base": 1.25, "tiers": [{ "above": 200000, "price": 2.5 }] }`: a request whose prompt, cached
+ * and written tokens included, has more than 200,000 tokens pays 2.5 for every token of this kind).
+ */
+export type Rate = number | { base: number; tiers: ReadonlyArray<{ above: number; price: number }> };
+
+/**
+ * Prices of one model, per million tokens, by what the provider bills. Only `input` and `output`
+ * are required; a kind left out costs what the kind it belongs to costs (see each field).
+ */
 export interface ModelPrice {
-  /** Prompt tokens that were not served from the provider's prompt cache. */
-  input: number;
+  /** Prompt tokens neither read from nor written to the prompt cache. */
+  input: Rate;
   /** Completion tokens (reasoning tokens too, unless `reasoning` is given). */
-  output: number;
+  output: Rate;
   /** Prompt tokens read from the provider's prompt cache. Default: `input`. */
-  cached_input?: number;
+  cache_read?: Rate;
+  /** The older name of `cache_read` (price files written before it), read as it. */
+  cached_input?: Rate;
+  /** Prompt tokens written to the prompt cache for 5 minutes (Anthropic: 1.25 × input). Default: `input`. */
+  cache_write?: Rate;
+  /** Prompt tokens written to the prompt cache for an hour (Anthropic: 2 × input). Default: `cache_write`. */
+  cache_write_1h?: Rate;
   /** Reasoning tokens, when the provider prices them apart from other output. Default: `output`. */
-  reasoning?: number;
+  reasoning?: Rate;
+  /** Prompt tokens that are audio. Default: `input`. */
+  input_audio?: Rate;
+  /** Prompt tokens that are images. Default: `input`. */
+  input_image?: Rate;
+  /** Completion tokens that are audio. Default: `output`. */
+  output_audio?: Rate;
 }
 
-/** The shape of `prices.json` (and of a replacement file given to the `pricing` plugin). */
+/** One price of a model over time: in force from a date (UTC), or at a time of day (UTC, `"16:30"` to `"00:30"`). */
+export interface DatedPrice {
+  /** The first day (`YYYY-MM-DD`, UTC) it applies; absent: from the start. */
+  from?: string;
+  /** The time of day it applies, UTC (`{ "start": "16:30", "end": "00:30" }`, which may wrap midnight); absent: all day. */
+  utc_time?: { start: string; end: string };
+  /** The prices that apply then. */
+  prices: ModelPrice;
+}
+
+/**
+ * Which model names an entry prices, case-insensitively: a name equal to, starting with, ending
+ * with or containing a text, matching a regular expression, or any (`or`) or all (`and`) of rules.
+ */
+export type MatchRule =
+  | { equals: string }
+  | { starts_with: string }
+  | { ends_with: string }
+  | { contains: string }
+  | { regex: string }
+  | { or: readonly MatchRule[] }
+  | { and: readonly MatchRule[] };
+
+/** One priced model of a provider's list. */
+export interface ModelEntry {
+  /** The model's name in the list (what an entry's price id names). */
+  id: string;
+  /** The names it prices. Default: the id exactly. */
+  match?: MatchRule;
+  /** Its price, or its prices over time (the last whose `from` has come and whose `utc_time` holds applies). */
+  prices: ModelPrice | readonly DatedPrice[];
+  /** Prices of OpenAI's service tiers (`flex`, `priority`), by the tier the answer names. A tier not listed is not priced. */
+  service_tiers?: Readonly<Record<string, ModelPrice>>;
+}
+
+/**
+ * The shape of `prices.json` and of a price file given to the `pricing` plugin. A provider's list is
+ * `{ "models": [entries…] }`, or (the older shape) an object from model name to price, each name
+ * pricing exactly that name.
+ */
 export interface PricingData {
-  /** The list's version, e.g. the date it was checked (`2025-11-01`). */
+  /** The list's version: its source and date (`genai-prices 0.1.8 + gateway overrides 2026-12-07`). Recorded with every priced entry. */
   version?: string;
   /** The currency of every price. Default `USD`. */
   currency?: string;
@@ -28,173 +89,457 @@ export interface PricingData {
   unit?: string;
   /** A note for people: where the prices come from, what they leave out. */
   note?: string;
-  /** Provider name → other providers whose price lists also apply (vertex-ai serves google and anthropic models). */
+  /** A gateway provider → the lists that price its models, in order (`vertex-ai`: `google`, then `anthropic`). A provider without aliases uses its own list. */
   aliases?: Record<string, string[]>;
-  /** Provider name → model name (lower case; a prefix of dated or suffixed names; `*` for any model) → price. */
-  providers: Record<string, Record<string, ModelPrice>>;
+  /** Price list name → its models. */
+  providers: Record<string, { models: ModelEntry[] } | Record<string, ModelPrice>>;
 }
 
 /** How a cost was or was not computed. */
 export type CostStatus = 'priced' | 'unpriced' | 'no_usage';
 
-/** What {@link costOf} computed: a cost, and whether it could be computed. */
+/** The billed kinds of token, in the order a breakdown lists them. */
+export const PRICE_COMPONENTS = ['input', 'cache_read', 'cache_write', 'cache_write_1h', 'input_audio', 'input_image', 'output', 'reasoning', 'output_audio'] as const;
+/** One kind of token a breakdown prices. */
+export type PriceComponentName = (typeof PRICE_COMPONENTS)[number];
+
+/** One line of a cost: how many tokens of a kind, at which rate (per million), for how much. */
+export interface PriceComponent {
+  /** The kind of token. */
+  name: PriceComponentName;
+  /** How many of them the usage has. */
+  tokens: number;
+  /** Per million tokens, in the table's currency, the tier applied. */
+  rate: number;
+  /** `tokens × rate / 1e6`, before the multiplier. */
+  amount: number;
+}
+
+/** What {@link PricingTable.price} computed: the cost and everything needed to compute it again. */
 export interface CostResult {
-  /** In the table's currency (USD for the bundled file); null when unpriced or without usage. */
+  /** In the table's currency (USD for the bundled file), the multiplier applied; null when unpriced or without usage. */
   cost: number | null;
-  /** `priced`, `unpriced` (no price for the model) or `no_usage` (no token counts). */
+  /** `priced`, `unpriced` (no price for the model, or for its service tier) or `no_usage` (no token counts). */
   status: CostStatus;
 }
 
-/** Separators after which a longer model name still counts as a version of a listed one (`gpt-4o-2024-08-06`, `claude-3-5-sonnet@20240620`). */
-const SEPARATORS = new Set(['-', '@', ':', '.', '_']);
-const REGION_PREFIX = /^(?:us|eu|apac|global|us-gov)\./;
-const VENDOR_PREFIX = /^(?:anthropic|meta|mistral|cohere|amazon|ai21|deepseek|openai)\./;
-const MEMO_LIMIT = 5000;
+/** A cost with the price it used, as a log entry keeps it (`GET /v1/logs/{id}`: `price`). */
+export interface PriceBreakdown extends CostResult {
+  /** The table's version. */
+  version: string | null;
+  /** The currency. */
+  currency: string;
+  /** The entry that priced it, `<list>/<model id>` (`anthropic/claude-sonnet-4-5`); null when none did. */
+  price_id: string | null;
+  /** The prompt-size tier applied: the `above` threshold passed, or null for the base prices. */
+  tier_above: number | null;
+  /** The service tier priced (`flex`, `priority`), or null for the standard prices. */
+  service_tier: string | null;
+  /** The day (and time, for a time-of-day price) the prices in force were chosen for, ISO 8601. */
+  priced_at: string | null;
+  /** The pricing multiplier of the target (an integration's adjustment), 1 when none. */
+  multiplier: number;
+  /** The lines: every kind of token the usage has, with its rate and amount. */
+  components: PriceComponent[];
+  /** Why a request is unpriced, for people (`no price for model "x" at provider "y"`); absent when priced. */
+  reason?: string;
+}
 
-/** A price list with lookup by provider and model; lookups are memoised (bounded). */
+/** Options of one pricing. */
+export interface PriceOptions {
+  /** When the request ran (epoch ms): the price in force then applies. Default: now. */
+  at?: number;
+  /** The pricing multiplier (an integration's `pricing_adjustments.multiplier`). Default 1. */
+  multiplier?: number;
+  /** The service tier the answer names (`flex`, `priority`); `default`, `auto`, `standard` or null: standard prices. */
+  serviceTier?: string | null;
+}
+
+/** A model's entry found in a list. */
+interface Found {
+  list: string;
+  entry: CompiledEntry;
+}
+
+interface CompiledEntry {
+  id: string;
+  test: (name: string) => boolean;
+  prices: ReadonlyArray<{ from: number; window: [number, number] | null; prices: ModelPrice }>;
+  serviceTiers: Readonly<Record<string, ModelPrice>> | null;
+}
+
+const REGION_PREFIX = /^(?:us|eu|apac|jp|au|ca|global|us-gov)\./;
+const VENDOR_PREFIX = /^(?:anthropic|meta|mistral|cohere|amazon|ai21|deepseek|openai|qwen|writer)\./;
+/** A Bedrock model version suffix (`-v1:0`, `-v2`). */
+const BEDROCK_VERSION = /-v\d+(?::\d+)?$/;
+/** The one rule that maps an id to another: a trailing date (`-2024-08-06`, `-20241022`, `@20240620`) names the model without it. */
+const DATE_SUFFIX = /[-@](?:\d{4}-\d{2}-\d{2}|\d{8})$/;
+const STANDARD_TIERS = new Set(['default', 'auto', 'standard', '']);
+const MEMO_LIMIT = 5000;
+const DAY = 86_400_000;
+
+/**
+ * A price list with lookup by provider and model. A model is priced only by an entry whose rule
+ * matches its name (no entry stands in for another by a shared prefix): its name as given, else
+ * without a `models/`-style path, else without a Bedrock region, vendor and version (`us.anthropic.…-v1:0`),
+ * else without a trailing date. Lookups are memoised (bounded).
+ */
 export class PricingTable {
   /** The list's `version`; null when the file names none. */
   readonly version: string | null;
   /** The currency of its prices and costs (`USD` unless the file says otherwise). */
   readonly currency: string;
-  readonly #providers = new Map<string, Map<string, ModelPrice>>();
+  readonly #lists = new Map<string, CompiledEntry[]>();
   readonly #aliases = new Map<string, string[]>();
-  readonly #memo = new Map<string, ModelPrice | null>();
+  readonly #memo = new Map<string, Found | null>();
 
-  /** Builds the table from a price list; throws when a price is not a non-negative number. */
+  /** Builds the table from a price list; throws naming the entry when a price or a rule is not valid. */
   constructor(data: PricingData) {
     this.version = data.version ?? null;
     this.currency = data.currency ?? 'USD';
-    for (const [provider, models] of Object.entries(data.providers)) {
-      const map = new Map<string, ModelPrice>();
-      for (const [model, price] of Object.entries(models)) map.set(model.toLowerCase(), checkPrice(provider, model, price));
-      this.#providers.set(provider, map);
-    }
+    for (const [list, models] of Object.entries(data.providers)) this.#lists.set(list, compileList(list, models));
     for (const [provider, others] of Object.entries(data.aliases ?? {})) this.#aliases.set(provider, others);
   }
 
-  /** Providers and model counts, for diagnostics. */
+  /** Priced models, for diagnostics. */
   get size(): number {
     let n = 0;
-    for (const m of this.#providers.values()) n += m.size;
+    for (const m of this.#lists.values()) n += m.length;
     return n;
   }
 
-  /**
-   * The price of `model` at `provider`: an exact name, else the longest listed
-   * name the model starts with followed by a separator (`-`, `@`, `:`, `.`,
-   * `_`), else the provider's `*` entry; tried on the name as given, without
-   * a `models/`-style path, and without a Bedrock region and vendor prefix;
-   * in the provider's list, then in its aliases' lists. Null when unknown.
-   */
-  lookup(provider: string | null, model: string | null): ModelPrice | null {
-    if (provider === null || model === null || model === '') return null;
+  /** The entry pricing `model` at `provider` (see the class), memoised; null when none does. */
+  #entry(provider: string, model: string): Found | null {
     const key = `${provider}\u0000${model}`;
     const memo = this.#memo.get(key);
     if (memo !== undefined) return memo;
-    const found = this.#find(provider, model.toLowerCase());
+    const found = this.#find([provider, ...(this.#aliases.get(provider) ?? [])], model.toLowerCase());
     if (this.#memo.size >= MEMO_LIMIT) this.#memo.clear();
     this.#memo.set(key, found);
     return found;
   }
 
-  /**
-   * The price of `model` under whichever provider's list knows it (the providers in the file's
-   * order), for when the provider is not known yet (a `@slug` resolved later). Null when none does.
-   */
-  lookupModel(model: string | null): ModelPrice | null {
-    if (model === null || model === '') return null;
-    const key = `\u0001${model}`;
-    const memo = this.#memo.get(key);
-    if (memo !== undefined) return memo;
-    let found: ModelPrice | null = null;
-    for (const provider of this.#providers.keys()) {
-      // A provider's `*` entry prices its own unknown models, not every other provider's.
-      found = this.#find(provider, model.toLowerCase(), false);
-      if (found !== null) break;
-    }
-    if (this.#memo.size >= MEMO_LIMIT) this.#memo.clear();
-    this.#memo.set(key, found);
-    return found;
-  }
-
-  #find(provider: string, model: string, wildcard = true): ModelPrice | null {
-    const names = candidates(model);
-    const lists = [provider, ...(this.#aliases.get(provider) ?? [])];
-    for (const list of lists) {
-      const models = this.#providers.get(list);
-      if (models === undefined) continue;
-      for (const name of names) {
-        const exact = models.get(name);
-        if (exact !== undefined) return exact;
+  #find(lists: readonly string[], model: string): Found | null {
+    for (const name of candidates(model)) {
+      for (const list of lists) {
+        const entries = this.#lists.get(list);
+        if (entries === undefined) continue;
+        for (const entry of entries) if (entry.test(name)) return { list, entry };
       }
-      for (const name of names) {
-        const prefix = longestPrefix(models, name);
-        if (prefix !== null) return prefix;
-      }
-      const any = wildcard ? models.get('*') : undefined;
-      if (any !== undefined) return any;
     }
     return null;
   }
 
   /**
-   * Cost of one request:
-   * ((prompt − cached) × input + cached × cached_input + (completion − reasoning) × output + reasoning × reasoning) / 1e6 × multiplier,
-   * where cached_input defaults to input and reasoning to output (so reasoning tokens, already part of the
-   * completion count, are priced as output unless the model lists a reasoning price).
+   * The prices of `model` at `provider` in force at `at` (epoch ms, default now), or null when the
+   * list prices no such model. Tiers and service tiers are left to {@link price}.
    */
+  lookup(provider: string | null, model: string | null, at: number = Date.now()): ModelPrice | null {
+    if (provider === null || model === null || model === '') return null;
+    const found = this.#entry(provider, model);
+    return found === null ? null : inForce(found.entry, at);
+  }
+
+  /**
+   * The prices of `model` under whichever list knows it (the lists in the file's order), for when
+   * the provider is not known yet (a `@slug` resolved later). Null when none does.
+   */
+  lookupModel(model: string | null, at: number = Date.now()): ModelPrice | null {
+    if (model === null || model === '') return null;
+    const key = `\u0001${model}`;
+    let found = this.#memo.get(key);
+    if (found === undefined) {
+      found = this.#find([...this.#lists.keys()], model.toLowerCase());
+      if (this.#memo.size >= MEMO_LIMIT) this.#memo.clear();
+      this.#memo.set(key, found);
+    }
+    return found === null ? null : inForce(found.entry, at);
+  }
+
+  /** Cost of one request (see {@link price}), without the breakdown. */
   cost(provider: string | null, model: string | null, usage: Usage | null, multiplier = 1): CostResult {
-    if (usage === null) return { cost: null, status: 'no_usage' };
-    const price = this.lookup(provider, model);
-    if (price === null) return { cost: null, status: 'unpriced' };
-    return { cost: costOf(price, usage, multiplier), status: 'priced' };
+    const { cost, status } = this.price(provider, model, usage, { multiplier });
+    return { cost, status };
+  }
+
+  /**
+   * Cost of one request and the price it used: each kind of token the usage has (input, cache
+   * reads, 5-minute and 1-hour cache writes, audio and image input, output, reasoning, audio output)
+   * at its rate, in the prompt-size tier the prompt reaches, at the service tier the answer names,
+   * with the prices in force when the request ran; the sum times the multiplier.
+   */
+  price(provider: string | null, model: string | null, usage: Usage | null, options: PriceOptions = {}): PriceBreakdown {
+    const at = options.at ?? Date.now();
+    const multiplier = options.multiplier ?? 1;
+    const tier = options.serviceTier ?? null;
+    const base = { version: this.version, currency: this.currency, multiplier, service_tier: null, tier_above: null, priced_at: null, components: [] as PriceComponent[] };
+    if (usage === null) return { ...base, cost: null, status: 'no_usage', price_id: null };
+    const found = provider === null || model === null || model === '' ? null : this.#entry(provider, model);
+    if (found === null) {
+      return { ...base, cost: null, status: 'unpriced', price_id: null, reason: `no price for model "${String(model).slice(0, 128)}" at provider "${String(provider).slice(0, 64)}"` };
+    }
+    const priceId = `${found.list}/${found.entry.id}`;
+    let prices = inForce(found.entry, at);
+    const standard = tier === null || STANDARD_TIERS.has(tier);
+    if (!standard) {
+      const special = found.entry.serviceTiers?.[tier];
+      if (special === undefined) return { ...base, cost: null, status: 'unpriced', price_id: priceId, service_tier: tier, reason: `no "${tier.slice(0, 32)}" service tier price for ${priceId}` };
+      prices = special;
+    }
+    const { components, tierAbove } = componentsOf(prices, usage);
+    let sum = 0;
+    for (const c of components) sum += c.amount;
+    return {
+      ...base,
+      cost: sum * multiplier,
+      status: 'priced',
+      price_id: priceId,
+      service_tier: standard ? null : tier,
+      tier_above: tierAbove,
+      priced_at: new Date(at).toISOString(),
+      components,
+    };
   }
 }
 
-/** The cost formula on its own (see `PricingTable.cost`). */
+/**
+ * The cost formula on its own, at the base tier's prices or the tier the prompt reaches (see
+ * `PricingTable.price`): every kind of token at its rate, summed, times the multiplier.
+ */
 export function costOf(price: ModelPrice, usage: Usage, multiplier = 1): number {
-  const prompt = usage.prompt_tokens;
-  const cached = Math.min(usage.cached_tokens ?? 0, prompt);
-  const completion = usage.completion_tokens;
-  const reasoning = price.reasoning === undefined ? 0 : Math.min(usage.reasoning_tokens ?? 0, completion);
-  const sum =
-    (prompt - cached) * price.input +
-    cached * (price.cached_input ?? price.input) +
-    (completion - reasoning) * price.output +
-    reasoning * (price.reasoning ?? price.output);
-  return (sum / 1e6) * multiplier;
+  let sum = 0;
+  for (const c of componentsOf(price, usage).components) sum += c.amount;
+  return sum * multiplier;
 }
 
-/** The names a model is looked up under: as given, without a `models/`-style path, without a Bedrock region and vendor prefix. */
+/**
+ * The lines of a cost. The prompt is split into cache reads, 5-minute and 1-hour cache writes,
+ * audio, images and the rest (input); the completion into reasoning, audio and the rest (output).
+ * Each count is capped by what is left of its whole, so inconsistent counts never price a token twice.
+ */
+export function componentsOf(price: ModelPrice, usage: Usage): { components: PriceComponent[]; tierAbove: number | null } {
+  const prompt = Math.max(0, usage.prompt_tokens);
+  const completion = Math.max(0, usage.completion_tokens);
+  let left = prompt;
+  const take = (n: number | undefined) => {
+    const t = Math.min(Math.max(0, n ?? 0), left);
+    left -= t;
+    return t;
+  };
+  const cacheRead = take(usage.cached_tokens);
+  const written = take(usage.cache_write_tokens);
+  const written1h = Math.min(Math.max(0, usage.cache_write_1h_tokens ?? 0), written);
+  const audioIn = take(usage.input_audio_tokens);
+  const imageIn = take(usage.input_image_tokens);
+  const input = left;
+  left = completion;
+  const reasoning = take(usage.reasoning_tokens);
+  const audioOut = take(usage.output_audio_tokens);
+  const output = left;
+
+  const tierAbove = tierOf(price, prompt);
+  const rate = (r: Rate | undefined, fallback: number): number => (r === undefined ? fallback : rateAt(r, tierAbove));
+  const inputRate = rate(price.input, 0);
+  const outputRate = rate(price.output, 0);
+  const writeRate = rate(price.cache_write, inputRate);
+  const lines: Array<[PriceComponentName, number, number]> = [
+    ['input', input, inputRate],
+    ['cache_read', cacheRead, rate(price.cache_read ?? price.cached_input, inputRate)],
+    ['cache_write', written - written1h, writeRate],
+    ['cache_write_1h', written1h, rate(price.cache_write_1h, writeRate)],
+    ['input_audio', audioIn, rate(price.input_audio, inputRate)],
+    ['input_image', imageIn, rate(price.input_image, inputRate)],
+    ['output', output, outputRate],
+    ['reasoning', reasoning, rate(price.reasoning, outputRate)],
+    ['output_audio', audioOut, rate(price.output_audio, outputRate)],
+  ];
+  const components: PriceComponent[] = [];
+  for (const [name, tokens, r] of lines) {
+    // The input and output lines always show (a zero is a fact); the others only when the usage has them.
+    if (tokens === 0 && name !== 'input' && name !== 'output') continue;
+    components.push({ name, tokens, rate: r, amount: (tokens * r) / 1e6 });
+  }
+  return { components, tierAbove };
+}
+
+/** The highest tier threshold any rate of `price` has that `prompt` passes, or null for the base prices. */
+function tierOf(price: ModelPrice, prompt: number): number | null {
+  let best: number | null = null;
+  for (const key in price) {
+    const r = price[key as keyof ModelPrice];
+    if (typeof r !== 'object' || r === null) continue;
+    for (const t of r.tiers) if (prompt > t.above && (best === null || t.above > best)) best = t.above;
+  }
+  return best;
+}
+
+/** A rate at a tier: the price of the highest tier at or below `above` that the rate lists, else its base. */
+function rateAt(r: Rate, above: number | null): number {
+  if (typeof r === 'number') return r;
+  if (above === null) return r.base;
+  let price = r.base;
+  let reached = -1;
+  for (const t of r.tiers) if (t.above <= above && t.above > reached) ((price = t.price), (reached = t.above));
+  return price;
+}
+
+/** The prices of an entry in force at `at`: the last dated price whose day has come and whose time of day holds. */
+function inForce(entry: CompiledEntry, at: number): ModelPrice {
+  const minute = Math.floor((at % DAY) / 60_000);
+  let chosen = entry.prices[0]!.prices;
+  for (const p of entry.prices) {
+    if (p.from > at) continue;
+    if (p.window !== null) {
+      const [start, end] = p.window;
+      const inside = start <= end ? minute >= start && minute < end : minute >= start || minute < end;
+      if (!inside) continue;
+    }
+    chosen = p.prices;
+  }
+  return chosen;
+}
+
+/** The names a model is looked up under, in order (see {@link PricingTable}). */
 export function candidates(model: string): string[] {
   const out = [model];
+  const add = (name: string) => {
+    if (name !== '' && !out.includes(name)) out.push(name);
+  };
   const slash = model.lastIndexOf('/');
-  if (slash !== -1) out.push(model.slice(slash + 1));
-  const bare = model.replace(REGION_PREFIX, '').replace(VENDOR_PREFIX, '');
-  if (bare !== model) out.push(bare);
+  const bare = slash === -1 ? model : model.slice(slash + 1);
+  add(bare);
+  add(bare.replace(REGION_PREFIX, '').replace(VENDOR_PREFIX, '').replace(BEDROCK_VERSION, ''));
+  for (const name of [...out]) add(name.replace(DATE_SUFFIX, ''));
   return out;
 }
 
-/** The entry of the longest listed name `name` starts with, followed by a separator (a dated or suffixed version of it). */
+/** The entry of the longest listed name `name` starts with, followed by `-`, `@`, `:`, `.` or `_` (the context window table's lookup; prices never match this way). */
 export function longestPrefix<T>(models: Map<string, T>, name: string): T | null {
   let best: T | null = null;
   let bestLength = 0;
-  for (const [listed, price] of models) {
-    if (listed.length > bestLength && name.length > listed.length && name.startsWith(listed) && SEPARATORS.has(name[listed.length]!)) {
-      best = price;
+  for (const [listed, value] of models) {
+    if (listed.length > bestLength && name.length > listed.length && name.startsWith(listed) && PREFIX_SEPARATORS.has(name[listed.length]!)) {
+      best = value;
       bestLength = listed.length;
     }
   }
   return best;
 }
+const PREFIX_SEPARATORS = new Set(['-', '@', ':', '.', '_']);
 
-function checkPrice(provider: string, model: string, price: ModelPrice): ModelPrice {
-  for (const field of ['input', 'output', 'cached_input', 'reasoning'] as const) {
-    const value = price[field];
-    if (value === undefined && (field === 'cached_input' || field === 'reasoning')) continue;
-    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
-      throw new Error(`pricing: ${provider} / ${model}: ${field} must be a number of at least 0 (per million tokens)`);
+/**
+ * A list's entries, whichever shape it has: `{ models: [...] }` as it is; the older shape (a name
+ * → its price) as one entry per name pricing exactly that name, with `*` (a price for every model
+ * of the list, as a local server's `"*": { "input": 0, "output": 0 }`) last.
+ */
+export function entriesOf(models: PricingData['providers'][string]): ModelEntry[] {
+  if (models !== null && typeof models === 'object' && Array.isArray((models as { models?: unknown }).models)) return [...(models as { models: ModelEntry[] }).models];
+  const named = Object.entries((models ?? {}) as Record<string, ModelPrice>);
+  const out: ModelEntry[] = named.filter(([name]) => name !== '*').map(([name, price]) => ({ id: name.toLowerCase(), prices: price }));
+  const any = named.find(([name]) => name === '*');
+  if (any !== undefined) out.push({ id: '*', match: { regex: '^' }, prices: any[1] });
+  return out;
+}
+
+function compileList(list: string, models: PricingData['providers'][string]): CompiledEntry[] {
+  return entriesOf(models).map((entry, i) => compileEntry(list, entry, i));
+}
+
+function compileEntry(list: string, entry: ModelEntry, i: number): CompiledEntry {
+  const where = `pricing: ${list} / ${typeof entry?.id === 'string' ? entry.id : `model ${i}`}`;
+  if (entry === null || typeof entry !== 'object' || typeof entry.id !== 'string' || entry.id === '') throw new Error(`${where}: an entry needs an "id"`);
+  const test = compileRule(entry.match ?? { equals: entry.id }, where);
+  const dated: DatedPrice[] = Array.isArray(entry.prices) ? [...(entry.prices as DatedPrice[])] : [{ prices: entry.prices as ModelPrice }];
+  if (dated.length === 0) throw new Error(`${where}: "prices" lists no price`);
+  const prices = dated.map((p, k) => {
+    const at = Array.isArray(entry.prices) ? `${where}: prices[${k}]` : where;
+    const from = p.from === undefined ? -Infinity : Date.parse(`${p.from}T00:00:00Z`);
+    if (Number.isNaN(from)) throw new Error(`${at}: "from" must be a day, YYYY-MM-DD`);
+    const window = p.utc_time === undefined ? null : ([minutesOf(p.utc_time.start, at), minutesOf(p.utc_time.end, at)] as [number, number]);
+    return { from, window, prices: checkPrice(p.prices, at) };
+  });
+  // Kept in time order: the last in force wins.
+  prices.sort((a, b) => a.from - b.from);
+  let serviceTiers: Record<string, ModelPrice> | null = null;
+  if (entry.service_tiers !== undefined) {
+    serviceTiers = {};
+    for (const [tier, price] of Object.entries(entry.service_tiers)) serviceTiers[tier] = checkPrice(price, `${where}: service_tiers.${tier}`);
+  }
+  return { id: entry.id, test, prices, serviceTiers };
+}
+
+function minutesOf(time: string, where: string): number {
+  const m = /^(\d{2}):(\d{2})$/.exec(time);
+  if (m === null || Number(m[1]) > 23 || Number(m[2]) > 59) throw new Error(`${where}: utc_time must be HH:MM`);
+  return Number(m[1]) * 60 + Number(m[2]);
+}
+
+function compileRule(rule: MatchRule, where: string): (name: string) => boolean {
+  if (rule === null || typeof rule !== 'object') throw new Error(`${where}: "match" must be a rule object`);
+  const text = (v: unknown) => {
+    if (typeof v !== 'string' || v === '') throw new Error(`${where}: a match rule needs a text`);
+    return v.toLowerCase();
+  };
+  if ('equals' in rule) {
+    const v = text(rule.equals);
+    return (n) => n === v;
+  }
+  if ('starts_with' in rule) {
+    const v = text(rule.starts_with);
+    return (n) => n.startsWith(v);
+  }
+  if ('ends_with' in rule) {
+    const v = text(rule.ends_with);
+    return (n) => n.endsWith(v);
+  }
+  if ('contains' in rule) {
+    const v = text(rule.contains);
+    return (n) => n.includes(v);
+  }
+  if ('regex' in rule) {
+    let re: RegExp;
+    try {
+      // As written, case-insensitive by the flag (lower-casing the text would turn `\D` into `\d`).
+      if (typeof rule.regex !== 'string' || rule.regex === '') throw new Error('a match rule needs a text');
+      re = new RegExp(rule.regex, 'i');
+    } catch (err) {
+      throw new Error(`${where}: match regex: ${(err as Error).message}`);
+    }
+    return (n) => re.test(n);
+  }
+  if ('or' in rule && Array.isArray(rule.or)) {
+    const tests = rule.or.map((r) => compileRule(r, where));
+    return (n) => tests.some((t) => t(n));
+  }
+  if ('and' in rule && Array.isArray(rule.and)) {
+    const tests = rule.and.map((r) => compileRule(r, where));
+    return (n) => tests.every((t) => t(n));
+  }
+  throw new Error(`${where}: unknown match rule ${JSON.stringify(rule).slice(0, 80)}`);
+}
+
+const RATE_FIELDS: ReadonlyArray<keyof ModelPrice> = ['input', 'output', 'cache_read', 'cached_input', 'cache_write', 'cache_write_1h', 'reasoning', 'input_audio', 'input_image', 'output_audio'];
+
+function checkPrice(price: ModelPrice, where: string): ModelPrice {
+  if (price === null || typeof price !== 'object') throw new Error(`${where}: a price must be an object of rates per million tokens`);
+  for (const key of Object.keys(price)) if (!RATE_FIELDS.includes(key as keyof ModelPrice)) throw new Error(`${where}: unknown rate "${key}" (known: ${RATE_FIELDS.join(', ')})`);
+  for (const field of RATE_FIELDS) {
+    const r = price[field];
+    if (r === undefined) {
+      if (field === 'input' || field === 'output') throw new Error(`${where}: ${field} is required (per million tokens)`);
+      continue;
+    }
+    if (typeof r === 'number') {
+      if (!Number.isFinite(r) || r < 0) throw new Error(`${where}: ${field} must be a number of at least 0 (per million tokens)`);
+      continue;
+    }
+    if (r === null || typeof r !== 'object' || typeof r.base !== 'number' || !Number.isFinite(r.base) || r.base < 0 || !Array.isArray(r.tiers)) {
+      throw new Error(`${where}: ${field} must be a number or { base, tiers: [{ above, price }] }`);
+    }
+    for (const t of r.tiers) {
+      if (t === null || typeof t !== 'object' || !Number.isInteger(t.above) || t.above < 0 || typeof t.price !== 'number' || !Number.isFinite(t.price) || t.price < 0) {
+        throw new Error(`${where}: ${field}.tiers: each is { above: a whole number of prompt tokens, price: at least 0 }`);
+      }
     }
   }
   return Object.freeze({ ...price });

@@ -26,6 +26,8 @@ export interface MockUpstream {
   script: ScriptedAnswer[];
   /** TCP connections accepted so far (keep-alive reuse keeps this low). */
   connections: () => number;
+  /** Set to true to send streams without a usage chunk even when asked (a provider that reports none). */
+  withholdUsage: boolean;
   server: Server;
   close(): Promise<void>;
 }
@@ -48,6 +50,8 @@ export async function startMockOpenAI(options: { record?: boolean } = {}): Promi
   const record = options.record ?? true;
   const requests: SeenRequest[] = [];
   const script: ScriptedAnswer[] = [];
+  // Filled in once the server listens; `withholdUsage` is read per request.
+  const mock = { withholdUsage: false } as MockUpstream;
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -97,7 +101,7 @@ export async function startMockOpenAI(options: { record?: boolean } = {}): Promi
         if (path === '/v1/embeddings') return sendJson(res, embedding(body));
         if (path === '/v1/completions') return body.stream === true ? streamCompletion(res, body) : sendJson(res, completion(body));
         if (body.stream === true && model.startsWith('long-')) return streamLong(res, body, Number(model.slice(5)));
-        if (body.stream === true) return streamChat(res, body, model === 'reset');
+        if (body.stream === true) return streamChat(res, mock.withholdUsage ? { ...body, stream_options: undefined } : body, model === 'reset');
         sendJson(res, chat(body));
       };
       if (delayMs > 0) setTimeout(answer, delayMs);
@@ -109,7 +113,7 @@ export async function startMockOpenAI(options: { record?: boolean } = {}): Promi
   server.on('connection', () => connections++);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return {
+  Object.assign(mock, {
     url,
     baseURL: `${url}/v1`,
     requests,
@@ -121,7 +125,8 @@ export async function startMockOpenAI(options: { record?: boolean } = {}): Promi
         server.closeAllConnections();
         server.close(() => resolve());
       }),
-  };
+  });
+  return mock;
 }
 
 const USAGE = { prompt_tokens: 9, completion_tokens: 2, total_tokens: 11, prompt_tokens_details: { cached_tokens: 3 }, completion_tokens_details: { reasoning_tokens: 1 } };

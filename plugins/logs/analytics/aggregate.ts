@@ -27,7 +27,8 @@ export interface Agg extends Record<Metric, number> {
 export function emptyAgg(): Agg {
   return {
     requests: 0, successes: 0, unpriced: 0, cost_sum: 0, cost_n: 0, total_tokens: 0, total_tokens_n: 0, prompt_tokens: 0, prompt_tokens_n: 0,
-    completion_tokens: 0, completion_tokens_n: 0, cached_tokens: 0, cache_hits: 0, cache_lookups: 0, latency_sum: 0, latency_n: 0,
+    completion_tokens: 0, completion_tokens_n: 0, cached_tokens: 0, reasoning_tokens: 0, cache_write_tokens: 0, cache_hits: 0, cache_lookups: 0,
+    latency_sum: 0, latency_n: 0,
     first_seen: Infinity, last_seen: -Infinity, bins: new Array<number>(BINS).fill(0),
   };
 }
@@ -54,6 +55,8 @@ export function addEntry(a: Agg, e: LogEntry, bin = e.latency_ms === null || e.l
     a.completion_tokens_n++;
   }
   if (e.cached_tokens !== null && e.cached_tokens !== undefined) a.cached_tokens += e.cached_tokens;
+  if (e.reasoning_tokens !== null && e.reasoning_tokens !== undefined) a.reasoning_tokens += e.reasoning_tokens;
+  if (e.cache_write_tokens !== null && e.cache_write_tokens !== undefined) a.cache_write_tokens += e.cache_write_tokens;
   const cache = e.cache_status ?? null;
   if (cache !== null && cache !== 'DISABLED') {
     a.cache_lookups++;
@@ -109,6 +112,8 @@ export const SCAN_EXPRESSIONS: Readonly<Record<Metric | (typeof EXTREMES)[number
   completion_tokens: 'SUM(completion_tokens)',
   completion_tokens_n: 'COUNT(completion_tokens)',
   cached_tokens: 'SUM(cached_tokens)',
+  reasoning_tokens: 'SUM(reasoning_tokens)',
+  cache_write_tokens: 'SUM(cache_write_tokens)',
   cache_hits: `SUM(CASE WHEN ${HIT_SQL} THEN 1 ELSE 0 END)`,
   cache_lookups: `SUM(CASE WHEN ${LOOKUP_SQL} THEN 1 ELSE 0 END)`,
   latency_sum: 'SUM(latency_ms)',

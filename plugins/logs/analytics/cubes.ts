@@ -54,8 +54,11 @@ export const METRICS_V9 = [
   'completion_tokens', 'completion_tokens_n', 'cache_hits', 'cache_lookups', 'latency_sum', 'latency_n',
 ] as const;
 
-/** The summed columns of a rollup row (its key is level, bucket, dims; the latency bins follow): migration 9's, then 12's `cached_tokens`. */
-export const METRICS = [...METRICS_V9, 'cached_tokens'] as const;
+/**
+ * The summed columns of a rollup row (its key is level, bucket, dims; the latency bins follow): migration 9's, then 12's
+ * `cached_tokens`, then 14's `reasoning_tokens` and `cache_write_tokens`.
+ */
+export const METRICS = [...METRICS_V9, 'cached_tokens', 'reasoning_tokens', 'cache_write_tokens'] as const;
 /** Kept as the earliest and latest `created_at` of the row's entries. */
 export const EXTREMES = ['first_seen', 'last_seen'] as const;
 

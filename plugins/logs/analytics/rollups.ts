@@ -101,25 +101,51 @@ export function rollupMigration(dialect: Dialect): string {
 }
 
 /**
+ * The statements filling a summed column just added to one cube from the rows still stored: each level's buckets
+ * summed from the rows (minutes from the minute floor on), into the rollup rows that exist; buckets whose rows
+ * retention already removed keep 0. Migration 12's text is built by it, so what it writes never changes.
+ */
+function backfillColumn(c: Cube, column: string): string[] {
+  const statements: string[] = [];
+  const dims = c.dims.map((d, i) => `${dimSql(d)} AS d${i}`);
+  const names = c.dims.map((_, i) => `d${i}`);
+  for (const level of LEVELS) {
+    const since = level === MINUTE ? ` AND created_at >= (SELECT value FROM ${STATE_TABLE} WHERE name = 'minute_floor')` : '';
+    const match = c.dims.map((d, i) => ` AND ${c.table}.${d.column} = s.d${i}`).join('');
+    statements.push(
+      `UPDATE ${c.table} SET ${column} = s.c FROM (` +
+        `SELECT created_at - created_at % ${level} AS bucket${dims.map((d) => `, ${d}`).join('')}, SUM(${column}) AS c FROM gateway_logs ` +
+        `WHERE ${column} > 0${since} GROUP BY created_at - created_at % ${level}${names.length === 0 ? '' : `, ${c.dims.map((d) => dimSql(d)).join(', ')}`}` +
+        `) AS s WHERE ${c.table}.level = ${level} AND ${c.table}.bucket = s.bucket${match}`,
+    );
+  }
+  return statements;
+}
+
+/**
  * Migration 12: `cached_tokens` in every rollup, filled from the rows still stored (each level's buckets
  * summed from the rows, minutes from the minute floor on); buckets whose rows retention already removed keep 0.
  */
 export function cachedTokensMigration(): string {
   const statements: string[] = [];
+  for (const c of CUBES) statements.push(`ALTER TABLE ${c.table} ADD COLUMN cached_tokens BIGINT NOT NULL DEFAULT 0`, ...backfillColumn(c, 'cached_tokens'));
+  return statements.join(';\n');
+}
+
+/**
+ * Migration 14: the cache writes in the log rows (`cache_write_tokens` and its 1-hour part `cache_write_1h_tokens`,
+ * null in the rows stored before: no version before recorded them), and `reasoning_tokens` and `cache_write_tokens`
+ * summed in every rollup. Reasoning tokens are filled from the rows still stored, as migration 12 filled cached
+ * tokens; cache writes start at 0 (no row stored before holds any). Built from the cubes, frozen with the migration.
+ */
+export function tokenKindsMigration(): string {
+  const statements = ['ALTER TABLE gateway_logs ADD COLUMN cache_write_tokens BIGINT', 'ALTER TABLE gateway_logs ADD COLUMN cache_write_1h_tokens BIGINT'];
   for (const c of CUBES) {
-    statements.push(`ALTER TABLE ${c.table} ADD COLUMN cached_tokens BIGINT NOT NULL DEFAULT 0`);
-    const dims = c.dims.map((d, i) => `${dimSql(d)} AS d${i}`);
-    const names = c.dims.map((_, i) => `d${i}`);
-    for (const level of LEVELS) {
-      const since = level === MINUTE ? ` AND created_at >= (SELECT value FROM ${STATE_TABLE} WHERE name = 'minute_floor')` : '';
-      const match = c.dims.map((d, i) => ` AND ${c.table}.${d.column} = s.d${i}`).join('');
-      statements.push(
-        `UPDATE ${c.table} SET cached_tokens = s.c FROM (` +
-          `SELECT created_at - created_at % ${level} AS bucket${dims.map((d) => `, ${d}`).join('')}, SUM(cached_tokens) AS c FROM gateway_logs ` +
-          `WHERE cached_tokens > 0${since} GROUP BY created_at - created_at % ${level}${names.length === 0 ? '' : `, ${c.dims.map((d) => dimSql(d)).join(', ')}`}` +
-          `) AS s WHERE ${c.table}.level = ${level} AND ${c.table}.bucket = s.bucket${match}`,
-      );
-    }
+    statements.push(
+      `ALTER TABLE ${c.table} ADD COLUMN reasoning_tokens BIGINT NOT NULL DEFAULT 0`,
+      `ALTER TABLE ${c.table} ADD COLUMN cache_write_tokens BIGINT NOT NULL DEFAULT 0`,
+      ...backfillColumn(c, 'reasoning_tokens'),
+    );
   }
   return statements.join(';\n');
 }

@@ -36,8 +36,8 @@ export async function writeBodies(store: BodyStore, tx: SqlClient, entries: read
   for (let i = 0; i < entries.length; i++) {
     const b = bodies[i];
     if (b === null || b === undefined) continue;
-    await tx.run('INSERT INTO gateway_log_bodies (id, created_at, request_headers, hook_results, request_body, response_body, routing) VALUES (?, ?, ?, ?, ?, ?, ?)', [
-      entries[i]!.id, entries[i]!.created_at, json(b[0]), json(b[1]), b[2] ?? null, b[3] ?? null, json(b[4]),
+    await tx.run('INSERT INTO gateway_log_bodies (id, created_at, request_headers, hook_results, request_body, response_body, routing, price) VALUES (?, ?, ?, ?, ?, ?, ?, ?)', [
+      entries[i]!.id, entries[i]!.created_at, json(b[0]), json(b[1]), b[2] ?? null, b[3] ?? null, json(b[4]), json(b[5]),
     ]);
   }
   return bodies.map((b) => (b === null ? null : TABLE_REF));
@@ -59,4 +59,6 @@ export async function readBodies(store: BodyStore, client: SqlClient, row: Recor
   row.request_body = body?.[2] ?? null;
   row.response_body = body?.[3] ?? null;
   row.routing = json(body?.[4]);
+  // Segments written before the price was kept have five columns: no price.
+  row.price = json(body?.[5]);
 }

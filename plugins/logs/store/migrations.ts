@@ -1,5 +1,5 @@
 import type { Migration } from '../../../sdk/index.js';
-import { cachedTokensMigration, rollupMigration } from '../analytics/rollups.js';
+import { cachedTokensMigration, rollupMigration, tokenKindsMigration } from '../analytics/rollups.js';
 
 /** Migration namespace of the log store. */
 export const LOGS_NAMESPACE = 'logs';
@@ -205,5 +205,23 @@ ALTER TABLE gateway_log_bodies ADD COLUMN routing TEXT`,
 ALTER TABLE gateway_log_metadata ADD COLUMN workspace_id TEXT;
 UPDATE gateway_log_metadata SET workspace_id = (SELECT l.workspace_id FROM gateway_logs l WHERE l.id = gateway_log_metadata.log_id);
 CREATE INDEX gateway_log_metadata_workspace_kv ON gateway_log_metadata (workspace_id, meta_key, meta_value, log_id)`,
+  },
+  {
+    // Analytics and budgets on the same numbers: the prompt-cache writes a provider reports (billed above input) stored per
+    // entry, with the part written for an hour; reasoning and cache-write tokens summed in every rollup (the groups'
+    // columns, the time series). Reasoning is filled from the rows still stored, like 12's cached tokens; rows stored
+    // before hold no cache writes (null; their rollups 0). The text is built from the cubes, frozen with this migration.
+    version: 14,
+    name: 'gateway_log cache writes, rollups reasoning_tokens and cache_write_tokens',
+    up: tokenKindsMigration(),
+  },
+  {
+    // The price a cost was computed with (docs/cost.md), a detail like the routing decision: kept with the bodies. The
+    // row's own column stays empty (it is there so a row's columns read the same whatever version wrote it).
+    version: 15,
+    name: 'gateway_log price',
+    up: `
+ALTER TABLE gateway_logs ADD COLUMN price TEXT;
+ALTER TABLE gateway_log_bodies ADD COLUMN price TEXT`,
   },
 ];

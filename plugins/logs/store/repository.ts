@@ -72,8 +72,8 @@ export const GROUP_KEYS = {
 export type GroupBy = keyof typeof GROUP_KEYS;
 
 export const GROUP_COLUMNS = [
-  'cost', 'total_tokens', 'cached_tokens', 'avg_tokens', 'avg_input_tokens', 'avg_output_tokens', 'avg_latency', 'p95_latency', 'p99_latency',
-  'success_rate', 'error_count', 'cache_hit_rate', 'last_seen', 'first_seen',
+  'cost', 'total_tokens', 'cached_tokens', 'reasoning_tokens', 'cache_write_tokens', 'avg_tokens', 'avg_input_tokens', 'avg_output_tokens',
+  'avg_latency', 'p95_latency', 'p99_latency', 'success_rate', 'error_count', 'cache_hit_rate', 'last_seen', 'first_seen',
 ] as const;
 
 export type GroupColumn = (typeof GROUP_COLUMNS)[number];
@@ -85,7 +85,7 @@ export type { TimeBucket } from '../../../sdk/analytics.js';
 export type GroupRow = Record<string, string | number | null>;
 
 /** Columns of a list item: everything but the bodies, hook results and request headers (those are in GET /logs/{id}). */
-const LIST_COLUMNS = COLUMNS.filter((c) => c !== 'request_body' && c !== 'response_body' && c !== 'hook_results' && c !== 'routing' && c !== 'request_headers');
+const LIST_COLUMNS = COLUMNS.filter((c) => c !== 'request_body' && c !== 'response_body' && c !== 'hook_results' && c !== 'routing' && c !== 'price' && c !== 'request_headers');
 
 /** Longest metadata value kept in the filter table; longer ones are still in the entry's `metadata`. */
 const MAX_META_KEYS = 64;
@@ -281,6 +281,12 @@ export class LogRepository {
           case 'cached_tokens':
             out.cached_tokens = agg.cached_tokens;
             break;
+          case 'reasoning_tokens':
+            out.reasoning_tokens = agg.reasoning_tokens;
+            break;
+          case 'cache_write_tokens':
+            out.cache_write_tokens = agg.cache_write_tokens;
+            break;
           case 'avg_tokens':
             out.avg_tokens = mean(agg.total_tokens, agg.total_tokens_n);
             break;
@@ -346,6 +352,8 @@ export class LogRepository {
       prompt_tokens: agg?.prompt_tokens ?? 0,
       completion_tokens: agg?.completion_tokens ?? 0,
       cached_tokens: agg?.cached_tokens ?? 0,
+      reasoning_tokens: agg?.reasoning_tokens ?? 0,
+      cache_write_tokens: agg?.cache_write_tokens ?? 0,
       p50_latency: agg === undefined ? null : percentile(agg.bins, 50),
       p95_latency: agg === undefined ? null : percentile(agg.bins, 95),
       cache_hit_rate: agg === undefined || agg.cache_lookups === 0 ? null : agg.cache_hits / agg.cache_lookups,

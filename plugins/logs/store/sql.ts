@@ -18,8 +18,8 @@ export function mapKey(v: unknown): string {
 }
 
 /**
- * Rows per INSERT (log rows, metadata rows) and per rollup upsert. PostgreSQL: 100 (at most about 16,000
- * parameters, a rollup row's 159 a row, well under its limit), to save round trips. SQLite: 1, since a
+ * Rows per INSERT (log rows, metadata rows) and per rollup upsert. PostgreSQL: 100 (at most 17,000 parameters,
+ * a rollup row's up to 170 a row, well under its limit of 65,535), to save round trips. SQLite: 1, since a
  * prepared one-row statement run in a loop is faster in-process than binding a multi-row one (about 15
  * against 25 µs a row, measured).
  */
@@ -39,7 +39,7 @@ export function insertSql(rows: number): string {
 }
 
 /** The columns kept in the body store, not in the row (store/bodies.ts): what only a log's detail shows. */
-export const BODY_COLUMNS = ['request_headers', 'hook_results', 'request_body', 'response_body', 'routing'] as const;
+export const BODY_COLUMNS = ['request_headers', 'hook_results', 'request_body', 'response_body', 'routing', 'price'] as const;
 
 /** What the body store keeps of an entry: its body columns, in {@link BODY_COLUMNS} order; null when all are empty. */
 export function bodyOf(e: LogEntry): unknown[] | null {
@@ -48,7 +48,8 @@ export function bodyOf(e: LogEntry): unknown[] | null {
   const request = e.request_body ?? null;
   const response = e.response_body ?? null;
   const routing = e.routing ?? null;
-  return headers === null && hooks === null && request === null && response === null && routing === null ? null : [headers, hooks, request, response, routing];
+  const price = e.price ?? null;
+  return headers === null && hooks === null && request === null && response === null && routing === null && price === null ? null : [headers, hooks, request, response, routing, price];
 }
 
 export function metaSql(rows: number): string {
@@ -143,9 +144,9 @@ export function rowValues(e: LogEntry, ref: string | null): unknown[] {
     e.model_requested ?? null, e.model ?? null, e.target_path ?? null, e.status,
     e.stream ? 1 : 0, e.internal ? 1 : 0, e.aborted ? 1 : 0, e.latency_ms ?? null, e.upstream_latency_ms ?? null,
     e.first_byte_ms ?? null, e.ttft_ms ?? null, e.prompt_tokens ?? null, e.completion_tokens ?? null, e.total_tokens ?? null,
-    e.cached_tokens ?? null, e.reasoning_tokens ?? null, e.tokens_estimated ? 1 : 0, e.cost ?? null, e.cost_status,
-    e.pricing_multiplier, e.cache_status ?? null, e.retry_count, e.attempt_count, e.fallback_count,
-    json(e.attempts), json(e.metadata), null, null,
+    e.cached_tokens ?? null, e.reasoning_tokens ?? null, e.cache_write_tokens ?? null, e.cache_write_1h_tokens ?? null,
+    e.tokens_estimated ? 1 : 0, e.cost ?? null, e.cost_status, e.pricing_multiplier, e.cache_status ?? null,
+    e.retry_count, e.attempt_count, e.fallback_count, json(e.attempts), json(e.metadata), null, null, null,
     e.error_code ?? null, e.error_message ?? null, e.limit_policy_id ?? null, e.rpc_method ?? null, e.tool_name ?? null,
     null, null, e.request_body_truncated ? 1 : 0, null,
     e.response_body_truncated ? 1 : 0, e.kind ?? 'api', ref,
@@ -157,8 +158,8 @@ export const json = (value: unknown): string | null => (value === null || value 
 
 const NUMERIC = new Set([
   'created_at', 'ended_at', 'status', 'latency_ms', 'upstream_latency_ms', 'first_byte_ms', 'ttft_ms', 'prompt_tokens', 'completion_tokens',
-  'total_tokens', 'cached_tokens', 'reasoning_tokens', 'cost', 'pricing_multiplier', 'retry_count', 'attempt_count', 'fallback_count',
-  'prompt_version',
+  'total_tokens', 'cached_tokens', 'reasoning_tokens', 'cache_write_tokens', 'cache_write_1h_tokens', 'cost', 'pricing_multiplier', 'retry_count',
+  'attempt_count', 'fallback_count', 'prompt_version',
 ]);
 
 /** A row as the API shows it: times as ISO 8601, JSON parsed, booleans as booleans, numbers as numbers. */

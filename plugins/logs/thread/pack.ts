@@ -67,7 +67,8 @@ export function packEntries(entries: readonly LogEntry[], sizes: readonly number
     room(PER_ENTRY);
     num(e.created_at); num(e.ended_at); num(e.prompt_version); num(e.status); num(e.latency_ms); num(e.upstream_latency_ms);
     num(e.first_byte_ms); num(e.ttft_ms); num(e.prompt_tokens); num(e.completion_tokens); num(e.total_tokens); num(e.cached_tokens);
-    num(e.reasoning_tokens); num(e.cost); num(e.pricing_multiplier); num(e.retry_count); num(e.attempt_count); num(e.fallback_count);
+    num(e.reasoning_tokens); num(e.cache_write_tokens); num(e.cache_write_1h_tokens); num(e.cost); num(e.pricing_multiplier); num(e.retry_count);
+    num(e.attempt_count); num(e.fallback_count);
     bool(e.stream); bool(e.internal); bool(e.aborted); bool(e.tokens_estimated); bool(e.request_body_truncated);
     bool(e.response_body_truncated); bool(e.response_stream); bool(e.config_accepted);
     text(e.id); text(e.trace_id); text(e.span_id); text(e.parent_span_id); text(e.span_name); text(e.workspace_id); text(e.api_key_id);
@@ -89,7 +90,7 @@ export function packEntries(entries: readonly LogEntry[], sizes: readonly number
       numbers[at++] = -1;
       objects.push(attempts);
     }
-    objects.push(e.metadata, e.hook_results, e.request_headers, e.routing);
+    objects.push(e.metadata, e.hook_results, e.request_headers, e.routing, e.price);
     const headers = e.received_headers;
     room(1);
     if (headers === null) {
@@ -136,8 +137,8 @@ function plainAttempt(a: Attempt): boolean {
   );
 }
 
-/** Numbers per entry besides its attempts and headers: 18 numbers, 8 booleans, 28 texts (two each). */
-const PER_ENTRY = 18 + 8 + 28 * 2;
+/** Numbers per entry besides its attempts and headers: 20 numbers, 8 booleans, 28 texts (two each). */
+const PER_ENTRY = 20 + 8 + 28 * 2;
 
 /** The entries of a packed group, as the main thread built them (header values given as several are joined by `, `). */
 export function unpackEntries(p: PackedEntries): LogEntry[] {
@@ -159,8 +160,8 @@ export function unpackEntries(p: PackedEntries): LogEntry[] {
     // Read in the order packEntries wrote: numbers, booleans, texts, attempts, objects, headers.
     const created_at = num()!, ended_at = num()!, prompt_version = num(), status = num()!, latency_ms = num(), upstream_latency_ms = num();
     const first_byte_ms = num(), ttft_ms = num(), prompt_tokens = num(), completion_tokens = num(), total_tokens = num();
-    const cached_tokens = num(), reasoning_tokens = num(), cost = num(), pricing_multiplier = num()!, retry_count = num()!;
-    const attempt_count = num()!, fallback_count = num()!;
+    const cached_tokens = num(), reasoning_tokens = num(), cache_write_tokens = num(), cache_write_1h_tokens = num(), cost = num();
+    const pricing_multiplier = num()!, retry_count = num()!, attempt_count = num()!, fallback_count = num()!;
     const stream = bool(), internal = bool(), aborted = bool(), tokens_estimated = bool(), request_body_truncated = bool();
     const response_body_truncated = bool(), response_stream = bool(), config_accepted = bool();
     const id = str()!, trace_id = str(), span_id = str(), parent_span_id = str(), span_name = str(), workspace_id = str();
@@ -181,6 +182,7 @@ export function unpackEntries(p: PackedEntries): LogEntry[] {
     const hook_results = objects[o++];
     const request_headers = objects[o++] as LogEntry['request_headers'];
     const routing = objects[o++];
+    const price = objects[o++];
     const headerCount = numbers[at++]!;
     let received_headers: IncomingHttpHeaders | null = null;
     if (headerCount >= 0) {
@@ -195,8 +197,8 @@ export function unpackEntries(p: PackedEntries): LogEntry[] {
       id, created_at, ended_at, trace_id, span_id, parent_span_id, span_name, workspace_id, api_key_id, config_id, prompt_id, prompt_version,
       route, front_door, method, path, provider_requested, provider, model_requested, model, target_path, status, stream, internal, aborted,
       latency_ms, upstream_latency_ms, first_byte_ms, ttft_ms, prompt_tokens, completion_tokens, total_tokens, cached_tokens, reasoning_tokens,
-      tokens_estimated, cost, cost_status, pricing_multiplier, cache_status, retry_count, attempt_count, fallback_count, attempts, metadata,
-      hook_results, routing, error_code, error_message, limit_policy_id, rpc_method, tool_name, request_headers, request_body, request_body_truncated,
+      cache_write_tokens, cache_write_1h_tokens, tokens_estimated, cost, cost_status, pricing_multiplier, cache_status, retry_count, attempt_count,
+      fallback_count, attempts, metadata, hook_results, routing, price, error_code, error_message, limit_policy_id, rpc_method, tool_name, request_headers, request_body, request_body_truncated,
       response_body, response_body_truncated, response_stream, received_headers, config_accepted, kind,
     });
   }

@@ -9,6 +9,7 @@ import {
   SSEParser,
   streamAnswer,
   type StreamTranslator,
+  type Target,
   toGatewayUsage,
   type UpstreamResponse,
 } from '../../../sdk/index.js';
@@ -49,8 +50,10 @@ export function azureErrorAnswer(upstream: UpstreamResponse, json: unknown, prov
  * - an empty `id`, `model`, `object` or `created` is filled from earlier chunks;
  * - an in-stream `{"error": …}` becomes the gateway's error event, then [DONE];
  * - the stream always ends with one `[DONE]`.
+ * With `stripUsage` (the gateway asked for usage, the client did not), the usage is recorded but kept
+ * from the client: the usage-only chunk is dropped, a `usage` object on a chunk with choices becomes `null`.
  */
-export function azureStreamTranslator(ctx: RequestContext, provider: string): StreamTranslator {
+export function azureStreamTranslator(ctx: RequestContext, provider: string, stripUsage = false): StreamTranslator {
   const parser = new SSEParser();
   const decoder = new TextDecoder();
   const seen: { id?: string; model?: string; object?: string; created?: number } = {};
@@ -87,7 +90,13 @@ export function azureStreamTranslator(ctx: RequestContext, provider: string): St
     }
     if (typeof payload.created === 'number' && payload.created > 0) seen.created = payload.created;
     else if (seen.created !== undefined) payload.created = seen.created;
-    if (hasUsage) ctx.usage = toGatewayUsage(payload.usage);
+    if (hasUsage) {
+      ctx.usage = toGatewayUsage(payload.usage);
+      if (stripUsage) {
+        if (!Array.isArray(payload.choices) || payload.choices.length === 0) return '';
+        payload.usage = null;
+      }
+    }
     return `data: ${JSON.stringify(payload)}\n\n`;
   };
 
@@ -110,12 +119,17 @@ export function azureStreamTranslator(ctx: RequestContext, provider: string): St
 /**
  * The answer of an Azure OpenAI-format upstream (both Azure providers): errors
  * normalised, streams cleaned of Azure's filter chunks, JSON passed through.
+ * `askedUsage` says whether the gateway asked this attempt for a stream's usage
+ * on the client's behalf: the usage is then recorded and kept from the client.
  */
-export function azureAnswer(provider: string) {
-  return async (upstream: UpstreamResponse, ctx: RequestContext): Promise<GatewayResponse> => {
+export function azureAnswer(provider: string, askedUsage?: (ctx: RequestContext, target: Target) => boolean) {
+  return async (upstream: UpstreamResponse, ctx: RequestContext, target?: Target): Promise<GatewayResponse> => {
     if (upstream.status < 200 || upstream.status >= 300) return azureErrorAnswer(upstream, await readErrorJson(upstream), provider);
     const type = upstream.headers['content-type'];
-    if (typeof type === 'string' && type.startsWith('text/event-stream')) return streamAnswer(upstream, azureStreamTranslator(ctx, provider));
+    if (typeof type === 'string' && type.startsWith('text/event-stream')) {
+      const strip = askedUsage !== undefined && target !== undefined && askedUsage(ctx, target);
+      return streamAnswer(upstream, azureStreamTranslator(ctx, provider, strip));
+    }
     return openAIFormatResponse(upstream, ctx);
   };
 }

@@ -31,12 +31,19 @@ export function bedrockFinish(reason: unknown): FinishReason {
   return (typeof reason === 'string' ? FINISH[reason] : undefined) ?? 'stop';
 }
 
-/** Converse usage → OpenAI: prompt = input + cache reads + cache writes; cached = cache reads. */
+/**
+ * Converse usage → OpenAI: prompt = input + cache reads + cache writes; cached = cache reads; the
+ * writes apart (`cache_write_tokens`, billed above input), the 1-hour ones among them from
+ * `cacheDetails` (`[{ ttl: "1h", inputTokens }]`).
+ */
 export function bedrockUsage(usage: unknown): OpenAIUsage {
   const u = isObject(usage) ? usage : {};
   const n = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
   const read = n(u.cacheReadInputTokens);
-  return openAIUsage(n(u.inputTokens) + read + n(u.cacheWriteInputTokens), n(u.outputTokens), read);
+  const written = n(u.cacheWriteInputTokens);
+  let hour = 0;
+  if (Array.isArray(u.cacheDetails)) for (const d of u.cacheDetails) if (isObject(d) && d.ttl === '1h') hour += n(d.inputTokens);
+  return openAIUsage(n(u.inputTokens) + read + written, n(u.outputTokens), read, undefined, written > 0 ? { cacheWrite: written, cacheWrite1h: Math.min(hour, written) } : undefined);
 }
 
 /** `chatcmpl-<x-amzn-RequestId>`, or a random id when the header is missing. */

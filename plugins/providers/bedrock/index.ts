@@ -177,6 +177,8 @@ export function bedrock(options: BedrockOptions = {}): GatewayPlugin {
 
   const provider: Provider = {
     name: PLUGIN_NAME,
+    // AWS bills by the model id called (a `global.` or regional inference profile has its own price); InvokeModel answers name the bare model.
+    billedModel: 'requested',
     baseURL(target, ctx) {
       const custom = str(target.custom_host);
       if (custom !== undefined) return custom.replace(/\/+$/, '');

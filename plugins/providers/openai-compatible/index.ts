@@ -1,6 +1,7 @@
 import * as v from 'valibot';
 import {
   addShapedRoutes,
+  asksStreamUsage,
   effectiveBody,
   type GatewayPlugin,
   jsonAnswer,
@@ -12,12 +13,16 @@ import {
   type ProviderRoute,
   readJson,
   readText,
+  requestBody,
   type RequestContext,
   streamAnswer,
+  streamUsageBody,
+  streamUsageResponse,
   type Target,
   toGatewayUsage,
   type UpstreamResponse,
   wantsUsage,
+  withStreamUsage,
 } from '../../../sdk/index.js';
 import { adjustRequest, compatibleError, compatibleStream, normalizePayload } from './normalize.js';
 import { COMPATIBLE_PROVIDERS, type CompatibleProvider } from './table.js';
@@ -30,6 +35,12 @@ const OptionsSchema = v.strictObject({
   only: v.optional(v.array(v.string())),
   /** Base URL per provider name, replacing the row's default (e.g. an Ollama on another host). */
   baseURLs: v.optional(v.record(v.string(), v.pipe(v.string(), v.url()))),
+  /**
+   * Per provider name, whether to ask it for a stream's usage on the client's behalf (`ask`) or not
+   * (`off`), replacing the row's `streamUsage` (e.g. `{ "vllm": "ask" }` for a vLLM that takes
+   * `stream_options.include_usage`).
+   */
+  streamUsage: v.optional(v.record(v.string(), v.picklist(['ask', 'off']))),
 });
 
 export type OpenAICompatibleOptions = v.InferInput<typeof OptionsSchema> & {
@@ -50,9 +61,21 @@ export function openaiCompatible(options: OpenAICompatibleOptions = {}): Gateway
   for (const name of opts.only ?? []) {
     if (!known.has(name)) throw new Error(`Invalid options for ${PLUGIN_NAME}: only: unknown provider "${name}" (bundled: ${[...known].join(', ')})`);
   }
-  const rows = [...COMPATIBLE_PROVIDERS.filter((r) => opts.only === undefined || opts.only.includes(r.name)), ...extra].map((r) =>
-    opts.baseURLs?.[r.name] === undefined ? r : { ...r, baseURL: opts.baseURLs[r.name]! },
-  );
+  for (const name of Object.keys(opts.streamUsage ?? {})) {
+    if (!known.has(name) && !extra.some((r) => r.name === name)) {
+      throw new Error(`Invalid options for ${PLUGIN_NAME}: streamUsage: unknown provider "${name}" (bundled: ${[...known].join(', ')})`);
+    }
+  }
+  const rows = [...COMPATIBLE_PROVIDERS.filter((r) => opts.only === undefined || opts.only.includes(r.name)), ...extra].map((r) => {
+    let row = opts.baseURLs?.[r.name] === undefined ? r : { ...r, baseURL: opts.baseURLs[r.name]! };
+    const usage = opts.streamUsage?.[r.name];
+    if (usage !== undefined) {
+      row = { ...row };
+      if (usage === 'ask') row.streamUsage = 'ask';
+      else delete row.streamUsage;
+    }
+    return row;
+  });
   return {
     name: PLUGIN_NAME,
     state: [],
@@ -72,8 +95,21 @@ export function compatibleProvider(row: CompatibleProvider): Provider {
   const adjusts = quirks?.dropFields !== undefined || quirks?.singleChoice === true || quirks?.nineCharToolIds === true || quirks?.dropMessageNames === true;
   const routes: Partial<Record<string, ProviderRoute>> = {};
   for (const name of row.routes) {
-    const route: ProviderRoute = { path: OPENAI_ROUTES[name as OpenAIRouteName].path, response: (up, ctx) => answer(row, translates, up, ctx) };
-    if (adjusts && name === 'chat.completions') route.body = (ctx, target) => JSON.stringify(adjustRequest(row, effectiveBody(ctx, target) ?? {}));
+    // Chat and completions streams report usage only when asked: a row that takes the option is asked on the client's behalf.
+    const usage = row.streamUsage === 'ask' && (name === 'chat.completions' || name === 'completions');
+    const route: ProviderRoute = {
+      path: OPENAI_ROUTES[name as OpenAIRouteName].path,
+      response: (up, ctx, target) => answer(row, translates, usage && asksStreamUsage(ctx, target), up, ctx),
+    };
+    if (adjusts && name === 'chat.completions') {
+      route.body = (ctx, target) => {
+        const out = adjustRequest(row, effectiveBody(ctx, target) ?? {});
+        if (usage && asksStreamUsage(ctx, target)) out.stream_options = withStreamUsage(out.stream_options);
+        return JSON.stringify(out);
+      };
+    } else if (usage) {
+      route.body = (ctx, target) => streamUsageBody(ctx, target) ?? requestBody(ctx, target) ?? '';
+    }
     routes[name] = route;
   }
   return {
@@ -89,11 +125,12 @@ export function compatibleProvider(row: CompatibleProvider): Provider {
   };
 }
 
-async function answer(row: CompatibleProvider, translates: boolean, upstream: UpstreamResponse, ctx: RequestContext) {
+/** `askedUsage`: the gateway asked this attempt for the stream's usage on the client's behalf (kept from the client). */
+async function answer(row: CompatibleProvider, translates: boolean, askedUsage: boolean, upstream: UpstreamResponse, ctx: RequestContext) {
   if (upstream.status < 200 || upstream.status >= 300) return compatibleError(row, upstream, await readText(upstream.body));
-  if (!translates) return openAIFormatResponse(upstream, ctx);
+  if (!translates) return askedUsage ? streamUsageResponse(upstream, ctx, true) : openAIFormatResponse(upstream, ctx);
   const type = upstream.headers['content-type'];
-  if (typeof type === 'string' && type.startsWith('text/event-stream')) return streamAnswer(upstream, compatibleStream(row, ctx, wantsUsage(ctx)));
+  if (typeof type === 'string' && type.startsWith('text/event-stream')) return streamAnswer(upstream, compatibleStream(row, ctx, wantsUsage(ctx), askedUsage));
   const json = (await readJson(upstream)) as Record<string, any>;
   normalizePayload(json, row.quirks);
   if (json.usage) ctx.usage = toGatewayUsage(json.usage);

@@ -71,8 +71,12 @@ export async function compatibleError(row: CompatibleProvider, upstream: Upstrea
   return errorAnswer(upstream, errorFields(row.name, upstream.status, body));
 }
 
-/** Re-emits an OpenAI-format stream with each event normalised; always ends with `[DONE]`. */
-export function compatibleStream(row: CompatibleProvider, ctx: RequestContext, includeUsage: boolean): StreamTranslator {
+/**
+ * Re-emits an OpenAI-format stream with each event normalised; always ends with `[DONE]`.
+ * `includeUsage`: the client asked for the usage chunk. `stripUsage`: the gateway asked for usage on
+ * the client's behalf, so a `usage` object on a content chunk becomes `null` too (it is recorded).
+ */
+export function compatibleStream(row: CompatibleProvider, ctx: RequestContext, includeUsage: boolean, stripUsage = false): StreamTranslator {
   const parser = new SSEParser();
   const quirks = row.quirks;
   let usageSent = false;
@@ -100,8 +104,10 @@ export function compatibleStream(row: CompatibleProvider, ctx: RequestContext, i
       ctx.usage = toGatewayUsage(payload.usage);
       const usageOnly = Array.isArray(payload.choices) && payload.choices.length === 0;
       if (!includeUsage) {
-        // The client did not ask for usage; a usage-only chunk would confuse it, usage on a content chunk is harmless.
+        // The client did not ask for usage; a usage-only chunk would confuse it, usage on a content chunk is harmless
+        // (but when the gateway asked for it on the client's behalf, the client gets none: `"usage":null`).
         if (usageOnly) return '';
+        if (stripUsage) payload.usage = null;
       } else if (usageOnly) usageSent = true;
       else pendingUsage = payload.usage;
     }

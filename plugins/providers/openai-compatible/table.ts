@@ -15,6 +15,15 @@ export interface CompatibleProvider {
   quirks?: Quirks;
   /** Resource APIs it serves itself, by wire format (`Provider.resources`): Mistral's files (OpenAI's format) and fine-tuning jobs (its own). */
   resources?: { files?: string; batches?: string; fineTuning?: string };
+  /**
+   * `ask`: the provider takes `stream_options.include_usage`, so a chat or completions stream whose
+   * client asked no usage is sent with it, and the usage the provider reports is recorded and kept
+   * from the client (sdk/openai/stream-usage.ts). Absent: the request goes as the client sent it, and
+   * a stream that carries no usage is counted (`tokens_estimated`). Set only for a provider known to
+   * accept the field: one that refuses unknown fields would answer every such stream with a 400. The
+   * plugin's `streamUsage` option sets it per provider.
+   */
+  streamUsage?: 'ask';
 }
 
 export interface Quirks {
@@ -36,6 +45,14 @@ const CHAT_ONLY = ['chat.completions'] as const;
 const CHAT_EMBED = ['chat.completions', 'embeddings'] as const;
 const ALL = ['chat.completions', 'completions', 'embeddings'] as const;
 
+/*
+ * `streamUsage` is absent on every bundled row: shared/providers/openai-compatible.md confirms
+ * `stream_options.include_usage` for none of them (it notes only that several send usage unasked:
+ * Groq's `x_groq.usage`, Together's last chunk, Gemini's last content chunk), and a provider that
+ * refuses the field would fail every stream (Groq and Cerebras answer some OpenAI fields with a
+ * 400). Local servers (ollama, vllm, lmstudio) differ by version. A row is switched on with the
+ * plugin's `streamUsage` option (`{ "deepseek": "ask" }`), or `streamUsage: 'ask'` on an `extra` row.
+ */
 const ROWS: CompatibleProvider[] = [
   {
     name: 'groq',

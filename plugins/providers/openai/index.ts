@@ -1,4 +1,18 @@
-import { addShapedRoutes, fieldSchema as f, openAIFormatResponse, parseOptions, type GatewayPlugin, type Provider, type Target, type TargetField } from '../../../sdk/index.js';
+import {
+  addShapedRoutes,
+  asksStreamUsage,
+  fieldSchema as f,
+  openAIFormatResponse,
+  parseOptions,
+  requestBody,
+  streamUsageBody,
+  streamUsageResponse,
+  type GatewayPlugin,
+  type Provider,
+  type ProviderRoute,
+  type Target,
+  type TargetField,
+} from '../../../sdk/index.js';
 import { OpenAIOptionsSchema, type OpenAIOptions } from './schema.js';
 
 export const PLUGIN_NAME = 'openai';
@@ -13,9 +27,24 @@ export const OPENAI_FIELDS: Readonly<Record<string, TargetField>> = Object.freez
 });
 
 /**
+ * A route whose streams report usage only when asked (chat, completions): a stream the client asked no
+ * usage for is sent with `stream_options.include_usage: true`, and its usage event is kept from the
+ * client (sdk/openai/stream-usage.ts); every other request and answer passes through unchanged.
+ */
+function usageRoute(path: string): ProviderRoute {
+  return {
+    path,
+    body: (ctx, target) => streamUsageBody(ctx, target) ?? requestBody(ctx, target) ?? '',
+    response: (upstream, ctx, target) => streamUsageResponse(upstream, ctx, asksStreamUsage(ctx, target)),
+  };
+}
+
+/**
  * The `openai` provider: chat completions (JSON and SSE), completions,
  * embeddings and the Responses API, passed through unchanged, plus
- * credentials for the generic proxy.
+ * credentials for the generic proxy. A chat or completions stream whose client
+ * asked no usage is sent with `stream_options.include_usage` (the answer's
+ * usage event recorded, not passed on), so its tokens are counted by OpenAI.
  * `apiKey`, `organization` and `project` are defaults for requests whose target sets none.
  */
 export function openai(options: OpenAIOptions = {}): GatewayPlugin {
@@ -34,8 +63,8 @@ export function openai(options: OpenAIOptions = {}): GatewayPlugin {
       return headers;
     },
     routes: {
-      'chat.completions': { path: '/chat/completions', response: openAIFormatResponse },
-      completions: { path: '/completions', response: openAIFormatResponse },
+      'chat.completions': usageRoute('/chat/completions'),
+      completions: usageRoute('/completions'),
       embeddings: { path: '/embeddings', response: openAIFormatResponse },
       // The Responses API, native: the request and answer pass through (the `responses` front door serves the route).
       responses: { path: '/responses', response: openAIFormatResponse },

@@ -216,6 +216,13 @@ describe('dashboard in Chromium', () => {
     await expect.poll(() => row.count()).toBe(1);
     expect(await row.locator('td').nth(1).textContent()).toBe(String(OK_CALLS));
     expect(await table.locator('.bar').count()).toBeGreaterThan(1);
+    // Token columns beside the cached input: the mock reports 3 cached prompt tokens, no cache writes and 1 reasoning token per answer.
+    const headers = await table.locator('thead th').allTextContents();
+    const cell = async (label: string) => (await row.locator('td').nth(headers.indexOf(label)).textContent())!;
+    expect(headers).toEqual(expect.arrayContaining(['Tokens', 'Cached input', 'Cache writes', 'Reasoning']));
+    expect(await cell('Cached input')).toBe(String(OK_CALLS * 3));
+    expect(await cell('Cache writes')).toBe('0');
+    expect(await cell('Reasoning')).toBe(String(OK_CALLS));
     await shot('breakdowns');
     await page.getByLabel('Group by').selectOption('status_code');
     await expect.poll(() => table.locator('tbody tr', { hasText: '500' }).count()).toBeGreaterThan(0);

@@ -208,7 +208,8 @@ describe('budgets', () => {
 
   test('a cost budget reserves the estimate at the price list\'s price and settles to the real cost', async () => {
     const b = await budget('cost', { name: 'dollars', type: 'cost', credit_limit: 0.0005 });
-    const price = bundledPricing().lookup('openai', 'gpt-4o-mini')!;
+    // gpt-4o-mini's list prices per million tokens (openai.com/api/pricing).
+    const price = { input: 0.15, output: 0.6 };
     // The mock's usage: 9 prompt (3 cached), 2 completion (1 reasoning).
     const real = bundledPricing().cost('openai', 'gpt-4o-mini', { prompt_tokens: 9, completion_tokens: 2, total_tokens: 11, cached_tokens: 3, reasoning_tokens: 1 }).cost!;
     const first = await send('cost', { body: { max_tokens: 100 } });

@@ -65,7 +65,8 @@ async function stream(gw: LimitsGateway, upstream: string, body: Json, headers: 
   const res = await fetch(`${gw.url}/v1/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-gateway-api-key': 'limits-admin-bootstrap-key-0001', 'x-gateway-config': JSON.stringify({ provider: 'openai', api_key: 'sk-s', custom_host: upstream }), ...headers },
-    body: JSON.stringify({ messages: [{ role: 'user', content: 'Count to five, please' }], stream: true, ...body }),
+    // The client asks for the usage chunk: it counts what it was charged from it (the gateway records it either way).
+    body: JSON.stringify({ messages: [{ role: 'user', content: 'Count to five, please' }], stream: true, stream_options: { include_usage: true }, ...body }),
   });
   const text = await res.text();
   const usage = /"usage":\{"prompt_tokens":(\d+),"completion_tokens":(\d+)/.exec(text);

@@ -294,6 +294,8 @@ export function bruteGroups(rows: LogEntry[], groupBy: GroupBy): Map<string, Rec
       unpriced_requests: es.filter((e) => e.cost_status === 'unpriced').length,
       total_tokens: es.reduce((a, e) => a + (e.total_tokens ?? 0), 0),
       cached_tokens: es.reduce((a, e) => a + (e.cached_tokens ?? 0), 0),
+      reasoning_tokens: es.reduce((a, e) => a + (e.reasoning_tokens ?? 0), 0),
+      cache_write_tokens: es.reduce((a, e) => a + (e.cache_write_tokens ?? 0), 0),
       avg_tokens: avg(es.map((e) => e.total_tokens)),
       avg_input_tokens: avg(es.map((e) => e.prompt_tokens)),
       avg_output_tokens: avg(es.map((e) => e.completion_tokens)),
@@ -340,7 +342,7 @@ export function matches(e: LogEntry, f: LogFilters): boolean {
 
 /** An entry with every field set (nulls and defaults), for store tests. */
 /** The LogEntry fields that hold numbers (null in sampleEntry for most): tests give each its own value. */
-export const NUMBER_FIELDS: ReadonlySet<string> = new Set(['created_at', 'ended_at', 'prompt_version', 'status', 'latency_ms', 'upstream_latency_ms', 'first_byte_ms', 'ttft_ms', 'prompt_tokens', 'completion_tokens', 'total_tokens', 'cached_tokens', 'reasoning_tokens', 'cost', 'pricing_multiplier', 'retry_count', 'attempt_count', 'fallback_count']);
+export const NUMBER_FIELDS: ReadonlySet<string> = new Set(['created_at', 'ended_at', 'prompt_version', 'status', 'latency_ms', 'upstream_latency_ms', 'first_byte_ms', 'ttft_ms', 'prompt_tokens', 'completion_tokens', 'total_tokens', 'cached_tokens', 'reasoning_tokens', 'cache_write_tokens', 'cache_write_1h_tokens', 'cost', 'pricing_multiplier', 'retry_count', 'attempt_count', 'fallback_count']);
 
 export function sampleEntry(overrides: Partial<LogEntry> = {}): LogEntry {
   const created = overrides.created_at ?? Date.UTC(2025, 0, 1);
@@ -379,6 +381,8 @@ export function sampleEntry(overrides: Partial<LogEntry> = {}): LogEntry {
     total_tokens: null,
     cached_tokens: null,
     reasoning_tokens: null,
+    cache_write_tokens: null,
+    cache_write_1h_tokens: null,
     tokens_estimated: false,
     cost: null,
     cost_status: 'no_usage',
@@ -391,6 +395,7 @@ export function sampleEntry(overrides: Partial<LogEntry> = {}): LogEntry {
     metadata: null,
     hook_results: null,
     routing: null,
+    price: null,
     error_code: null,
     error_message: null,
     limit_policy_id: null,
@@ -451,6 +456,8 @@ export function bruteBucket(es: LogEntry[], time: number): Record<string, unknow
     prompt_tokens: sum((e) => e.prompt_tokens),
     completion_tokens: sum((e) => e.completion_tokens),
     cached_tokens: sum((e) => e.cached_tokens),
+    reasoning_tokens: sum((e) => e.reasoning_tokens),
+    cache_write_tokens: sum((e) => e.cache_write_tokens),
     p50_latency: rank(50),
     p95_latency: rank(95),
     cache_hit_rate: lookups.length === 0 ? null : lookups.filter((e) => e.cache_status === 'HIT' || e.cache_status === 'SEMANTIC HIT').length / lookups.length,

@@ -44,7 +44,11 @@ function sampleRows(): LogEntry[] {
         completion_tokens: hasUsage ? completion : null,
         total_tokens: hasUsage ? prompt + completion : null,
         cached_tokens: hasUsage ? Math.floor(prompt / 4) : null,
-        reasoning_tokens: hasUsage ? 0 : null,
+        // Reasoning on two requests in three, cache writes (a third of them for an hour) on one in three: drawn from
+        // the values above, so the generator's sequence (and every other column) stays as it was.
+        reasoning_tokens: hasUsage ? (i % 3 === 0 ? 0 : Math.floor(completion / 3)) : null,
+        cache_write_tokens: hasUsage ? (i % 3 === 1 ? Math.floor(prompt / 5) : 0) : null,
+        cache_write_1h_tokens: hasUsage ? (i % 3 === 1 && i % 2 === 0 ? Math.floor(prompt / 15) : 0) : null,
         cost: costStatus === 'priced' ? Math.round(r() * 1e6) / 1e9 : costStatus === 'cache_hit' ? 0 : null,
         cost_status: costStatus,
         cache_status: pick([null, 'DISABLED', 'MISS', 'HIT', 'SEMANTIC HIT', 'REFRESH']),
@@ -61,7 +65,7 @@ function sampleRows(): LogEntry[] {
   return rows;
 }
 
-const JSON_VALUED = new Set(['attempts', 'metadata', 'hook_results', 'routing', 'request_headers']);
+const JSON_VALUED = new Set(['attempts', 'metadata', 'hook_results', 'routing', 'price', 'request_headers']);
 
 /** An entry whose every stored column holds a value no other column holds (see the test using it). */
 function distinctEntry(seed: number): LogEntry {
@@ -97,7 +101,7 @@ function contract(name: string, open: () => Promise<SqlClient | null>, openEmpty
             [`log_old_${i}`, T0 + i, T0 + i, route],
           );
         }
-        expect(await migrate(empty, LOGS_NAMESPACE, LOG_MIGRATIONS)).toEqual([8, 9, 10, 11, 12, 13]);
+        expect(await migrate(empty, LOGS_NAMESPACE, LOG_MIGRATIONS)).toEqual([8, 9, 10, 11, 12, 13, 14, 15]);
         const kinds = await empty.all<{ id: string; kind: string }>('SELECT id, kind FROM gateway_logs ORDER BY id');
         expect(kinds.map((k) => k.kind)).toEqual(['housekeeping', 'housekeeping', 'housekeeping', 'housekeeping', 'api', 'api']);
         // A row written without the column (an older writer still running during an upgrade) is api.

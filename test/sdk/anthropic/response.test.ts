@@ -57,7 +57,7 @@ describe('fromAnthropicMessage', () => {
       prompt_tokens: 1596,
       completion_tokens: 91,
       total_tokens: 1687,
-      prompt_tokens_details: { cached_tokens: 1024 },
+      prompt_tokens_details: { cached_tokens: 1024, cache_write_tokens: 100 },
       completion_tokens_details: { reasoning_tokens: 40 },
     });
   });

@@ -156,7 +156,7 @@ describe('anthropicStreamTranslator', () => {
       expect(translate(THINKING_STREAM, size)).toEqual(strict);
     }
     expect(loose.usage).toEqual([
-      { prompt_tokens: 16, completion_tokens: 30, total_tokens: 46, prompt_tokens_details: { cached_tokens: 4 }, completion_tokens_details: { reasoning_tokens: 20 } },
+      { prompt_tokens: 16, completion_tokens: 30, total_tokens: 46, prompt_tokens_details: { cached_tokens: 4, cache_write_tokens: 2 }, completion_tokens_details: { reasoning_tokens: 20 } },
     ]);
   });
 

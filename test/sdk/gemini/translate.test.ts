@@ -254,6 +254,24 @@ describe('response', () => {
     expect(geminiUsage(undefined)).toBeNull();
   });
 
+  test('usage: audio and image prompt tokens by modality, less what was read from a cache; audio output', () => {
+    const usage = geminiUsage({
+      promptTokenCount: 10_000,
+      cachedContentTokenCount: 3_000,
+      candidatesTokenCount: 500,
+      promptTokensDetails: [{ modality: 'TEXT', tokenCount: 5_000 }, { modality: 'AUDIO', tokenCount: 4_000 }, { modality: 'IMAGE', tokenCount: 1_000 }],
+      cacheTokensDetails: [{ modality: 'TEXT', tokenCount: 2_000 }, { modality: 'AUDIO', tokenCount: 1_000 }],
+      candidatesTokensDetails: [{ modality: 'AUDIO', tokenCount: 300 }],
+    });
+    expect(usage).toEqual({
+      prompt_tokens: 10_000,
+      completion_tokens: 500,
+      total_tokens: 10_500,
+      prompt_tokens_details: { cached_tokens: 3_000, audio_tokens: 3_000, image_tokens: 1_000 },
+      completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 300 },
+    });
+  });
+
   const answer = {
     candidates: [
       {

@@ -19,7 +19,7 @@ const GROUPS = [
 const RANGES = { '1h': 3_600_000, '24h': 86_400_000, '7d': 7 * 86_400_000, all: 0 } as const;
 type Range = keyof typeof RANGES;
 
-const COLUMNS = 'cost,total_tokens,cached_tokens,avg_latency,p95_latency,success_rate,error_count,cache_hit_rate';
+const COLUMNS = 'cost,total_tokens,cached_tokens,cache_write_tokens,reasoning_tokens,avg_latency,p95_latency,success_rate,error_count,cache_hit_rate';
 
 type Row = Record<string, any>;
 
@@ -39,6 +39,8 @@ export function Breakdowns({ route }: { route: Route }) {
     { key: 'cost', label: 'Cost', render: (r) => <Bar value={r.cost ?? 0} max={maxCost} label={usd(r.cost)} /> },
     { key: 'total_tokens', label: 'Tokens', numeric: true, render: (r) => int(r.total_tokens) },
     { key: 'cached_tokens', label: 'Cached input', numeric: true, render: (r) => int(r.cached_tokens) },
+    { key: 'cache_write_tokens', label: 'Cache writes', numeric: true, render: (r) => int(r.cache_write_tokens) },
+    { key: 'reasoning_tokens', label: 'Reasoning', numeric: true, render: (r) => int(r.reasoning_tokens) },
     { key: 'avg_latency', label: 'Avg latency', numeric: true, render: (r) => ms(r.avg_latency) },
     { key: 'p95_latency', label: 'p95 latency', numeric: true, render: (r) => ms(r.p95_latency) },
     { key: 'error_count', label: 'Errors', numeric: true, render: (r) => int(r.error_count) },

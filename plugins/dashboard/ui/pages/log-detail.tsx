@@ -17,7 +17,7 @@ const SUMMARY: [string, string, (e: Entry) => string][] = [
   ['Config', 'config_id', (e) => e.config_id ?? '—'],
   ['Prompt', 'prompt_id', (e) => (e.prompt_id ? `${e.prompt_id} v${e.prompt_version}` : '—')],
   ['Latency', 'latency_ms', (e) => `${ms(e.latency_ms)} (upstream ${ms(e.upstream_latency_ms)}, first byte ${ms(e.first_byte_ms)})`],
-  ['Tokens', 'total_tokens', (e) => `${int(e.total_tokens)} (input ${int(e.prompt_tokens)}, output ${int(e.completion_tokens)}, cached ${int(e.cached_tokens)})`],
+  ['Tokens', 'total_tokens', (e) => `${int(e.total_tokens)} (input ${int(e.prompt_tokens)}: cached ${int(e.cached_tokens)}, cache writes ${cacheWrites(e)}; output ${int(e.completion_tokens)}: reasoning ${int(e.reasoning_tokens)})`],
   ['Cost', 'cost', (e) => `${usd(e.cost)} (${e.cost_status ?? '—'})`],
   ['Cache', 'cache_status', (e) => e.cache_status ?? '—'],
   ['Stream', 'stream', (e) => (e.stream ? 'yes' : 'no')],
@@ -25,6 +25,12 @@ const SUMMARY: [string, string, (e: Entry) => string][] = [
   ['Error', 'error_code', (e) => (e.error_code ? `${e.error_code}: ${e.error_message ?? ''}` : '—')],
   ['Kind', 'kind', (e) => (e.kind === 'housekeeping' ? 'housekeeping (not counted in the overview and breakdowns)' : (e.kind ?? 'api'))],
 ];
+
+/** Prompt-cache writes, with the part kept for an hour when there is one (null in entries stored before they were recorded). */
+function cacheWrites(e: Entry): string {
+  const hour = e.cache_write_1h_tokens as number | null | undefined;
+  return hour !== null && hour !== undefined && hour > 0 ? `${int(e.cache_write_tokens)}, ${int(hour)} for 1 h` : int(e.cache_write_tokens);
+}
 
 /** One request: what was asked, what came back, every attempt, the hooks' verdicts and where it sits in its trace. */
 export function LogDetail({ id }: { id: string }) {
@@ -47,6 +53,32 @@ export function LogDetail({ id }: { id: string }) {
                 </>
               ))}
             </dl>
+          </Section>
+          <Section title="Price">
+            {e.price ? (
+              <>
+                <p class="muted" data-testid="price-source">
+                  {e.price.price_id ?? 'no price'} · {e.price.version ?? 'unversioned list'}
+                  {e.price.tier_above !== null && e.price.tier_above !== undefined ? ` · prompt over ${int(e.price.tier_above)} tokens` : ''}
+                  {e.price.service_tier ? ` · ${e.price.service_tier} tier` : ''}
+                  {e.price.multiplier !== 1 ? ` · × ${e.price.multiplier}` : ''}
+                  {e.price.reason ? ` · ${e.price.reason}` : ''}
+                </p>
+                <Table
+                  testid="price"
+                  columns={[
+                    { key: 'name', label: 'Tokens of', render: (c) => c.name.replace(/_/g, ' ') },
+                    { key: 'tokens', label: 'Tokens', numeric: true, render: (c) => int(c.tokens) },
+                    { key: 'rate', label: 'Per 1M', numeric: true, render: (c) => usd(c.rate) },
+                    { key: 'amount', label: 'Amount', numeric: true, render: (c) => usd(c.amount) },
+                  ]}
+                  rows={Array.isArray(e.price.components) ? e.price.components : []}
+                  empty="Not priced."
+                />
+              </>
+            ) : (
+              <p class="muted">{e.cost_status === 'cache_hit' ? 'A cache hit: no provider was called, nothing to price.' : 'No price recorded for this request.'}</p>
+            )}
           </Section>
           <Section title="Trace">
             <dl class="kv">

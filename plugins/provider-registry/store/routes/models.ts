@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { bundledPricingData, jsonResponse } from '../../../../sdk/index.js';
+import { bundledPricingData, entriesOf, jsonResponse } from '../../../../sdk/index.js';
 import { docsFor, PAGE_QUERY, pageOf, parseQuery, workspaceFor, type AdminRoute } from '../../../../sdk/admin/index.js';
 import type { ProviderStore } from '../service.js';
 
@@ -19,16 +19,15 @@ let catalog: Map<string, string[]> | null = null;
 function catalogModels(provider: string): string[] {
   if (catalog === null) {
     const data = bundledPricingData();
+    const idsOf = (list: string) => (data.providers[list] === undefined ? [] : entriesOf(data.providers[list]!).map((e) => e.id).filter((m) => m !== '*'));
     catalog = new Map();
     for (const name of Object.keys(data.providers)) {
       const lists = [name, ...((data.aliases ?? {})[name] ?? [])];
-      const models = new Set<string>();
-      for (const list of lists) for (const m of Object.keys(data.providers[list] ?? {})) if (m !== '*') models.add(m);
-      catalog.set(name, [...models].sort());
+      catalog.set(name, [...new Set(lists.flatMap(idsOf))].sort());
     }
     for (const [alias, lists] of Object.entries(data.aliases ?? {})) {
       if (catalog.has(alias)) continue;
-      catalog.set(alias, [...new Set(lists.flatMap((l) => Object.keys(data.providers[l] ?? {}).filter((m) => m !== '*')))].sort());
+      catalog.set(alias, [...new Set(lists.flatMap(idsOf))].sort());
     }
   }
   return catalog.get(provider) ?? [];

@@ -1,26 +1,30 @@
 import * as v from 'valibot';
 import {
   addShapedRoutes,
+  asksStreamUsage,
   effectiveBody,
   fieldSchema as f,
   openAIFormatResponse,
   readErrorJson,
   parseOptions,
   requestBody,
+  streamUsageBody,
   type GatewayPlugin,
   type OpenAIRouteName,
   type Provider,
   type ProviderRoute,
+  type RequestContext,
+  type Target,
   type TargetField,
 } from '../../../../sdk/index.js';
 import { azureAuthHeaders, ENTRA_FIELDS, entraPrepare, EntraOptionsSchema } from '../auth.js';
 import { EntraTokenCache, tokenSender } from '../entra.js';
 import { azureAnswer, azureErrorAnswer } from '../normalize.js';
-import { azureOpenAIOrigin, isV1, operationPath, pickDeployment, resourceURL } from './url.js';
+import { acceptsStreamOptions, azureOpenAIOrigin, isV1, operationPath, pickDeployment, resourceURL } from './url.js';
 
 export const PLUGIN_NAME = 'azure-openai';
 
-export { pickDeployment, azureOpenAIOrigin, azureOpenAIURL, operationPath, isV1, type AzureDeployment } from './url.js';
+export { pickDeployment, azureOpenAIOrigin, azureOpenAIURL, operationPath, isV1, acceptsStreamOptions, type AzureDeployment } from './url.js';
 export { EntraTokenCache, entraClientOf, DEFAULT_ENTRA_SCOPE, DEFAULT_AUTHORITY, type EntraClient } from '../entra.js';
 export { azureErrorAnswer, azureErrorFields, azureStreamTranslator } from '../normalize.js';
 export { azureAuthHeaders, ENTRA_FIELDS, EntraOptionsSchema } from '../auth.js';
@@ -48,6 +52,17 @@ const OPERATIONS: Readonly<Record<OpenAIRouteName, string>> = { 'chat.completion
 
 const str = (value: unknown): string | undefined => (typeof value === 'string' && value !== '' ? value : undefined);
 
+/** The operations whose streams report usage only when asked (`stream_options.include_usage`). */
+const USAGE_OPERATIONS: ReadonlySet<OpenAIRouteName> = new Set(['chat.completions', 'completions']);
+
+/**
+ * Whether the gateway asks this attempt's deployment for a stream's usage: a stream the client asked
+ * no usage for (`asksStreamUsage`), on an API version that takes `stream_options`.
+ */
+function asksUsage(ctx: RequestContext, target: Target): boolean {
+  return asksStreamUsage(ctx, target) && acceptsStreamOptions(pickDeployment(target, str(effectiveBody(ctx, target)?.model)).apiVersion);
+}
+
 /**
  * The `azure-openai` provider (shared/providers/azure.md §1–5): chat,
  * completions and embeddings at
@@ -61,25 +76,38 @@ const str = (value: unknown): string | undefined => (typeof value === 'string' &
  * scope `azure_entra_scope` or the Cognitive Services default) fetched and
  * cached in `prepare`, or a ready `azure_ad_token`.
  * Streams are normalised (prompt-filter chunk dropped, content-filter fields
- * removed, empty ids filled); JSON answers pass through byte for byte.
+ * removed, empty ids filled); JSON answers pass through byte for byte. A chat
+ * or completions stream whose client asked no usage is sent with
+ * `stream_options.include_usage` on API versions that take it (`acceptsStreamOptions`),
+ * and the usage event is recorded, not passed on.
  */
 export function azureOpenAI(options: AzureOpenAIOptions = {}): GatewayPlugin {
   const opts = parseOptions(PLUGIN_NAME, OptionsSchema, options);
   const { authority, ...defaults } = opts.entra;
   let tokens: EntraTokenCache | null = null;
   const response = azureAnswer(PLUGIN_NAME);
+  // Chat and completions streams the gateway asked usage for lose the usage event on the way out.
+  const usageResponse = azureAnswer(PLUGIN_NAME, asksUsage);
 
-  const route = (name: OpenAIRouteName): ProviderRoute => ({
-    path: (ctx, target) => operationPath(pickDeployment(target, str(effectiveBody(ctx, target)?.model)), OPERATIONS[name]),
-    body: (ctx, target) => {
-      const body = effectiveBody(ctx, target);
-      const d = pickDeployment(target, str(body?.model));
-      // The v1 API routes by the body's model, which must be the deployment name.
-      if (body !== null && isV1(d.apiVersion) && body.model !== d.deployment) return JSON.stringify({ ...body, model: d.deployment });
-      return requestBody(ctx, target) ?? '';
-    },
-    response,
-  });
+  const route = (name: OpenAIRouteName): ProviderRoute => {
+    const usage = USAGE_OPERATIONS.has(name);
+    return {
+      path: (ctx, target) => operationPath(pickDeployment(target, str(effectiveBody(ctx, target)?.model)), OPERATIONS[name]),
+      body: (ctx, target) => {
+        const body = effectiveBody(ctx, target);
+        const d = pickDeployment(target, str(body?.model));
+        // The v1 API routes by the body's model, which must be the deployment name.
+        const model = body !== null && isV1(d.apiVersion) && body.model !== d.deployment ? d.deployment : undefined;
+        if (usage && acceptsStreamOptions(d.apiVersion)) {
+          const asked = streamUsageBody(ctx, target, model);
+          if (asked !== null) return asked;
+        }
+        if (model !== undefined) return JSON.stringify({ ...body, model });
+        return requestBody(ctx, target) ?? '';
+      },
+      response: usage ? usageResponse : response,
+    };
+  };
 
   // The Responses API lives beside the deployments: `/openai/v1/responses`, or `/openai/responses?api-version=…`; the body's model names the deployment.
   const responsesRoute: ProviderRoute = {

@@ -58,6 +58,21 @@ export function azureOpenAIOrigin(target: Target): string {
 /** Whether the version selects the v1 API (no api-version query, deployment in the body). */
 export const isV1 = (apiVersion: string) => apiVersion === 'v1';
 
+/** The first dated API version known to accept `stream_options.include_usage`. */
+const STREAM_OPTIONS_SINCE = '2024-08-01';
+
+/**
+ * Whether an API version takes `stream_options` (azure.md §8: it came with a dated version, and older
+ * ones refuse unknown fields with a 400): the v1 API, and dated versions from `2024-08-01-preview` on
+ * (previews and GA alike: `2024-09-01-preview`, `2024-10-21`, `2025-04-01-preview`, …). Earlier ones
+ * (`2024-06-01` and before) are not asked for usage, and their streams are counted as before.
+ */
+export function acceptsStreamOptions(apiVersion: string): boolean {
+  if (isV1(apiVersion)) return true;
+  // `YYYY-MM-DD…`: compared as text, which orders dates.
+  return apiVersion.length >= 10 && apiVersion.charCodeAt(4) === 45 && apiVersion.charCodeAt(7) === 45 && apiVersion.slice(0, 10) >= STREAM_OPTIONS_SINCE;
+}
+
 /** The path after `{origin}/openai` for an operation (`chat/completions`, `completions`, `embeddings`). */
 export function operationPath(d: AzureDeployment, operation: string): string {
   if (isV1(d.apiVersion)) return `/v1/${operation}`;

@@ -22,11 +22,18 @@ import { bruteBucket, bruteGroups, expectSketched, matches, prng, sampleEntry, S
 /** Three days ending at today's start (UTC): the back-fill builds minutes for the last 48 hours only, so the rows straddle that. */
 const T0 = Date.now() - (Date.now() % DAY) - 3 * DAY;
 
-/** 1,500 rows over three days at millisecond times, varied in every rollup key. */
+/** Rows stored by a version before the rollups (the first 600 of {@link rows}): inserted without them, and without the columns of migration 14. */
+const BEFORE = 600;
+
+/**
+ * 1,500 rows over three days at millisecond times, varied in every rollup key. Reasoning and cache-write tokens are drawn
+ * from the other counts (the generator's sequence stays as it was); the rows stored before the migrations have no cache
+ * writes (null: the column came with migration 14), as a version before it stored them.
+ */
 function rows(): LogEntry[] {
   const r = prng(7);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
-  return Array.from({ length: 1500 }, (_, i) => {
+  const entries = Array.from({ length: 1500 }, (_, i) => {
     const provider = pick(['openai', 'anthropic', null]);
     const usage = r() < 0.8;
     const status = pick([200, 200, 200, 400, 429, 500]);
@@ -57,6 +64,12 @@ function rows(): LogEntry[] {
       kind: i % 9 === 0 ? 'housekeeping' : 'api',
     });
   });
+  for (const [i, e] of entries.entries()) {
+    e.reasoning_tokens = e.completion_tokens === null ? null : i % 4 === 0 ? 0 : Math.floor(e.completion_tokens / 2);
+    e.cache_write_tokens = i < BEFORE || e.prompt_tokens === null ? null : i % 3 === 0 ? Math.floor(e.prompt_tokens / 3) : 0;
+    e.cache_write_1h_tokens = e.cache_write_tokens === null ? null : i % 2 === 0 ? Math.floor(e.cache_write_tokens / 2) : 0;
+  }
+  return entries;
 }
 
 /** The rollup rows the entries make, as the tables hold them, keyed like the tables' primary keys; minutes only of entries `minutes` accepts. */
@@ -133,8 +146,8 @@ function recording(client: SqlClient): { client: SqlClient; statements: string[]
 function contract(name: string, open: () => Promise<SqlClient | null>) {
   describe(`rollups on ${name}`, () => {
     const all = rows();
-    const before = all.slice(0, 600);
-    const after = all.slice(600);
+    const before = all.slice(0, BEFORE);
+    const after = all.slice(BEFORE);
     let client: SqlClient | null = null;
     let repo: LogRepository;
     afterAll(async () => {
@@ -149,13 +162,13 @@ function contract(name: string, open: () => Promise<SqlClient | null>) {
       await client.transaction(async (tx) => {
         for (const e of before) {
           await tx.run(
-            `INSERT INTO gateway_logs (id, created_at, ended_at, workspace_id, api_key_id, config_id, prompt_id, prompt_version, route, front_door, method, path, provider_requested, provider, model_requested, model, status, stream, internal, aborted, latency_ms, prompt_tokens, completion_tokens, total_tokens, cached_tokens, tokens_estimated, cost, cost_status, pricing_multiplier, cache_status, retry_count, attempt_count, fallback_count, error_code, limit_policy_id, request_body_truncated, response_body_truncated, kind)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'POST', '/v1/x', ?, ?, ?, ?, ?, 0, 0, 0, ?, ?, ?, ?, ?, 0, ?, ?, 1, ?, 0, 1, 0, ?, ?, 0, 0, ?)`,
-            [e.id, e.created_at, e.ended_at, e.workspace_id, e.api_key_id, e.config_id, e.prompt_id, e.prompt_version, e.route, e.front_door, e.provider_requested, e.provider, e.model_requested, e.model, e.status, e.latency_ms, e.prompt_tokens, e.completion_tokens, e.total_tokens, e.cached_tokens, e.cost, e.cost_status, e.cache_status, e.error_code, e.limit_policy_id, e.kind],
+            `INSERT INTO gateway_logs (id, created_at, ended_at, workspace_id, api_key_id, config_id, prompt_id, prompt_version, route, front_door, method, path, provider_requested, provider, model_requested, model, status, stream, internal, aborted, latency_ms, prompt_tokens, completion_tokens, total_tokens, cached_tokens, reasoning_tokens, tokens_estimated, cost, cost_status, pricing_multiplier, cache_status, retry_count, attempt_count, fallback_count, error_code, limit_policy_id, request_body_truncated, response_body_truncated, kind)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'POST', '/v1/x', ?, ?, ?, ?, ?, 0, 0, 0, ?, ?, ?, ?, ?, ?, 0, ?, ?, 1, ?, 0, 1, 0, ?, ?, 0, 0, ?)`,
+            [e.id, e.created_at, e.ended_at, e.workspace_id, e.api_key_id, e.config_id, e.prompt_id, e.prompt_version, e.route, e.front_door, e.provider_requested, e.provider, e.model_requested, e.model, e.status, e.latency_ms, e.prompt_tokens, e.completion_tokens, e.total_tokens, e.cached_tokens, e.reasoning_tokens, e.cost, e.cost_status, e.cache_status, e.error_code, e.limit_policy_id, e.kind],
           );
         }
       });
-      expect(await migrate(client, LOGS_NAMESPACE, LOG_MIGRATIONS)).toEqual([9, 10, 11, 12, 13]);
+      expect(await migrate(client, LOGS_NAMESPACE, LOG_MIGRATIONS)).toEqual([9, 10, 11, 12, 13, 14, 15]);
       // Minutes are back-filled from the floor on: the minute 48 hours before the migration ran.
       const floor = Number((await client.get<{ value: unknown }>("SELECT value FROM gateway_log_rollup_state WHERE name = 'minute_floor'"))!.value);
       expect(floor % MINUTE).toBe(0);

@@ -85,7 +85,7 @@ describe('ConverseStream → chat.completion.chunk', () => {
       ev('messageStop', { stopReason: 'max_tokens' }),
       ev('metadata', { usage: { inputTokens: 10, outputTokens: 5, cacheReadInputTokens: 4, cacheWriteInputTokens: 2 } }),
     ]);
-    expect(usage).toEqual({ prompt_tokens: 16, completion_tokens: 5, total_tokens: 21, prompt_tokens_details: { cached_tokens: 4 } });
+    expect(usage).toEqual({ prompt_tokens: 16, completion_tokens: 5, total_tokens: 21, prompt_tokens_details: { cached_tokens: 4, cache_write_tokens: 2 } });
     expect(JSON.parse(events[2]!).choices[0].finish_reason).toBe('length');
     expect(JSON.parse(events[3]!).usage).toEqual(usage);
     expect(events[4]).toBe('[DONE]');
