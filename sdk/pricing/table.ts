@@ -272,33 +272,51 @@ export class PricingTable {
     const at = options.at ?? Date.now();
     const multiplier = options.multiplier ?? 1;
     const tier = options.serviceTier ?? null;
-    const base = { version: this.version, currency: this.currency, multiplier, service_tier: null, tier_above: null, priced_at: null, components: [] as PriceComponent[] };
-    if (usage === null) return { ...base, cost: null, status: 'no_usage', price_id: null };
+    if (usage === null) return this.#breakdown(null, 'no_usage', null, multiplier, null, null, null, [], undefined);
     const found = provider === null || model === null || model === '' ? null : this.#entry(provider, model);
     if (found === null) {
-      return { ...base, cost: null, status: 'unpriced', price_id: null, reason: `no price for model "${String(model).slice(0, 128)}" at provider "${String(provider).slice(0, 64)}"` };
+      return this.#breakdown(null, 'unpriced', null, multiplier, null, null, null, [], `no price for model "${String(model).slice(0, 128)}" at provider "${String(provider).slice(0, 64)}"`);
     }
     const priceId = `${found.list}/${found.entry.id}`;
     let prices = inForce(found.entry, at);
     const standard = tier === null || STANDARD_TIERS.has(tier);
     if (!standard) {
       const special = found.entry.serviceTiers?.[tier];
-      if (special === undefined) return { ...base, cost: null, status: 'unpriced', price_id: priceId, service_tier: tier, reason: `no "${tier.slice(0, 32)}" service tier price for ${priceId}` };
+      if (special === undefined) return this.#breakdown(null, 'unpriced', priceId, multiplier, tier, null, null, [], `no "${tier.slice(0, 32)}" service tier price for ${priceId}`);
       prices = special;
     }
     const { components, tierAbove } = componentsOf(prices, usage);
     let sum = 0;
     for (const c of components) sum += c.amount;
-    return {
-      ...base,
-      cost: sum * multiplier,
-      status: 'priced',
+    return this.#breakdown(sum * multiplier, 'priced', priceId, multiplier, standard ? null : tier, tierAbove, new Date(at).toISOString(), components, undefined);
+  }
+
+  /** A breakdown, always built with the same fields in the same order (one hidden class: no spread of one object into another). */
+  #breakdown(
+    cost: number | null,
+    status: CostStatus,
+    priceId: string | null,
+    multiplier: number,
+    serviceTier: string | null,
+    tierAbove: number | null,
+    pricedAt: string | null,
+    components: PriceComponent[],
+    reason: string | undefined,
+  ): PriceBreakdown {
+    const out: PriceBreakdown = {
+      cost,
+      status,
+      version: this.version,
+      currency: this.currency,
       price_id: priceId,
-      service_tier: standard ? null : tier,
       tier_above: tierAbove,
-      priced_at: new Date(at).toISOString(),
+      service_tier: serviceTier,
+      priced_at: pricedAt,
+      multiplier,
       components,
     };
+    if (reason !== undefined) out.reason = reason;
+    return out;
   }
 }
 
