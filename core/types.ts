@@ -206,6 +206,12 @@ export interface Provider {
    * name the vendor's bare model).
    */
   billedModel?: 'answered' | 'requested';
+  /**
+   * True for a provider that bills by the service tier its answer names (OpenAI's and Azure
+   * OpenAI's `service_tier`: `flex`, `priority`): the price of that tier applies. Another
+   * provider's answer is priced at its standard prices whatever it names.
+   */
+  servesTiers?: boolean;
 }
 
 /**

@@ -248,7 +248,8 @@ export function buildEntry(ctx: RequestContext, s: RequestSummary, options: Entr
     metadata: ctx.metadata,
     hook_results: ctx.logFields.hook_results ?? null,
     routing: ctx.logFields.routing ?? null,
-    price: s.price,
+    // Without usage there is nothing to price (an error, a refusal): no price kept, as for a cache hit.
+    price: s.price === null || s.price.status === 'no_usage' ? null : s.price,
     error_code: ctx.error?.code ?? null,
     error_message: ctx.error?.message ?? null,
     limit_policy_id: typeof ctx.logFields.limit_policy_id === 'string' ? ctx.logFields.limit_policy_id : null,

@@ -106,8 +106,9 @@ function summarize(ctx: RequestContext, { pricing, wantText }: SummaryOptions): 
   const sse = captured?.sse === true;
   const ok = ctx.status >= 200 && ctx.status < 300;
 
-  if (captured !== null && captured.kept > 0) {
-    const bytes = capturedBytes(captured);
+  // Joined once: the usage, the model and the service tier are all read from them.
+  const bytes = captured !== null && captured.kept > 0 ? capturedBytes(captured) : null;
+  if (captured !== null && bytes !== null) {
     if (sse) {
       if (usage === null) {
         const assembled = assembleSSE(bytes.toString('utf8'));
@@ -153,7 +154,8 @@ function summarize(ctx: RequestContext, { pricing, wantText }: SummaryOptions): 
   const hit = ctx.cacheStatus === 'HIT' || ctx.cacheStatus === 'SEMANTIC HIT';
   const multiplier = pricingMultiplier(ctx.resolvedTarget);
   const priceProvider = provider ?? (providerRequested !== null && !providerRequested.startsWith('@') ? providerRequested : null);
-  const serviceTier = captured === null || captured.kept === 0 ? null : serviceTierOf(capturedBytes(captured));
+  // Only a provider that bills by service tier (OpenAI, Azure OpenAI) names one that changes the price.
+  const serviceTier = bytes === null || ctx.provider?.servesTiers !== true ? null : servedTier(bytes, sse);
   const startedAt = endedAt - elapsed;
   let cost: number | null;
   let costStatus: RequestCostStatus;
@@ -213,21 +215,82 @@ function summarize(ctx: RequestContext, { pricing, wantText }: SummaryOptions): 
   };
 }
 
-/** The value after a `"service_tier"` key: OpenAI names the tier that served (and bills) the request. */
-const SERVICE_TIER = /^"service_tier"\s*:\s*"([a-z_]{1,32})"/;
 const SERVICE_TIER_KEY = Buffer.from('"service_tier"');
+const RESPONSE_KEY = 'response';
 
 /**
- * The service tier an answer names, null when none: the last one it names, found in its bytes
- * without decoding them. A JSON answer names it once, at its top level (wherever a long Responses
- * object puts it); a stream names it in every chunk, and a Responses stream's `response.created`
- * echoes the tier asked for (`auto`) while its `response.completed` names the one that served.
+ * The service tier that served an answer, null when it names none. Only an answer's own field
+ * counts: a JSON answer's top-level `service_tier` (a Responses object echoes the request's
+ * `metadata` and `tools` beside it, whose keys the client chose), or in a stream the last event
+ * that names one at its top level (every chat chunk) or in its `response` object (a Responses
+ * stream's `response.completed`: its `response.created` echoes the tier asked for, `auto`). Read
+ * from the bytes: nothing is decoded but the value, and only answers that hold the key are walked.
  */
-function serviceTierOf(bytes: Buffer): string | null {
-  const at = bytes.lastIndexOf(SERVICE_TIER_KEY);
-  if (at === -1) return null;
-  const found = SERVICE_TIER.exec(bytes.toString('utf8', at, Math.min(bytes.length, at + 64)));
-  return found === null ? null : found[1]!;
+export function servedTier(bytes: Buffer, sse: boolean): string | null {
+  const last = bytes.lastIndexOf(SERVICE_TIER_KEY);
+  if (last === -1) return null;
+  if (!sse) return tierAt(bytes, 0, bytes.length);
+  // Event by event from the last that holds the key, back to the first: the last event's own field wins.
+  let end = bytes.length;
+  let at = last;
+  while (at !== -1) {
+    // An event's `data:` starts a line; a newline never stands inside its JSON (strings escape it).
+    const line = bytes.lastIndexOf(DATA_LINE, at);
+    const start = line === -1 ? (bytes.subarray(0, 5).equals(DATA) ? 5 : 0) : line + DATA_LINE.length;
+    const tier = tierAt(bytes, start, end);
+    if (tier !== null) return tier;
+    if (line === -1) break;
+    end = line;
+    at = bytes.lastIndexOf(SERVICE_TIER_KEY, end);
+  }
+  return null;
+}
+const DATA = Buffer.from('data:');
+const DATA_LINE = Buffer.from('\ndata:');
+
+/**
+ * The `service_tier` string of the JSON object in `bytes[from, to)`: its top-level field, or its
+ * `response` object's. A walk of its structure (strings skipped, nesting counted), so a key inside
+ * an echoed value never counts.
+ */
+function tierAt(bytes: Buffer, from: number, to: number): string | null {
+  let depth = 0;
+  let key: string | null = null;
+  let underResponse = false;
+  let found: string | null = null;
+  for (let i = from; i < to; i++) {
+    const c = bytes[i]!;
+    if (c === 0x22 /* " */) {
+      let j = i + 1;
+      while (j < to && bytes[j] !== 0x22) j += bytes[j] === 0x5c /* \ */ ? 2 : 1;
+      // A key (a string followed by a colon) at the top level, or at the second level inside `response`.
+      let k = j + 1;
+      while (k < to && (bytes[k] === 0x20 || bytes[k] === 0x0a || bytes[k] === 0x0d || bytes[k] === 0x09)) k++;
+      if (bytes[k] === 0x3a /* : */ && (depth === 1 || (depth === 2 && underResponse))) {
+        const name = bytes.toString('utf8', i + 1, j);
+        if (depth === 1) key = name;
+        if (name === 'service_tier') {
+          let v = k + 1;
+          while (v < to && bytes[v] === 0x20) v++;
+          if (bytes[v] === 0x22) {
+            const close = bytes.indexOf(0x22, v + 1);
+            if (close !== -1 && close < to && close - v <= 33) found = bytes.toString('utf8', v + 1, close);
+          }
+        }
+      }
+      i = j;
+      continue;
+    }
+    if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
+      depth++;
+      if (depth === 2) underResponse = c === 0x7b && key === RESPONSE_KEY;
+    } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
+      depth--;
+    } else if (c === 0x0a && depth <= 0) {
+      break;
+    }
+  }
+  return found;
 }
 
 const TEXTUAL = /^(?:text\/|application\/(?:[a-z0-9.+-]*\+)?(?:json|xml|x-www-form-urlencoded|javascript|x-ndjson))/;

@@ -37,15 +37,16 @@ export async function readJson(upstream: UpstreamResponse): Promise<unknown> {
 /** Converts OpenAI usage to the gateway's, for the log and for pricing (every billed component it carries). */
 export function toGatewayUsage(u: OpenAIUsage): Usage {
   const usage: Usage = { prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens, total_tokens: u.total_tokens };
+  // Objects only: an upstream may send `"prompt_tokens_details": null`.
   const input = u.prompt_tokens_details;
-  if (input !== undefined) {
+  if (typeof input === 'object' && input !== null) {
     usage.cached_tokens = input.cached_tokens;
     if (input.cache_write_tokens !== undefined) usage.cache_write_tokens = input.cache_write_tokens;
     if (input.audio_tokens !== undefined) usage.input_audio_tokens = input.audio_tokens;
     if (input.image_tokens !== undefined) usage.input_image_tokens = input.image_tokens;
   }
   const output = u.completion_tokens_details;
-  if (output !== undefined) {
+  if (typeof output === 'object' && output !== null) {
     usage.reasoning_tokens = output.reasoning_tokens;
     if (output.audio_tokens !== undefined) usage.output_audio_tokens = output.audio_tokens;
   }

@@ -67,7 +67,7 @@ export type MatchRule =
 export interface ModelEntry {
   /** The model's name in the list (what an entry's price id names). */
   id: string;
-  /** The names it prices. Default: the id exactly. */
+  /** The names it prices. Default: the id exactly; an entry with the id `*` and no rule prices any model of its list that no entry of any list names. */
   match?: MatchRule;
   /** Its price, or its prices over time (the last whose `from` has come and whose `utc_time` holds applies). */
   prices: ModelPrice | readonly DatedPrice[];
@@ -165,7 +165,9 @@ interface CompiledEntry {
   id: string;
   test: (name: string) => boolean;
   prices: ReadonlyArray<{ from: number; window: [number, number] | null; prices: ModelPrice }>;
-  serviceTiers: Readonly<Record<string, ModelPrice>> | null;
+  serviceTiers: ReadonlyMap<string, ModelPrice> | null;
+  /** A list's `*`: prices any model of its list, but only once no entry of any list names the model. */
+  any: boolean;
 }
 
 const REGION_PREFIX = /^(?:us|eu|apac|jp|au|ca|global|us-gov)\./;
@@ -174,7 +176,8 @@ const VENDOR_PREFIX = /^(?:anthropic|meta|mistral|cohere|amazon|ai21|deepseek|op
 const BEDROCK_VERSION = /-v\d+(?::\d+)?$/;
 /** The one rule that maps an id to another: a trailing date (`-2024-08-06`, `-20241022`, `@20240620`) names the model without it. */
 const DATE_SUFFIX = /[-@](?:\d{4}-\d{2}-\d{2}|\d{8})$/;
-const STANDARD_TIERS = new Set(['default', 'auto', 'standard', '']);
+/** Tiers that mean the standard prices: OpenAI's `default` and `auto`, Groq's `on_demand`. */
+const STANDARD_TIERS = new Set(['default', 'auto', 'standard', 'on_demand', '']);
 const MEMO_LIMIT = 5000;
 const DAY = 86_400_000;
 
@@ -213,18 +216,25 @@ export class PricingTable {
     const key = `${provider}\u0000${model}`;
     const memo = this.#memo.get(key);
     if (memo !== undefined) return memo;
-    const found = this.#find([provider, ...(this.#aliases.get(provider) ?? [])], model.toLowerCase());
+    const found = this.#find([provider, ...(this.#aliases.get(provider) ?? [])], model.toLowerCase(), true);
     if (this.#memo.size >= MEMO_LIMIT) this.#memo.clear();
     this.#memo.set(key, found);
     return found;
   }
 
-  #find(lists: readonly string[], model: string): Found | null {
+  /** The first entry whose rule names the model (each name tried against every list); then, with `any`, a list's `*`. */
+  #find(lists: readonly string[], model: string, any: boolean): Found | null {
     for (const name of candidates(model)) {
       for (const list of lists) {
         const entries = this.#lists.get(list);
         if (entries === undefined) continue;
-        for (const entry of entries) if (entry.test(name)) return { list, entry };
+        for (const entry of entries) if (!entry.any && entry.test(name)) return { list, entry };
+      }
+    }
+    if (any) {
+      for (const list of lists) {
+        const entry = this.#lists.get(list)?.find((e) => e.any);
+        if (entry !== undefined) return { list, entry };
       }
     }
     return null;
@@ -249,7 +259,8 @@ export class PricingTable {
     const key = `\u0001${model}`;
     let found = this.#memo.get(key);
     if (found === undefined) {
-      found = this.#find([...this.#lists.keys()], model.toLowerCase());
+      // A list's `*` prices its own provider's unknown models, not a model whose provider is not known.
+      found = this.#find([...this.#lists.keys()], model.toLowerCase(), false);
       if (this.#memo.size >= MEMO_LIMIT) this.#memo.clear();
       this.#memo.set(key, found);
     }
@@ -281,7 +292,7 @@ export class PricingTable {
     let prices = inForce(found.entry, at);
     const standard = tier === null || STANDARD_TIERS.has(tier);
     if (!standard) {
-      const special = found.entry.serviceTiers?.[tier];
+      const special = found.entry.serviceTiers?.get(tier);
       if (special === undefined) return this.#breakdown(null, 'unpriced', priceId, multiplier, tier, null, null, [], `no "${tier.slice(0, 32)}" service tier price for ${priceId}`);
       prices = special;
     }
@@ -455,7 +466,7 @@ export function entriesOf(models: PricingData['providers'][string]): ModelEntry[
   const named = Object.entries((models ?? {}) as Record<string, ModelPrice>);
   const out: ModelEntry[] = named.filter(([name]) => name !== '*').map(([name, price]) => ({ id: name.toLowerCase(), prices: price }));
   const any = named.find(([name]) => name === '*');
-  if (any !== undefined) out.push({ id: '*', match: { regex: '^' }, prices: any[1] });
+  if (any !== undefined) out.push({ id: '*', prices: any[1] });
   return out;
 }
 
@@ -466,7 +477,9 @@ function compileList(list: string, models: PricingData['providers'][string]): Co
 function compileEntry(list: string, entry: ModelEntry, i: number): CompiledEntry {
   const where = `pricing: ${list} / ${typeof entry?.id === 'string' ? entry.id : `model ${i}`}`;
   if (entry === null || typeof entry !== 'object' || typeof entry.id !== 'string' || entry.id === '') throw new Error(`${where}: an entry needs an "id"`);
-  const test = compileRule(entry.match ?? { equals: entry.id }, where);
+  // `*` without a rule: any model of the list, once no entry names it (see #find).
+  const any = entry.id === '*' && entry.match === undefined;
+  const test = any ? () => true : compileRule(entry.match ?? { equals: entry.id }, where);
   const dated: DatedPrice[] = Array.isArray(entry.prices) ? [...(entry.prices as DatedPrice[])] : [{ prices: entry.prices as ModelPrice }];
   if (dated.length === 0) throw new Error(`${where}: "prices" lists no price`);
   const prices = dated.map((p, k) => {
@@ -478,12 +491,13 @@ function compileEntry(list: string, entry: ModelEntry, i: number): CompiledEntry
   });
   // Kept in time order: the last in force wins.
   prices.sort((a, b) => a.from - b.from);
-  let serviceTiers: Record<string, ModelPrice> | null = null;
+  // A Map: a tier name an answer gives is looked up among these only (never `constructor` or `__proto__` of an object).
+  let serviceTiers: Map<string, ModelPrice> | null = null;
   if (entry.service_tiers !== undefined) {
-    serviceTiers = {};
-    for (const [tier, price] of Object.entries(entry.service_tiers)) serviceTiers[tier] = checkPrice(price, `${where}: service_tiers.${tier}`);
+    serviceTiers = new Map();
+    for (const [tier, price] of Object.entries(entry.service_tiers)) serviceTiers.set(tier, checkPrice(price, `${where}: service_tiers.${tier}`));
   }
-  return { id: entry.id, test, prices, serviceTiers };
+  return { id: entry.id, test, prices, serviceTiers, any };
 }
 
 function minutesOf(time: string, where: string): number {

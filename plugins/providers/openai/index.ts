@@ -51,6 +51,8 @@ export function openai(options: OpenAIOptions = {}): GatewayPlugin {
   const opts = parseOptions(PLUGIN_NAME, OpenAIOptionsSchema, options);
   const provider: Provider = {
     name: PLUGIN_NAME,
+    // Its answers name the service tier that served them (`flex`, `priority`), which sets the price (docs/cost.md).
+    servesTiers: true,
     baseURL: (opts.baseURL ?? OPENAI_BASE_URL).replace(/\/$/, ''),
     authHeaders(target: Target) {
       const headers: Record<string, string> = {};
@@ -63,8 +65,8 @@ export function openai(options: OpenAIOptions = {}): GatewayPlugin {
       return headers;
     },
     routes: {
-      'chat.completions': usageRoute('/chat/completions'),
-      completions: usageRoute('/completions'),
+      'chat.completions': opts.streamUsage === 'ask' ? usageRoute('/chat/completions') : { path: '/chat/completions', response: openAIFormatResponse },
+      completions: opts.streamUsage === 'ask' ? usageRoute('/completions') : { path: '/completions', response: openAIFormatResponse },
       embeddings: { path: '/embeddings', response: openAIFormatResponse },
       // The Responses API, native: the request and answer pass through (the `responses` front door serves the route).
       responses: { path: '/responses', response: openAIFormatResponse },

@@ -15,8 +15,8 @@ import { sendAndRead } from './stored-entry.js';
  * Every door and both deliveries (stream and JSON) must store the same cost.
  */
 
-/** Anthropic's usage of the Claude answers: 1,000 plain input, 2,000 read, 3,000 written (1,000 for an hour), 500 out. */
-const CLAUDE_USAGE = { input_tokens: 1000, cache_read_input_tokens: 2000, cache_creation_input_tokens: 3000, cache_creation: { ephemeral_5m_input_tokens: 2000, ephemeral_1h_input_tokens: 1000 }, output_tokens: 500 };
+/** Anthropic's usage of the Claude answers: 1,000 plain input, 2,000 read, 3,000 written (1,000 for an hour), 500 out; its `service_tier` does not change the price (only OpenAI's and Azure's tiers do). */
+const CLAUDE_USAGE = { service_tier: 'priority', input_tokens: 1000, cache_read_input_tokens: 2000, cache_creation_input_tokens: 3000, cache_creation: { ephemeral_5m_input_tokens: 2000, ephemeral_1h_input_tokens: 1000 }, output_tokens: 500 };
 const CLAUDE_COST = (1000 * 3 + 2000 * 0.3 + 2000 * 3.75 + 1000 * 6 + 500 * 15) / 1e6;
 /** Gemini's usage: a 250,000-token prompt (50,000 cached), 800 answer and 200 thinking tokens. */
 const GEMINI_USAGE = { promptTokenCount: 250_000, cachedContentTokenCount: 50_000, candidatesTokenCount: 800, thoughtsTokenCount: 200, totalTokenCount: 251_000 };

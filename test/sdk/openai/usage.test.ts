@@ -65,3 +65,31 @@ describe('observers', () => {
     expect(broken.usage).toBeNull();
   });
 });
+
+describe('the usage a translated answer hands the log', () => {
+  test('every billed kind comes through (1-hour writes under their symbol); null details are no details', async () => {
+    const { openAIUsage } = await import('../../../sdk/openai/chunks.js');
+    const { toGatewayUsage } = await import('../../../sdk/openai/translate.js');
+    const u = openAIUsage(10_000, 500, 2_000, 100, { cacheWrite: 3_000, cacheWrite1h: 1_000, audioIn: 400, audioOut: 50 });
+    expect(JSON.parse(JSON.stringify(u))).toEqual({
+      prompt_tokens: 10_000,
+      completion_tokens: 500,
+      total_tokens: 10_500,
+      prompt_tokens_details: { cached_tokens: 2_000, cache_write_tokens: 3_000, audio_tokens: 400 },
+      completion_tokens_details: { reasoning_tokens: 100, audio_tokens: 50 },
+    });
+    expect(toGatewayUsage(u)).toEqual({
+      prompt_tokens: 10_000,
+      completion_tokens: 500,
+      total_tokens: 10_500,
+      cached_tokens: 2_000,
+      cache_write_tokens: 3_000,
+      cache_write_1h_tokens: 1_000,
+      input_audio_tokens: 400,
+      reasoning_tokens: 100,
+      output_audio_tokens: 50,
+    });
+    expect(toGatewayUsage({ prompt_tokens: 1, completion_tokens: 1, total_tokens: 2, prompt_tokens_details: null, completion_tokens_details: null } as never)).toEqual({ prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 });
+    expect(toUsage({ prompt_tokens: 5, completion_tokens: 1, prompt_tokens_details: { cached_tokens: 1, cache_write_tokens: 2, audio_tokens: 0 } })).toEqual({ prompt_tokens: 5, completion_tokens: 1, total_tokens: 6, cached_tokens: 1, cache_write_tokens: 2 });
+  });
+});

@@ -89,6 +89,33 @@ describe('what a request costs', () => {
     expect(priority.reason).toContain('priority');
   });
 
+  test('a tier name that is no tier the entry lists (an object property name among them) is unpriced', () => {
+    for (const tier of ['constructor', '__proto__', 'toString', 'scale']) {
+      const p = table.price('openai', 'gpt-5', usage(10, 10), { serviceTier: tier });
+      expect([p.cost, p.status], tier).toEqual([null, 'unpriced']);
+    }
+    // Groq's on_demand is its standard tier.
+    expect(table.price('openai', 'gpt-5', usage(1_000_000, 0), { serviceTier: 'on_demand' }).cost).toBeCloseTo(1.25, 12);
+  });
+
+  test("a list's `*` prices its own provider's models that no entry of any list names, and nothing else", () => {
+    const withAny = new PricingTable({
+      aliases: { 'azure-openai': ['azure', 'openai'] },
+      providers: {
+        openai: { models: [{ id: '*', prices: { input: 100, output: 100 } }, { id: 'gpt-4o', prices: { input: 2.5, output: 10 } }] },
+        azure: { models: [] },
+        ollama: { '*': { input: 0, output: 0 } },
+      },
+    });
+    expect(withAny.price('openai', 'gpt-4o', usage(1_000_000, 0)).cost).toBeCloseTo(2.5, 12);
+    expect(withAny.price('azure-openai', 'gpt-4o', usage(1_000_000, 0)).cost).toBeCloseTo(2.5, 12);
+    expect(withAny.price('openai', 'my-fine-tune', usage(1_000_000, 0)).price_id).toBe('openai/*');
+    expect(withAny.price('ollama', 'llama3', usage(1_000_000, 0)).cost).toBe(0);
+    // A model whose provider is not known yet is not priced by some list's `*`.
+    expect(withAny.lookupModel('models/gemini-2.5-flash')).toBeNull();
+    expect(withAny.lookupModel('gpt-4o')).toEqual({ input: 2.5, output: 10 });
+  });
+
   test('reasoning and audio tokens as their own lines; the multiplier on the sum', () => {
     const u = usage(1_000, 500, { input_audio_tokens: 400, output_audio_tokens: 300, reasoning_tokens: 100 });
     const p = table.price('openai', 'gpt-4o-audio-preview-2025-06-03', u, { multiplier: 0.5 });

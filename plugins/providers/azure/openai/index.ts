@@ -128,6 +128,8 @@ export function azureOpenAI(options: AzureOpenAIOptions = {}): GatewayPlugin {
 
   const provider: Provider = {
     name: PLUGIN_NAME,
+    // Its answers name the service tier that served them (`flex`, `priority`), which sets the price (docs/cost.md).
+    servesTiers: true,
     baseURL: (target) => `${azureOpenAIOrigin(target)}/openai`,
     authHeaders: (target) => azureAuthHeaders(target),
     prepare: entraPrepare(() => tokens!, defaults),
