@@ -31,6 +31,8 @@ export function credentialDigest(fields: readonly string[]): (target: Target) =>
  * keys its state by it, and the routing plugin what it knows of a target.
  */
 export function targetIdentity(ctx: RequestContext, target: Target, credentials: (target: Target) => string, tenant: string): string {
+  // A caller written before identities carried the tenant would key every workspace's state alike: refused, not guessed.
+  if (typeof tenant !== 'string') throw new TypeError('targetIdentity(ctx, target, credentials, tenant): the tenant is required (tenantOf(api) gives it; docs/security.md, "Declaring state")');
   const provider = target.provider ?? '';
   const host = typeof target.custom_host === 'string' ? target.custom_host : '';
   const override = target.override_params as Record<string, unknown> | undefined;

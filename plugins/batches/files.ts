@@ -36,7 +36,7 @@ export interface Deps {
   runner(): BatchRunner | null;
   now(): number;
   opts: ParsedOptions;
-  /** The workspace a request acts in (sdk/tenancy.ts), `''` for none. */
+  /** The workspace a request acts in (sdk/tenancy.ts), `''` for none: it owns what the request creates, so two workspaces' files never mix. */
   tenant(ctx: RequestContext): string | Promise<string>;
 }
 
@@ -49,19 +49,12 @@ const LOCAL_PURPOSES: ReadonlySet<string> = new Set(['batch', 'fine-tune']);
 const NATIVE_PURPOSES: ReadonlySet<string> = new Set(['batch', 'fine-tune', 'assistants', 'vision', 'user_data', 'evals']);
 
 /**
- * The workspace that owns what a caller creates: the one it acts in (an organisation-level key's
- * too, so two workspaces' files never mix), or '' in a build without workspaces.
- */
-export async function ownerOf(deps: Deps, ctx: RequestContext): Promise<string> {
-  return deps.tenant(ctx);
-}
-
-/**
- * The owners whose files and batches a caller sees: its workspace's; an organisation-level key also
- * those its kind stored before files belonged to the workspace a key acts in (owner '').
+ * The owners whose files and batches a caller sees: its workspace's (what it creates is owned by
+ * `deps.tenant`, the workspace it acts in); an organisation-level key also those its kind stored
+ * before files belonged to the workspace a key acts in (owner '').
  */
 export async function visibleOwners(deps: Deps, ctx: RequestContext): Promise<string[]> {
-  const owner = await ownerOf(deps, ctx);
+  const owner = await deps.tenant(ctx);
   return owner !== '' && (ctx.auth?.workspaceId ?? null) === null ? [owner, ''] : [owner];
 }
 
@@ -119,7 +112,7 @@ export async function uploadFile(deps: Deps, ctx: RequestContext): Promise<Gatew
     await unlink(upload.tempPath).catch(() => undefined);
     throw err;
   }
-  const row: FileRow = { id, owner: await ownerOf(deps, ctx), purpose: upload.purpose, filename: upload.filename, bytes: upload.bytes, line_count: upload.lines, store: store.kind, location: id, created_at: now };
+  const row: FileRow = { id, owner: await deps.tenant(ctx), purpose: upload.purpose, filename: upload.filename, bytes: upload.bytes, line_count: upload.lines, store: store.kind, location: id, created_at: now };
   await insertFile(deps.db(), row);
   return jsonResponse(200, presentFile(row));
 }

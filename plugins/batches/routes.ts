@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import { GatewayError, type GatewayResponse, invalidBody, jsonResponse, readNative, type RequestContext, resolveLeaf, selectedTarget, sendNative, nativeFormat, uuidv7 } from '../../sdk/index.js';
-import { type Deps, LOCAL_FILE_PREFIX, nativeFor, ownerOf, visibleOwners } from './files.js';
+import { type Deps, LOCAL_FILE_PREFIX, nativeFor, visibleOwners } from './files.js';
 import { cancelBatch, getBatch, getFile, insertBatch, listBatches, type BatchRow } from './repository.js';
 import { keptHeaders } from './lines.js';
 import type { BatchRequest } from './runner.js';
@@ -61,7 +61,7 @@ export async function createBatch(deps: Deps, ctx: RequestContext): Promise<Gate
   const request: BatchRequest = { target, headers: keptHeaders(ctx.headers), auth: ctx.auth };
   const row: BatchRow = {
     id,
-    owner: await ownerOf(deps, ctx),
+    owner: await deps.tenant(ctx),
     endpoint: body.endpoint,
     input_file_id: file.id,
     completion_window: body.completion_window,

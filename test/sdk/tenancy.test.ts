@@ -64,3 +64,14 @@ describe('tenantOf', () => {
     expect(() => tenant(request({ 'x-gateway-workspace': 'gone' }))).toThrow('No workspace "gone".');
   });
 });
+
+describe('targetIdentity', () => {
+  test('keys by the tenant, and refuses a call without one (a caller written before identities carried it)', async () => {
+    const { credentialDigest, targetIdentity } = await import('../../sdk/target-identity.js');
+    const credentials = credentialDigest(['api_key']);
+    const ctx = request();
+    const target = { provider: 'openai', api_key: 'sk-1' };
+    expect(targetIdentity(ctx, target, credentials, 'ws-a')).not.toBe(targetIdentity(ctx, target, credentials, 'ws-b'));
+    expect(() => (targetIdentity as (...args: unknown[]) => string)(ctx, target, credentials)).toThrow(/the tenant is required/);
+  });
+});

@@ -3,6 +3,7 @@ import { describe, expect, test } from 'vitest';
 import { readResponseBody, RequestContext, type Target, type Usage } from '../../../../core/index.js';
 import { asksStreamUsage, streamUsageBody, streamUsageResponse, usageEventFilter, withStreamUsage } from '../../../../sdk/openai/stream-usage.js';
 import { memoryLogger } from '../../../helpers/gateway.js';
+import { REASONING_RECORDED, REASONING_USAGE as USAGE } from './reasoning-usage.js';
 
 /** Runs `chunks` through a fresh filter: the bytes out, and the usages it reported. */
 async function run(chunks: Buffer[]): Promise<{ out: string; usages: Usage[] }> {
@@ -27,14 +28,7 @@ const splitAt = (text: string, ...at: number[]): Buffer[] => {
 };
 
 const base = { id: 'chatcmpl-1', object: 'chat.completion.chunk', created: 1, model: 'o3-mini', system_fingerprint: 'fp_1' };
-const USAGE = {
-  prompt_tokens: 1200,
-  completion_tokens: 850,
-  total_tokens: 2050,
-  prompt_tokens_details: { cached_tokens: 1024, audio_tokens: 0 },
-  completion_tokens_details: { reasoning_tokens: 640, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
-};
-const RECORDED: Usage = { prompt_tokens: 1200, completion_tokens: 850, total_tokens: 2050, cached_tokens: 1024, reasoning_tokens: 640 };
+const RECORDED: Usage = REASONING_RECORDED;
 const ev = (value: unknown, eol = '\n') => `data: ${JSON.stringify(value)}${eol}${eol}`;
 
 /** A stream as OpenAI sends it with include_usage: `usage: null` and an `obfuscation` pad on each chunk, then the usage event. */

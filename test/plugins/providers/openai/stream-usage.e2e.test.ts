@@ -4,6 +4,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { DEFAULT_CONFIG } from '../../../../server/default-config.js';
 import { GATEWAY_KEY, startTestServer } from '../../../helpers/gateway.js';
+import { REASONING_RECORDED, REASONING_USAGE as USAGE } from './reasoning-usage.js';
 
 /*
  * Real usage for streams the client asked no usage for, through the real server: the gateway asks
@@ -11,15 +12,7 @@ import { GATEWAY_KEY, startTestServer } from '../../../helpers/gateway.js';
  * the upstream's usage, as it does for the same request not streamed.
  */
 
-/** What a reasoning model with a prompt cache reports (the case: cached and reasoning tokens). */
-const USAGE = {
-  prompt_tokens: 1200,
-  completion_tokens: 850,
-  total_tokens: 2050,
-  prompt_tokens_details: { cached_tokens: 1024, audio_tokens: 0 },
-  completion_tokens_details: { reasoning_tokens: 640, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
-};
-const STORED = { prompt_tokens: 1200, completion_tokens: 850, total_tokens: 2050, cached_tokens: 1024, reasoning_tokens: 640 };
+const STORED = REASONING_RECORDED;
 
 interface Seen {
   path: string;
