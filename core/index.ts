@@ -41,6 +41,7 @@ export { parseJsonObject, tooDeep } from './http/read-body.js';
 export { DEFAULT_MAX_JSON_DEPTH, exceedsJsonDepth, exceedsValueDepth } from './json-limits.js';
 export { baseURL, effectiveBody, passThrough, requestBody } from './upstream/transport.js';
 export { UpstreamClient, upstreamBodyError, type UpstreamClientOptions } from './upstream/client.js';
+export { isBodySource, mapChunks, MAX_UPSTREAM_BODY_BYTES, sourceOf, toSource, UpstreamBody, type BodySource, type ChunkMap, type ChunkSink, type Flow } from './upstream/body.js';
 export { upstreamUrlProblem, withoutUserInfo } from './upstream/urls.js';
 export { allowEntryProblem, HostPolicy, isRefusedAddress } from './upstream/host-policy.js';
 export type * from './types.js';

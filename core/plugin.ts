@@ -21,7 +21,7 @@ export interface GatewayPlugin {
   /** Unique, stable name, used in logs and errors. */
   readonly name: string;
   /**
-   * The range of the plugin API this plugin needs (semver, e.g. `^1.0.0`),
+   * The range of the plugin API this plugin needs (semver, e.g. `^2.0.0`),
    * checked against {@link GATEWAY_API_VERSION} at boot: a mismatch stops the
    * start with both versions named.
    */

@@ -3,6 +3,7 @@ import type { Readable } from 'node:stream';
 import type { GenericSchema } from 'valibot';
 import type { RequestContext } from './context.js';
 import type { GatewayError } from './errors.js';
+import type { BodySource, UpstreamBody } from './upstream/body.js';
 
 /**
  * A resolved routing target: which provider to call and with what settings.
@@ -71,8 +72,12 @@ export interface Usage {
   output_audio_tokens?: number;
 }
 
-/** Body of a response the gateway sends: bytes, text, or a stream it pipes with backpressure. */
-export type ResponseBody = Buffer | string | Readable | null;
+/**
+ * Body of a response the gateway sends: bytes, text, or a stream written with backpressure: a
+ * {@link BodySource} pushing its chunks (an upstream's body, a translation of one), or a Node Readable
+ * (a plugin's local answer).
+ */
+export type ResponseBody = Buffer | string | BodySource | Readable | null;
 
 /** Watches the bytes of a response as they go out, without holding them up. */
 export interface BodyObserver {
@@ -143,8 +148,13 @@ export interface UpstreamResponse {
   status: number;
   /** Response headers, as Node parses them. */
   headers: IncomingHttpHeaders;
-  /** The body stream; read it, or discard it (`discardResponse`) so the connection is reused. */
-  body: Readable;
+  /**
+   * The body, unread (plugin API 2.0; it was a Readable before): read it once, whole with `bytes()`,
+   * `text()` or `json()`, chunk by chunk with `start(sink)`, or let it go with `discard()` (or
+   * `discardResponse` on the answer) so the connection is reused. Returning it as a `GatewayResponse`'s
+   * body passes it to the client byte for byte. See docs/plugins.md, "Upstream bodies".
+   */
+  body: UpstreamBody;
 }
 
 /** How a provider serves one route (e.g. `chat.completions`). */

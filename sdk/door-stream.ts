@@ -1,5 +1,4 @@
-import { GatewayError, readResponseBody, type GatewayResponse } from '../core/index.js';
-import { textTransform } from './text-transform.js';
+import { GatewayError, mapChunks, readResponseBody, toSource, type GatewayResponse } from '../core/index.js';
 
 /**
  * Turns one stream format into another as it flows (a chat completions
@@ -34,37 +33,27 @@ export function headersWithout(headers: Record<string, string | string[]>): Reco
  * stream cleanly instead of a reset.
  */
 export function translateStream(answer: GatewayResponse, translator: DoorStreamTranslator): GatewayResponse {
-  const source = answer.body as NodeJS.ReadableStream & { destroy(err?: Error): void; readableEnded?: boolean };
   const observers = answer.observers;
-  let failed = false;
-  const transform = textTransform(
-    (chunk) => {
+  const body = mapChunks(toSource(answer.body), {
+    start: () => translator.start(),
+    push(chunk) {
       if (observers !== null) for (const o of observers) o.onChunk(chunk);
       return translator.push(chunk);
     },
-    () => {
-      if (failed) return translator.fail('The upstream connection broke off during the response.');
+    end() {
       if (observers !== null) for (const o of observers) o.onEnd?.(null);
       return translator.end();
     },
-  );
-  transform.push(translator.start());
-  source.on('error', (err: Error) => {
-    if (failed || transform.destroyed) return;
-    failed = true;
-    if (observers !== null) for (const o of observers) o.onEnd?.(err);
-    source.unpipe(transform);
-    // Ends the translated stream with the translator's failure events (see flush).
-    transform.end();
+    fail(err) {
+      if (observers !== null) for (const o of observers) o.onEnd?.(err);
+      // Ends the translated stream with the translator's failure events.
+      return translator.fail('The upstream connection broke off during the response.');
+    },
   });
-  transform.on('close', () => {
-    if (source.readableEnded !== true) source.destroy();
-  });
-  source.pipe(transform);
   const headers = headersWithout(answer.headers);
   headers['content-type'] = 'text/event-stream; charset=utf-8';
   headers['cache-control'] = 'no-cache';
-  return { status: answer.status, headers, body: transform, observers: null };
+  return { status: answer.status, headers, body, observers: null };
 }
 
 /**

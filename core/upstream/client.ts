@@ -1,7 +1,9 @@
 import type { Agent as AgentType } from 'undici';
-import { Agent, errors as undiciErrors, request as undiciRequest } from './undici.js';
+import { Agent, errors as undiciErrors } from './undici.js';
 import { GatewayError } from '../errors.js';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { OutboundOptions, StreamingUpstreamRequest, UpstreamResponse } from '../types.js';
+import { UpstreamBody, upstreamBodyError, type DispatchController } from './body.js';
 import { policyConnector } from './connect.js';
 import { HostPolicy } from './host-policy.js';
 import type { UpstreamSignal } from './signal.js';
@@ -57,29 +59,43 @@ export class UpstreamClient {
     this.#policy.check(url, param);
   }
 
-  /** Sends a request; resolves when the upstream's headers arrived. The body is left unread. A stream body is sent as it is read. */
-  async send(request: StreamingUpstreamRequest, signal: AbortSignal | UpstreamSignal | null, headersTimeoutMs?: number): Promise<UpstreamResponse> {
-    const slash = request.url.indexOf('/', request.url.indexOf('//') + 2);
-    const origin = slash === -1 ? request.url : request.url.slice(0, slash);
-    const path = slash === -1 ? '/' : request.url.slice(slash);
-    // The policy keeps the origins it passed, so this is a set lookup after the first request to an origin.
-    this.#policy.check(origin);
+  /**
+   * Sends a request; resolves when the upstream's headers arrived, with the body unread (an
+   * {@link UpstreamBody}: read it, stream it or discard it). A stream request body is sent as it is read.
+   * Sent through undici's `dispatch`: the answer's chunks go from the socket to the body's consumer
+   * with nothing in between (no Readable), and its backpressure pauses the socket.
+   */
+  send(request: StreamingUpstreamRequest, signal: AbortSignal | UpstreamSignal | null, headersTimeoutMs?: number): Promise<UpstreamResponse> {
+    const url = request.url;
+    const slash = url.indexOf('/', url.indexOf('//') + 2);
+    const origin = slash === -1 ? url : url.slice(0, slash);
+    const path = slash === -1 ? '/' : url.slice(slash);
     try {
-      const r = await undiciRequest(this.#agent, {
-        origin,
-        path,
-        method: request.method as 'POST',
-        headers: request.headers,
-        body: request.body,
-        // undici takes anything with aborted, reason and abort listeners (see signal.ts).
-        signal: signal as AbortSignal | null,
-        headersTimeout: headersTimeoutMs ?? this.#headersTimeout,
-        bodyTimeout: this.#bodyTimeout,
-      });
-      return { status: r.statusCode, headers: r.headers, body: r.body };
+      // The policy keeps the origins it passed, so this is a set lookup after the first request to an origin.
+      this.#policy.check(origin);
     } catch (err) {
-      throw upstreamError(err, origin);
+      return Promise.reject(err);
     }
+    if (signal !== null && signal.aborted) return Promise.reject(signal.reason ?? new undiciErrors.RequestAbortedError());
+    return new Promise((resolve, reject) => {
+      const handler = new UpstreamHandler(resolve, reject, origin, signal);
+      try {
+        this.#agent.dispatch(
+          {
+            origin,
+            path,
+            method: request.method as 'POST',
+            headers: request.headers,
+            body: request.body,
+            headersTimeout: headersTimeoutMs ?? this.#headersTimeout,
+            bodyTimeout: this.#bodyTimeout,
+          },
+          handler,
+        );
+      } catch (err) {
+        handler.onResponseError(null, err as Error);
+      }
+    });
   }
 
   /** Closes its connection pools; the gateway closes its own client in `Gateway.close`. */
@@ -107,20 +123,73 @@ function upstreamError(err: unknown, rawOrigin: string): unknown {
   return new GatewayError('upstream_unreachable', `The upstream at ${origin} is unreachable${reason}.`, { cause: err });
 }
 
+export { upstreamBodyError };
+
 /**
- * The gateway error for an upstream body that failed while it was read (after
- * the headers came): no data for `upstreamBodyTimeoutMs` is a 504, a
- * connection that broke off a 502. Null for anything else (a client that
- * went away, a bug), which the caller handles as before.
+ * One upstream call's dispatch handler (undici's handler API): resolves the call with its headers and an
+ * {@link UpstreamBody}, pushes the chunks into that body, and ends it. One object per call, its methods on the
+ * prototype (no closures per call).
  */
-export function upstreamBodyError(err: unknown): GatewayError | null {
-  if (err instanceof GatewayError) return err;
-  if (err instanceof undiciErrors.BodyTimeoutError) {
-    return new GatewayError('upstream_timeout', 'The upstream stopped sending its answer: no data within the body timeout (upstream.bodyTimeoutMs).', { cause: err });
+class UpstreamHandler {
+  #resolve: (response: UpstreamResponse) => void;
+  #reject: (err: unknown) => void;
+  readonly #origin: string;
+  #signal: AbortSignal | UpstreamSignal | null;
+  #controller: DispatchController | null = null;
+  #body: UpstreamBody | null = null;
+  #settled = false;
+
+  constructor(resolve: (response: UpstreamResponse) => void, reject: (err: unknown) => void, origin: string, signal: AbortSignal | UpstreamSignal | null) {
+    this.#resolve = resolve;
+    this.#reject = reject;
+    this.#origin = origin;
+    this.#signal = signal;
   }
-  if (err instanceof undiciErrors.RequestAbortedError || (err as Error)?.name === 'AbortError') return null;
-  if (err instanceof undiciErrors.UndiciError || (err as { code?: string })?.code === 'ECONNRESET') {
-    return new GatewayError('upstream_unreachable', 'The upstream connection broke off during the answer.', { cause: err });
+
+  /** The caller's signal aborted: the call stops (before or after its headers), with the signal's reason. */
+  readonly #onAbort = (): void => {
+    const reason = this.#signal?.reason;
+    this.#controller?.abort(reason instanceof Error ? reason : new undiciErrors.RequestAbortedError());
+  };
+
+  onRequestStart(controller: DispatchController): void {
+    this.#controller = controller;
+    const signal = this.#signal;
+    if (signal === null) return;
+    if (signal.aborted) this.#onAbort();
+    else signal.addEventListener('abort', this.#onAbort, { once: true });
   }
-  return null;
+
+  onResponseStart(controller: DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+    const body = new UpstreamBody(statusCode, controller);
+    this.#body = body;
+    this.#settled = true;
+    this.#resolve({ status: statusCode, headers, body });
+  }
+
+  onResponseData(controller: DispatchController, chunk: Buffer): void {
+    if (!this.#body!.push(chunk)) controller.pause();
+  }
+
+  onResponseEnd(): void {
+    this.#release();
+    this.#body?.finish(null);
+  }
+
+  onResponseError(_controller: DispatchController | null, err: Error): void {
+    this.#release();
+    if (this.#body !== null) this.#body.finish(err);
+    else if (!this.#settled) {
+      this.#settled = true;
+      this.#reject(upstreamError(err, this.#origin));
+    }
+  }
+
+  #release(): void {
+    const signal = this.#signal;
+    if (signal !== null) {
+      this.#signal = null;
+      signal.removeEventListener('abort', this.#onAbort);
+    }
+  }
 }

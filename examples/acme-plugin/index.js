@@ -13,7 +13,7 @@ import { createHmac } from 'node:crypto';
 import { addShapedRoutes, defineCheck, fieldSchema, openAIFormatResponse, parseOptions, v } from 'switchyard-gateway/sdk';
 
 /** The plugin API this package was written for; the gateway refuses to start with another major version. */
-const GATEWAY_API = '^1.0.0';
+const GATEWAY_API = '^2.0.0';
 const REGIONS = /** @type {const} */ (['eu', 'us']);
 
 const ProviderOptions = v.strictObject({

@@ -79,7 +79,7 @@ export default function quill(options = {}) {
   };
   return {
     name: NAME,
-    gatewayApi: '^1.0.0',
+    gatewayApi: '^2.0.0',
     state: [], // keeps nothing between requests (docs/security.md, "Declaring state")
     apply(api) {
       addShapedRoutes(api, ['chat.completions']);

@@ -137,13 +137,15 @@ export class McpGateway {
     }
     if (!isEventStream(upstream)) {
       // 405: the server offers no such stream, which clients expect and handle.
-      upstream.body.resume();
+      upstream.body.discard();
       if (upstream.status === 404 && session.upstreamSessionId !== null) return this.#sessionGone(ctx, session);
       return { status: upstream.status >= 400 ? upstream.status : 502, headers: {}, body: null, observers: null };
     }
     ctx.stream = true;
     const sessionId = ctx.header('mcp-session-id')!;
-    const stream = relayEvents(upstream.body, {
+    // The relay reads a Node stream (it is not on the chat path): the upstream body's own view of itself.
+    const events = upstream.body.readable();
+    const stream = relayEvents(events, {
       isAnswer: () => false,
       // Answers belong on the stream of the request they answer; one here would be a replay past the checks.
       onMessage: (m) => ('method' in m ? m : null),
@@ -153,7 +155,7 @@ export class McpGateway {
     });
     // Tracked by its upstream side: destroying that ends the relay cleanly (the client's response ends; a destroyed
     // relay would leave it open).
-    this.#streams.track(sessionId, upstream.body);
+    this.#streams.track(sessionId, events);
     return { status: 200, headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' }, body: stream, observers: null };
   }
 
@@ -291,14 +293,14 @@ export class McpGateway {
     timeoutMs: number,
   ): Promise<GatewayResponse> {
     if (upstream.status === 404 && session.upstreamSessionId !== null && request.method !== 'initialize') {
-      upstream.body.resume();
+      upstream.body.discard();
       return this.#sessionGone(ctx, session);
     }
     if (upstream.status < 200 || upstream.status >= 300) return this.#errorAnswer(ctx, server, request, upstream);
     const onAnswer = (message: RelayedMessage) => judgeAnswer(ctx, server, request, message, this.#d.guardrails());
     if (isEventStream(upstream)) {
       ctx.stream = true;
-      const stream = relayEvents(upstream.body, {
+      const stream = relayEvents(upstream.body.readable(), {
         isAnswer: (m) => m.id === request.id && ('result' in m || 'error' in m),
         onMessage: (m, answer) => (answer ? onAnswer(m) : m),
         deadline,
@@ -319,7 +321,7 @@ export class McpGateway {
       });
       return { status: 200, headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' }, body: stream, observers: null };
     }
-    const text = await readWithin(upstream.body, this.#o.maxAnswerBytes, deadline);
+    const text = await readWithin(upstream.body.readable(), this.#o.maxAnswerBytes, deadline);
     if (text === TIMED_OUT) {
       this.#upstream.cancel(ctx, server, connection, session, request.id, timeoutMs);
       return timeoutAnswer(ctx, request.id, timeoutMs);
@@ -339,7 +341,7 @@ export class McpGateway {
 
   /** An upstream answer that is not 2xx: its JSON-RPC error when it sent one (so the client gets a clean error), else -32603. */
   async #errorAnswer(ctx: RequestContext, server: McpServerConfig, request: Forwarded, upstream: UpstreamResponse): Promise<GatewayResponse> {
-    const text = await readWithin(upstream.body, ERROR_BODY_BYTES, performance.now() + 5000).catch(() => '');
+    const text = await readWithin(upstream.body.readable(), ERROR_BODY_BYTES, performance.now() + 5000).catch(() => '');
     let body: unknown = null;
     if (typeof text === 'string') {
       try {
@@ -357,7 +359,7 @@ export class McpGateway {
 
   /** What a notification or a client's answer gets: the upstream's acknowledgement (202), or its error. */
   #acknowledgement(ctx: RequestContext, upstream: UpstreamResponse, session: McpSession): GatewayResponse | Promise<GatewayResponse> {
-    upstream.body.resume();
+    upstream.body.discard();
     if (upstream.status === 404 && session.upstreamSessionId !== null) return this.#sessionGone(ctx, session);
     if (upstream.status >= 200 && upstream.status < 300) return { status: 202, headers: {}, body: null, observers: null };
     ctx.error = mcpError('mcp_upstream_error', `The MCP server answered HTTP ${upstream.status}.`);

@@ -57,13 +57,13 @@ export class McpUpstream {
     }
     let upstream = await this.#send(ctx, server, headers, call);
     if (upstream.status === 401 && auth.type === 'oauth') {
-      upstream.body.resume();
+      upstream.body.discard();
       token = await this.#d.oauth.accessToken(server, connection, true);
       if (token === null) throw await this.#authorizationRequired(ctx, server);
       headers.authorization = `Bearer ${token}`;
       upstream = await this.#send(ctx, server, headers, call);
       if (upstream.status === 401) {
-        upstream.body.resume();
+        upstream.body.discard();
         await this.#d.oauth.forget(connection);
         throw await this.#authorizationRequired(ctx, server);
       }
@@ -109,7 +109,7 @@ export class McpUpstream {
     if (server.auth.type === 'oauth' && connection.tokens !== null) headers.authorization = `Bearer ${connection.tokens.access_token}`;
     this.#d.upstream
       .send({ method: 'POST', url: server.url, headers, body }, AbortSignal.timeout(END_SESSION_TIMEOUT_MS), END_SESSION_TIMEOUT_MS)
-      .then((r) => r.body.resume())
+      .then((r) => r.body.discard())
       .catch((err: unknown) => this.#d.logger.debug({ err, mcp_server_id: server.id }, 'telling an MCP server of a cancelled request failed'));
   }
 
@@ -120,7 +120,7 @@ export class McpUpstream {
     if (server.auth.type === 'oauth' && connection.tokens !== null) headers.authorization = `Bearer ${connection.tokens.access_token}`;
     try {
       const r = await this.#d.upstream.send({ method: 'DELETE', url: server.url, headers, body: null }, AbortSignal.timeout(END_SESSION_TIMEOUT_MS), END_SESSION_TIMEOUT_MS);
-      r.body.resume();
+      r.body.discard();
     } catch (err) {
       this.#d.logger.debug({ err, mcp_server_id: server.id }, 'ending an upstream MCP session failed');
     }

@@ -1,5 +1,4 @@
-import { Readable } from 'node:stream';
-import type { BodyObserver, GatewayResponse } from '../../sdk/index.js';
+import { mapChunks, toSource, type BodyObserver, type BodySource, type GatewayResponse } from '../../sdk/index.js';
 
 /** Headers that describe the bytes of one body, not the answer: wrong for the envelope, and useless inside it. */
 const FRAMING = new Set(['content-length', 'content-encoding', 'transfer-encoding', 'connection', 'keep-alive']);
@@ -37,13 +36,13 @@ export function envelope(response: GatewayResponse): GatewayResponse {
   const observers = response.observers ?? [];
   const headers = { ...inner, 'content-type': 'application/json' };
   const body = response.body;
-  if (!(body instanceof Readable)) {
-    const bytes = typeof body === 'string' ? Buffer.from(body) : body!;
+  if (body === null || typeof body === 'string' || Buffer.isBuffer(body)) {
+    const bytes = typeof body === 'string' ? Buffer.from(body) : (body ?? Buffer.alloc(0));
     for (const o of observers) o.onChunk(bytes);
     notify(observers, null);
     return { status: response.status, headers, body: Buffer.concat([head, bytes.length === 0 ? Buffer.from('null') : bytes, tail]), observers: null };
   }
-  return { status: response.status, headers, body: Readable.from(wrapped(body, head, tail, observers), { objectMode: false }), observers: null };
+  return { status: response.status, headers, body: wrapped(toSource(body), head, tail, observers), observers: null };
 }
 
 /**
@@ -51,29 +50,23 @@ export function envelope(response: GatewayResponse): GatewayResponse {
  * chunk, so an upstream that fails before its first byte is still answered
  * with an error status (headers go out with the first byte).
  */
-async function* wrapped(body: Readable, head: Buffer, tail: Buffer, observers: readonly BodyObserver[]): AsyncGenerator<Buffer> {
+function wrapped(body: BodySource, head: Buffer, tail: Buffer, observers: readonly BodyObserver[]): BodySource {
   let first = true;
-  let ended = false;
-  try {
-    for await (const chunk of body) {
-      const bytes = chunk as Buffer;
-      for (const o of observers) o.onChunk(bytes);
-      if (first) {
-        first = false;
-        yield Buffer.concat([head, bytes]);
-      } else {
-        yield bytes;
-      }
-    }
-    ended = true;
-    notify(observers, null);
-  } catch (err) {
-    ended = true;
-    notify(observers, err as Error);
-    throw err;
-  } finally {
-    // The client went away: the generator was closed while a chunk was out.
-    if (!ended) notify(observers, new Error('the client closed the connection'));
-  }
-  yield first ? Buffer.concat([head, Buffer.from('null'), tail]) : tail;
+  return mapChunks(body, {
+    push(chunk) {
+      for (const o of observers) o.onChunk(chunk);
+      if (!first) return chunk;
+      first = false;
+      return Buffer.concat([head, chunk]);
+    },
+    end() {
+      notify(observers, null);
+      return first ? Buffer.concat([head, Buffer.from('null'), tail]) : tail;
+    },
+    // A failure (or a client that went away) is passed on: the observers hear of it.
+    fail(err) {
+      notify(observers, err);
+      return null;
+    },
+  });
 }

@@ -1,6 +1,5 @@
 import { StringDecoder } from 'node:string_decoder';
-import { Transform, type Readable } from 'node:stream';
-import { isObject, type GatewayResponse, readResponseBody, type Target } from '../../sdk/index.js';
+import { isObject, mapChunks, toSource, type BodySource, type GatewayResponse, readResponseBody, type Target } from '../../sdk/index.js';
 import { isStrict } from '../../sdk/gemini/index.js';
 
 /**
@@ -52,7 +51,7 @@ export function echoSummary(response: Json, summary: string): boolean {
  */
 export async function withSummaryEcho(response: GatewayResponse, summary: string, sse: boolean): Promise<GatewayResponse> {
   if (sse) {
-    response.body = patchEvents(response.body as Readable, summary);
+    response.body = patchEvents(toSource(response.body), summary);
     delete response.headers['content-length'];
     return response;
   }
@@ -94,28 +93,23 @@ function patchLines(text: string, summary: string): string {
 }
 
 /** The stream with its snapshot events patched; an upstream error still reaches the writer (which ends the client's stream). */
-function patchEvents(source: Readable, summary: string): Readable {
+function patchEvents(source: BodySource, summary: string): BodySource {
   const decoder = new StringDecoder('utf8');
   let rest = '';
-  const transform = new Transform({
-    transform(chunk: Buffer, _enc, done) {
+  return mapChunks(source, {
+    push(chunk) {
       const text = rest + decoder.write(chunk);
       const cut = text.lastIndexOf('\n');
       if (cut === -1) {
         rest = text;
-        return done();
+        return '';
       }
       rest = text.slice(cut + 1);
-      done(null, patchLines(text.slice(0, cut + 1), summary));
+      return patchLines(text.slice(0, cut + 1), summary);
     },
-    flush(done) {
+    end() {
       const last = rest + decoder.end();
-      done(null, last === '' ? undefined : patchLines(last, summary));
+      return last === '' ? '' : patchLines(last, summary);
     },
   });
-  source.on('error', (err: Error) => transform.destroy(err));
-  transform.on('close', () => {
-    if (!source.readableEnded) source.destroy();
-  });
-  return source.pipe(transform);
 }

@@ -1,4 +1,3 @@
-import type { Readable } from 'node:stream';
 import {
   deadlineError,
   deadlineLeft,
@@ -9,6 +8,8 @@ import {
   STAGES,
   stateKey,
   streamControl,
+  toSource,
+  UpstreamBody,
   type Dispatch,
   type GatewayPlugin,
   type GatewayResponse,
@@ -92,26 +93,18 @@ export function timeout(): GatewayPlugin {
 async function firstChunkWithin(answer: Promise<GatewayResponse>, ctx: RequestContext, ms: number): Promise<GatewayResponse> {
   const response = await answer;
   if (response.status < 200 || response.status >= 300 || !isEventStream(response)) return response;
-  const body = response.body as Readable;
-  const arrived = await new Promise<boolean>((resolve) => {
-    const done = (ok: boolean) => {
-      clearTimeout(timer);
-      body.off('readable', onReadable);
-      body.off('end', onEnd);
-      body.off('error', onEnd);
-      resolve(ok);
-    };
-    const onReadable = () => done(true);
-    const onEnd = () => done(true);
-    const timer = setTimeout(() => done(false), ms);
-    body.once('readable', onReadable);
-    body.once('end', onEnd);
-    body.once('error', onEnd);
-  });
+  let onFirst!: (arrived: boolean) => void;
+  const first = new Promise<boolean>((resolve) => (onFirst = resolve));
+  // Started now, held for the writer: what arrives while this waits is kept, in order.
+  const body = UpstreamBody.started(response.status, toSource(response.body), () => onFirst(true));
+  const timer = setTimeout(() => onFirst(false), ms);
+  const arrived = await first;
+  clearTimeout(timer);
   if (!arrived) {
-    body.destroy();
+    body.abort(new Error('no first chunk in time'));
     throw idleError(ms);
   }
+  response.body = body;
   ctx.set(IDLE, ms);
   return response;
 }

@@ -1,5 +1,4 @@
-import { Transform, type TransformCallback } from 'node:stream';
-import { effectiveBody, passThrough, stateKey, type GatewayResponse, type RequestContext, type Target, type UpstreamResponse, type Usage } from '../../core/index.js';
+import { effectiveBody, mapChunks, passThrough, type ChunkMap, stateKey, type GatewayResponse, type RequestContext, type Target, type UpstreamResponse, type Usage } from '../../core/index.js';
 import { isObject } from '../json-object.js';
 import { openAIFormatResponse } from './response.js';
 import { toUsage } from './usage.js';
@@ -107,17 +106,13 @@ export function streamUsageResponse(upstream: UpstreamResponse, ctx: RequestCont
   const response = passThrough(upstream);
   // The body loses an event: a length the upstream announced no longer holds.
   delete response.headers['content-length'];
-  const source = upstream.body;
-  const filter = usageEventFilter((usage) => {
-    ctx.usage = usage;
-  });
   // As streamAnswer does: an upstream failure (a reset, a stall) fails the filtered stream with the same error.
-  source.on('error', (err) => filter.destroy(err));
-  filter.on('close', () => {
-    if (!source.readableEnded) source.destroy();
-  });
-  source.pipe(filter);
-  response.body = filter;
+  response.body = mapChunks(
+    upstream.body,
+    usageEventFilter((usage) => {
+      ctx.usage = usage;
+    }),
+  );
   return response;
 }
 
@@ -136,11 +131,20 @@ const MAX_HELD_BYTES = 1024 * 1024;
  * and parsed. An event split across chunks is held until its end (a blank line, `\n\n` or
  * `\r\n\r\n`); one longer than 1 MiB is passed on unread.
  */
-export function usageEventFilter(onUsage: (usage: Usage) => void): Transform {
+export function usageEventFilter(onUsage: (usage: Usage) => void): ChunkMap {
   return new UsageEventFilter(onUsage);
 }
 
-class UsageEventFilter extends Transform {
+const NOTHING = Buffer.alloc(0);
+
+/** Joins what one chunk sends (at most two parts). */
+function both(a: Buffer | undefined, b: Buffer | undefined): Buffer {
+  if (a === undefined) return b ?? NOTHING;
+  if (b === undefined) return a;
+  return Buffer.concat([a, b], a.length + b.length);
+}
+
+class UsageEventFilter implements ChunkMap {
   readonly #onUsage: (usage: Usage) => void;
   /** The start of an event not yet ended. */
   #held: Buffer | null = null;
@@ -148,19 +152,19 @@ class UsageEventFilter extends Transform {
   #skipping = false;
 
   constructor(onUsage: (usage: Usage) => void) {
-    super();
     this.#onUsage = onUsage;
   }
 
-  override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
+  push(chunk: Buffer): Buffer {
     let buf = chunk;
+    let first: Buffer | undefined;
     if (this.#skipping) {
       // (A blank line split across two chunks is not seen here: the next event then goes on unread too.)
       const end = nextEventEnd(buf, 0);
-      if (end === -1) return done(null, buf);
+      if (end === -1) return buf;
       this.#skipping = false;
-      this.push(buf.subarray(0, end));
-      if (end === buf.length) return done();
+      if (end === buf.length) return buf;
+      first = buf.subarray(0, end);
       buf = buf.subarray(end);
     }
     if (this.#held !== null) {
@@ -169,24 +173,23 @@ class UsageEventFilter extends Transform {
     }
     // The usual chunk ends an event: it goes out whole (unchanged unless it holds a usage object).
     const end = lastEventEnd(buf, buf.length);
-    if (end === buf.length) return done(null, this.#filter(buf));
-    const out = end === -1 ? undefined : this.#filter(buf.subarray(0, end));
+    if (end === buf.length) return both(first, this.#filter(buf));
+    const out = both(first, end === -1 ? undefined : this.#filter(buf.subarray(0, end)));
     const rest = end === -1 ? buf : buf.subarray(end);
     if (rest.length > MAX_HELD_BYTES) {
       // Not an event worth waiting for (no usage event is this long): it goes on, and the rest of it follows unread.
       this.#skipping = true;
-      if (out !== undefined) this.push(out);
-      return done(null, rest);
+      return both(out, rest);
     }
     this.#held = rest;
-    done(null, out);
+    return out;
   }
 
-  override _flush(done: TransformCallback): void {
+  end(): Buffer {
     const rest = this.#held;
     this.#held = null;
     // A last event without its blank line (a stream cut short, or an upstream that ends without one).
-    done(null, rest === null ? undefined : this.#filter(rest));
+    return rest === null ? NOTHING : (this.#filter(rest) ?? NOTHING);
   }
 
   /** `block` (whole events) as it should go out: unchanged unless an event in it has a usage object. */

@@ -1,7 +1,6 @@
 import type { Readable } from 'node:stream';
-import { forwardableHeaders, GatewayError, type GatewayResponse, type RequestContext, type UpstreamResponse, type Usage } from '../../core/index.js';
+import { forwardableHeaders, GatewayError, mapChunks, UpstreamBody, type GatewayResponse, type RequestContext, type UpstreamResponse, type Usage } from '../../core/index.js';
 import { CACHE_WRITE_1H, type OpenAIUsage } from './chunks.js';
-import { textTransform } from '../text-transform.js';
 
 /** Largest non-stream upstream answer read for translation. */
 const MAX_TRANSLATED_BYTES = 32 * 1024 * 1024;
@@ -9,8 +8,9 @@ const MAX_TRANSLATED_BYTES = 32 * 1024 * 1024;
 /** Upstream headers that describe the body we replace; the rest (rate limits, request ids, retry hints) pass on. */
 const BODY_HEADERS = new Set(['content-type', 'content-length', 'content-encoding', 'transfer-encoding', 'etag']);
 
-/** Reads a whole upstream body as text; a body over the limit is a 502. */
-export async function readText(body: Readable, limit = MAX_TRANSLATED_BYTES): Promise<string> {
+/** Reads a whole upstream body (or another stream) as text; a body over the limit is a 502. */
+export async function readText(body: UpstreamBody | Readable, limit = MAX_TRANSLATED_BYTES): Promise<string> {
+  if (body instanceof UpstreamBody) return body.text(limit);
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body as AsyncIterable<Buffer>) {
@@ -25,13 +25,8 @@ export async function readText(body: Readable, limit = MAX_TRANSLATED_BYTES): Pr
 }
 
 /** Parses an upstream JSON answer; anything else is a 502 (never the raw bytes in the message). */
-export async function readJson(upstream: UpstreamResponse): Promise<unknown> {
-  const text = await readText(upstream.body);
-  try {
-    return JSON.parse(text);
-  } catch {
-    throw new GatewayError('upstream_invalid_response', `The upstream answered ${upstream.status} with a body that is not JSON.`);
-  }
+export function readJson(upstream: UpstreamResponse): Promise<unknown> {
+  return upstream.body.json(MAX_TRANSLATED_BYTES);
 }
 
 /** Converts OpenAI usage to the gateway's, for the log and for pricing (every billed component it carries). */
@@ -118,18 +113,13 @@ export interface StreamTranslator {
 /**
  * A streamed answer translated as it arrives: each upstream chunk goes through
  * the translator and out at once, so nothing is held back or buffered whole;
- * backpressure flows through the Transform.
+ * backpressure and cancellation reach the upstream ({@link mapChunks}).
  */
 export function streamAnswer(upstream: UpstreamResponse, translator: StreamTranslator): GatewayResponse {
-  const transform = textTransform((chunk) => translator.push(chunk), () => translator.end());
-  upstream.body.on('error', (err) => transform.destroy(err));
-  transform.on('close', () => {
-    if (!upstream.body.readableEnded) upstream.body.destroy();
-  });
-  upstream.body.pipe(transform);
+  const body = mapChunks(upstream.body, translator);
   const headers = headersFrom(upstream, 'text/event-stream; charset=utf-8');
   headers['cache-control'] = 'no-cache';
-  return { status: 200, headers, body: transform, observers: null };
+  return { status: 200, headers, body, observers: null };
 }
 
 /** Whether the client asked for a usage chunk (or the front door that translated the request did, for itself). */

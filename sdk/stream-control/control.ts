@@ -1,6 +1,5 @@
-import { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
-import { type GatewayError, type GatewayResponse, type RequestContext, routeApi, stateKey, upstreamBodyError, GatewayError as Err } from '../../core/index.js';
+import { type BodySource, type ChunkSink, type Flow, type GatewayError, type GatewayResponse, type RequestContext, routeApi, stateKey, toSource, UpstreamBody, upstreamBodyError, GatewayError as Err } from '../../core/index.js';
 import { hasEventStreamType } from '../door-stream.js';
 import { SSEParser, type SSEEvent } from '../sse.js';
 import { doorStreamOf, serializeEvent, type DoorStream } from './doors.js';
@@ -85,8 +84,11 @@ const CONTROL = stateKey<StreamControl>('stream-control');
 export class StreamControl implements StreamView {
   readonly ctx: RequestContext;
   readonly #door: DoorStream;
-  readonly #source: Readable;
-  readonly #output: Readable;
+  /** The upstream's flow (null until it starts): paused while a scan runs or the client is slow. */
+  #source: Flow | null = null;
+  #sourcePaused = false;
+  /** What the client reads: the released events, held until its writer takes them. */
+  readonly #output: UpstreamBody;
   /** The slow way, for streams with \r line ends: every event re-serialized. */
   #parser: SSEParser | null = null;
   /** Text after the last complete event (the fast way). */
@@ -113,25 +115,52 @@ export class StreamControl implements StreamView {
   #idleError: (() => GatewayError) | null = null;
   #idleTimer: NodeJS.Timeout | null = null;
 
-  constructor(ctx: RequestContext, source: Readable, door: DoorStream) {
+  constructor(ctx: RequestContext, source: BodySource, door: DoorStream) {
     this.ctx = ctx;
     this.#door = door;
-    this.#source = source;
-    this.#output = new Readable({
-      read: () => {
+    this.#output = new UpstreamBody(200, {
+      pause: () => undefined,
+      resume: () => {
         this.#full = false;
-        if (!this.#busy && !this.#done) this.#source.resume();
+        if (!this.#busy && !this.#done) this.#resumeSource();
       },
-      destroy: (err, cb) => {
+      abort: (reason) => {
         // The client left (or the writer gave up): stop reading the upstream so its connection is freed.
         this.#finish();
-        if (!this.#source.destroyed) this.#source.destroy();
-        cb(err);
+        this.#source?.abort(reason);
+        this.#output.finish(reason);
       },
     });
-    source.on('data', (chunk: Buffer) => this.#onData(chunk));
-    source.on('end', () => this.#onEnd());
-    source.on('error', (err: Error) => this.#onError(err));
+    // Started on the next tick, as a Readable's flow starts: the plugins that asked for the control attach their
+    // watchers first, whatever the source already holds (an answer that came whole is pushed at once).
+    process.nextTick(() => {
+      const sink: ChunkSink = {
+        data: (chunk) => {
+          this.#onData(chunk);
+          return !this.#sourcePaused;
+        },
+        end: (error) => (error === null ? this.#onEnd() : this.#onError(error)),
+      };
+      if (this.#done) {
+        // Cut or left before it began: the upstream is stopped unread.
+        source.start(sink).abort(new Error('The stream ended before it began.'));
+        return;
+      }
+      this.#source = source.start(sink);
+      if (this.#sourcePaused) this.#source.pause();
+    });
+  }
+
+  #pauseSource(): void {
+    this.#sourcePaused = true;
+    // Not started yet, or inside its first flush: the flag (and the false from data()) pauses it.
+    this.#source?.pause();
+  }
+
+  #resumeSource(): void {
+    if (!this.#sourcePaused) return;
+    this.#sourcePaused = false;
+    this.#source?.resume();
   }
 
   get text(): string {
@@ -144,7 +173,7 @@ export class StreamControl implements StreamView {
     return this.#ended;
   }
   /** The stream the client reads. */
-  get output(): Readable {
+  get output(): BodySource {
     return this.#output;
   }
 
@@ -180,9 +209,9 @@ export class StreamControl implements StreamView {
     this.ctx.set(STREAM_CUT, { reason: cut.reason, by: cut.by, code: error.code, chars_sent: this.#released });
     this.#push(this.#door.terminal(error, extra));
     this.#finish();
-    this.#output.push(null);
+    this.#output.finish(null);
     // Abort the upstream: no further tokens are generated (or billed) for a client that will not get them.
-    if (!this.#source.destroyed) this.#source.destroy();
+    this.#source?.abort(new Error(`The stream was cut: ${cut.reason}.`));
   }
 
   redact(start: number, end: number, replacement: string): void {
@@ -203,7 +232,7 @@ export class StreamControl implements StreamView {
   }
 
   #push(text: string): void {
-    if (text !== '' && !this.#output.push(text)) this.#full = true;
+    if (text !== '' && !this.#output.push(Buffer.from(text))) this.#full = true;
   }
 
   #onData(chunk: Buffer): void {
@@ -321,7 +350,7 @@ export class StreamControl implements StreamView {
     }
     if (pending === null) return this.#afterScan();
     this.#busy = true;
-    this.#source.pause();
+    this.#pauseSource();
     Promise.all(pending).then(
       () => {
         this.#busy = false;
@@ -347,11 +376,11 @@ export class StreamControl implements StreamView {
     if (this.#ended) {
       this.#push(this.#end !== null ? serializeEvent(this.#end) : this.#door.missingEnd());
       this.#finish();
-      this.#output.push(null);
+      this.#output.finish(null);
       return;
     }
-    if (this.#full) this.#source.pause();
-    else if (this.#source.isPaused()) this.#source.resume();
+    if (this.#full) this.#pauseSource();
+    else this.#resumeSource();
   }
 
   /** A watcher threw: the stream ends with an internal error rather than going on unchecked. */
@@ -408,9 +437,7 @@ export function streamControl(ctx: RequestContext, response: GatewayResponse): S
   if (known !== undefined && response.body === known.output) return known;
   if (response.body === null || !hasEventStreamType(response)) return null;
   // A stream replayed from a store (the cache) comes whole: it is watched the same way.
-  const body = response.body;
-  const source = body instanceof Readable ? body : Readable.from([typeof body === 'string' ? Buffer.from(body) : (body as Buffer)]);
-  const control = new StreamControl(ctx, source, doorStreamOf(routeApi(ctx.route!)));
+  const control = new StreamControl(ctx, toSource(response.body), doorStreamOf(routeApi(ctx.route!)));
   ctx.set(CONTROL, control);
   response.body = control.output;
   return control;

@@ -63,7 +63,7 @@ const PROVIDER_INDEX = `// @ts-check
 import { addShapedRoutes, openAIFormatResponse, parseOptions, v } from 'switchyard-gateway/sdk';
 
 /** The plugin API this package was written for; the gateway refuses to start with another major version. */
-const GATEWAY_API = '^1.0.0';
+const GATEWAY_API = '^2.0.0';
 
 const Options = v.strictObject({
   /** Where the upstream's API lives; a target's \`custom_host\` replaces it. */
@@ -148,7 +148,7 @@ const CHECK_INDEX = `// @ts-check
 import { defineCheck, v } from 'switchyard-gateway/sdk';
 
 /** The plugin API this package was written for; the gateway refuses to start with another major version. */
-const GATEWAY_API = '^1.0.0';
+const GATEWAY_API = '^2.0.0';
 
 export const maxLength = defineCheck({
   parameters: v.strictObject(

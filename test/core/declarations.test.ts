@@ -111,8 +111,12 @@ describe('target fields declared by plugins', () => {
 });
 
 test('a plugin may state the plugin API range it needs', () => {
-  boot([plugin('ok', { gatewayApi: '^1.0.0' }), plugin('ok2', { gatewayApi: '>=1.0.0 <2' })]);
-  expect(() => boot([plugin('next', { gatewayApi: '^2.0.0' })])).toThrow('plugin "next" needs gateway plugin API ^2.0.0, but this gateway provides 1.0.0');
+  boot([plugin('ok', { gatewayApi: '^2.0.0' }), plugin('ok2', { gatewayApi: '>=2.0.0 <3' })]);
+  expect(() => boot([plugin('next', { gatewayApi: '^3.0.0' })])).toThrow('plugin "next" needs gateway plugin API ^3.0.0, but this gateway provides 2.0.0');
+  // A plugin written for 1.x is told what 2.0 changed.
+  expect(() => boot([plugin('old', { gatewayApi: '^1.0.0' })])).toThrow(
+    'plugin "old" needs gateway plugin API ^1.0.0, but this gateway provides 2.0.0 (2.0: UpstreamResponse.body is no longer a Readable; see docs/plugins.md, "Upstream bodies")',
+  );
   expect(() => boot([plugin('typo', { gatewayApi: 'one point oh' })])).toThrow('plugin "typo": gatewayApi "one point oh" is not a semver range');
 });
 

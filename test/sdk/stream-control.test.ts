@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import { describe, expect, test } from 'vitest';
-import { GatewayError, RequestContext } from '../../core/index.js';
+import { GatewayError, readResponseBody, RequestContext, sourceOf } from '../../core/index.js';
 import { onlyString } from '../../sdk/stream-control/doors.js';
 import { STREAM_CUT, StreamControl, doorStreamOf, type StreamWatcher } from '../../sdk/index.js';
 
@@ -17,10 +17,10 @@ function ctxOf(): RequestContext {
 async function run(parts: string[], watchers: StreamWatcher[] = [], route = 'chat.completions') {
   const source = Readable.from(parts.map((p) => Buffer.from(p)));
   const ctx = ctxOf();
-  const control = new StreamControl(ctx, source, doorStreamOf(route));
+  const control = new StreamControl(ctx, sourceOf(source), doorStreamOf(route));
   for (const w of watchers) control.watch(w);
   let out = '';
-  for await (const c of control.output) out += c.toString();
+  out += (await readResponseBody(control.output)).toString();
   return { out, ctx, control };
 }
 
@@ -45,9 +45,9 @@ describe('stream control', () => {
     const bytes = Buffer.from(`${chunk('naïve 日本')}data: [DONE]\n\n`);
     const at = bytes.indexOf(Buffer.from('日')) + 1; // inside the character's three bytes
     const source = Readable.from([bytes.subarray(0, at), bytes.subarray(at)]);
-    const control = new StreamControl(ctxOf(), source, doorStreamOf('chat.completions'));
+    const control = new StreamControl(ctxOf(), sourceOf(source), doorStreamOf('chat.completions'));
     let out = '';
-    for await (const c of control.output) out += c.toString();
+    out += (await readResponseBody(control.output)).toString();
     expect(out).toBe(bytes.toString());
     expect(control.text).toBe('naïve 日本');
   });
@@ -80,7 +80,7 @@ describe('stream control', () => {
   test('a cut: the door terminal error, nothing held goes out, the cut recorded, the source destroyed', async () => {
     const source = Readable.from([chunk('one '), chunk('two '), chunk('three ')].map((s) => Buffer.from(s)));
     const ctx = ctxOf();
-    const control = new StreamControl(ctx, source, doorStreamOf('chat.completions'));
+    const control = new StreamControl(ctx, sourceOf(source), doorStreamOf('chat.completions'));
     control.watch({
       releasable: () => Infinity,
       scan(v) {
@@ -88,7 +88,7 @@ describe('stream control', () => {
       },
     });
     let out = '';
-    for await (const c of control.output) out += c.toString();
+    out += (await readResponseBody(control.output)).toString();
     expect(out).toContain('"content":"one "');
     expect(out).not.toContain('two');
     expect(out.endsWith('\n\n')).toBe(true);

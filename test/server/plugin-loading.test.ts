@@ -37,7 +37,7 @@ beforeAll(() => {
   writeFileSync(join(dir, 'broken.mjs'), 'export default function (', 'utf8');
   writeFileSync(join(dir, 'throws.mjs'), "export default function () { throw new Error('Invalid options for thrower: level: must be at least 1'); }\n");
   writeFileSync(join(dir, 'not-a-plugin.mjs'), 'export default { hello: 1 };\nexport const other = 1;\n');
-  writeFileSync(join(dir, 'future.mjs'), "export default () => ({ name: 'future', gatewayApi: '^2.0.0', apply() {} });\n");
+  writeFileSync(join(dir, 'future.mjs'), "export default () => ({ name: 'future', gatewayApi: '^3.0.0', apply() {} });\n");
   mkdirSync(join(dir, 'a-folder'));
 });
 
@@ -69,7 +69,7 @@ test.each([
   ['an export that is not a plugin', [{ name: './not-a-plugin.mjs' }], 'export "default" is neither a plugin'],
   ['an export that does not exist', [{ name: './local-plugin.mjs', export: 'missing' }], 'has no export "missing" (it exports make; pick one with "export")'],
   ['"export" on a bundled plugin', [{ name: 'trace', export: 'x' }], 'Plugin "trace" (plugins[1] of the server config) is bundled'],
-  ['a plugin needing another plugin API', [{ name: './future.mjs' }], 'plugin "future" needs gateway plugin API ^2.0.0, but this gateway provides 1.0.0'],
+  ['a plugin needing another plugin API', [{ name: './future.mjs' }], 'plugin "future" needs gateway plugin API ^3.0.0, but this gateway provides 2.0.0'],
 ])('%s stops the start with a message naming it', async (_what, plugins, message) => {
   const error = await start(plugins as ServerConfig['plugins']).then(
     async (running) => {

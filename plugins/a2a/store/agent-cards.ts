@@ -105,11 +105,11 @@ export async function fetchAgentCard(upstream: UpstreamClient, server: AgentServ
     }
     status = response.status;
     if (status === 404 && url !== urls.at(-1)) {
-      response.body.resume();
+      response.body.discard();
       continue;
     }
     if (status !== 200) {
-      response.body.resume();
+      response.body.discard();
       break;
     }
     let text: string;

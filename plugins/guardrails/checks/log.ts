@@ -41,8 +41,7 @@ export function createLogCheck(warn: WarnSink = processWarning): GuardrailCheck<
       const timeout = AbortSignal.timeout(LOG_TIMEOUT_MS);
       const deliver = async () => {
         const res = await input.upstream.send(request, timeout, LOG_TIMEOUT_MS);
-        res.body.on('error', () => undefined);
-        res.body.resume();
+        res.body.discard();
         if (res.status < 200 || res.status >= 300) throw new StatusError(res.status);
       };
       deliver().then(

@@ -1,6 +1,5 @@
-import type { Readable } from 'node:stream';
 import * as v from 'valibot';
-import { type CheckResult, defineCheck, GatewayError, plainObject } from '../../../sdk/index.js';
+import { type CheckResult, defineCheck, GatewayError, plainObject, type UpstreamBody } from '../../../sdk/index.js';
 import { endpointHeaders, endpointUrl, eventRequest } from './http-event.js';
 import { parameters } from './params.js';
 
@@ -21,23 +20,18 @@ const AnswerSchema = v.object(
 class TooLarge extends Error {}
 
 /** Stops reading a body; the connection is dropped rather than drained. */
-function discard(body: Readable): void {
-  body.on('error', () => undefined);
-  body.destroy();
+/** A refused answer is not read: its request is stopped (the webhook's connection is not worth draining). */
+function discard(body: UpstreamBody): void {
+  body.abort();
 }
 
-async function readLimited(body: Readable, limit: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) {
-      discard(body);
-      throw new TooLarge(`its answer is larger than ${limit} bytes`);
-    }
-    chunks.push(chunk);
+async function readLimited(body: UpstreamBody, limit: number): Promise<string> {
+  try {
+    return await body.text(limit);
+  } catch (err) {
+    if (err instanceof GatewayError && err.code === 'upstream_invalid_response') throw new TooLarge(`its answer is larger than ${limit} bytes`);
+    throw err;
   }
-  return Buffer.concat(chunks).toString('utf8');
 }
 
 /**

@@ -51,7 +51,7 @@ function client(outbound: OutboundOptions) {
 
 async function get(c: UpstreamClient, url: string): Promise<number> {
   const res = await c.send({ method: 'GET', url, headers: {}, body: null }, null);
-  await new Promise((r) => res.body.on('end', r).resume());
+  await res.body.bytes();
   return res.status;
 }
 

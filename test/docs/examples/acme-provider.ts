@@ -35,7 +35,7 @@ export function acmeProvider(options: v.InferInput<typeof OptionsSchema> = {}): 
   };
   return {
     name: 'acme',
-    gatewayApi: '^1.0.0',
+    gatewayApi: '^2.0.0',
     // A config may now say `"acme_region": "us"`; any other value is a 400 naming the field.
     targetFields: { acme_region: { schema: fieldSchema.oneOf(REGIONS), inherit: 'same-provider' } },
     apply(api) {

@@ -1,6 +1,5 @@
-import { Readable } from 'node:stream';
 import { describe, expect, test } from 'vitest';
-import { GatewayError, type UpstreamResponse } from '../../../core/index.js';
+import { GatewayError, UpstreamBody, type UpstreamResponse } from '../../../core/index.js';
 import { anthropicErrorAnswer, fromAnthropicMessage } from '../../../sdk/anthropic/translate.js';
 
 const message = (fields: Record<string, unknown> = {}) => ({
@@ -15,7 +14,7 @@ const message = (fields: Record<string, unknown> = {}) => ({
   ...fields,
 });
 
-const upstream = (status: number, headers: Record<string, string> = {}): UpstreamResponse => ({ status, headers, body: Readable.from([]) });
+const upstream = (status: number, headers: Record<string, string> = {}): UpstreamResponse => ({ status, headers, body: UpstreamBody.of(status, null) });
 
 describe('fromAnthropicMessage', () => {
   test('a text answer → chat.completion', () => {

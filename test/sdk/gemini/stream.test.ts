@@ -1,6 +1,5 @@
-import { Readable } from 'node:stream';
 import { describe, expect, test } from 'vitest';
-import type { UpstreamResponse } from '../../../core/index.js';
+import { UpstreamBody, type UpstreamResponse } from '../../../core/index.js';
 import { geminiErrorAnswer } from '../../../sdk/gemini/answer.js';
 import { geminiStreamTranslator, type GeminiStreamOptions } from '../../../sdk/gemini/stream.js';
 import type { OpenAIUsage } from '../../../sdk/openai/chunks.js';
@@ -116,7 +115,7 @@ describe('geminiStreamTranslator', () => {
 });
 
 describe('geminiErrorAnswer', () => {
-  const upstream = (status: number, headers: Record<string, string> = {}): UpstreamResponse => ({ status, headers, body: Readable.from([]) });
+  const upstream = (status: number, headers: Record<string, string> = {}): UpstreamResponse => ({ status, headers, body: UpstreamBody.of(status, null) });
 
   test('status kept, type = Google status, message kept, code as string; RetryInfo → retry-after and retry-after-ms', () => {
     const r = geminiErrorAnswer(

@@ -1,6 +1,5 @@
-import { Readable } from 'node:stream';
 import { describe, expect, test } from 'vitest';
-import { readResponseBody, RequestContext, type Target, type Usage } from '../../../../core/index.js';
+import { mapChunks, readResponseBody, RequestContext, UpstreamBody, type Target, type Usage } from '../../../../core/index.js';
 import { asksStreamUsage, streamUsageBody, streamUsageResponse, usageEventFilter, withStreamUsage } from '../../../../sdk/openai/stream-usage.js';
 import { memoryLogger } from '../../../helpers/gateway.js';
 import { REASONING_RECORDED, REASONING_USAGE as USAGE } from './reasoning-usage.js';
@@ -9,16 +8,8 @@ import { REASONING_RECORDED, REASONING_USAGE as USAGE } from './reasoning-usage.
 async function run(chunks: Buffer[]): Promise<{ out: string; usages: Usage[] }> {
   const usages: Usage[] = [];
   const filter = usageEventFilter((u) => usages.push(u));
-  const out: Buffer[] = [];
-  filter.on('data', (b: Buffer) => out.push(b));
-  const ended = new Promise<void>((resolve, reject) => {
-    filter.on('end', resolve);
-    filter.on('error', reject);
-  });
-  for (const c of chunks) filter.write(c);
-  filter.end();
-  await ended;
-  return { out: Buffer.concat(out).toString('utf8'), usages };
+  const out = await readResponseBody(mapChunks(UpstreamBody.from(chunks), filter));
+  return { out: out.toString('utf8'), usages };
 }
 
 const splitAt = (text: string, ...at: number[]): Buffer[] => {
@@ -122,11 +113,7 @@ describe('usageEventFilter', () => {
   test('a chunk that ends an event and holds no usage object goes out as the same buffer', async () => {
     const filter = usageEventFilter(() => undefined);
     const chunk = Buffer.from(ev({ ...base, choices: [{ index: 0, delta: { content: 'x' } }], usage: null }));
-    const seen: Buffer[] = [];
-    filter.on('data', (b: Buffer) => seen.push(b));
-    filter.write(chunk);
-    await new Promise((r) => setImmediate(r));
-    expect(seen[0]).toBe(chunk);
+    expect(filter.push(chunk)).toBe(chunk);
   });
 });
 
@@ -182,7 +169,7 @@ describe('asking for usage', () => {
 describe('streamUsageResponse', () => {
   const sse = (headers: Record<string, string> = {}) => {
     const { upstream } = openAIStream();
-    return { status: 200, headers: { 'content-type': 'text/event-stream', 'x-request-id': 'r1', ...headers }, body: Readable.from([Buffer.from(upstream)]) };
+    return { status: 200, headers: { 'content-type': 'text/event-stream', 'x-request-id': 'r1', ...headers }, body: UpstreamBody.from([Buffer.from(upstream)]) };
   };
 
   test('asked: the usage goes to ctx.usage, not to the client; an announced length is dropped; other headers kept', async () => {

@@ -1,7 +1,6 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { Readable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
-import { RequestContext, createLogger, type UpstreamResponse } from '../../../../core/index.js';
+import { RequestContext, UpstreamBody, createLogger, type UpstreamResponse } from '../../../../core/index.js';
 import { config } from '../../../../plugins/config/index.js';
 import { toVertexAnthropicRequest, vertexAnthropicAnswer } from '../../../../plugins/providers/vertex-ai/anthropic.js';
 import { vertexAI } from '../../../../plugins/providers/vertex-ai/index.js';
@@ -120,7 +119,7 @@ describe('Claude on Vertex', () => {
   test('a Google-shaped quota error on rawPredict keeps the Google status as type', async () => {
     const ctx = new RequestContext('POST', '/v1/chat/completions', {}, new AbortController().signal, createLogger({ level: 'silent' }));
     const body = JSON.stringify({ error: { code: 429, message: 'Quota exceeded for aiplatform.googleapis.com/online_prediction_requests_per_base_model', status: 'RESOURCE_EXHAUSTED' } });
-    const upstream: UpstreamResponse = { status: 429, headers: { 'content-type': 'application/json' }, body: Readable.from([Buffer.from(body)]) };
+    const upstream: UpstreamResponse = { status: 429, headers: { 'content-type': 'application/json' }, body: UpstreamBody.from([Buffer.from(body)]) };
     const r = await vertexAnthropicAnswer(upstream, ctx, { provider: 'vertex-ai', model: 'claude-x', stream: false, strict: true, includeUsage: false });
     expect(r.status).toBe(429);
     expect(JSON.parse(r.body as string).error).toMatchObject({ type: 'RESOURCE_EXHAUSTED', message: expect.stringContaining('Quota exceeded') });
