@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer, type AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { pin } from './pin.js';
 
 /** One process under test. */
 export interface Child {
@@ -13,6 +14,9 @@ export interface Child {
 }
 
 const running = new Set<ChildProcess>();
+const byPid = new Map<number, ChildProcess>();
+/** Children being stopped on purpose (stopChild): their exit is not "early". */
+const expected = new Set<ChildProcess>();
 let stopping = false;
 const here = (file: string) => fileURLToPath(new URL(file, import.meta.url));
 
@@ -30,10 +34,25 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
 /** Stops `child` with the others (stopAll, or the orchestrator's end), and says when it ends early. */
 export function track(child: ChildProcess, name: string): void {
   running.add(child);
+  if (child.pid !== undefined) byPid.set(child.pid, child);
   child.once('exit', (code, signal) => {
     running.delete(child);
-    if (!stopping) process.stderr.write(`bench: ${name} exited early (code ${code}, signal ${signal})\n`);
+    if (child.pid !== undefined) byPid.delete(child.pid);
+    // A reaper ends with its gateway (reaper.ts): not early.
+    if (!stopping && !expected.delete(child) && name !== 'reaper') process.stderr.write(`bench: ${name} exited early (code ${code}, signal ${signal})\n`);
   });
+}
+
+/** Stops one child (SIGTERM, SIGKILL after 3 s) and waits for it: a fresh process of the same system comes next. */
+export async function stopChild(pid: number): Promise<void> {
+  const child = byPid.get(pid);
+  if (child === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  expected.add(child);
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 3000);
+  await exited;
+  clearTimeout(timer);
 }
 
 /** SIGTERM every child (the gateway drains and flushes its log), SIGKILL whatever is left after 3 s. */
@@ -44,6 +63,14 @@ export async function stopAll(): Promise<void> {
   const timer = setTimeout(() => running.forEach((c) => c.kill('SIGKILL')), 3000);
   await Promise.all(exits);
   clearTimeout(timer);
+}
+
+/** Cores every process under test is put on (pin.ts); null: wherever the scheduler puts it. */
+let targetCores: string | null = null;
+
+/** From now on, every child but the mock and the reapers runs on `cores` (all its threads). */
+export function pinTargets(cores: string | null): void {
+  targetCores = cores;
 }
 
 /** A child that reports its URL over IPC once listening: TypeScript through tsx, plain `.mjs` by plain node. */
@@ -110,7 +137,10 @@ export async function startGateway(apiKey: string, logFile: string, options: { n
       async (r) => (await r.arrayBuffer(), r.status === 200),
       () => false,
     );
-    if (ok) return { name, url, pid: child.pid! };
+    if (ok) {
+      if (targetCores !== null) pin(child.pid!, targetCores);
+      return { name, url, pid: child.pid! };
+    }
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error('gateway did not answer GET /health with 200 within 15 s');

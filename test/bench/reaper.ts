@@ -9,4 +9,12 @@ process.on('disconnect', () => {
   }
   process.exit(0);
 });
+// A gateway stopped on its own (a fresh one follows it, run.ts): nothing left to take, and its pid may be reused.
+setInterval(() => {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    process.exit(0);
+  }
+}, 500).unref();
 process.send!({ url: '' });
