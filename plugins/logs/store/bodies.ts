@@ -23,6 +23,9 @@ export function bodyStore(dir: string | null): BodyStore {
 
 const TABLE_REF = 't';
 
+/** A JSON column given as JSON text already (the price) or as a value. */
+const jsonText = (value: unknown): string | null => (typeof value === 'string' ? value : json(value));
+
 /** Keeps the entries' bodies (in the transaction `tx` for the side table); returns each entry's `body_ref`. */
 export async function writeBodies(store: BodyStore, tx: SqlClient, entries: readonly LogEntry[]): Promise<(string | null)[]> {
   const bodies = entries.map(bodyOf);
@@ -37,7 +40,7 @@ export async function writeBodies(store: BodyStore, tx: SqlClient, entries: read
     const b = bodies[i];
     if (b === null || b === undefined) continue;
     await tx.run('INSERT INTO gateway_log_bodies (id, created_at, request_headers, hook_results, request_body, response_body, routing, price) VALUES (?, ?, ?, ?, ?, ?, ?, ?)', [
-      entries[i]!.id, entries[i]!.created_at, json(b[0]), json(b[1]), b[2] ?? null, b[3] ?? null, json(b[4]), json(b[5]),
+      entries[i]!.id, entries[i]!.created_at, json(b[0]), json(b[1]), b[2] ?? null, b[3] ?? null, json(b[4]), jsonText(b[5]),
     ]);
   }
   return bodies.map((b) => (b === null ? null : TABLE_REF));
@@ -59,6 +62,6 @@ export async function readBodies(store: BodyStore, client: SqlClient, row: Recor
   row.request_body = body?.[2] ?? null;
   row.response_body = body?.[3] ?? null;
   row.routing = json(body?.[4]);
-  // Segments written before the price was kept have five columns: no price.
-  row.price = json(body?.[5]);
+  // Segments written before the price was kept have five columns: no price. It is kept as JSON text since #48 (an object before).
+  row.price = jsonText(body?.[5]);
 }

@@ -8,8 +8,8 @@ import type { LogEntry } from '../entry.js';
  * object rebuilt key by key): measured, 10–12 µs an entry over both threads.
  * Packed, a group of entries is one string holding every text field end to
  * end, one Float64Array of numbers and text offsets (transferred, not copied),
- * and a small array of the fields that stay objects (metadata, hook results;
- * null for most entries): about 4 µs, packing included. The attempts are
+ * and a small array of the fields that stay objects (metadata, hook results,
+ * routing; null for most entries; the price comes as JSON text, with the texts): about 4 µs, packing included. The attempts are
  * packed as well when they have the core's shape. The writer cuts the strings
  * back out with `slice`, which shares the packed string's characters instead
  * of copying them.
@@ -75,7 +75,7 @@ export function packEntries(entries: readonly LogEntry[], sizes: readonly number
     text(e.config_id); text(e.prompt_id); text(e.route); text(e.front_door); text(e.method); text(e.path); text(e.provider_requested);
     text(e.provider); text(e.model_requested); text(e.model); text(e.target_path); text(e.cost_status); text(e.cache_status);
     text(e.error_code); text(e.error_message); text(e.limit_policy_id); text(e.rpc_method); text(e.tool_name); text(e.request_body);
-    text(e.response_body); text(e.kind);
+    text(e.response_body); text(e.kind); text(e.price);
     // Attempts of the core's shape are packed too (one each, usually; cloned as objects they cost as much as the rest).
     const attempts = e.attempts;
     if (attempts.every(plainAttempt)) {
@@ -90,7 +90,7 @@ export function packEntries(entries: readonly LogEntry[], sizes: readonly number
       numbers[at++] = -1;
       objects.push(attempts);
     }
-    objects.push(e.metadata, e.hook_results, e.request_headers, e.routing, e.price);
+    objects.push(e.metadata, e.hook_results, e.request_headers, e.routing);
     const headers = e.received_headers;
     room(1);
     if (headers === null) {
@@ -137,8 +137,8 @@ function plainAttempt(a: Attempt): boolean {
   );
 }
 
-/** Numbers per entry besides its attempts and headers: 20 numbers, 8 booleans, 28 texts (two each). */
-const PER_ENTRY = 20 + 8 + 28 * 2;
+/** Numbers per entry besides its attempts and headers: 20 numbers, 8 booleans, 29 texts (two each). */
+const PER_ENTRY = 20 + 8 + 29 * 2;
 
 /** The entries of a packed group, as the main thread built them (header values given as several are joined by `, `). */
 export function unpackEntries(p: PackedEntries): LogEntry[] {
@@ -169,6 +169,7 @@ export function unpackEntries(p: PackedEntries): LogEntry[] {
     const provider_requested = str(), provider = str(), model_requested = str(), model = str(), target_path = str();
     const cost_status = str()!, cache_status = str(), error_code = str(), error_message = str(), limit_policy_id = str();
     const rpc_method = str(), tool_name = str(), request_body = str(), response_body = str(), kind = (str() ?? 'api') as LogEntry['kind'];
+    const price = str();
     const attemptCount = numbers[at++]!;
     let attempts = objects[o++] as LogEntry['attempts'];
     if (attemptCount >= 0) {
@@ -182,7 +183,6 @@ export function unpackEntries(p: PackedEntries): LogEntry[] {
     const hook_results = objects[o++];
     const request_headers = objects[o++] as LogEntry['request_headers'];
     const routing = objects[o++];
-    const price = objects[o++];
     const headerCount = numbers[at++]!;
     let received_headers: IncomingHttpHeaders | null = null;
     if (headerCount >= 0) {
