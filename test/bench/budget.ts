@@ -3,8 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DEFAULT_CONFIG } from '../../server/default-config.js';
-import { forkChild, pinTargets, startGateway, stopAll, type Child } from './children.js';
-import { pin, pinNote, pinPlan } from './pin.js';
+import { forkChild, startGateway, stopAll, type Child } from './children.js';
 import { measure } from './load.js';
 import { perfAvailable, recordOwners, type OwnerShare, type PerfOwners } from './perf-owners.js';
 import { machine } from './report.js';
@@ -46,15 +45,10 @@ interface Target extends Child {
   headers: Record<string, string>;
 }
 
-/** As npm run bench does (pin.ts): the processes measured on one core, autocannon and the mock on the other. */
-const plan = pinPlan();
-
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-budget-'));
   process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
-  if (plan !== null) pin(process.pid, plan.load);
   const mock = await forkChild('mock', 'mock-server.ts');
-  pinTargets(plan?.target ?? null);
   const plain = { 'content-type': 'application/json', authorization: 'Bearer sk-bench' };
   const viaGateway = { ...plain, 'x-gateway-api-key': API_KEY, 'x-gateway-provider': 'openai', 'x-gateway-custom-host': `${mock.url}/v1` };
   const targets: Target[] = [{ ...(await forkChild('bare', 'bare-proxy.mjs', [mock.url])), headers: plain }];
@@ -183,7 +177,6 @@ per run (default 3), \`BENCH_ROUNDS\` the rounds (default 7).
 
 - Date: ${new Date().toISOString().replace(/\.\d+Z$/, 'Z')} (UTC)
 - Machine: ${machine()}
-- Placement: ${pinNote(plan)}
 
 > One run on a shared 2-core machine where autocannon, the mock and the process under test share the cores:
 > compare within the run, not across runs. Even within it a single step is known to tens of µs (the range

@@ -2,14 +2,14 @@ import { execFileSync } from 'node:child_process';
 import { cpus } from 'node:os';
 
 /*
- * Where the bench's processes run. On this 2-core machine kind a proxy's speed depended on which core the
- * scheduler put it on, relative to autocannon and the mock: measured one process at a time with `taskset`,
- * the bare pass-through took 80–82 µs of CPU per request on core 0 and 148–162 µs on core 1, the gateway
- * 189–196 µs on core 0 and 429–520 µs on core 1; left to the scheduler, fresh processes of one build landed
- * anywhere between (241–319 µs), and kept their core, so their speed, for their whole life: the "slow
- * twin" (docs/performance.md, "Two speeds of one build"). So the process under test runs on one core and the
- * load (autocannon in this process, the mock) on the other, every system on the same core: each is measured
- * alone on its core, and fresh processes of one build agree.
+ * Where the bench's processes run. On this 2-core virtual machine a proxy's speed depended on which core the
+ * scheduler put it on: measured one process at a time with `taskset`, the bare pass-through took 80–82 µs of
+ * CPU per request on core 0 and 148–162 µs on core 1, the gateway 189–196 µs on core 0 and 429–520 µs on
+ * core 1 (later the same day both cores ran the floor alike: the host's doing, and it comes and goes). Left
+ * to the scheduler, fresh processes of one build landed anywhere between (241–319 µs) and kept their core,
+ * so their speed, for their whole life: the "slow twin" (docs/performance.md, "Two speeds of one build").
+ * So every process under test runs on one core and the load (autocannon in this process, the mock) on the
+ * other: the systems compared share that core's fate.
  *
  * BENCH_PIN=`<cores under test>:<cores for the load>` (taskset lists, default `0:1`), or `off`.
  */

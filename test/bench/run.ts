@@ -410,14 +410,17 @@ did the same work: no function, deoptimization or collection stood out; every pa
 was slower, the kernel's socket writes (\`writev\`) included. What differed was the core. Run one at a time with
 \`taskset\` against the same mock, the bare pass-through took 80–82 µs of CPU per request on core 0 and 148–162 µs on
 core 1; the gateway 189–196 µs on core 0 and 429–520 µs on core 1 (non-stream, c=64, autocannon and the mock on
-the other core). Why core 1 is slower for socket-bound work was not pinned down (a spin loop runs as fast on either:
-1.71 against 1.73 s; the machine's own services and kernel daemons run beside us). Left to the scheduler, a process
-kept the core it first landed on, and with it its speed: five fresh gateways measured 241, 268, 277, 315 and
-319 µs. Pinned to core 0, four fresh gateways measured 189, 190, 195 and 196 µs.
+the other core). A spin loop ran as fast on either (1.71 against 1.73 s), and an hour and a half later the same
+test found the two cores alike for the floor (79 and 75 µs on core 0, 82 and 74 µs on core 1): the difference is
+the host's, comes and goes, and falls on one core at a time (this is a virtual machine sharing its host). Left to
+the scheduler, a process kept the core it first landed on, and with it its speed: five fresh gateways measured
+241, 268, 277, 315 and 319 µs. Pinned to core 0, four fresh gateways measured 189, 190, 195 and 196 µs.
 
 So the bench pins (\`test/bench/pin.ts\`): every process under test (the bare pass-through, the gateways, the
 peers) on one core, autocannon (this process) and the mock on the other. Each system is measured alone on the same
-core, which is also how a proxy is best run beside a load it does not own. It also starts each system under test in
+core, sharing that core's fate with the others, which is also how a proxy is best run beside a load it does not own.
+What pinning cannot remove is the host's drift over time: it shows in the floor's own spread over its fresh
+processes, printed beside the gateway's. It also starts each system under test in
 \`BENCH_PROCESSES\` fresh processes (default 3), one generation after another, reports each process's figures
 ("Fresh processes of one build") and takes the median; a check fails when the gateway's processes differ by more
 than 10%.
