@@ -19,7 +19,6 @@ const AnswerSchema = v.object(
 
 class TooLarge extends Error {}
 
-/** Stops reading a body; the connection is dropped rather than drained. */
 /** A refused answer is not read: its request is stopped (the webhook's connection is not worth draining). */
 function discard(body: UpstreamBody): void {
   body.abort();
