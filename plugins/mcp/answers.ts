@@ -1,6 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import type { Readable } from 'node:stream';
-import { isObject, GatewayError, type GatewayResponse, jsonRpcErrorBody, type JsonRpcId, jsonResponse, JSONRPC, readText, type RequestContext, type UpstreamResponse } from '../../sdk/index.js';
+import { isObject, GatewayError, type GatewayResponse, jsonRpcErrorBody, type JsonRpcId, jsonResponse, JSONRPC, type RequestContext, type UpstreamBody, type UpstreamResponse } from '../../sdk/index.js';
 import { MCP_ERRORS, mcpError } from './errors.js';
 
 /*
@@ -22,9 +21,10 @@ export class TimedOut extends Error {}
 export const TIMED_OUT = Symbol('timed out');
 
 /** Reads a body whole by `deadline` (performance.now ms): its text, TIMED_OUT, or the GatewayError that cut it. */
-export async function readWithin(body: Readable, limit: number, deadline: number): Promise<string | typeof TIMED_OUT | GatewayError> {
+export async function readWithin(body: UpstreamBody, limit: number, deadline: number): Promise<string | typeof TIMED_OUT | GatewayError> {
   let timer: NodeJS.Timeout | null = null;
-  const read = readText(body, limit).catch((err: unknown) => (err instanceof GatewayError ? err : mcpError('mcp_upstream_error', 'the answer broke off')));
+  // Over the limit is the size refusal; any other failure while reading (a reset, a stall) is the answer breaking off.
+  const read = body.text(limit).catch((err: unknown) => (err instanceof GatewayError && err.code === 'upstream_invalid_response' ? err : mcpError('mcp_upstream_error', 'the answer broke off')));
   try {
     return await Promise.race([
       read,
@@ -34,7 +34,8 @@ export async function readWithin(body: Readable, limit: number, deadline: number
     ]);
   } finally {
     if (timer !== null) clearTimeout(timer);
-    if (!body.readableEnded) body.destroy();
+    // Unread at the deadline: the request is stopped (a body already read ignores this).
+    body.abort();
   }
 }
 

@@ -321,7 +321,7 @@ export class McpGateway {
       });
       return { status: 200, headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' }, body: stream, observers: null };
     }
-    const text = await readWithin(upstream.body.readable(), this.#o.maxAnswerBytes, deadline);
+    const text = await readWithin(upstream.body, this.#o.maxAnswerBytes, deadline);
     if (text === TIMED_OUT) {
       this.#upstream.cancel(ctx, server, connection, session, request.id, timeoutMs);
       return timeoutAnswer(ctx, request.id, timeoutMs);
@@ -341,7 +341,7 @@ export class McpGateway {
 
   /** An upstream answer that is not 2xx: its JSON-RPC error when it sent one (so the client gets a clean error), else -32603. */
   async #errorAnswer(ctx: RequestContext, server: McpServerConfig, request: Forwarded, upstream: UpstreamResponse): Promise<GatewayResponse> {
-    const text = await readWithin(upstream.body.readable(), ERROR_BODY_BYTES, performance.now() + 5000).catch(() => '');
+    const text = await readWithin(upstream.body, ERROR_BODY_BYTES, performance.now() + 5000).catch(() => '');
     let body: unknown = null;
     if (typeof text === 'string') {
       try {
