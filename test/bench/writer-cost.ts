@@ -133,6 +133,19 @@ async function main(): Promise<void> {
       `  rows, without ${index}`,
       async () => timed(rowsOnly(finished(entries(samples))), (client) => client.run(`DROP INDEX ${index}`).then(() => undefined)),
     ]),
+    // The floor under the rows: the same values bound into a table with no key and no index (what a row costs before
+    // SQLite keeps anything in order; most of it is binding 64 values one by one through better-sqlite3).
+    ['  rows into a table without key or index', async () => {
+      const xs = finished(entries(samples));
+      const width = rowValues(xs[0]!, null).length;
+      return timed(async (_repo, client) => {
+        await client.run(`CREATE TABLE bare_rows (${Array.from({ length: width }, (_, i) => `c${i}`).join(', ')})`);
+        const sql = `INSERT INTO bare_rows VALUES (${new Array(width).fill('?').join(', ')})`;
+        for (const b of batches(xs)) await client.transaction(async (tx) => {
+          for (const e of b) await tx.run(sql, rowValues(e, null));
+        });
+      });
+    }],
     ['  metadata rows (one key each)', async () => {
       const xs = finished(entries(samples, (e) => (e.metadata = { team: 'a' })));
       return timed(async (_repo, client) => {
