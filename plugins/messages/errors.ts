@@ -1,4 +1,5 @@
 import { isObject, anthropic, type GatewayError, type GatewayResponse, readResponseBody, type ErrorFormat } from '../../sdk/index.js';
+import { THREAD_ERROR_CODES } from './threads/errors.js';
 
 type Json = Record<string, unknown>;
 
@@ -36,7 +37,10 @@ export const MESSAGES_ERROR_FORMAT: ErrorFormat = {
   response(error: GatewayError): GatewayResponse {
     const status = anthropic.messagesStatus(error.status);
     const headers: Record<string, string> = { ...(error.headers ?? {}), 'content-type': 'application/json' };
-    return { status, headers, body: JSON.stringify(anthropic.anthropicErrorBody(status, withParam(error.message, error.param), typeOf(error.status, error.type))), observers: null };
+    const body = anthropic.anthropicErrorBody(status, withParam(error.message, error.param), typeOf(error.status, error.type));
+    // Anthropic's thread errors carry their code in `details`: what the SDK's thread helpers match on to replay the conversation.
+    if (THREAD_ERROR_CODES.has(error.code)) (body.error as Json).details = { error_code: error.code };
+    return { status, headers, body: JSON.stringify(body), observers: null };
   },
   event(error: GatewayError): string {
     return `event: error\ndata: ${JSON.stringify(anthropic.anthropicErrorBody(error.status, error.message, typeOf(error.status, error.type)))}\n\n`;

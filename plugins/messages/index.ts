@@ -15,10 +15,14 @@ import {
   type RouteDefinition,
   type RouteTranslation,
   STAGES,
+  TENANCY,
+  tenantOf,
   translateStream,
 } from '../../sdk/index.js';
 import { MESSAGES_ERROR_FORMAT, toAnthropicError } from './errors.js';
-import { AnthropicErrorSchema, CountTokensBodySchema, MessagesBodySchema, MessagesOptionsSchema, type MessagesOptions } from './schema.js';
+import { AnthropicErrorSchema, CountTokensBodySchema, MessagesBodySchema, MessagesContinueBodySchema, MessagesOptionsSchema, type MessagesOptions } from './schema.js';
+import { THREAD_ERRORS } from './threads/errors.js';
+import { messageThreads, type Threads } from './threads/index.js';
 
 export const PLUGIN_NAME = 'messages';
 /** Route names of `POST /v1/messages` and `POST /v1/messages/count_tokens`. */
@@ -71,13 +75,21 @@ export function messagesDoor(options: MessagesOptions = {}): GatewayPlugin {
     [MESSAGES_ROUTE, v.safeParser(MessagesBodySchema) as Parser],
     [COUNT_TOKENS_ROUTE, v.safeParser(CountTokensBodySchema) as Parser],
   ]);
+  const parseContinue = v.safeParser(MessagesContinueBodySchema) as Parser;
+  /** Threads (`thread` in the body): set up in `apply`, where the SQL store and the tenancy are known. */
+  let threads: Threads | null = null;
 
   const via: RouteTranslation = {
     route: 'chat.completions',
     request(ctx, target) {
-      const body = effectiveBody(ctx, target) ?? {};
+      const sent = effectiveBody(ctx, target) ?? {};
+      // A thread's continue becomes the whole conversation: a translated provider cannot hold it.
+      const body = threads === null ? sent : threads.translated(ctx, sent, target);
       const provider = typeof target.provider === 'string' ? target.provider : '';
       return anthropic.messagesToChat(body, { provider, cacheControl: cacheControl.has(provider), thinking: target.strict_reference_compliance === false });
+    },
+    native(ctx, target) {
+      return threads === null ? null : threads.native(ctx, target);
     },
     async response(answer, ctx) {
       // Error answers are rewritten into Anthropic's envelope last, once the strategy has seen their status.
@@ -94,8 +106,14 @@ export function messagesDoor(options: MessagesOptions = {}): GatewayPlugin {
 
   return {
     name: PLUGIN_NAME,
-    state: [],
+    // The workspace a request acts in, which threads are kept under (sdk/tenancy.ts).
+    uses: [TENANCY],
+    errorCodes: THREAD_ERRORS,
+    state: [
+      { name: 'message-threads', scope: 'workspace', keyedBy: "Threads (the Messages door's `thread`): each turn keyed by the workspace the request acts in and the answer's message id; a continue follows only that workspace's turns." },
+    ],
     apply(api) {
+      threads = messageThreads(api, { store: opts.store, ttlMs: opts.threadTtlSeconds * 1000, maxTurnBytes: opts.threadMaxTurnBytes }, tenantOf(api));
       const base = `${api.options.basePath}/messages`;
       const routes: RouteDefinition[] = [
         {
@@ -142,14 +160,28 @@ export function messagesDoor(options: MessagesOptions = {}): GatewayPlugin {
       for (const route of routes) api.routes.add(route);
 
       // First: a bad body never reaches guardrails, the cache or a provider.
-      for (const [route, parse] of parsers) {
-        api.hooks.beforeRequest.tap({ name: PLUGIN_NAME, stage: STAGES.beforeRequest.VALIDATE, routes: [route] }, (ctx) => {
-          if (ctx.body === null) return undefined;
-          const result = parse(ctx.body);
-          if (!result.success) throw invalidBody(result.issues);
-          return undefined;
-        });
-      }
+      api.hooks.beforeRequest.tap({ name: PLUGIN_NAME, stage: STAGES.beforeRequest.VALIDATE, routes: [COUNT_TOKENS_ROUTE] }, (ctx) => {
+        if (ctx.body === null) return undefined;
+        const result = parsers.get(COUNT_TOKENS_ROUTE)!(ctx.body);
+        if (!result.success) throw invalidBody(result.issues);
+        return undefined;
+      });
+      // A callback tap: a request without `thread` passes synchronously; a thread's turns are loaded once per request.
+      const parseMessages = parsers.get(MESSAGES_ROUTE)!;
+      api.hooks.beforeRequest.tapAsync({ name: PLUGIN_NAME, stage: STAGES.beforeRequest.VALIDATE, routes: [MESSAGES_ROUTE] }, (ctx, done) => {
+        const body = ctx.body;
+        if (body === null) return done();
+        const continues = isObject(body.thread) && body.thread.type === 'continue';
+        const result = (continues ? parseContinue : parseMessages)(body);
+        if (!result.success) return done(invalidBody(result.issues));
+        if (body.thread === undefined || body.thread === null) return done();
+        threads!.prepare(ctx, body).then(() => done(), (err: unknown) => done(err as Error));
+      });
+      // Late, so what a thread keeps is what the client got (after output guardrails). Synchronous: it only adds an observer.
+      api.hooks.afterResponse.tap({ name: PLUGIN_NAME, stage: STAGES.afterResponse.STORE, routes: [MESSAGES_ROUTE] }, (response, ctx) => {
+        if (response.status < 200 || response.status >= 300) return response;
+        return threads!.observe(response, ctx);
+      });
 
       // Last before the observers: every error answer (upstream, translated, a guardrail's 446) in Anthropic's envelope.
       // A callback tap: every other answer passes synchronously, without a promise per request.

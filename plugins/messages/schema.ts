@@ -16,13 +16,7 @@ const common = {
   tool_choice: v.optional(v.looseObject({ type: v.picklist(['auto', 'any', 'tool', 'none'], 'must be auto, any, tool or none') })),
 };
 
-/**
- * `POST /v1/messages` body: what Anthropic requires and limits (`max_tokens`
- * required, `temperature` 0–1, …), checked before any provider is called, so
- * a native and a translated target refuse the same requests. Loose: other
- * fields pass on.
- */
-export const MessagesBodySchema = v.looseObject({
+const messagesBody = {
   ...common,
   max_tokens: v.pipe(v.number('is required and must be an integer'), v.integer('must be an integer'), v.minValue(1, 'must be at least 1')),
   temperature: range(0, 1),
@@ -32,6 +26,22 @@ export const MessagesBodySchema = v.looseObject({
   stream: v.optional(v.boolean()),
   metadata: v.optional(v.looseObject({ user_id: v.optional(v.nullable(v.pipe(v.string(), v.maxLength(256, 'must be at most 256 characters')))) })),
   thinking: v.optional(plainObject()),
+};
+/**
+ * `POST /v1/messages` body: what Anthropic requires and limits (`max_tokens`
+ * required, `temperature` 0–1, …), checked before any provider is called, so
+ * a native and a translated target refuse the same requests. Loose: other
+ * fields pass on.
+ */
+export const MessagesBodySchema = v.looseObject(messagesBody);
+
+/**
+ * The body of a thread's continue (`thread.type: "continue"`): the same, but `messages` may be empty (after a
+ * `pause_turn` the thread holds the unfinished turn and the client resumes it with no new message).
+ */
+export const MessagesContinueBodySchema = v.looseObject({
+  ...messagesBody,
+  messages: v.array(MessageSchema, 'is required and must be an array'),
 });
 
 /** `POST /v1/messages/count_tokens` body: no `max_tokens`. */
@@ -46,6 +56,15 @@ export const MessagesOptionsSchema = v.strictObject({
    * default the Anthropic family. Elsewhere the markers are dropped, since other APIs refuse unknown part fields.
    */
   cacheControlProviders: v.optional(v.array(v.string()), ['anthropic', 'bedrock', 'vertex-ai']),
+  /** The SQL store (`api.stores`) the gateway keeps threads in (`thread` on the Messages door, docs/formats.md). */
+  store: v.optional(v.string(), 'sql'),
+  /**
+   * A thread can be continued while one of its turns is younger than this many seconds; expired threads are
+   * deleted. Default an hour (Anthropic deletes its own within an hour of the last use).
+   */
+  threadTtlSeconds: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1, 'must be at least 1')), 3600),
+  /** Longest answer stored as a thread's turn, in bytes; a thread whose answer was longer cannot be continued through the gateway. */
+  threadMaxTurnBytes: v.optional(v.pipe(v.number(), v.integer(), v.minValue(1024, 'must be at least 1024')), 4 * 1024 * 1024),
 });
 
 export type MessagesOptions = v.InferInput<typeof MessagesOptionsSchema>;

@@ -8,7 +8,7 @@
  * @packageDocumentation
  */
 export { anthropicErrorAnswer, fromAnthropicMessage } from './translate.js';
-export { toAnthropicRequest, type AnthropicRequestOptions } from './request.js';
+export { platformBetas, toAnthropicRequest, type AnthropicRequestOptions } from './request.js';
 export { anthropicStreamTranslator, type AnthropicStreamOptions } from './stream.js';
 export { finishReason, mergeCounts, usageFromCounts, type AnthropicCounts } from './usage.js';
 export { messagesToChat, type MessagesToChatOptions } from './from-messages.js';

@@ -301,3 +301,14 @@ function mapToolChoice(body: Json, provider: string): Block | undefined {
   }
   return choice;
 }
+
+/**
+ * The client's `anthropic-beta` for a platform that serves Claude without Anthropic's own API (Bedrock, Vertex AI):
+ * without the betas of features the gateway serves itself there (message threads, `message-threads-…`: the Messages
+ * door keeps the thread and sends the whole conversation); undefined when none is left.
+ */
+export function platformBetas(beta: string | undefined): string | undefined {
+  if (beta === undefined || beta === '') return undefined;
+  const kept = beta.split(',').map((b) => b.trim()).filter((b) => b !== '' && !b.startsWith('message-threads-'));
+  return kept.length === 0 ? undefined : kept.join(',');
+}

@@ -13,6 +13,7 @@ import { BREAKER_PROBES } from './probes/breaker.js';
 import { CACHE_PROBES } from './probes/cache.js';
 import { LIMITS_PROBES } from './probes/limits.js';
 import { LOGS_PROBES } from './probes/logs.js';
+import { MESSAGES_PROBES } from './probes/messages.js';
 import { RESPONSES_PROBES } from './probes/responses.js';
 import { ROUTING_PROBES } from './probes/routing.js';
 import { STORED_PROBES } from './probes/stored.js';
@@ -34,6 +35,7 @@ const PROBES: readonly Probe[] = [
   ...CACHE_PROBES,
   ...LIMITS_PROBES,
   ...RESPONSES_PROBES,
+  ...MESSAGES_PROBES,
   ...BATCHES_PROBES,
   ...LOGS_PROBES,
   ...STORED_PROBES,

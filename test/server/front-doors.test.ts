@@ -194,3 +194,26 @@ describe('the log', () => {
     for (const id of messages.keys()) expect(responses.has(id)).toBe(false);
   });
 });
+
+describe("Anthropic's threads on the Messages door, through the bundled server", () => {
+  test("the SDK's tool runner against a translated provider: turn 2 is a continue, OpenAI gets the whole conversation", async () => {
+    const { betaTool } = await import('@anthropic-ai/sdk/helpers/beta/json-schema');
+    openaiMock.next({ kind: 'tool_call' });
+    const before = openaiMock.requests.length;
+    const tool = betaTool({
+      name: 'get_weather',
+      description: 'The weather in a city',
+      inputSchema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+      run: ({ city }) => {
+        openaiMock.next({ kind: 'text' });
+        return `Sunny in ${city}`;
+      },
+    });
+    const final = await anthropicClient(openaiConfig()).beta.messages.toolRunner({ model: 'gpt-4o-mini', max_tokens: 128, messages: [{ role: 'user', content: 'Weather in Paris?' }], tools: [tool] });
+    expect(final.content[0]).toMatchObject({ type: 'text', text: 'Hello!' });
+    const [turn1, turn2] = openaiMock.requests.slice(before).map((r) => r.body as Record<string, any>);
+    expect(turn1!.messages).toHaveLength(1);
+    expect(turn2!.messages.map((m: any) => m.role)).toEqual(['user', 'assistant', 'tool']);
+    expect(turn2!.tools[0].function.name).toBe('get_weather');
+  });
+});

@@ -25,7 +25,8 @@ export function isAnthropicModelId(model: string): boolean {
 export function toInvokeMessages(body: Json, beta: string | undefined): Json {
   const { model: _model, stream: _stream, ...rest } = body;
   const out: Json = { anthropic_version: BEDROCK_ANTHROPIC_VERSION, ...rest };
-  if (beta !== undefined && beta !== '' && out.anthropic_beta === undefined) out.anthropic_beta = beta.split(',').map((b) => b.trim()).filter((b) => b !== '');
+  const betas = anthropic.platformBetas(beta);
+  if (betas !== undefined && out.anthropic_beta === undefined) out.anthropic_beta = betas.split(',');
   return out;
 }
 

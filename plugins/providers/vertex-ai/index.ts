@@ -11,6 +11,7 @@ import {
   type RequestContext,
   type Target,
   type TargetField,
+  anthropic as anthropicSdk,
 } from '../../../sdk/index.js';
 import { geminiChatAnswer, isObject, isStrict, type Json, modelName, toGeminiRequest } from '../../../sdk/gemini/index.js';
 import { toVertexAnthropicRequest, VERTEX_ANTHROPIC_VERSION, vertexAnthropicAnswer, vertexMessagesAnswer } from './anthropic.js';
@@ -58,8 +59,8 @@ const body = (ctx: RequestContext, target: Target): Json => effectiveBody(ctx, t
 
 /** The client's `anthropic-beta`, passed on to Claude on Vertex. */
 const betaHeader = (ctx: RequestContext): Record<string, string> => {
-  const beta = ctx.header('anthropic-beta');
-  return beta === undefined || beta === '' ? {} : { 'anthropic-beta': beta };
+  const beta = anthropicSdk.platformBetas(ctx.header('anthropic-beta'));
+  return beta === undefined ? {} : { 'anthropic-beta': beta };
 };
 
 
