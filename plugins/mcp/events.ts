@@ -1,13 +1,19 @@
 import { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 
-/** One server-sent event as relayed: its name, `retry`, data lines, and whether it held only comments. */
+/** One server-sent event as relayed: its name, id, `retry`, data lines, and whether it held only comments. */
 interface SseEvent {
   event: string | null;
+  id: string | null;
   retry: string | null;
   data: string[];
   comment: boolean;
 }
+
+/** Resumptions of one request's stream at most: an upstream that keeps closing without answering is given up on. */
+export const MAX_RESUMES = 5;
+/** Longest wait before a resumption an upstream's `retry` can ask for, in ms (the request's deadline bounds it too). */
+const MAX_RETRY_WAIT_MS = 10_000;
 
 /** A JSON-RPC message as relayed (an object; anything else is passed on untouched). */
 export type RelayedMessage = Record<string, unknown>;
@@ -23,6 +29,13 @@ export interface RelayOptions {
   onFailure(kind: 'timeout' | 'ended' | 'oversized'): RelayedMessage | null;
   /** Largest event held while it arrives (a line without its end counts), in characters: an upstream cannot grow the gateway's memory without bound. */
   maxEventBytes: number;
+  /**
+   * Reopens the upstream's stream after the last event it sent with an id (a GET with `Last-Event-ID`), when the
+   * stream ends or breaks before the answer: the server replays what came after (SSE polling, a dropped
+   * connection), so the answer is not lost and the request is not sent twice. Null when it cannot be resumed.
+   * Without it, an ended stream is a failure at once.
+   */
+  resume?(lastEventId: string): Promise<Readable | null>;
 }
 
 const TIMEOUT = Symbol('timeout');
@@ -31,27 +44,36 @@ const TIMEOUT = Symbol('timeout');
  * Relays an upstream MCP event stream to the client, message by message:
  * each event's JSON-RPC message goes through `onMessage` (the answer can be
  * filtered or checked before it goes out; progress notifications and
- * requests pass as they come). Event ids are dropped on purpose: a client
- * cannot resume with `Last-Event-ID` and receive an answer replayed past
- * the allow-list and the guardrails; it sends its request again instead.
+ * requests pass as they come). Event ids are not sent on: a client cannot
+ * resume with `Last-Event-ID` and receive an answer replayed past the
+ * allow-list and the guardrails. The gateway resumes instead: when the
+ * upstream's stream ends or breaks before the answer and it gave an event
+ * id (a priming event for SSE polling, or any event), `resume` reopens it
+ * from there after the upstream's `retry`, and the answer still comes on
+ * the client's one stream, checked, and the tool runs once.
  * The answer must come before `deadline`; if it does not, or the stream ends
- * or breaks off first, `onFailure` supplies the error to send, and the
- * upstream stream is closed. Backpressure is kept: the upstream is read only
+ * or breaks off first and cannot be resumed, `onFailure` supplies the error
+ * to send, and the upstream stream is closed. Backpressure is kept: the upstream is read only
  * as fast as the client takes the events.
  */
 export function relayEvents(upstream: Readable, options: RelayOptions): Readable {
-  const out = Readable.from(relay(upstream, options), { objectMode: false });
+  const source = { current: upstream };
+  const out = Readable.from(relay(source, options), { objectMode: false });
   // A client that leaves while the relay waits on the upstream: release the upstream now (the generator's
   // own clean-up runs only once that wait ends).
   out.once('close', () => {
-    if (!upstream.destroyed) upstream.destroy();
+    if (!source.current.destroyed) source.current.destroy();
   });
   return out;
 }
 
-async function* relay(upstream: Readable, options: RelayOptions): AsyncGenerator<Buffer> {
-  const decoder = new StringDecoder('utf8');
-  const iterator = upstream[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+async function* relay(source: { current: Readable }, options: RelayOptions): AsyncGenerator<Buffer> {
+  let decoder = new StringDecoder('utf8');
+  let iterator = source.current[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  /** The id of the last event the upstream sent with one, and the reconnection time it asked for (SSE's `retry`). */
+  let lastEventId: string | null = null;
+  let retryMs = 0;
+  let resumes = 0;
   let answered = false;
   let pendingLine = '';
   let current: SseEvent = blank();
@@ -74,6 +96,9 @@ async function* relay(upstream: Readable, options: RelayOptions): AsyncGenerator
       const event = current;
       current = blank();
       held = 0;
+      // As a browser's EventSource does: an event's id and retry count even when it carries no data (a priming event).
+      if (event.id !== null) lastEventId = event.id === '' ? null : event.id;
+      if (event.retry !== null) retryMs = Number(event.retry);
       if (event.data.length === 0) {
         if (event.comment) out += ':\n\n'; // a keep-alive: keep the client's connection busy too
         continue;
@@ -85,6 +110,8 @@ async function* relay(upstream: Readable, options: RelayOptions): AsyncGenerator
 
   const relayed = async (event: SseEvent): Promise<string> => {
     const data = event.data.join('\n');
+    // A priming event (an id and empty data): for the gateway's own resumption, nothing the client needs.
+    if (data === '' && event.id !== null) return '';
     let message: unknown;
     try {
       message = JSON.parse(data);
@@ -105,6 +132,34 @@ async function* relay(upstream: Readable, options: RelayOptions): AsyncGenerator
     return message === null ? null : Buffer.from(serialize(blank(), JSON.stringify(message)));
   };
 
+  /**
+   * After the stream ended or broke before the answer: the upstream's stream again from its last event id, when
+   * it gave one, after its `retry` (within the deadline); false when it cannot be resumed.
+   */
+  const resumed = async (): Promise<boolean> => {
+    if (answered || lastEventId === null || options.resume === undefined || resumes >= MAX_RESUMES) return false;
+    resumes++;
+    const wait = Math.min(retryMs, MAX_RETRY_WAIT_MS, options.deadline === null ? Infinity : Math.max(0, options.deadline - performance.now()));
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    if (options.deadline !== null && performance.now() >= options.deadline) return false;
+    let next: Readable | null;
+    try {
+      next = await options.resume(lastEventId);
+    } catch {
+      return false;
+    }
+    if (next === null) return false;
+    if (!source.current.destroyed) source.current.destroy();
+    source.current = next;
+    iterator = next[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+    // The new stream starts on an event boundary: what was left of the old one is dropped.
+    decoder = new StringDecoder('utf8');
+    pendingLine = '';
+    current = blank();
+    held = 0;
+    return true;
+  };
+
   try {
     for (;;) {
       let next: IteratorResult<Buffer> | typeof TIMEOUT;
@@ -122,6 +177,7 @@ async function* relay(upstream: Readable, options: RelayOptions): AsyncGenerator
           clearTimeout(timer!);
         }
       } catch {
+        if (await resumed()) continue;
         // The upstream broke off: the client gets an error for its request instead of a cut stream.
         const err = failure('ended');
         if (err !== null) yield err;
@@ -135,6 +191,7 @@ async function* relay(upstream: Readable, options: RelayOptions): AsyncGenerator
       if (next.done) {
         const rest = await feed(decoder.end(), true);
         if (rest !== '') yield Buffer.from(rest);
+        if (await resumed()) continue;
         const err = failure('ended');
         if (err !== null) yield err;
         return;
@@ -150,12 +207,12 @@ async function* relay(upstream: Readable, options: RelayOptions): AsyncGenerator
   } finally {
     if (timer !== null) clearTimeout(timer);
     // Whatever ended the relay (its end, a timeout, the client leaving), the upstream stream is released.
-    if (!upstream.destroyed) upstream.destroy();
+    if (!source.current.destroyed) source.current.destroy();
   }
 }
 
 function blank(): SseEvent {
-  return { event: null, retry: null, data: [], comment: false };
+  return { event: null, id: null, retry: null, data: [], comment: false };
 }
 
 function field(event: SseEvent, line: string): void {
@@ -170,7 +227,8 @@ function field(event: SseEvent, line: string): void {
   if (name === 'data') event.data.push(value);
   else if (name === 'event') event.event = value;
   else if (name === 'retry' && /^\d+$/.test(value)) event.retry = value;
-  // `id` is dropped: see relayEvents.
+  // An id is kept for the gateway's own resumption, never sent on: see relayEvents.
+  else if (name === 'id' && !value.includes('\u0000')) event.id = value;
 }
 
 function serialize(event: SseEvent, data: string): string {

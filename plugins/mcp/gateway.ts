@@ -305,6 +305,15 @@ export class McpGateway {
         onMessage: (m, answer) => (answer ? onAnswer(m) : m),
         deadline,
         maxEventBytes: this.#o.maxAnswerBytes,
+        // The stream closed before the answer (SSE polling, a dropped connection): reopened after its last event, not sent again.
+        resume: async (lastEventId) => {
+          const again = await this.#upstream.call(ctx, server, connection, { method: 'GET', body: null, session, timeoutMs: Math.max(1, Math.ceil(deadline - performance.now())), accept: 'text/event-stream', lastEventId });
+          if (again.status !== 200 || !isEventStream(again)) {
+            again.body.discard();
+            return null;
+          }
+          return again.body.readable();
+        },
         onFailure: (kind) => {
           if (kind === 'oversized') {
             ctx.error = mcpError('mcp_upstream_error', `The MCP server "${server.name}" sent an event larger than ${this.#o.maxAnswerBytes} bytes; the stream was closed.`);

@@ -39,9 +39,11 @@ export class McpUpstream {
     ctx: RequestContext,
     server: McpServerConfig,
     connection: McpConnection,
-    call: { method: 'POST' | 'GET'; body: Buffer | null; session: McpSession | null; timeoutMs: number; accept?: string },
+    call: { method: 'POST' | 'GET'; body: Buffer | null; session: McpSession | null; timeoutMs: number; accept?: string; lastEventId?: string },
   ): Promise<UpstreamResponse> {
     const headers: Record<string, string> = { accept: call.accept ?? 'application/json, text/event-stream' };
+    // Resuming a stream: the server replays what it sent after this event.
+    if (call.lastEventId !== undefined) headers['last-event-id'] = call.lastEventId;
     if (call.body !== null) headers['content-type'] = 'application/json';
     const version = ctx.header('mcp-protocol-version');
     if (version !== undefined && version.length <= 64) headers['mcp-protocol-version'] = version;
