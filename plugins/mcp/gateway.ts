@@ -361,7 +361,9 @@ export class McpGateway {
     }
     if (isObject(body) && isObject(body.error) && typeof body.error.code === 'number' && typeof body.error.message === 'string') {
       ctx.error = mcpError('mcp_upstream_error', `The MCP server "${server.name}" answered HTTP ${upstream.status}: ${body.error.message.slice(0, 500)}`);
-      return jsonResponse(200, jsonRpcErrorBody(request.id, { code: body.error.code, message: body.error.message, ...(body.error.data === undefined ? {} : { data: body.error.data }) }));
+      // A refusal of the request (4xx) keeps its status, as the server sent it; a server's own failure is the JSON-RPC error alone.
+      const status = upstream.status >= 400 && upstream.status < 500 ? upstream.status : 200;
+      return jsonResponse(status, jsonRpcErrorBody(request.id, { code: body.error.code, message: body.error.message, ...(body.error.data === undefined ? {} : { data: body.error.data }) }));
     }
     return upstreamFailure(ctx, request.id, `The MCP server "${server.name}" failed: it answered HTTP ${upstream.status}.`, upstream.status);
   }

@@ -47,6 +47,13 @@ export class McpUpstream {
     if (call.body !== null) headers['content-type'] = 'application/json';
     const version = ctx.header('mcp-protocol-version');
     if (version !== undefined && version.length <= 64) headers['mcp-protocol-version'] = version;
+    // The standard headers naming what the forwarded body asks (2026-07-28: servers route on them); the body goes on as sent.
+    if (call.body !== null) {
+      for (const name of ['mcp-method', 'mcp-name']) {
+        const value = ctx.header(name);
+        if (value !== undefined && value.length <= 256) headers[name] = value;
+      }
+    }
     if (call.session?.upstreamSessionId) headers['mcp-session-id'] = call.session.upstreamSessionId;
     if (ctx.upstreamHeaders !== null) Object.assign(headers, ctx.upstreamHeaders);
     const auth = server.auth;
@@ -106,6 +113,8 @@ export class McpUpstream {
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
     const version = ctx.header('mcp-protocol-version');
     if (version !== undefined && version.length <= 64) headers['mcp-protocol-version'] = version;
+    // The standard header naming the method (2026-07-28: servers route on it).
+    headers['mcp-method'] = 'notifications/cancelled';
     if (session.upstreamSessionId !== null) headers['mcp-session-id'] = session.upstreamSessionId;
     if (server.auth.type === 'header') headers[server.auth.name] = server.auth.value;
     if (server.auth.type === 'oauth' && connection.tokens !== null) headers.authorization = `Bearer ${connection.tokens.access_token}`;

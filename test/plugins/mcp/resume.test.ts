@@ -22,13 +22,15 @@ let up: Awaited<ReturnType<typeof startPollingUpstream>>;
 let key = '';
 let serverId = '';
 
-type Mode = 'poll' | 'drop' | 'no-id';
+type Mode = 'poll' | 'drop' | 'no-id' | 'bad-request';
 
 /** A Streamable HTTP MCP server by hand: one tool, `work`, whose answer comes only on a resumed stream. */
 async function startPollingUpstream() {
   let mode: Mode = 'poll';
   const runs: string[] = [];
   const resumes: Array<{ lastEventId: string | undefined; session: string | undefined }> = [];
+  /** The headers of each tools/call. */
+  const calls: Array<Record<string, string | string[] | undefined>> = [];
   /** Answers waiting for a resumption, by the event id they follow. */
   const replay = new Map<string, string>();
   let n = 0;
@@ -67,6 +69,12 @@ async function startPollingUpstream() {
         return json(res, { jsonrpc: '2.0', id: message.id, result: { tools: [{ name: 'work', description: 'Works', inputSchema: { type: 'object', properties: {} } }] } });
       }
       if (message.method === 'tools/call') {
+        calls.push(req.headers);
+        if (mode === 'bad-request') {
+          res.writeHead(400, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ jsonrpc: '2.0', id: message.id, error: { code: -32602, message: 'Unknown tool: nope' } }));
+          return;
+        }
         runs.push(String(message.id));
         const answer = JSON.stringify({ jsonrpc: '2.0', id: message.id, result: { content: [{ type: 'text', text: `done ${runs.length}` }] } });
         const eventId = `ev-${++n}`;
@@ -92,6 +100,7 @@ async function startPollingUpstream() {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`,
     runs,
     resumes,
+    calls,
     set mode(m: Mode) {
       mode = m;
     },
@@ -161,4 +170,26 @@ test('a stream that ends without an event id cannot be resumed: the client gets 
   expect(up.runs.length - runsBefore).toBe(1);
   expect(up.resumes.length - resumesBefore).toBe(0);
   await c.close();
+});
+
+test("an upstream's 400 with a JSON-RPC error keeps its status; Mcp-Method and Mcp-Name go up with the body", async () => {
+  up.mode = 'bad-request';
+  const c = await client();
+  await c.close();
+  // A raw call through the gateway's session, as a 2026 client sends it (the standard headers beside the body).
+  const init = await fetch(`${gw.url}/v1/mcp/${serverId}`, {
+    method: 'POST',
+    headers: { 'x-gateway-api-key': key, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }),
+  });
+  const session = init.headers.get('mcp-session-id')!;
+  await init.arrayBuffer();
+  const res = await fetch(`${gw.url}/v1/mcp/${serverId}`, {
+    method: 'POST',
+    headers: { 'x-gateway-api-key': key, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': session, 'mcp-method': 'tools/call', 'mcp-name': 'nope' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'nope', arguments: {} } }),
+  });
+  expect(res.status).toBe(400);
+  expect(await res.json()).toEqual({ jsonrpc: '2.0', id: 2, error: { code: -32602, message: 'Unknown tool: nope' } });
+  expect(up.calls.at(-1)).toMatchObject({ 'mcp-method': 'tools/call', 'mcp-name': 'nope' });
 });
