@@ -24,11 +24,12 @@ export function createTransport(providers: Registry<Provider>, client: UpstreamC
     const provider = providers.require(name, 'provider');
     ctx.provider = provider;
     const route = ctx.route!;
+    // Cleared first: `accepts` reads the body this leaf sends (effectiveBody), never the one an earlier leaf of a fallback sent.
+    ctx.upstreamBody = null;
     let adapter = provider.routes[route.api ?? route.name];
     if (adapter?.accepts !== undefined && !adapter.accepts(ctx, target)) adapter = undefined;
     // A front door the provider does not speak goes through its adapter for another route, translated both ways.
     let via: RouteTranslation | undefined;
-    ctx.upstreamBody = null;
     if (adapter === undefined && route.via !== undefined) {
       const other = provider.routes[route.via.route];
       if (other !== undefined && (other.accepts === undefined || other.accepts(ctx, target))) {

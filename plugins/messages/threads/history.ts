@@ -23,13 +23,16 @@ function badThread(message: string): GatewayError {
   return new GatewayError('invalid_request', message, { param: 'thread' });
 }
 
-/** The fields a continue leaves out and the thread keeps: the newest turn that set them (the first, normally). */
+/** The fields a continue leaves out and the thread keeps: each from the newest turn that set it (the first, normally). */
 export function fixedOf(turns: readonly ThreadTurn[]): ThreadFixed {
-  for (let i = turns.length - 1; i >= 0; i--) {
+  const out: ThreadFixed = {};
+  for (let i = turns.length - 1; i >= 0 && (out.system === undefined || out.tools === undefined); i--) {
     const fixed = turns[i]!.fixed;
-    if (fixed !== null) return fixed;
+    if (fixed === null) continue;
+    if (out.system === undefined && fixed.system !== undefined) out.system = fixed.system;
+    if (out.tools === undefined && fixed.tools !== undefined) out.tools = fixed.tools;
   }
-  return {};
+  return out;
 }
 
 /** What a turn keeps of its request when it starts (or restates) what the thread holds fixed; null when it says nothing of them. */

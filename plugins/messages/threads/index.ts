@@ -29,6 +29,8 @@ interface ThreadState {
   param: ThreadParam;
   /** The turns a continue follows on, oldest first; null for a create, or a continue the gateway holds no thread for. */
   turns: ThreadTurn[] | null;
+  /** Whether the gateway keeps threads (an SQL store): then a continue it holds no thread for is refused on every leaf. */
+  kept: boolean;
   /** How the last leaf called sent it: the one that answers (a fallback's earlier leaves failed). */
   leaf: { provider: string; native: boolean; upstream: string | null } | null;
 }
@@ -136,10 +138,10 @@ export function messageThreads(api: PluginAPI, opts: ThreadOptions, tenant: (ctx
     async prepare(ctx, body) {
       const param = threadParam(body.thread);
       if (param === null) return;
-      const st: ThreadState = { workspaceId: await tenant(ctx), param, turns: null, leaf: null };
+      const st: ThreadState = { workspaceId: await tenant(ctx), param, turns: null, kept: repository !== null, leaf: null };
       if (param.type === 'continue' && repository !== null) {
         await pending.get(key(st.workspaceId, param.previousId));
-        const turns = await repository.chain(st.workspaceId, param.previousId, Date.now() - opts.ttlMs);
+        const turns = await chainOf(ctx, repository, st.workspaceId, param.previousId, opts.ttlMs);
         if (turns.length > 0) {
           st.turns = turns;
           // The rebuilt conversation is prompt the body does not show: limits reserve for it (docs/limits.md).
@@ -159,8 +161,13 @@ export function messageThreads(api: PluginAPI, opts: ThreadOptions, tenant: (ctx
 
     native(ctx, target) {
       const st = ctx.get(THREAD);
-      if (st === undefined) return null;
       const provider = providerOf(target);
+      if (st === undefined) {
+        // `thread: null` means no thread; a platform without threads is not sent the field at all.
+        if (THREADING_PROVIDERS.has(provider) || ctx.body === null || !('thread' in ctx.body)) return null;
+        const { thread: _thread, ...rest } = effectiveBody(ctx, target) ?? {};
+        return rest;
+      }
       const body = effectiveBody(ctx, target) ?? {};
       if (!THREADING_PROVIDERS.has(provider)) {
         st.leaf = { provider, native: false, upstream: null };
@@ -168,8 +175,13 @@ export function messageThreads(api: PluginAPI, opts: ThreadOptions, tenant: (ctx
       }
       const upstream = upstreamOf(target);
       st.leaf = { provider, native: true, upstream };
-      // A create, or a continue of a thread the gateway never saw (Anthropic may hold it): as sent.
-      if (st.param.type === 'create' || st.turns === null) return null;
+      if (st.param.type === 'create') return null;
+      if (st.turns === null) {
+        // The gateway keeps threads, and this workspace has none by that id: refused, even where Anthropic might hold
+        // one by it (another workspace's, on a shared account). Without a store there is no workspace to check: as sent.
+        if (st.kept) throw threadNotFound(st.param.previousId);
+        return null;
+      }
       const last = st.turns.at(-1)!;
       // That account holds the thread up to the last turn, and still has it: the client's continue as sent.
       if (last.native && last.upstream === upstream && Date.now() - last.createdAt < UPSTREAM_ALIVE_MS) return null;
@@ -185,6 +197,26 @@ export function messageThreads(api: PluginAPI, opts: ThreadOptions, tenant: (ctx
       return response;
     },
   };
+}
+
+/** How long a continue that finds nothing waits before looking once more: the turn may be committing on another replica. */
+const MISS_RETRY_MS = 150;
+
+/**
+ * The turns a continue follows on: the chain, looked up once more after {@link MISS_RETRY_MS} when nothing is found
+ * (replicas share the store, and the client sends its next turn as soon as it has the answer, which may be before
+ * the replica that answered committed it). A store that fails is logged and counts as no thread: the client replays.
+ */
+async function chainOf(ctx: RequestContext, repository: ThreadRepository, workspaceId: string, id: string, ttlMs: number): Promise<ThreadTurn[]> {
+  try {
+    const first = await repository.chain(workspaceId, id, Date.now() - ttlMs);
+    if (first.length > 0) return first;
+    await new Promise((r) => setTimeout(r, MISS_RETRY_MS));
+    return await repository.chain(workspaceId, id, Date.now() - ttlMs);
+  } catch (err) {
+    ctx.log.error({ err }, 'messages: reading a thread failed; answered as no thread');
+    return [];
+  }
 }
 
 /** The body for a leaf that cannot hold the thread: the whole conversation on a continue, and never `thread`. */

@@ -66,8 +66,8 @@ export class ThreadRepository {
 
   /**
    * The turns that end with `id`, oldest first (one recursive query, at most {@link MAX_THREAD_TURNS}), when its
-   * thread is alive: some turn of it was stored at or after `aliveSince` (epoch ms). Empty when `id` is unknown to
-   * the workspace or its thread expired.
+   * thread is alive (some turn of it was stored at or after `aliveSince`, epoch ms) and whole (back to the turn that
+   * created it). Empty when `id` is unknown to the workspace, its thread expired, or the chain is not whole.
    */
   async chain(workspaceId: string, id: string, aliveSince: number): Promise<ThreadTurn[]> {
     const rows = await this.client.all<Row>(
@@ -84,6 +84,10 @@ export class ThreadRepository {
         ORDER BY depth DESC`,
       [workspaceId, id, workspaceId, MAX_THREAD_TURNS - 1, workspaceId, aliveSince],
     );
+    // Only a whole thread: the oldest turn found must be the one that created it. A turn deleted from the middle
+    // (expired while the next was being answered), or a chain longer than the bound, is no thread at all: a partial
+    // history sent on would be a different conversation.
+    if (rows.length === 0 || rows[0]!.previous_id !== null) return [];
     return rows.map((row) => ({
       workspaceId,
       id: row.id,

@@ -124,7 +124,6 @@ describe("the Anthropic SDK's tool runner (threads by default) to a translated p
     expect(turn2.messages[2].tool_calls[0]).toMatchObject({ id: 'call_abc123', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } });
     expect(turn2.messages[3]).toMatchObject({ role: 'tool', tool_call_id: 'call_abc123', content: 'Sunny in Paris' });
     expect(turn2.tools.map((tool: any) => tool.function.name)).toEqual(['get_weather']);
-    expect(turn2.thread).toBeUndefined();
   });
 
   test('the thread expired between the turns: 404 thread_not_found, and the SDK replays the whole conversation', async () => {
@@ -192,6 +191,29 @@ describe('continuing through the raw API', () => {
     ]);
   });
 
+  test('a turn that restates the system prompt keeps the tools the thread was created with', async () => {
+    t.openaiMock.next({ kind: 'text' });
+    const tools = [{ name: 'get_weather', description: 'Weather', input_schema: { type: 'object', properties: {} } }];
+    const one = await messagesCall({ model: 'gpt-4o-mini', max_tokens: 64, system: 'S1', tools, messages: [{ role: 'user', content: 'One' }], thread: { type: 'create' } }, t.targets.openai);
+    const two = await messagesCall({ model: 'gpt-4o-mini', max_tokens: 64, system: 'S2', messages: [{ role: 'user', content: 'Two' }], thread: { type: 'continue', previous_message_id: ((await one.json()) as { id: string }).id } }, t.targets.openai);
+    const three = await messagesCall({ model: 'gpt-4o-mini', max_tokens: 64, messages: [{ role: 'user', content: 'Three' }], thread: { type: 'continue', previous_message_id: ((await two.json()) as { id: string }).id } }, t.targets.openai);
+    expect(three.status).toBe(200);
+    const last = t.openaiMock.requests.at(-1)!.body as Record<string, any>;
+    expect(last.messages[0]).toEqual({ role: 'system', content: 'S2' });
+    expect(last.tools.map((tool: any) => tool.function.name)).toEqual(['get_weather']);
+  });
+
+  test('a stream cut short is not kept as a turn: continuing from it is a thread_not_found', async () => {
+    t.openaiMock.next({ kind: 'stream_error' });
+    const res = await messagesCall({ model: 'gpt-4o-mini', max_tokens: 64, stream: true, messages: [{ role: 'user', content: 'Hi' }], thread: { type: 'create' } }, t.targets.openai);
+    const text = await res.text();
+    const id = /"id":"(msg_[^"]+)"/.exec(text)![1]!;
+    expect(text).toContain('event: error');
+    t.openaiMock.next({ kind: 'text' });
+    const next = await messagesCall({ model: 'gpt-4o-mini', max_tokens: 64, messages: [{ role: 'user', content: 'And?' }], thread: { type: 'continue', previous_message_id: id } }, t.targets.openai);
+    expect(next.status).toBe(404);
+  });
+
   test('a malformed thread is a 400 naming it; a continue may carry no new message', async () => {
     const bad = await messagesCall({ model: 'gpt-4o-mini', max_tokens: 64, messages: [{ role: 'user', content: 'Hi' }], thread: { type: 'fork' } }, t.targets.openai);
     expect(bad.status).toBe(400);
@@ -215,6 +237,17 @@ describe("Anthropic's own API keeps its threads", () => {
     // Only the tool result went up on turn 2: the upstream rebuilt the rest itself.
     expect(seen[1]!.messages).toHaveLength(1);
     expect(seen[1]!.system).toBeUndefined();
+  });
+
+  test("another workspace continuing an id Anthropic holds (a shared account) is refused before it reaches Anthropic", async () => {
+    const one = await messagesCall({ model: 'claude-sonnet-4-6', max_tokens: 64, messages: [{ role: 'user', content: 'SECRET-OF-A' }], thread: { type: 'create' } }, threadedTarget, 'ws-a');
+    const first = (await one.json()) as { id: string };
+    expect(threaded.held.has(first.id)).toBe(true);
+    const before = threaded.seen.length;
+    const res = await messagesCall({ model: 'claude-sonnet-4-6', max_tokens: 64, messages: [{ role: 'user', content: 'what did I say?' }], thread: { type: 'continue', previous_message_id: first.id } }, threadedTarget, 'ws-b');
+    expect(res.status).toBe(404);
+    expect(((await res.json()) as any).error.details).toEqual({ error_code: 'thread_not_found' });
+    expect(threaded.seen.length).toBe(before);
   });
 
   test('a thread Anthropic answered continues on a translated provider (a fallback), then back on Anthropic as a new upstream thread', async () => {
@@ -262,5 +295,9 @@ describe('Claude on Bedrock (native Messages, no threads there)', () => {
     expect(seen.thread).toBeUndefined();
     expect(seen.system).toBe('Brief.');
     expect(seen.messages.map((m: any) => m.role)).toEqual(['user', 'assistant', 'user']);
+    // `thread: null` is no thread, and Bedrock is not sent the field.
+    const none = await t.call('POST', '/messages', { body: { model, max_tokens: 64, messages: [{ role: 'user', content: 'Hi' }], thread: null }, headers });
+    expect(none.status).toBe(200);
+    expect('thread' in (bedrockMock.requests.at(-1)!.body as Record<string, any>)).toBe(false);
   });
 });
