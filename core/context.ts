@@ -1,5 +1,5 @@
-import type { IncomingHttpHeaders } from 'node:http';
-import type { Readable } from 'node:stream';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { Duplex, Readable } from 'node:stream';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { GatewayError } from './errors.js';
@@ -21,6 +21,18 @@ export type StateKey<T> = symbol & { readonly __state?: T };
  */
 export function stateKey<T>(name: string): StateKey<T> {
   return Symbol.for(`ai-gateway.state:${name}`) as StateKey<T>;
+}
+
+/** An HTTP upgrade as the route's handler gets it (see {@link RequestContext.upgrade}). */
+export interface UpgradeRequest {
+  /** The handshake request, as node:http gave it. */
+  readonly req: IncomingMessage;
+  /** The connection, no longer an HTTP one once taken. */
+  readonly socket: Duplex;
+  /** Bytes the client sent after the handshake's head (the start of its first frame, sometimes). */
+  readonly head: Buffer;
+  /** Set by the handler that took the socket over (a WebSocket server's `handleUpgrade`): the gateway no longer writes to it. */
+  taken: boolean;
 }
 
 /**
@@ -70,6 +82,12 @@ export class RequestContext {
   rawBody: Buffer | null = null;
   /** The body as it arrives, unread, for `stream` routes (uploads); null otherwise. */
   bodyStream: Readable | null = null;
+  /**
+   * An HTTP upgrade (a WebSocket handshake) that came through `Gateway.upgrade`: the request, its socket and the
+   * bytes read past its head. The route's handler takes the socket (and sets `taken`); if it does not, the gateway
+   * writes its answer on the socket as a plain HTTP response and closes it. Null for every other request.
+   */
+  upgrade: UpgradeRequest | null = null;
   /** Parsed JSON body for `json` routes. */
   body: Record<string, unknown> | null = null;
   /** Set by a plugin that changed `body`, so the transport re-serialises it instead of sending `rawBody`. */

@@ -1,5 +1,6 @@
 import 'reflect-metadata';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { container as rootContainer } from 'tsyringe';
 import { checkErrorCode, CORE_ERROR_CODES, GatewayError, type ErrorCodeSpec } from './errors.js';
@@ -7,6 +8,7 @@ import { CORE_TARGET_FIELDS, TargetFields } from './fields.js';
 import { createHooks, type GatewayHooks } from './hooks.js';
 import { coreTaps, onlyProviderRule } from './lifecycle/defaults.js';
 import { enableRouteFilters } from './lifecycle/route-taps.js';
+import { writeUpgradeAnswer } from './http/upgrade-answer.js';
 import { errorResponse, writeResponse } from './http/write-response.js';
 import { RequestContext } from './context.js';
 import { createLogger, flushLogger, redactPaths, withRedaction } from './logger.js';
@@ -39,6 +41,12 @@ export interface CreateGatewayOptions {
 export interface Gateway {
   /** Pass to `http.createServer`. Requests that arrive before `ready` wait for it. */
   readonly handler: (req: IncomingMessage, res: ServerResponse) => void;
+  /**
+   * Pass to the HTTP server's `upgrade` event (`server.on('upgrade', gateway.upgrade)`): a WebSocket handshake runs
+   * the request's stages (route, auth, scope) and the route's handler takes the socket (the Responses door's
+   * WebSocket mode); any other upgrade is answered as a plain HTTP error and closed.
+   */
+  readonly upgrade: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
   /** Resolves when every plugin's `onReady` finished. Rejects when one failed. */
   readonly ready: Promise<void>;
   /** The lifecycle hooks the plugins tapped (read-only after boot; tests and embedders may inspect them). */
@@ -239,6 +247,26 @@ export function createGateway(init: CreateGatewayOptions): Gateway {
     );
   };
 
+  const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
+    const refused = (message: string) => {
+      const answer = errorResponse(new GatewayError('service_unavailable', message));
+      void writeUpgradeAnswer(socket, answer, {}).catch(() => socket.destroy());
+    };
+    if (refusing) return refused('The gateway is shutting down.');
+    if (isReady) return pipeline.upgrade(req, socket, head);
+    waitingForReady++;
+    ready.then(
+      () => {
+        waitingForReady--;
+        pipeline.upgrade(req, socket, head);
+      },
+      () => {
+        waitingForReady--;
+        refused('The gateway failed to start; see its logs.');
+      },
+    );
+  };
+
   let closing: Promise<void> | null = null;
   const close = (graceMs = 10_000): Promise<void> => {
     // Synchronously, before any await: a request dispatched after this call is refused.
@@ -271,6 +299,7 @@ export function createGateway(init: CreateGatewayOptions): Gateway {
 
   return {
     handler,
+    upgrade,
     ready,
     hooks,
     logger,

@@ -6,7 +6,7 @@
  * @packageDocumentation
  */
 export { createGateway, DEFAULT_OPTIONS, type CreateGatewayOptions, type Gateway } from './gateway.js';
-export { RequestContext, stateKey, type StateKey } from './context.js';
+export { RequestContext, stateKey, type StateKey, type UpgradeRequest } from './context.js';
 export {
   GatewayError,
   CORE_ERROR_CODES,

@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { inject, injectable } from 'tsyringe';
@@ -6,6 +7,7 @@ import { RequestContext, stateKey } from './context.js';
 import { refuseUnreadRoutingHeaders } from './routing-headers.js';
 import { GatewayError, resolveErrorCode, toGatewayError, type ErrorCodeSpec } from './errors.js';
 import type { GatewayHooks } from './hooks.js';
+import { writeUpgradeAnswer } from './http/upgrade-answer.js';
 import { errorResponse, readResponseBody, writeResponse } from './http/write-response.js';
 import { compileRouteHooks, type CoreTap, type RouteHooks } from './lifecycle/route-taps.js';
 import { entryStages, runDelivered, runStages, type EntryStages, type StageHost } from './lifecycle/table.js';
@@ -168,6 +170,62 @@ export class Pipeline implements StageHost {
         for (const resolve of this.#idle.splice(0)) resolve();
       }
     });
+  }
+
+  /**
+   * An HTTP upgrade (a WebSocket handshake): the same stages as any request (its route, auth, scope, the route's
+   * handler), with the socket on `ctx.upgrade` for the handler to take. One it does not take gets the answer as a
+   * plain HTTP response on the socket. Counted in flight only until the handler answered: a socket it took lives
+   * on its own (its plugin ends it on drain).
+   */
+  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    const ctx = new RequestContext(req.method ?? 'GET', req.url ?? '/', req.headers, null, this.logger);
+    ctx.upgrade = { req, socket, head, taken: false };
+    // Only a route that takes upgrades runs anything: an upgrade elsewhere (the generic proxy's paths included) is
+    // refused here, before auth, and no upstream is called for it.
+    const match = this.routes.match(ctx.method, ctx.path);
+    if (match === null || match === 'method_not_allowed' || match.route.upgrade !== true) {
+      const error = match === null ? new GatewayError('not_found', `Unknown route ${ctx.method} ${ctx.path}.`) : new GatewayError('invalid_request', `${ctx.method} ${ctx.path} does not take an upgrade to ${String(ctx.header('upgrade') ?? '')}.`, { param: 'upgrade' });
+      void writeUpgradeAnswer(socket, errorResponse(error), {}).catch(() => socket.destroy());
+      return;
+    }
+    const gone = () => {
+      if (!ctx.upgrade!.taken) {
+        ctx.aborted = true;
+        ctx.abort();
+      }
+    };
+    socket.once('close', gone);
+    this.#inFlight++;
+    this.runUpgrade(ctx, socket).finally(() => {
+      socket.off('close', gone);
+      if (--this.#inFlight === 0 && this.#idle.length > 0) {
+        for (const resolve of this.#idle.splice(0)) resolve();
+      }
+    });
+  }
+
+  private async runUpgrade(ctx: RequestContext, socket: Duplex): Promise<void> {
+    let response: GatewayResponse;
+    try {
+      response = (await runStages(this.#process!.answer, this, ctx, 'process', ctx.upgrade!.req))!;
+    } catch (err) {
+      response = this.failure(ctx, err);
+    }
+    ctx.status = ctx.upgrade!.taken ? 101 : response.status;
+    if (!ctx.upgrade!.taken) {
+      // Not taken: an upgrade nobody serves here is refused, whatever a handler meant to answer a plain request with.
+      if (response.status < 400) response = this.failure(ctx, new GatewayError('invalid_request', `${ctx.method} ${ctx.path} does not take an upgrade to ${String(ctx.header('upgrade') ?? '')}.`, { param: 'upgrade' }));
+      ctx.status = response.status;
+      try {
+        await writeUpgradeAnswer(socket, response, ctx.responseHeaders);
+      } catch (err) {
+        this.logger.error({ err, trace_id: ctx.traceId }, 'answering an upgrade failed');
+        socket.destroy();
+      }
+    }
+    ctx.latencyMs = performance.now() - ctx.startedAt;
+    runDelivered(this.#process!.delivered, this, ctx, 'process');
   }
 
   private async run(ctx: RequestContext, req: IncomingMessage, res: ServerResponse): Promise<void> {

@@ -311,6 +311,13 @@ export interface RouteDefinition {
    * response the gateway does not hold is asked of the selected provider); else it is a 404.
    */
   handler?: (ctx: RequestContext) => Promise<GatewayResponse | null> | GatewayResponse | null;
+  /**
+   * For `handler` routes: the route takes HTTP upgrades (WebSocket handshakes, through `Gateway.upgrade`). Its
+   * handler finds the socket on `ctx.upgrade` after auth and scope, takes it (setting `taken`), and answers anything;
+   * an answer it gives without taking the socket goes out as a plain HTTP response. An upgrade to any other route
+   * is refused before auth, and nothing runs for it.
+   */
+  upgrade?: boolean;
   /** For `provider` routes: builds the upstream request when the provider has no adapter for this route (the generic proxy). */
   forward?: (ctx: RequestContext, target: Target, provider: Provider) => UpstreamRequest;
   /**

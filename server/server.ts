@@ -136,6 +136,8 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   });
   // Any other expectation is ignored (RFC 9110 allows it) rather than answered with Node's bare 417.
   server.on('checkExpectation', handle);
+  // WebSocket handshakes (the Responses door's WebSocket mode): the gateway's stages, then the route's handler takes the socket.
+  server.on('upgrade', gateway.upgrade);
 
   const port = options.port ?? env.port ?? config.port ?? 8787;
   try {

@@ -20,7 +20,7 @@ import {
   translateStream,
 } from '../../sdk/index.js';
 import { MESSAGES_ERROR_FORMAT, toAnthropicError } from './errors.js';
-import { AnthropicErrorSchema, CountTokensBodySchema, MessagesBodySchema, MessagesContinueBodySchema, MessagesOptionsSchema, type MessagesOptions } from './schema.js';
+import { AnthropicErrorSchema, CountTokensBodySchema, MessagesBodySchema, MessagesOptionsSchema, type MessagesOptions } from './schema.js';
 import { THREAD_ERRORS } from './threads/errors.js';
 import { messageThreads, type Threads } from './threads/index.js';
 
@@ -75,7 +75,6 @@ export function messagesDoor(options: MessagesOptions = {}): GatewayPlugin {
     [MESSAGES_ROUTE, v.safeParser(MessagesBodySchema) as Parser],
     [COUNT_TOKENS_ROUTE, v.safeParser(CountTokensBodySchema) as Parser],
   ]);
-  const parseContinue = v.safeParser(MessagesContinueBodySchema) as Parser;
   /** Threads (`thread` in the body): set up in `apply`, where the SQL store and the tenancy are known. */
   let threads: Threads | null = null;
 
@@ -171,8 +170,7 @@ export function messagesDoor(options: MessagesOptions = {}): GatewayPlugin {
       api.hooks.beforeRequest.tapAsync({ name: PLUGIN_NAME, stage: STAGES.beforeRequest.VALIDATE, routes: [MESSAGES_ROUTE] }, (ctx, done) => {
         const body = ctx.body;
         if (body === null) return done();
-        const continues = isObject(body.thread) && body.thread.type === 'continue';
-        const result = (continues ? parseContinue : parseMessages)(body);
+        const result = parseMessages(body);
         if (!result.success) return done(invalidBody(result.issues));
         if (body.thread === undefined || body.thread === null) return done();
         threads!.prepare(ctx, body).then(() => done(), (err: unknown) => done(err as Error));

@@ -33,16 +33,20 @@ const messagesBody = {
  * a native and a translated target refuse the same requests. Loose: other
  * fields pass on.
  */
-export const MessagesBodySchema = v.looseObject(messagesBody);
+export const MessagesBodySchema = v.pipe(
+  v.looseObject({ ...messagesBody, messages: v.array(MessageSchema, 'is required and must be an array') }),
+  // At least one message, but in a thread's continue: after a `pause_turn` the thread holds the unfinished turn and
+  // the client resumes it with no new message.
+  v.forward(
+    v.partialCheck([['messages'], ['thread']], (b) => b.messages.length > 0 || continues(b as { thread?: unknown }), 'must have at least 1 message'),
+    ['messages'],
+  ),
+);
 
-/**
- * The body of a thread's continue (`thread.type: "continue"`): the same, but `messages` may be empty (after a
- * `pause_turn` the thread holds the unfinished turn and the client resumes it with no new message).
- */
-export const MessagesContinueBodySchema = v.looseObject({
-  ...messagesBody,
-  messages: v.array(MessageSchema, 'is required and must be an array'),
-});
+function continues(body: { thread?: unknown }): boolean {
+  const thread = body.thread;
+  return typeof thread === 'object' && thread !== null && (thread as { type?: unknown }).type === 'continue';
+}
 
 /** `POST /v1/messages/count_tokens` body: no `max_tokens`. */
 export const CountTokensBodySchema = v.looseObject(common);

@@ -30,10 +30,13 @@ import { ResponsesBodySchema, ResponsesOptionsSchema, type ResponsesOptions } fr
 import { ResponseRepository, type Turn } from './store.js';
 import { summaryToChat, withSummaryEcho } from './summary.js';
 import { responsesError } from './errors.js';
+import { responsesWebSocket } from './websocket.js';
 
 export const PLUGIN_NAME = 'responses';
 /** The route name of `POST /v1/responses`. */
 export const RESPONSES_ROUTE = 'responses';
+/** The route name of `GET /v1/responses` upgraded to a WebSocket (the WebSocket mode). */
+export const RESPONSES_WEBSOCKET_ROUTE = 'responses.websocket';
 
 export type { ResponsesOptions };
 export { ResponseRepository, type StoredResponse, type Turn } from './store.js';
@@ -177,6 +180,25 @@ export function responsesDoor(options: ResponsesOptions = {}): GatewayPlugin {
           scope: 'completions.write',
           body: ResponsesBodySchema,
           responseTypes: ['application/json', 'text/event-stream'],
+        },
+      });
+      // The WebSocket mode: the handshake is authenticated and scoped as a POST would be; each message then runs as one.
+      api.routes.add({
+        name: RESPONSES_WEBSOCKET_ROUTE,
+        method: 'GET',
+        path,
+        kind: 'handler',
+        body: 'none',
+        upgrade: true,
+        scope: 'completions.write',
+        handler: responsesWebSocket(api, { path, maxConnectionMs: opts.websocketMaxMinutes * 60_000, maxFrameBytes: api.options.maxBodyBytes }),
+        doc: {
+          summary: 'Create responses over a WebSocket',
+          description:
+            "OpenAI's WebSocket mode: upgrade this GET, then send `response.create` messages (the body of a POST, flattened); each is answered with the events of a streamed response, one per frame, in order. " +
+            'Each message runs as its own request (auth, limits, guardrails, logs); errors come as `{"type":"error","status",…,"error":{…}}`. A plain GET is answered 426.',
+          tags: ['Responses'],
+          scope: 'completions.write',
         },
       });
       // Responses are stored under the workspace the request acts in (an organisation-level key's too: sdk/tenancy.ts).

@@ -81,6 +81,8 @@ export const ResponsesOptionsSchema = v.strictObject({
   retentionIntervalMs: v.optional(int(1000), 60 * 60 * 1000),
   /** Largest non-stream answer stored, in bytes; a larger one is answered but not stored. */
   maxStoredBytes: v.optional(int(1024), 16 * 1024 * 1024),
+  /** The WebSocket mode (`GET /v1/responses` upgraded): a socket is closed after this many minutes, as OpenAI closes its own after 60. */
+  websocketMaxMinutes: v.optional(v.pipe(v.number(), v.minValue(1, 'must be at least 1')), 60),
   /** Extra or replacement context windows, provider → model → tokens (beside the bundled table). */
   contextWindows: v.optional(v.record(v.string(), v.record(v.string(), int(1)))),
 });

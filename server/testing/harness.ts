@@ -99,6 +99,7 @@ export async function startTestGateway(options: TestGatewayOptions): Promise<Tes
   });
   if (waitForReady) await gateway.ready;
   const server = createServer(gateway.handler);
+  server.on('upgrade', gateway.upgrade);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {

@@ -1,5 +1,6 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
+import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { GATEWAY_KEY, startTestServer } from '../helpers/gateway.js';
 import { schemaErrors } from '../../server/testing/index.js';
@@ -215,5 +216,54 @@ describe("Anthropic's threads on the Messages door, through the bundled server",
     expect(turn1!.messages).toHaveLength(1);
     expect(turn2!.messages.map((m: any) => m.role)).toEqual(['user', 'assistant', 'tool']);
     expect(turn2!.tools[0].function.name).toBe('get_weather');
+  });
+});
+
+describe('the Responses WebSocket mode, through the bundled server', () => {
+  const wsUrl = () => `${gw.url.replace('http:', 'ws:')}/v1/responses`;
+  /** The handshake's answer when the gateway refuses it: its status and body. */
+  const refusal = (url: string, headers: Record<string, string>) =>
+    new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const ws = new WebSocket(url, { headers });
+      ws.once('open', () => reject(new Error('the upgrade was accepted')));
+      ws.once('unexpected-response', (_req, res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString('utf8')));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      });
+      ws.once('error', () => undefined);
+    });
+
+  test('the handshake is authenticated: without a key, 401 in the envelope; a plain GET is 426; another path takes no upgrade', async () => {
+    const noKey = await refusal(wsUrl(), {});
+    expect(noKey.status).toBe(401);
+    expect(JSON.parse(noKey.body).error.code).toBe('unauthorized');
+    const plain = await call('GET', '/responses');
+    expect(plain.status).toBe(426);
+    expect(plain.headers.get('upgrade')).toBe('websocket');
+    const elsewhere = await refusal(`${gw.url.replace('http:', 'ws:')}/v1/chat/completions`, { 'x-gateway-api-key': GATEWAY_KEY });
+    expect([400, 404, 405]).toContain(elsewhere.status);
+  });
+
+  test('each response.create is a request of its own in the log, with the handshake\'s trace id', async () => {
+    const ws = new WebSocket(wsUrl(), { headers: { 'x-gateway-api-key': GATEWAY_KEY, 'x-gateway-config': openaiConfig(), 'x-gateway-trace-id': 'fd-ws-openai' } });
+    await new Promise((resolve, reject) => {
+      ws.once('open', resolve);
+      ws.once('error', reject);
+    });
+    const done = new Promise<Record<string, any>>((resolve) => {
+      ws.on('message', (d) => {
+        const e = JSON.parse(String(d)) as Record<string, any>;
+        if (e.type === 'response.completed' || e.type === 'error') resolve(e);
+      });
+    });
+    openaiMock.next({ kind: 'text' });
+    ws.send(JSON.stringify({ type: 'response.create', model: 'gpt-4o-mini', input: 'Hi', stream: true }));
+    expect((await done).type).toBe('response.completed');
+    ws.close();
+    const logged = await loggedTraces('responses', ['fd-ws-openai']);
+    const entry = logged.get('fd-ws-openai')!;
+    expect([entry.route, entry.provider, entry.status, entry.stream]).toEqual(['responses', 'openai', 200, true]);
+    expect(entry.prompt_tokens).toBeGreaterThan(0);
   });
 });

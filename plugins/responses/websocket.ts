@@ -1,0 +1,259 @@
+import type { Socket } from 'node:net';
+import { StringDecoder } from 'node:string_decoder';
+import { Agent, request } from 'undici';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { isObject, SSEParser, type GatewayResponse, type PluginAPI, type RequestContext } from '../../sdk/index.js';
+
+type Json = Record<string, unknown>;
+
+/** What the WebSocket mode needs to know. */
+export interface WebSocketOptions {
+  /** `POST …/responses` as the gateway serves it (the base path included). */
+  path: string;
+  /** A socket is closed after this long (OpenAI's own limit is 60 minutes), with the error OpenAI sends then. */
+  maxConnectionMs: number;
+  /** Largest frame a client may send, in bytes (the gateway's body limit). */
+  maxFrameBytes: number;
+}
+
+/** Events that end a response: the next `response.create` on the socket starts after one of them. */
+const TERMINAL = new Set(['response.completed', 'response.failed', 'response.incomplete', 'error']);
+/** Handshake headers that describe the socket, not the request each message makes. */
+const SOCKET_HEADERS = new Set(['host', 'connection', 'upgrade', 'content-length', 'transfer-encoding', 'keep-alive', 'accept-encoding', 'accept', 'content-type']);
+/** Bytes a socket may hold unsent before the relay waits for the client to read. */
+const HIGH_WATER = 1024 * 1024;
+
+/**
+ * The Responses API's WebSocket mode (docs/formats.md, "WebSocket mode"): `GET /v1/responses` upgraded after the
+ * gateway's auth and scope, then one response per `response.create` message, in order, its events sent as the SSE
+ * stream's objects, one per frame. Each message runs as a request of its own through the whole gateway (a POST to
+ * the listener the socket came in on, with the handshake's headers): routing, limits, guardrails, the cache, the log
+ * and every provider, native or translated, exactly as over HTTP. A `store: false` response is kept on the socket
+ * (as OpenAI does) so the next message may name it in `previous_response_id`.
+ */
+export function responsesWebSocket(api: PluginAPI, opts: WebSocketOptions) {
+  const wss = new WebSocketServer({ noServer: true, maxPayload: opts.maxFrameBytes, perMessageDeflate: false });
+  const self = new Agent({ connections: 64, keepAliveTimeout: 10_000 });
+  const open = new Set<Session>();
+  let draining = false;
+
+  api.onDrain(() => {
+    draining = true;
+    for (const s of open) s.drain();
+  });
+  api.onClose(async () => {
+    for (const s of open) s.end(1001, 'The gateway is shutting down.');
+    await self.close().catch(() => undefined);
+  });
+
+  /** The handler of `GET …/responses`: takes a WebSocket upgrade; a plain GET learns it needs one. */
+  return (ctx: RequestContext): GatewayResponse => {
+    const upgrade = ctx.upgrade;
+    if (upgrade === null || (ctx.header('upgrade') ?? '').toLowerCase() !== 'websocket') {
+      return {
+        status: 426,
+        headers: { 'content-type': 'application/json', upgrade: 'websocket', connection: 'Upgrade' },
+        body: JSON.stringify({ error: { message: `GET ${opts.path} is the Responses API's WebSocket mode: upgrade to a WebSocket, or POST a response.`, type: 'invalid_request_error', param: null, code: 'upgrade_required' } }),
+        observers: null,
+      };
+    }
+    const socket = upgrade.socket as Socket;
+    const host = socket.localAddress ?? '127.0.0.1';
+    const origin = `http://${host.includes(':') ? `[${host}]` : host}:${socket.localPort}`;
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(ctx.headers)) {
+      if (value === undefined || SOCKET_HEADERS.has(name) || name.startsWith('sec-websocket-')) continue;
+      headers[name] = Array.isArray(value) ? value.join(', ') : value;
+    }
+    headers['content-type'] = 'application/json';
+    headers.accept = 'text/event-stream';
+    upgrade.taken = true;
+    wss.handleUpgrade(upgrade.req, upgrade.socket, upgrade.head, (ws) => {
+      const s = new Session(ws, { url: `${origin}${opts.path}`, headers, agent: self, maxConnectionMs: opts.maxConnectionMs, log: ctx.log }, () => open.delete(s));
+      open.add(s);
+      if (draining) s.drain();
+    });
+    return { status: 101, headers: {}, body: null, observers: null };
+  };
+}
+
+interface SessionOptions {
+  url: string;
+  headers: Record<string, string>;
+  agent: Agent;
+  maxConnectionMs: number;
+  log: RequestContext['log'];
+}
+
+/** One client's socket: its messages answered one after another. */
+class Session {
+  readonly #ws: WebSocket;
+  readonly #o: SessionOptions;
+  #queue: Promise<void> = Promise.resolve();
+  #busy = 0;
+  #draining = false;
+  #inFlight: AbortController | null = null;
+  /** The last response made with `store: false`: its id and the conversation up to it, for the next message to continue. */
+  #local: { id: string; items: Json[] } | null = null;
+  readonly #limit: NodeJS.Timeout;
+
+  constructor(ws: WebSocket, o: SessionOptions, gone: () => void) {
+    this.#ws = ws;
+    this.#o = o;
+    this.#limit = setTimeout(() => {
+      const minutes = Math.round(o.maxConnectionMs / 60_000);
+      this.#error(null, 400, 'invalid_request_error', 'websocket_connection_limit_reached', `Responses websocket connection limit reached (${minutes} minutes). Create a new websocket connection to continue.`, null);
+      this.end(1000, 'connection limit reached');
+    }, o.maxConnectionMs);
+    this.#limit.unref();
+    ws.on('message', (data, binary) => {
+      this.#busy++;
+      this.#queue = this.#queue.then(() => this.#handle(binary ? Buffer.from(data as Buffer).toString('utf8') : String(data))).finally(() => {
+        this.#busy--;
+        if (this.#draining && this.#busy === 0) this.end(1001, 'The gateway is shutting down.');
+      });
+    });
+    ws.on('error', (err) => o.log.debug({ err }, 'responses websocket: socket error'));
+    ws.on('close', () => {
+      clearTimeout(this.#limit);
+      this.#inFlight?.abort();
+      gone();
+    });
+  }
+
+  /** Ends the socket once the response running now (if any) is done. */
+  drain(): void {
+    this.#draining = true;
+    if (this.#busy === 0) this.end(1001, 'The gateway is shutting down.');
+  }
+
+  end(code: number, reason: string): void {
+    if (this.#ws.readyState === this.#ws.OPEN || this.#ws.readyState === this.#ws.CONNECTING) this.#ws.close(code, reason);
+  }
+
+  async #handle(text: string): Promise<void> {
+    if (this.#ws.readyState !== this.#ws.OPEN) return;
+    let frame: unknown;
+    try {
+      frame = JSON.parse(text);
+    } catch {
+      return this.#error(null, 400, 'invalid_request_error', 'invalid_json', 'The message is not JSON.', null);
+    }
+    if (!isObject(frame) || frame.type !== 'response.create') {
+      const type = isObject(frame) && typeof frame.type === 'string' ? frame.type : null;
+      return this.#error(null, 400, 'invalid_request_error', 'unknown_event', `Unsupported client event${type === null ? '' : ` "${type.slice(0, 64)}"`}: send response.create.`, 'type');
+    }
+    const { type: _type, stream: _stream, stream_id: streamId, generate, ...body } = frame;
+    const lane = typeof streamId === 'string' ? streamId : null;
+    if (body.background === true) return this.#error(lane, 400, 'invalid_request_error', 'unsupported_parameter', 'background is not supported over WebSocket.', 'background');
+    if (generate === false) return this.#error(lane, 400, 'invalid_request_error', 'unsupported_parameter', 'generate: false (warm-up) is not supported by the gateway.', 'generate');
+    // A response kept on this socket (store: false): its conversation goes up as input, as the provider holds none of it.
+    const local = this.#local;
+    const continuesLocal = local !== null && body.previous_response_id === local.id;
+    const input = inputItems(body.input);
+    if (continuesLocal) {
+      body.input = [...local.items, ...input];
+      delete body.previous_response_id;
+    }
+    body.stream = true;
+    const abort = new AbortController();
+    this.#inFlight = abort;
+    try {
+      const answer = await request(this.#o.url, { method: 'POST', headers: this.#o.headers, body: JSON.stringify(body), dispatcher: this.#o.agent, signal: abort.signal });
+      const type = String(answer.headers['content-type'] ?? '');
+      if (answer.statusCode < 200 || answer.statusCode >= 300 || !type.startsWith('text/event-stream')) {
+        const raw = await answer.body.text();
+        return this.#refusal(lane, answer.statusCode, raw);
+      }
+      const parser = new SSEParser();
+      const decoder = new StringDecoder('utf8');
+      let final: Json | null = null;
+      for await (const chunk of answer.body) {
+        for (const event of parser.push(decoder.write(chunk as Buffer))) {
+          const out = this.#event(event.data, lane);
+          if (out === null) continue;
+          if (TERMINAL.has(String(out.type)) && isObject(out.response)) final = out.response;
+          await this.#send(out);
+        }
+      }
+      for (const event of parser.push(decoder.end())) {
+        const out = this.#event(event.data, lane);
+        if (out !== null) await this.#send(out);
+      }
+      if (final !== null && typeof final.id === 'string' && body.store === false) {
+        const output = Array.isArray(final.output) ? (final.output as Json[]) : [];
+        this.#local = { id: final.id, items: [...(continuesLocal ? (body.input as Json[]) : input), ...replayable(output)] };
+      }
+    } catch (err) {
+      if (abort.signal.aborted) return;
+      this.#o.log.warn({ err }, 'responses websocket: a response failed');
+      this.#error(lane, 500, 'server_error', 'server_error', 'The gateway could not complete the response.', null);
+    } finally {
+      this.#inFlight = null;
+    }
+  }
+
+  /** One SSE event's object, with the lane echoed; null for what is not one (a comment, `[DONE]`). */
+  #event(data: string, lane: string | null): Json | null {
+    let value: unknown;
+    try {
+      value = JSON.parse(data);
+    } catch {
+      return null;
+    }
+    if (!isObject(value)) return null;
+    if (value.type === 'error' && !isObject(value.error)) {
+      // The SSE error event is flat; over a WebSocket it is nested (OpenAI's own shape).
+      const { type: _t, sequence_number: seq, ...rest } = value;
+      value = { type: 'error', status: 500, ...(seq === undefined ? {} : { sequence_number: seq }), error: { type: 'server_error', ...rest } };
+    }
+    if (lane !== null) (value as Json).stream_id = lane;
+    return value as Json;
+  }
+
+  /** A refused response (an HTTP error from the gateway): OpenAI's WebSocket error event, nested, with the status. */
+  #refusal(lane: string | null, status: number, raw: string): void {
+    let error: Json = {};
+    try {
+      const parsed = JSON.parse(raw) as unknown;
+      if (isObject(parsed) && isObject(parsed.error)) error = parsed.error;
+    } catch {
+      /* not JSON: the status says it */
+    }
+    const message = typeof error.message === 'string' ? error.message : `The gateway answered ${status}.`;
+    this.#error(lane, status, typeof error.type === 'string' ? error.type : 'invalid_request_error', typeof error.code === 'string' ? error.code : null, message, typeof error.param === 'string' ? error.param : null);
+  }
+
+  #error(lane: string | null, status: number, type: string, code: string | null, message: string, param: string | null): void {
+    if (this.#ws.readyState !== this.#ws.OPEN) return;
+    this.#ws.send(JSON.stringify({ type: 'error', status, ...(lane === null ? {} : { stream_id: lane }), error: { type, code, message, param } }));
+  }
+
+  /** Sends one event; waits for the client to read when the socket holds too much already (backpressure). */
+  #send(event: Json): Promise<void> | void {
+    if (this.#ws.readyState !== this.#ws.OPEN) return;
+    const text = JSON.stringify(event);
+    if (this.#ws.bufferedAmount < HIGH_WATER) {
+      this.#ws.send(text);
+      return;
+    }
+    return new Promise<void>((resolve) => this.#ws.send(text, () => resolve()));
+  }
+}
+
+/** A request's `input` as items: a string is one user message. */
+function inputItems(input: unknown): Json[] {
+  if (typeof input === 'string') return [{ role: 'user', content: input }];
+  return Array.isArray(input) ? (input as Json[]) : [];
+}
+
+/** Output items as the next request's input: without ids (the provider stored none of them) and without reasoning (not replayable without its encrypted content). */
+function replayable(output: readonly Json[]): Json[] {
+  const out: Json[] = [];
+  for (const item of output) {
+    if (item.type === 'reasoning' && typeof item.encrypted_content !== 'string') continue;
+    const { id: _id, status: _status, ...rest } = item;
+    out.push(rest);
+  }
+  return out;
+}
