@@ -8,7 +8,7 @@ import { CORE_TARGET_FIELDS, TargetFields } from './fields.js';
 import { createHooks, type GatewayHooks } from './hooks.js';
 import { coreTaps, onlyProviderRule } from './lifecycle/defaults.js';
 import { enableRouteFilters } from './lifecycle/route-taps.js';
-import { writeUpgradeAnswer } from './http/upgrade-answer.js';
+import { declineUpgrade, wantsWebSocket, writeUpgradeAnswer } from './http/upgrade-answer.js';
 import { errorResponse, writeResponse } from './http/write-response.js';
 import { RequestContext } from './context.js';
 import { createLogger, flushLogger, redactPaths, withRedaction } from './logger.js';
@@ -248,6 +248,11 @@ export function createGateway(init: CreateGatewayOptions): Gateway {
   };
 
   const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
+    // Once node:http hands a socket over, nothing listens for its errors: a client that resets it would otherwise be
+    // an unhandled 'error' event, which ends the process.
+    socket.on('error', () => socket.destroy());
+    // Only WebSockets are switched to; any other offer (h2c) is declined and the request served over HTTP/1.1.
+    if (!wantsWebSocket(req) && declineUpgrade(req, socket, head)) return;
     const refused = (message: string) => {
       const answer = errorResponse(new GatewayError('service_unavailable', message));
       void writeUpgradeAnswer(socket, answer, {}).catch(() => socket.destroy());

@@ -18,10 +18,21 @@ export interface WebSocketOptions {
 
 /** Events that end a response: the next `response.create` on the socket starts after one of them. */
 const TERMINAL = new Set(['response.completed', 'response.failed', 'response.incomplete', 'error']);
-/** Handshake headers that describe the socket, not the request each message makes. */
-const SOCKET_HEADERS = new Set(['host', 'connection', 'upgrade', 'content-length', 'transfer-encoding', 'keep-alive', 'accept-encoding', 'accept', 'content-type']);
+/** Handshake headers that describe the socket or its transfer, not the request each message makes: never copied onto a message. */
+const SOCKET_HEADERS = new Set([
+  'host', 'connection', 'upgrade', 'content-length', 'transfer-encoding', 'keep-alive', 'accept-encoding', 'accept', 'content-type',
+  'content-encoding', 'expect', 'te', 'trailer', 'proxy-authorization', 'proxy-connection', 'http2-settings',
+]);
 /** Bytes a socket may hold unsent before the relay waits for the client to read. */
 const HIGH_WATER = 1024 * 1024;
+/** Messages a socket may have waiting behind the response running now; more are refused (`too_many_pending_responses`). */
+const MAX_PENDING = 16;
+/** A lane name (`stream_id`): what OpenAI accepts. */
+const LANE = /^[A-Za-z0-9_.-]{1,256}$/;
+/** A WebSocket key as RFC 6455 makes one (16 random bytes, base64). */
+const WEBSOCKET_KEY = /^[+/0-9A-Za-z]{22}==$/;
+/** Rate-limit and retry headers of a refused response, passed on in the error event's `headers` (as OpenAI does). */
+const ERROR_HEADERS = /^(?:retry-after(?:-ms)?|x-ratelimit-.+)$/;
 
 /**
  * The Responses API's WebSocket mode (docs/formats.md, "WebSocket mode"): `GET /v1/responses` upgraded after the
@@ -33,7 +44,9 @@ const HIGH_WATER = 1024 * 1024;
  */
 export function responsesWebSocket(api: PluginAPI, opts: WebSocketOptions) {
   const wss = new WebSocketServer({ noServer: true, maxPayload: opts.maxFrameBytes, perMessageDeflate: false });
-  const self = new Agent({ connections: 64, keepAliveTimeout: 10_000 });
+  // No bound on connections: each socket's message holds one while its response runs (a slow client holds it longer),
+  // and a shared bound would let one caller's sockets stall everyone's. The timeouts are the upstream's own.
+  const self = new Agent({ connections: null, keepAliveTimeout: 10_000, headersTimeout: api.options.upstreamHeadersTimeoutMs, bodyTimeout: api.options.upstreamBodyTimeoutMs });
   const open = new Set<Session>();
   let draining = false;
 
@@ -42,8 +55,8 @@ export function responsesWebSocket(api: PluginAPI, opts: WebSocketOptions) {
     for (const s of open) s.drain();
   });
   api.onClose(async () => {
-    for (const s of open) s.end(1001, 'The gateway is shutting down.');
-    await self.close().catch(() => undefined);
+    for (const s of open) s.terminate();
+    await self.destroy().catch(() => undefined);
   });
 
   /** The handler of `GET …/responses`: takes a WebSocket upgrade; a plain GET learns it needs one. */
@@ -57,8 +70,16 @@ export function responsesWebSocket(api: PluginAPI, opts: WebSocketOptions) {
         observers: null,
       };
     }
-    const socket = upgrade.socket as Socket;
-    const host = socket.localAddress ?? '127.0.0.1';
+    const socket = upgrade.socket as Socket & { encrypted?: boolean };
+    // Each message is POSTed to the listener the socket came in on: a plain TCP one (the bundled server's kind).
+    if (socket.encrypted === true || socket.localPort === undefined || socket.localAddress === undefined) {
+      return refusal(503, 'service_unavailable', 'The WebSocket mode needs the gateway served by a plain TCP HTTP listener (node:http), which this one is not.');
+    }
+    const version = ctx.header('sec-websocket-version');
+    if (!WEBSOCKET_KEY.test(ctx.header('sec-websocket-key') ?? '') || (version !== '13' && version !== '8')) {
+      return refusal(400, 'invalid_request_error', 'The WebSocket handshake is malformed (Sec-WebSocket-Key, Sec-WebSocket-Version 13).');
+    }
+    const host = socket.localAddress;
     const origin = `http://${host.includes(':') ? `[${host}]` : host}:${socket.localPort}`;
     const headers: Record<string, string> = {};
     for (const [name, value] of Object.entries(ctx.headers)) {
@@ -77,6 +98,10 @@ export function responsesWebSocket(api: PluginAPI, opts: WebSocketOptions) {
   };
 }
 
+function refusal(status: number, type: string, message: string): GatewayResponse {
+  return { status, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ error: { message, type, param: null, code: null } }), observers: null };
+}
+
 interface SessionOptions {
   url: string;
   headers: Record<string, string>;
@@ -93,6 +118,8 @@ class Session {
   #busy = 0;
   #draining = false;
   #inFlight: AbortController | null = null;
+  /** The lane of the response running now (for an error that ends the socket mid-response). */
+  #lane: string | null = null;
   /** The last response made with `store: false`: its id and the conversation up to it, for the next message to continue. */
   #local: { id: string; items: Json[] } | null = null;
   readonly #limit: NodeJS.Timeout;
@@ -102,11 +129,17 @@ class Session {
     this.#o = o;
     this.#limit = setTimeout(() => {
       const minutes = Math.round(o.maxConnectionMs / 60_000);
-      this.#error(null, 400, 'invalid_request_error', 'websocket_connection_limit_reached', `Responses websocket connection limit reached (${minutes} minutes). Create a new websocket connection to continue.`, null);
+      this.#error(this.#lane, 400, 'invalid_request_error', 'websocket_connection_limit_reached', `Responses websocket connection limit reached (${minutes} minutes). Create a new websocket connection to continue.`, null);
+      this.#inFlight?.abort();
       this.end(1000, 'connection limit reached');
     }, o.maxConnectionMs);
     this.#limit.unref();
     ws.on('message', (data, binary) => {
+      // One response runs at a time; a few may wait behind it. More would only grow the gateway's memory.
+      if (this.#busy > MAX_PENDING) {
+        this.#error(null, 400, 'invalid_request_error', 'too_many_pending_responses', `More than ${MAX_PENDING} responses are waiting on this socket: wait for one to end before sending more.`, null);
+        return;
+      }
       this.#busy++;
       this.#queue = this.#queue.then(() => this.#handle(binary ? Buffer.from(data as Buffer).toString('utf8') : String(data))).finally(() => {
         this.#busy--;
@@ -131,8 +164,16 @@ class Session {
     if (this.#ws.readyState === this.#ws.OPEN || this.#ws.readyState === this.#ws.CONNECTING) this.#ws.close(code, reason);
   }
 
+  /** At close: the running response aborted and the socket dropped without waiting for the client's close frame. */
+  terminate(): void {
+    this.#inFlight?.abort();
+    this.#ws.terminate();
+  }
+
   async #handle(text: string): Promise<void> {
     if (this.#ws.readyState !== this.#ws.OPEN) return;
+    // Queued before the drain began: refused, not run against a gateway that is closing.
+    if (this.#draining) return this.#error(null, 503, 'server_error', 'server_shutting_down', 'The gateway is shutting down: send this again on a new connection.', null);
     let frame: unknown;
     try {
       frame = JSON.parse(text);
@@ -144,7 +185,11 @@ class Session {
       return this.#error(null, 400, 'invalid_request_error', 'unknown_event', `Unsupported client event${type === null ? '' : ` "${type.slice(0, 64)}"`}: send response.create.`, 'type');
     }
     const { type: _type, stream: _stream, stream_id: streamId, generate, ...body } = frame;
+    if (streamId !== undefined && (typeof streamId !== 'string' || !LANE.test(streamId))) {
+      return this.#error(null, 400, 'invalid_request_error', 'invalid_stream_id', 'stream_id must be 1 to 256 characters of letters, digits, _, . and -.', 'stream_id');
+    }
     const lane = typeof streamId === 'string' ? streamId : null;
+    this.#lane = lane;
     if (body.background === true) return this.#error(lane, 400, 'invalid_request_error', 'unsupported_parameter', 'background is not supported over WebSocket.', 'background');
     if (generate === false) return this.#error(lane, 400, 'invalid_request_error', 'unsupported_parameter', 'generate: false (warm-up) is not supported by the gateway.', 'generate');
     // A response kept on this socket (store: false): its conversation goes up as input, as the provider holds none of it.
@@ -163,7 +208,9 @@ class Session {
       const type = String(answer.headers['content-type'] ?? '');
       if (answer.statusCode < 200 || answer.statusCode >= 300 || !type.startsWith('text/event-stream')) {
         const raw = await answer.body.text();
-        return this.#refusal(lane, answer.statusCode, raw);
+        const headers: Record<string, string> = {};
+        for (const [name, value] of Object.entries(answer.headers)) if (ERROR_HEADERS.test(name) && typeof value === 'string') headers[name] = value;
+        return this.#refusal(lane, answer.statusCode, raw, headers);
       }
       const parser = new SSEParser();
       const decoder = new StringDecoder('utf8');
@@ -212,7 +259,7 @@ class Session {
   }
 
   /** A refused response (an HTTP error from the gateway): OpenAI's WebSocket error event, nested, with the status. */
-  #refusal(lane: string | null, status: number, raw: string): void {
+  #refusal(lane: string | null, status: number, raw: string, headers: Record<string, string>): void {
     let error: Json = {};
     try {
       const parsed = JSON.parse(raw) as unknown;
@@ -221,12 +268,13 @@ class Session {
       /* not JSON: the status says it */
     }
     const message = typeof error.message === 'string' ? error.message : `The gateway answered ${status}.`;
-    this.#error(lane, status, typeof error.type === 'string' ? error.type : 'invalid_request_error', typeof error.code === 'string' ? error.code : null, message, typeof error.param === 'string' ? error.param : null);
+    this.#error(lane, status, typeof error.type === 'string' ? error.type : 'invalid_request_error', typeof error.code === 'string' ? error.code : null, message, typeof error.param === 'string' ? error.param : null, headers);
   }
 
-  #error(lane: string | null, status: number, type: string, code: string | null, message: string, param: string | null): void {
+  #error(lane: string | null, status: number, type: string, code: string | null, message: string, param: string | null, headers?: Record<string, string>): void {
     if (this.#ws.readyState !== this.#ws.OPEN) return;
-    this.#ws.send(JSON.stringify({ type: 'error', status, ...(lane === null ? {} : { stream_id: lane }), error: { type, code, message, param } }));
+    const error = headers === undefined || Object.keys(headers).length === 0 ? { type, code, message, param } : { type, code, message, param, headers };
+    this.#ws.send(JSON.stringify({ type: 'error', status, ...(lane === null ? {} : { stream_id: lane }), error }));
   }
 
   /** Sends one event; waits for the client to read when the socket holds too much already (backpressure). */
@@ -247,11 +295,15 @@ function inputItems(input: unknown): Json[] {
   return Array.isArray(input) ? (input as Json[]) : [];
 }
 
-/** Output items as the next request's input: without ids (the provider stored none of them) and without reasoning (not replayable without its encrypted content). */
+/** Output items as the next request's input: without ids (the provider stored none of them); reasoning only with its encrypted content. */
 function replayable(output: readonly Json[]): Json[] {
   const out: Json[] = [];
   for (const item of output) {
-    if (item.type === 'reasoning' && typeof item.encrypted_content !== 'string') continue;
+    if (item.type === 'reasoning') {
+      // Replayable only with its encrypted content, and then as it came (the API wants its id).
+      if (typeof item.encrypted_content === 'string') out.push(item);
+      continue;
+    }
     const { id: _id, status: _status, ...rest } = item;
     out.push(rest);
   }

@@ -1,5 +1,6 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
+import { connect } from 'node:net';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { GATEWAY_KEY, startTestServer } from '../helpers/gateway.js';
@@ -219,6 +220,9 @@ describe("Anthropic's threads on the Messages door, through the bundled server",
   });
 });
 
+/** An upgrade to a route that takes none: refused before auth. */
+const ELSEWHERE_STATUS = 400;
+
 describe('the Responses WebSocket mode, through the bundled server', () => {
   const wsUrl = () => `${gw.url.replace('http:', 'ws:')}/v1/responses`;
   /** The handshake's answer when the gateway refuses it: its status and body. */
@@ -242,7 +246,44 @@ describe('the Responses WebSocket mode, through the bundled server', () => {
     expect(plain.status).toBe(426);
     expect(plain.headers.get('upgrade')).toBe('websocket');
     const elsewhere = await refusal(`${gw.url.replace('http:', 'ws:')}/v1/chat/completions`, { 'x-gateway-api-key': GATEWAY_KEY });
-    expect([400, 404, 405]).toContain(elsewhere.status);
+    expect(elsewhere.status).toBe(ELSEWHERE_STATUS);
+  });
+
+  /** A raw HTTP/1.1 exchange on a fresh connection: what the server sent back before it closed (or `waitMs` passed). */
+  const raw = (text: string, waitMs = 3000) =>
+    new Promise<string>((resolve, reject) => {
+      const { port } = new URL(gw.url);
+      const socket = connect(Number(port), '127.0.0.1', () => socket.write(text));
+      let got = '';
+      socket.on('data', (c: Buffer) => (got += c.toString('utf8')));
+      socket.on('close', () => resolve(got));
+      socket.on('error', reject);
+      setTimeout(() => socket.destroy(), waitMs).unref();
+    });
+
+  test("a client that resets the connection during the handshake's refusal does not take the server down", async () => {
+    const { port } = new URL(gw.url);
+    for (let i = 0; i < 5; i++) {
+      const socket = connect(Number(port), '127.0.0.1', () => {
+        socket.write('GET /v1/responses HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n');
+        socket.resetAndDestroy();
+      });
+      socket.on('error', () => undefined);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+    expect((await fetch(`${gw.url}/health`)).status).toBe(200);
+  });
+
+  test('an h2c offer (curl --http2 on plain HTTP) is declined: the request is served over HTTP/1.1 as if none was made', async () => {
+    openaiMock.next({ kind: 'text' });
+    const body = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'Hi' }] });
+    const answer = await raw(
+      `POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n` +
+        `x-gateway-api-key: ${GATEWAY_KEY}\r\nx-gateway-config: ${openaiConfig()}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+      1500,
+    );
+    expect(answer.startsWith('HTTP/1.1 200 OK')).toBe(true);
+    expect(answer).toContain('"object":"chat.completion"');
   });
 
   test('each response.create is a request of its own in the log, with the handshake\'s trace id', async () => {

@@ -49,7 +49,7 @@ const textOf = (events: Json[]) => events.filter((e) => e.type === 'response.out
 const completed = (events: Json[]) => events.find((e) => e.type === 'response.completed')!.response as Json;
 
 describe('the WebSocket mode', () => {
-  test('OpenAI (native) and Anthropic (translated) answer on one socket, one response after the other, as SSE events', async () => {
+  test('OpenAI (native) and Anthropic (translated), each on its socket, answer as SSE events; two responses in turn on one socket', async () => {
     const s = await socket({ strategy: { mode: 'fallback' }, targets: [t.targets.openai] });
     t.openaiMock.next({ kind: 'text' });
     const first = await s.create({ model: 'gpt-4o-mini', input: 'Hi' });
@@ -97,6 +97,23 @@ describe('the WebSocket mode', () => {
     const ok = await s.create({ model: 'gpt-4o-mini', input: 'Hi', stream_id: 'lane-1' });
     expect(completed(ok).status).toBe('completed');
     expect(ok.every((e) => e.stream_id === 'lane-1')).toBe(true);
+    s.ws.close();
+  });
+
+  test('a socket takes a bounded queue: messages past it are refused, the rest answered in order; a bad stream_id is refused', async () => {
+    const s = await socket(t.targets.openai);
+    t.openaiMock.next({ kind: 'text' });
+    const from = s.events.length;
+    for (let i = 0; i < 30; i++) s.ws.send(JSON.stringify({ type: 'response.create', model: 'gpt-4o-mini', input: `n${i}` }));
+    for (let i = 0; i < 400 && s.events.slice(from).filter((e) => e.type === 'response.completed' || e.type === 'error').length < 30; i++) await new Promise((r) => setTimeout(r, 25));
+    const ends = s.events.slice(from).filter((e) => e.type === 'response.completed' || e.type === 'error');
+    const refused = ends.filter((e) => e.type === 'error');
+    expect(ends).toHaveLength(30);
+    expect(refused.length).toBeGreaterThan(0);
+    expect(refused.every((e) => e.error.code === 'too_many_pending_responses')).toBe(true);
+    expect(ends.length - refused.length).toBeGreaterThanOrEqual(17);
+    const bad = await s.create({ model: 'gpt-4o-mini', input: 'Hi', stream_id: 'x'.repeat(300) });
+    expect(bad).toEqual([{ type: 'error', status: 400, error: expect.objectContaining({ code: 'invalid_stream_id', param: 'stream_id' }) }]);
     s.ws.close();
   });
 
