@@ -82,7 +82,16 @@ export const LOG_STORE = serviceToken<LogStoreStatus>('gateway.logs.store', 'log
 export type UpstreamAuth =
   | { type: 'none' }
   | { type: 'header'; name: string; value: string }
-  | { type: 'oauth'; clientId: string | null; clientSecret: string | null; scopes: readonly string[] | null };
+  | {
+      type: 'oauth';
+      clientId: string | null;
+      clientSecret: string | null;
+      scopes: readonly string[] | null;
+      /** The client was registered by the gateway (dynamic registration), not configured. */
+      registered?: boolean;
+      /** Of a registered client: the authorization server it was registered at; null when unknown. */
+      issuer?: string | null;
+    };
 
 /** Hook lists as a config holds them (any of the four). */
 export interface GuardrailLists {

@@ -31,6 +31,15 @@ import { mcpError } from './errors.js';
 type Sdk = typeof import('@modelcontextprotocol/sdk/client/auth.js');
 type ServerInfo = Awaited<ReturnType<Sdk['discoverOAuthServerInfo']>>;
 
+/** What an MCP server's `Bearer` challenge said (a 401 without a token, or a 403 `insufficient_scope`). */
+export interface Challenge {
+  error?: string;
+  /** The scopes the server asks for (space-separated). */
+  scope?: string;
+  /** Where its protected resource metadata is (RFC 9728's `resource_metadata`). */
+  resourceMetadataUrl?: string;
+}
+
 export interface OAuthOptions {
   store: () => McpServerStore;
   upstream: UpstreamClient;
@@ -53,6 +62,8 @@ interface State {
   v: string;
   /** Redirect URI used. */
   r: string;
+  /** The resource metadata URL the server's challenge named, when it named one (so the redirect discovers the same). */
+  m?: string;
   /** Expiry, epoch ms. */
   e: number;
 }
@@ -94,16 +105,24 @@ export class OAuthFlow {
     return (this.#sdk ??= import('@modelcontextprotocol/sdk/client/auth.js'));
   }
 
-  async #info(server: McpServerConfig): Promise<ServerInfo> {
-    const key = `${server.id}\n${server.url}`;
+  async #info(server: McpServerConfig, resourceMetadataUrl?: string): Promise<ServerInfo> {
+    const key = `${server.id}\n${server.url}\n${resourceMetadataUrl ?? ''}`;
     const known = this.#discovery.get(key);
     if (known !== undefined && this.#o.now() - known.at < DISCOVERY_TTL_MS) return known.info;
     const sdk = await this.#auth();
     let info: ServerInfo;
     try {
-      info = await sdk.discoverOAuthServerInfo(server.url, { fetchFn: this.#fetch });
+      info = await sdk.discoverOAuthServerInfo(server.url, { fetchFn: this.#fetch, ...(resourceMetadataUrl === undefined ? {} : { resourceMetadataUrl: new URL(resourceMetadataUrl) }) });
     } catch (err) {
       throw failed(server, 'its authorization server could not be discovered', err);
+    }
+    // RFC 9728 §3.3: metadata naming another resource is not this server's (a server pointing clients at another's).
+    const resource = info.resourceMetadata?.resource;
+    if (resource !== undefined) {
+      const { checkResourceAllowed } = await import('@modelcontextprotocol/sdk/shared/auth-utils.js');
+      if (!checkResourceAllowed({ requestedResource: server.url, configuredResource: resource })) {
+        throw failed(server, `its protected resource metadata is for another resource (${String(resource).slice(0, 200)}, not ${server.url})`);
+      }
     }
     if (this.#discovery.size > 1000) this.#discovery.clear();
     this.#discovery.set(key, { at: this.#o.now(), info });
@@ -113,7 +132,9 @@ export class OAuthFlow {
   /** The client the gateway is at the server's authorization server: configured, or registered now and kept. */
   async #client(server: McpServerConfig, info: ServerInfo, redirectUri: string): Promise<{ client_id: string; client_secret?: string }> {
     const auth = server.auth as Extract<McpServerConfig['auth'], { type: 'oauth' }>;
-    if (auth.clientId !== null) return auth.clientSecret === null ? { client_id: auth.clientId } : { client_id: auth.clientId, client_secret: auth.clientSecret };
+    // A client registered at another authorization server (the server moved to a new one) is registered again there.
+    const stale = auth.registered === true && auth.issuer !== undefined && auth.issuer !== null && auth.issuer !== info.authorizationServerUrl;
+    if (auth.clientId !== null && !stale) return auth.clientSecret === null ? { client_id: auth.clientId } : { client_id: auth.clientId, client_secret: auth.clientSecret };
     // One registration per server at a time: two users authorizing at once must end up with the same client.
     let pending = this.#registering.get(server.id);
     if (pending === undefined) {
@@ -125,10 +146,11 @@ export class OAuthFlow {
 
   async #register(server: McpServerConfig, info: ServerInfo, redirectUri: string): Promise<{ client_id: string; client_secret?: string }> {
     const metadata = info.authorizationServerMetadata;
-    if (metadata?.registration_endpoint === undefined) {
+    // Without metadata at all, the default endpoint (`/register` at the authorization server) is tried.
+    if (metadata !== undefined && metadata.registration_endpoint === undefined) {
       throw mcpError('mcp_authorization_failed', `MCP server "${server.name}": its authorization server offers no dynamic client registration; set auth.client_id (and client_secret) on the server.`);
     }
-    const methods = metadata.token_endpoint_auth_methods_supported;
+    const methods = metadata?.token_endpoint_auth_methods_supported;
     // A server-side client can keep a secret: ask for one where the server allows it.
     const method = methods === undefined || methods.includes('client_secret_basic') ? 'client_secret_basic' : methods.includes('client_secret_post') ? 'client_secret_post' : 'none';
     const sdk = await this.#auth();
@@ -142,19 +164,21 @@ export class OAuthFlow {
           grant_types: ['authorization_code', 'refresh_token'],
           response_types: ['code'],
           token_endpoint_auth_method: method,
-        },
+          // OpenID's registration field (RFC 7591 allows it): a server-side client with an https (or loopback) redirect.
+          application_type: 'web',
+        } as Parameters<Sdk['registerClient']>[1]['clientMetadata'],
         fetchFn: this.#fetch,
       });
     } catch (err) {
       throw failed(server, 'registering the gateway as a client failed', err);
     }
-    await this.#o.store().saveOAuthClient(server.id, registered.client_id, registered.client_secret ?? null);
+    await this.#o.store().saveOAuthClient(server.id, registered.client_id, registered.client_secret ?? null, info.authorizationServerUrl);
     return registered.client_secret === undefined ? { client_id: registered.client_id } : { client_id: registered.client_id, client_secret: registered.client_secret };
   }
 
   /** An authorization URL for this caller and server, valid for `stateTtlMs`. */
-  async authorizationUrl(server: McpServerConfig, caller: McpCaller, redirectUri: string): Promise<{ url: string; expiresAt: number }> {
-    const info = await this.#info(server);
+  async authorizationUrl(server: McpServerConfig, caller: McpCaller, redirectUri: string, challenge?: Challenge): Promise<{ url: string; expiresAt: number }> {
+    const info = await this.#info(server, challenge?.resourceMetadataUrl);
     const client = await this.#client(server, info, redirectUri);
     const metadata = info.authorizationServerMetadata;
     const endpoint = metadata?.authorization_endpoint ?? new URL('/authorize', info.authorizationServerUrl).href;
@@ -164,7 +188,7 @@ export class OAuthFlow {
     }
     const verifier = randomBytes(32).toString('base64url');
     const expiresAt = this.#o.now() + this.#o.stateTtlMs;
-    const state: State = { s: server.id, u: caller.userId, k: caller.apiKeyId, v: verifier, r: redirectUri, e: expiresAt };
+    const state: State = { s: server.id, u: caller.userId, k: caller.apiKeyId, v: verifier, r: redirectUri, e: expiresAt, ...(challenge?.resourceMetadataUrl === undefined ? {} : { m: challenge.resourceMetadataUrl }) };
     const url = new URL(endpoint);
     url.searchParams.set('response_type', 'code');
     url.searchParams.set('client_id', client.client_id);
@@ -173,7 +197,7 @@ export class OAuthFlow {
     url.searchParams.set('code_challenge_method', 'S256');
     url.searchParams.set('state', this.#o.store().seal(JSON.stringify(state), STATE_PURPOSE));
     url.searchParams.set('resource', resourceOf(server, info));
-    const scope = scopeOf(server, info);
+    const scope = scopeOf(server, info, challenge?.scope);
     if (scope !== undefined) url.searchParams.set('scope', scope);
     return { url: url.href, expiresAt };
   }
@@ -202,7 +226,13 @@ export class OAuthFlow {
     }
     const code = query.get('code');
     if (code === null || code === '') throw new GatewayError('invalid_request', 'The redirect carries no code parameter.', { param: 'code' });
-    const info = await this.#info(server);
+    const info = await this.#info(server, state.m);
+    // RFC 9207: the issuer the redirect names must be the one the request went to (a mix-up otherwise); a server
+    // that says it always names one must have.
+    const iss = query.get('iss');
+    const issuer = info.authorizationServerMetadata?.issuer;
+    if (iss !== null && issuer !== undefined && iss !== issuer) throw failed(server, `the redirect came from another issuer (${iss.slice(0, 200)}, not ${issuer})`);
+    if (iss === null && (info.authorizationServerMetadata as { authorization_response_iss_parameter_supported?: unknown } | undefined)?.authorization_response_iss_parameter_supported === true) throw failed(server, 'the redirect names no issuer, which its authorization server says it always does');
     const client = await this.#client(server, info, state.r);
     const sdk = await this.#auth();
     let tokens;
@@ -213,7 +243,8 @@ export class OAuthFlow {
         authorizationCode: code,
         codeVerifier: state.v,
         redirectUri: state.r,
-        resource: new URL(resourceOf(server, info)),
+        // The same text as the authorization request's (a URL object would gain a trailing slash on a bare origin).
+        resource: resourceOf(server, info) as unknown as URL,
         fetchFn: this.#fetch,
       });
     } catch (err) {
@@ -266,7 +297,7 @@ export class OAuthFlow {
         metadata: info.authorizationServerMetadata,
         clientInformation: auth.clientSecret === null ? { client_id: auth.clientId } : { client_id: auth.clientId, client_secret: auth.clientSecret },
         refreshToken: tokens.refresh_token!,
-        resource: new URL(resourceOf(server, info)),
+        resource: resourceOf(server, info) as unknown as URL,
         fetchFn: this.#fetch,
       });
       const set = this.#tokenSet(fresh, tokens);
@@ -290,11 +321,16 @@ function resourceOf(server: McpServerConfig, info: ServerInfo): string {
   return info.resourceMetadata?.resource ?? server.url;
 }
 
-/** The scopes asked for: the server's configured ones, else those its resource metadata lists, else none. */
-function scopeOf(server: McpServerConfig, info: ServerInfo): string | undefined {
+/**
+ * The scopes asked for: the server's configured ones, else those its challenge asked for (MCP's scope selection:
+ * the `WWW-Authenticate` scope first), else those its resource metadata lists, else none.
+ */
+function scopeOf(server: McpServerConfig, info: ServerInfo, challenged?: string): string | undefined {
   const auth = server.auth as Extract<McpServerConfig['auth'], { type: 'oauth' }>;
-  const scopes = auth.scopes ?? info.resourceMetadata?.scopes_supported ?? null;
-  return scopes === null || scopes.length === 0 ? undefined : scopes.join(' ');
+  if (auth.scopes !== null && auth.scopes.length > 0) return auth.scopes.join(' ');
+  if (challenged !== undefined && challenged.trim() !== '') return challenged.trim();
+  const listed = info.resourceMetadata?.scopes_supported;
+  return listed === undefined || listed.length === 0 ? undefined : listed.join(' ');
 }
 
 function failed(server: McpServerConfig, what: string, err?: unknown): GatewayError {

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { GatewayError, type JsonRpcId, type Logger, type RequestContext, type UpstreamClient, type UpstreamResponse } from '../../sdk/index.js';
 import { TimedOut } from './answers.js';
-import { AuthorizationRequired, type OAuthFlow } from './oauth.js';
+import { AuthorizationRequired, type Challenge, type OAuthFlow } from './oauth.js';
 import type { McpCaller, McpConnection, McpServerConfig, McpSession } from './store/types.js';
 
 /** Ending an upstream session is a courtesy with a short leash. */
@@ -61,21 +61,36 @@ export class McpUpstream {
     let token: string | null = null;
     if (auth.type === 'oauth') {
       token = await this.#d.oauth.accessToken(server, connection);
-      if (token === null) throw await this.#authorizationRequired(ctx, server);
-      headers.authorization = `Bearer ${token}`;
+      if (token !== null) headers.authorization = `Bearer ${token}`;
     }
     let upstream = await this.#send(ctx, server, headers, call);
-    if (upstream.status === 401 && auth.type === 'oauth') {
+    if (auth.type !== 'oauth') return upstream;
+    if (upstream.status === 401 && token === null) {
+      // No token yet: the request went without one, as MCP's authorization asks, and the server's challenge says where
+      // its metadata is and which scope it wants.
+      upstream.body.discard();
+      throw await this.#authorizationRequired(ctx, server, challengeOf(upstream));
+    }
+    if (upstream.status === 401) {
       upstream.body.discard();
       token = await this.#d.oauth.accessToken(server, connection, true);
-      if (token === null) throw await this.#authorizationRequired(ctx, server);
+      if (token === null) throw await this.#authorizationRequired(ctx, server, challengeOf(upstream));
       headers.authorization = `Bearer ${token}`;
       upstream = await this.#send(ctx, server, headers, call);
       if (upstream.status === 401) {
         upstream.body.discard();
         await this.#d.oauth.forget(connection);
-        throw await this.#authorizationRequired(ctx, server);
+        throw await this.#authorizationRequired(ctx, server, challengeOf(upstream));
       }
+    }
+    const challenge = upstream.status === 403 ? challengeOf(upstream) : null;
+    if (challenge !== null && challenge.error === 'insufficient_scope') {
+      // A step-up: the token lacks a scope this call needs. The user authorizes again for what the token had and what
+      // the server asks now.
+      upstream.body.discard();
+      const granted = connection.tokens?.scope?.split(' ').filter((x) => x !== '') ?? [];
+      const asked = challenge.scope?.split(' ').filter((x) => x !== '') ?? [];
+      throw await this.#authorizationRequired(ctx, server, { ...challenge, scope: [...new Set([...granted, ...asked])].join(' ') || undefined });
     }
     return upstream;
   }
@@ -102,8 +117,8 @@ export class McpUpstream {
     }
   }
 
-  async #authorizationRequired(ctx: RequestContext, server: McpServerConfig): Promise<AuthorizationRequired> {
-    const { url, expiresAt } = await this.#d.oauth.authorizationUrl(server, this.#d.caller(ctx), this.#d.redirectUri(ctx));
+  async #authorizationRequired(ctx: RequestContext, server: McpServerConfig, challenge: Challenge | null = null): Promise<AuthorizationRequired> {
+    const { url, expiresAt } = await this.#d.oauth.authorizationUrl(server, this.#d.caller(ctx), this.#d.redirectUri(ctx), challenge ?? undefined);
     return new AuthorizationRequired(url, expiresAt, server.name);
   }
 
@@ -136,4 +151,23 @@ export class McpUpstream {
       this.#d.logger.debug({ err, mcp_server_id: server.id }, 'ending an upstream MCP session failed');
     }
   }
+}
+
+/**
+ * The `Bearer` challenge of a 401 or 403 (RFC 6750, RFC 9728): `error`, `scope` and `resource_metadata`. Null when
+ * the answer carries none.
+ */
+export function challengeOf(upstream: UpstreamResponse): Challenge | null {
+  const raw = upstream.headers['www-authenticate'];
+  const header = Array.isArray(raw) ? raw.join(', ') : raw;
+  if (typeof header !== 'string' || !/^\s*bearer\b/i.test(header)) return null;
+  const params: Record<string, string> = {};
+  for (const m of header.matchAll(/([a-z_]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))/gi)) params[m[1]!.toLowerCase()] = (m[2] ?? m[3] ?? '').replace(/\\(.)/g, '$1');
+  let resourceMetadataUrl: string | undefined;
+  try {
+    resourceMetadataUrl = params.resource_metadata === undefined ? undefined : new URL(params.resource_metadata).href;
+  } catch {
+    resourceMetadataUrl = undefined;
+  }
+  return { error: params.error, scope: params.scope, resourceMetadataUrl };
 }

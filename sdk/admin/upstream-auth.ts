@@ -62,7 +62,7 @@ export interface AuthColumns {
   auth_secret: string | null;
   /** The secret masked, for answers; null when there is none. */
   auth_masked: string | null;
-  /** MCP servers only: `{ client_id, scopes, registered }` as JSON. */
+  /** MCP servers only: `{ client_id, scopes, registered, issuer }` as JSON. */
   oauth?: string | null;
 }
 
@@ -71,6 +71,8 @@ interface OAuthColumn {
   scopes: string[] | null;
   /** The client was registered by the gateway (dynamic registration), not configured. */
   registered: boolean;
+  /** Of a registered client: the authorization server it was registered at (absent in rows written before it was kept). */
+  issuer?: string | null;
 }
 
 /** The columns to store for `auth`, its secret sealed with `aad` (the row's own binding). */
@@ -89,9 +91,9 @@ export function sealAuth(box: SecretBox, auth: AuthInput, aad: string): AuthColu
 }
 
 /** The columns after the gateway registered an OAuth client for the server. */
-export function registeredClient(box: SecretBox, current: string | null, clientId: string, clientSecret: string | null, aad: string): AuthColumns {
+export function registeredClient(box: SecretBox, current: string | null, clientId: string, clientSecret: string | null, aad: string, issuer: string | null = null): AuthColumns {
   const previous = current === null ? null : (JSON.parse(current) as OAuthColumn);
-  const oauth: OAuthColumn = { client_id: clientId, scopes: previous?.scopes ?? null, registered: true };
+  const oauth: OAuthColumn = { client_id: clientId, scopes: previous?.scopes ?? null, registered: true, issuer };
   return {
     auth_type: 'oauth',
     auth_header: null,
@@ -116,7 +118,7 @@ export function openAuth(box: SecretBox, row: AuthColumns, aad: string, what: st
   if (row.auth_type === 'header') return { type: 'header', name: row.auth_header ?? 'authorization', value: open() ?? '' };
   if (row.auth_type === 'oauth') {
     const oauth = row.oauth ? (JSON.parse(row.oauth) as OAuthColumn) : { client_id: null, scopes: null, registered: false };
-    return { type: 'oauth', clientId: oauth.client_id, clientSecret: open(), scopes: oauth.scopes };
+    return { type: 'oauth', clientId: oauth.client_id, clientSecret: open(), scopes: oauth.scopes, registered: oauth.registered, issuer: oauth.issuer ?? null };
   }
   return { type: 'none' };
 }

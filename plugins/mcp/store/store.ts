@@ -170,10 +170,10 @@ export class McpStore implements McpServerStore, UpstreamServerService<McpServer
     return true;
   }
 
-  async saveOAuthClient(serverId: string, clientId: string, clientSecret: string | null): Promise<void> {
+  async saveOAuthClient(serverId: string, clientId: string, clientSecret: string | null, issuer: string | null = null): Promise<void> {
     const row = await this.#deps.repo.servers.byId(serverId);
     if (row === undefined) return;
-    const columns = registeredClient(this.#box, row.oauth, clientId, clientSecret, serverAad(serverId));
+    const columns = registeredClient(this.#box, row.oauth, clientId, clientSecret, serverAad(serverId), issuer);
     await this.#deps.repo.servers.update(serverId, { ...columns, updated_at: this.#now() });
     this.#servers.delete(serverId);
   }

@@ -64,7 +64,8 @@ export interface McpServerStore {
   /** Replaces a connection's OAuth tokens (null forgets them). False when the connection is gone (revoked meanwhile). */
   saveTokens(connectionId: string, tokens: OAuthTokenSet | null): Promise<boolean>;
   /** Keeps the OAuth client the gateway registered with the server's authorization server. */
-  saveOAuthClient(serverId: string, clientId: string, clientSecret: string | null): Promise<void>;
+  /** Keeps the client the gateway registered at `issuer` (the authorization server) for the server. */
+  saveOAuthClient(serverId: string, clientId: string, clientSecret: string | null, issuer?: string | null): Promise<void>;
   createSession(sessionId: string, connection: McpConnection, apiKeyId: string, upstreamSessionId: string | null): Promise<void>;
   session(sessionId: string): Promise<McpSession | undefined>;
   /** Records that a session was used (callers throttle it). */
