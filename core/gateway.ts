@@ -44,7 +44,8 @@ export interface Gateway {
   /**
    * Pass to the HTTP server's `upgrade` event (`server.on('upgrade', gateway.upgrade)`): a WebSocket handshake runs
    * the request's stages (route, auth, scope) and the route's handler takes the socket (the Responses door's
-   * WebSocket mode); any other upgrade is answered as a plain HTTP error and closed.
+   * WebSocket mode), or is answered as a plain HTTP error and closed; an offer of another protocol (`h2c`) is
+   * declined and the request served over HTTP/1.1 by the server that received it.
    */
   readonly upgrade: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
   /** Resolves when every plugin's `onReady` finished. Rejects when one failed. */
@@ -55,6 +56,12 @@ export interface Gateway {
   readonly logger: Logger;
   /** Requests being served now. */
   readonly inFlight: number;
+  /**
+   * Takes the gateway out of rotation without stopping it: the readiness route (`GET /ready`) answers 503 from now
+   * on, while every request is still served, so a load balancer stops sending traffic before `close` refuses it.
+   * `close` does this too.
+   */
+  markUnready(): void;
   /**
    * Stops the gateway: from the call on, a new request is answered 503
    * `service_unavailable` (with `connection: close`) and not run; requests
@@ -202,6 +209,9 @@ export function createGateway(init: CreateGatewayOptions): Gateway {
       duringBoot('onDrain');
       drainFns.push(fn);
     },
+    accepting() {
+      return !unready;
+    },
   };
 
   for (const plugin of init.plugins) plugin.apply(api);
@@ -228,6 +238,8 @@ export function createGateway(init: CreateGatewayOptions): Gateway {
   // not closed, or sent just as the signal came) is answered 503 and never run, so the drain has a fixed set of
   // requests to wait for and none of them starts once plugins close.
   let refusing = false;
+  // Out of rotation (markUnready, or closing): the readiness route says so; requests are still served until close.
+  let unready = false;
   // Requests received before `ready`: not in the pipeline's count yet, but accepted, so close() waits for them too.
   let waitingForReady = 0;
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
@@ -276,6 +288,7 @@ export function createGateway(init: CreateGatewayOptions): Gateway {
   const close = (graceMs = 10_000): Promise<void> => {
     // Synchronously, before any await: a request dispatched after this call is refused.
     refusing = true;
+    unready = true;
     closing ??= (async () => {
       for (const fn of drainFns) {
         try {
@@ -310,6 +323,9 @@ export function createGateway(init: CreateGatewayOptions): Gateway {
     logger,
     get inFlight() {
       return pipeline.inFlight;
+    },
+    markUnready() {
+      unready = true;
     },
     close,
   };

@@ -164,4 +164,10 @@ export interface PluginAPI extends Registries {
    * period (a long-lived stream a client reconnects, to another instance).
    */
   onDrain(fn: () => void): void;
+  /**
+   * Whether the gateway wants new traffic: false from `Gateway.markUnready` (an orchestrator is taking it out of
+   * rotation, before the listener closes) and through `close`. The readiness route reads it; requests are still
+   * served while it is false, until `close`.
+   */
+  accepting(): boolean;
 }

@@ -86,6 +86,12 @@ export const ServerConfigSchema = v.strictObject({
   ),
   /** How long a shutdown waits for in-flight requests and streams. Default 10 000 ms. */
   shutdownTimeoutMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
+  /**
+   * On SIGTERM, how long the gateway stays in service with `GET /ready` answering 503 before its listener closes, so
+   * an orchestrator takes it out of rotation first (Kubernetes: about its readiness probe's period times its failure
+   * threshold). Default 0: the shutdown starts at once.
+   */
+  readinessDrainMs: v.optional(v.pipe(v.number(), v.integer(), v.minValue(0))),
   /** Provider slugs and virtual keys: slug → `{ provider, api_key, … }` (read by the `provider-registry` plugin). */
   providers: v.optional(v.record(v.string(), plainObject())),
   /** Guardrails by id, for string items in `input_guardrails` / `output_guardrails` (read by the `guardrails` plugin). */

@@ -11,7 +11,8 @@ export async function serve(argv: readonly string[]): Promise<void> {
     if (signalled) return;
     signalled = true;
     running.gateway.logger.info({ signal, in_flight: running.gateway.inFlight }, 'shutting down');
-    running.close().then(
+    // A signal from an orchestrator: out of rotation for `readinessDrainMs` first, then the graceful shutdown.
+    running.close({ drain: true }).then(
       () => process.exit(0),
       (err) => {
         process.stderr.write(`shutdown failed: ${(err as Error).message}\n`);

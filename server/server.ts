@@ -58,9 +58,11 @@ export interface RunningServer {
    * Stops accepting connections; answers a request that still arrives on an
    * open one with 503 and `connection: close`; lets every request received
    * before finish, streams included (up to `shutdownTimeoutMs`); closes
-   * plugins, flushes logs, then closes the connections.
+   * plugins, flushes logs, then closes the connections. With `drain` (a
+   * signal from an orchestrator), first `readinessDrainMs` out of rotation:
+   * `GET /ready` answers 503 while every request is still served.
    */
-  close(): Promise<void>;
+  close(options?: { drain?: boolean }): Promise<void>;
 }
 
 /** Starts the bundled node:http server: reads the config, loads the plugins it names, serves. */
@@ -155,10 +157,16 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const address = server.address() as AddressInfo;
   if (warning !== null) logger.warn({ address: address.address, port: address.port }, warning);
   const shutdownTimeoutMs = config.shutdownTimeoutMs ?? 10_000;
+  const readinessDrainMs = config.readinessDrainMs ?? 0;
 
   let closing: Promise<void> | null = null;
-  const close = () =>
+  const close = (options: { drain?: boolean } = {}) =>
     (closing ??= (async () => {
+      if (options.drain === true && readinessDrainMs > 0) {
+        // Out of rotation first: GET /ready answers 503 while everything is still served, then the listener closes.
+        gateway.markUnready();
+        await new Promise((r) => setTimeout(r, readinessDrainMs));
+      }
       const deadline = performance.now() + shutdownTimeoutMs;
       const stopped = connections.stopAccepting();
       // Refuses what arrives from now on (503), waits for what it accepted, closes plugins and flushes logs.

@@ -20,14 +20,14 @@ export const ENTRY_KINDS: readonly EntryKind[] = ['api', 'housekeeping'];
  * otherwise, by route name (a name stays the same wherever a plugin mounts its route): the dashboard's
  * page, files and sign-in probe; the API reference (`/v1/openapi.json`, the `/docs` viewer and its
  * files); who-am-I and single sign-on (the sign-in page's probes, the login round trip, sign-out);
- * `/health`; `/metrics` and `/v1/metrics` (`metrics`, `metrics.2`); and the log and analytics routes (the dashboard's every page view reads them,
+ * `/health` and `/ready`; `/metrics` and `/v1/metrics` (`metrics`, `metrics.2`); and the log and analytics routes (the dashboard's every page view reads them,
  * and counting the reads of the log in the log's own figures only measures who looks).
  */
 export const DEFAULT_HOUSEKEEPING_ROUTES: readonly string[] = [
   'dashboard.redirect', 'dashboard.index', 'dashboard.asset', 'dashboard.session',
   'openapi.document', 'openapi.viewer', 'openapi.viewer.file',
   'auth.whoami', 'auth.sso.config', 'auth.sso.login', 'auth.sso.callback', 'auth.logout',
-  'health', 'metrics', 'metrics.2',
+  'health', 'health.ready', 'metrics', 'metrics.2',
   'logs.list', 'logs.get', 'logs.groups', 'analytics.groups', 'analytics.timeseries',
 ];
 

@@ -90,7 +90,7 @@ export function responsesWebSocket(api: PluginAPI, opts: WebSocketOptions) {
     headers.accept = 'text/event-stream';
     upgrade.taken = true;
     wss.handleUpgrade(upgrade.req, upgrade.socket, upgrade.head, (ws) => {
-      const s = new Session(ws, { url: `${origin}${opts.path}`, headers, agent: self, maxConnectionMs: opts.maxConnectionMs, log: ctx.log }, () => open.delete(s));
+      const s = new Session(ws, { url: `${origin}${opts.path}`, headers, agent: self, maxConnectionMs: opts.maxConnectionMs, maxPendingBytes: opts.maxFrameBytes, log: ctx.log }, () => open.delete(s));
       open.add(s);
       if (draining) s.drain();
     });
@@ -107,6 +107,8 @@ interface SessionOptions {
   headers: Record<string, string>;
   agent: Agent;
   maxConnectionMs: number;
+  /** Bytes of messages that may wait behind the running one (the size of one frame at most). */
+  maxPendingBytes: number;
   log: RequestContext['log'];
 }
 
@@ -116,6 +118,8 @@ class Session {
   readonly #o: SessionOptions;
   #queue: Promise<void> = Promise.resolve();
   #busy = 0;
+  /** Bytes of the messages waiting (not the one running). */
+  #pendingBytes = 0;
   #draining = false;
   #inFlight: AbortController | null = null;
   /** The lane of the response running now (for an error that ends the socket mid-response). */
@@ -135,13 +139,19 @@ class Session {
     }, o.maxConnectionMs);
     this.#limit.unref();
     ws.on('message', (data, binary) => {
-      // One response runs at a time; a few may wait behind it. More would only grow the gateway's memory.
-      if (this.#busy > MAX_PENDING) {
-        this.#error(null, 400, 'invalid_request_error', 'too_many_pending_responses', `More than ${MAX_PENDING} responses are waiting on this socket: wait for one to end before sending more.`, null);
+      const text = binary ? Buffer.from(data as Buffer).toString('utf8') : String(data);
+      // One response runs at a time; a few may wait behind it (in number and in bytes). More would only grow the gateway's memory.
+      if (this.#busy > MAX_PENDING || (this.#busy > 0 && this.#pendingBytes + text.length > o.maxPendingBytes)) {
+        this.#error(null, 400, 'invalid_request_error', 'too_many_pending_responses', `Too many responses are waiting on this socket (at most ${MAX_PENDING}, and one frame's size): wait for one to end before sending more.`, null);
         return;
       }
+      const waits = this.#busy > 0 ? text.length : 0;
+      this.#pendingBytes += waits;
       this.#busy++;
-      this.#queue = this.#queue.then(() => this.#handle(binary ? Buffer.from(data as Buffer).toString('utf8') : String(data))).finally(() => {
+      this.#queue = this.#queue.then(() => {
+        this.#pendingBytes -= waits;
+        return this.#handle(text);
+      }).finally(() => {
         this.#busy--;
         if (this.#draining && this.#busy === 0) this.end(1001, 'The gateway is shutting down.');
       });

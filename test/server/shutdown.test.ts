@@ -224,3 +224,31 @@ test('a bad config file fails start-up with a clear message and exit 1', async (
   expect(await exited(child)).toBe(1);
   expect(err).toContain('plugins[0].name');
 }, 30_000);
+
+test('with readinessDrainMs, SIGTERM first takes the gateway out of rotation: /ready answers 503 while requests are still served, then it shuts down and exits 0', async () => {
+  const { mkdtempSync, writeFileSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const file = join(mkdtempSync(join(tmpdir(), 'gw-ready-')), 'gateway.json');
+  writeFileSync(file, JSON.stringify({ extends: 'default', readinessDrainMs: 1500 }));
+  const { child, port } = await start({ GATEWAY_CONFIG: file });
+  const base = `http://127.0.0.1:${port}`;
+  expect((await fetch(`${base}/ready`)).status).toBe(200);
+  const exit = exited(child);
+  child.kill('SIGTERM');
+  let ready = 200;
+  for (let i = 0; i < 100 && ready === 200; i++) {
+    ready = (await fetch(`${base}/ready`)).status;
+    if (ready === 200) await new Promise((r) => setTimeout(r, 10));
+  }
+  expect(ready).toBe(503);
+  // Still in service: a new connection is accepted and a request runs.
+  const served = await fetch(`${base}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-gateway-api-key': 'shutdown-key-1', 'x-gateway-provider': 'openai', 'x-gateway-custom-host': mock.baseURL, connection: 'close' },
+    body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'during the drain' }] }),
+  });
+  expect(served.status).toBe(200);
+  expect((await fetch(`${base}/health`, { headers: { connection: 'close' } })).status).toBe(200);
+  expect(await exit).toBe(0);
+});

@@ -304,7 +304,7 @@ describe('options', () => {
       expect(res.headers.get('cache-control')).toBe('private, no-cache');
       const closedDoc = await res.json();
       expect(closedDoc.paths['/v1/openapi.json'].get.security).toBeUndefined();
-      expect(Object.keys(closedDoc.paths)).toEqual(['/health', '/v1/openapi.json', '/docs', '/docs/{file}']);
+      expect(Object.keys(closedDoc.paths)).toEqual(['/health', '/ready', '/v1/openapi.json', '/docs', '/docs/{file}']);
       expect((await fetch(`${closed.url}/docs`)).status).toBe(200);
     } finally {
       await closed.close();
@@ -319,7 +319,7 @@ describe('options', () => {
       const d = await (await fetch(`${moved.url}/api/spec.json`)).json();
       expect(d.info.title).toBe('Acme gateway');
       expect(d.servers).toEqual([{ url: 'https://gw.example.com' }]);
-      expect(Object.keys(d.paths)).toEqual(['/health', '/api/spec.json']);
+      expect(Object.keys(d.paths)).toEqual(['/health', '/ready', '/api/spec.json']);
     } finally {
       await moved.close();
     }

@@ -51,7 +51,7 @@ test('renders the document, offline and within its CSP; Authorize and Try it out
   await page.goto(`${gw.url}/docs`);
   const op = page.locator('[id^="operations-Test-"]');
   await op.waitFor({ timeout: 20_000 });
-  expect(await page.locator('.opblock').count()).toBe(5);
+  expect(await page.locator('.opblock').count()).toBe(6);
 
   await page.locator('.auth-wrapper button.authorize').click();
   await page.locator('.modal-ux input').first().fill(KEY);
