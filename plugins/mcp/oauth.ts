@@ -164,8 +164,9 @@ export class OAuthFlow {
           grant_types: ['authorization_code', 'refresh_token'],
           response_types: ['code'],
           token_endpoint_auth_method: method,
-          // OpenID's registration field (RFC 7591 allows it): a server-side client with an https (or loopback) redirect.
-          application_type: 'web',
+          // OpenID's registration field (RFC 7591 allows it), as MCP asks clients to send it: `native` for a loopback
+          // redirect (a gateway on a developer's machine), else `web`.
+          application_type: isLoopback(redirectUri) ? 'native' : 'web',
         } as Parameters<Sdk['registerClient']>[1]['clientMetadata'],
         fetchFn: this.#fetch,
       });
@@ -338,4 +339,15 @@ function failed(server: McpServerConfig, what: string, err?: unknown): GatewayEr
   // The SDK's messages name endpoints and OAuth error codes, never credentials; cut them short all the same.
   const why = err instanceof Error && err.message !== '' ? `: ${err.message.slice(0, 300)}` : '';
   return mcpError('mcp_authorization_failed', `MCP server "${server.name}": ${what}${why}.`, { cause: err });
+}
+
+/** Whether a redirect URI points at this machine (`localhost`, 127.0.0.0/8, `::1`). */
+function isLoopback(uri: string): boolean {
+  let host: string;
+  try {
+    host = new URL(uri).hostname;
+  } catch {
+    return false;
+  }
+  return host === 'localhost' || host === '[::1]' || host === '::1' || /^127(?:\.\d{1,3}){3}$/.test(host);
 }

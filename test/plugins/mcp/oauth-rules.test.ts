@@ -163,7 +163,8 @@ describe("MCP's authorization rules toward an upstream server", () => {
     expect(up.seen.mcp.slice(before)).toEqual([{ auth: undefined, method: 'initialize' }]);
     const url = new URL(refused.body.error.data.authorization_url);
     expect(url.searchParams.get('scope')).toBe('tools');
-    expect(up.seen.register.at(-1)).toMatchObject({ application_type: 'web', redirect_uris: [`${gw.url}/v1/mcp/oauth/callback`] });
+    // The gateway's redirect is on loopback here (a developer's machine): registered as native; a public URL is web.
+    expect(up.seen.register.at(-1)).toMatchObject({ application_type: 'native', redirect_uris: [`${gw.url}/v1/mcp/oauth/callback`] });
     const done = await approve(url.href);
     expect(done.status).toBe(200);
     expect(url.searchParams.get('resource')).toBe(serverUrl());
