@@ -2,7 +2,7 @@ import type { Socket } from 'node:net';
 import { StringDecoder } from 'node:string_decoder';
 import { Agent, request } from 'undici';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { isObject, SSEParser, type GatewayResponse, type PluginAPI, type RequestContext } from '../../sdk/index.js';
+import { isObject, responses, SSEParser, type GatewayResponse, type PluginAPI, type RequestContext } from '../../sdk/index.js';
 
 type Json = Record<string, unknown>;
 
@@ -201,11 +201,11 @@ class Session {
     const lane = typeof streamId === 'string' ? streamId : null;
     this.#lane = lane;
     if (body.background === true) return this.#error(lane, 400, 'invalid_request_error', 'unsupported_parameter', 'background is not supported over WebSocket.', 'background');
-    if (generate === false) return this.#error(lane, 400, 'invalid_request_error', 'unsupported_parameter', 'generate: false (warm-up) is not supported by the gateway.', 'generate');
-    // A response kept on this socket (store: false): its conversation goes up as input, as the provider holds none of it.
+    // A response kept on this socket (store: false, or a warm-up): its conversation goes up as input, as the provider holds none of it.
     const local = this.#local;
     const continuesLocal = local !== null && body.previous_response_id === local.id;
     const input = inputItems(body.input);
+    if (generate === false) return this.#warmUp(lane, body, continuesLocal ? [...local!.items, ...input] : input);
     if (continuesLocal) {
       body.input = [...local.items, ...input];
       delete body.previous_response_id;
@@ -248,6 +248,26 @@ class Session {
     } finally {
       this.#inFlight = null;
     }
+  }
+
+  /**
+   * `generate: false`, OpenAI's warm-up: no model is called; the response is created and completed with no output,
+   * and kept on the socket with its input, so the next message naming it in `previous_response_id` starts from there.
+   */
+  async #warmUp(lane: string | null, body: Json, items: Json[]): Promise<void> {
+    const response: Json = {
+      id: responses.responseId(),
+      object: 'response',
+      created_at: Math.floor(Date.now() / 1000),
+      status: 'completed',
+      model: typeof body.model === 'string' ? body.model : null,
+      output: [],
+      usage: { input_tokens: 0, output_tokens: 0, total_tokens: 0, input_tokens_details: { cached_tokens: 0 }, output_tokens_details: { reasoning_tokens: 0 } },
+    };
+    const withLane = (e: Json) => (lane === null ? e : { ...e, stream_id: lane });
+    await this.#send(withLane({ type: 'response.created', sequence_number: 0, response: { ...response, status: 'in_progress', usage: null } }));
+    await this.#send(withLane({ type: 'response.completed', sequence_number: 1, response }));
+    this.#local = { id: response.id as string, items };
   }
 
   /** One SSE event's object, with the lane echoed; null for what is not one (a comment, `[DONE]`). */

@@ -84,6 +84,22 @@ describe('the WebSocket mode', () => {
     s.ws.close();
   });
 
+  test('generate: false warms up: no model call, a completed response with no output, and the next message starts from its input', async () => {
+    const s = await socket(t.targets.openai);
+    const before = t.openaiMock.requests.length;
+    const warm = await s.create({ model: 'gpt-4o-mini', input: 'You will be asked about teal.', generate: false });
+    expect(warm.map((e) => e.type)).toEqual(['response.created', 'response.completed']);
+    expect(completed(warm).output).toEqual([]);
+    expect(t.openaiMock.requests.length).toBe(before);
+    t.openaiMock.next({ kind: 'text' });
+    const next = await s.create({ model: 'gpt-4o-mini', input: 'Which colour?', previous_response_id: completed(warm).id });
+    expect(completed(next).status).toBe('completed');
+    const sent = t.openaiMock.requests.at(-1)!.body as Json;
+    expect(sent.previous_response_id).toBeUndefined();
+    expect(sent.input.map((i: Json) => i.content)).toEqual(['You will be asked about teal.', 'Which colour?']);
+    s.ws.close();
+  });
+
   test('a refused message is an error event in the WebSocket shape; the socket stays open for the next', async () => {
     const s = await socket(t.targets.openai);
     const refused = await s.create({ input: 'no model' });
