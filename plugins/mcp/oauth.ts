@@ -105,6 +105,24 @@ export class OAuthFlow {
     return (this.#sdk ??= import('@modelcontextprotocol/sdk/client/auth.js'));
   }
 
+  /**
+   * The `Bearer` challenge of a 401 or 403 (RFC 6750, RFC 9728: `error`, `scope`, `resource_metadata`), read by the
+   * MCP SDK; null when the answer carries none.
+   */
+  async challenge(header: string | string[] | undefined): Promise<Challenge | null> {
+    const value = Array.isArray(header) ? header.join(', ') : header;
+    if (value === undefined || value === '') return null;
+    const sdk = await this.#auth();
+    let params: ReturnType<Sdk['extractWWWAuthenticateParams']>;
+    try {
+      params = sdk.extractWWWAuthenticateParams(new Response(null, { headers: { 'www-authenticate': value } }));
+    } catch {
+      return null;
+    }
+    if (params.error === undefined && params.scope === undefined && params.resourceMetadataUrl === undefined) return null;
+    return { error: params.error, scope: params.scope, resourceMetadataUrl: params.resourceMetadataUrl?.href };
+  }
+
   async #info(server: McpServerConfig, resourceMetadataUrl?: string): Promise<ServerInfo> {
     const key = `${server.id}\n${server.url}\n${resourceMetadataUrl ?? ''}`;
     const known = this.#discovery.get(key);

@@ -69,21 +69,21 @@ export class McpUpstream {
       // No token yet: the request went without one, as MCP's authorization asks, and the server's challenge says where
       // its metadata is and which scope it wants.
       upstream.body.discard();
-      throw await this.#authorizationRequired(ctx, server, challengeOf(upstream));
+      throw await this.#authorizationRequired(ctx, server, await this.#challenge(upstream));
     }
     if (upstream.status === 401) {
       upstream.body.discard();
       token = await this.#d.oauth.accessToken(server, connection, true);
-      if (token === null) throw await this.#authorizationRequired(ctx, server, challengeOf(upstream));
+      if (token === null) throw await this.#authorizationRequired(ctx, server, await this.#challenge(upstream));
       headers.authorization = `Bearer ${token}`;
       upstream = await this.#send(ctx, server, headers, call);
       if (upstream.status === 401) {
         upstream.body.discard();
         await this.#d.oauth.forget(connection);
-        throw await this.#authorizationRequired(ctx, server, challengeOf(upstream));
+        throw await this.#authorizationRequired(ctx, server, await this.#challenge(upstream));
       }
     }
-    const challenge = upstream.status === 403 ? challengeOf(upstream) : null;
+    const challenge = upstream.status === 403 ? await this.#challenge(upstream) : null;
     if (challenge !== null && challenge.error === 'insufficient_scope') {
       // A step-up: the token lacks a scope this call needs. The user authorizes again for what the token had and what
       // the server asks now.
@@ -115,6 +115,10 @@ export class McpUpstream {
       attempt.latencyMs = performance.now() - started;
       ctx.upstreamLatencyMs = (ctx.upstreamLatencyMs ?? 0) + attempt.latencyMs;
     }
+  }
+
+  #challenge(upstream: UpstreamResponse): Promise<Challenge | null> {
+    return this.#d.oauth.challenge(upstream.headers['www-authenticate']);
   }
 
   async #authorizationRequired(ctx: RequestContext, server: McpServerConfig, challenge: Challenge | null = null): Promise<AuthorizationRequired> {
@@ -151,23 +155,4 @@ export class McpUpstream {
       this.#d.logger.debug({ err, mcp_server_id: server.id }, 'ending an upstream MCP session failed');
     }
   }
-}
-
-/**
- * The `Bearer` challenge of a 401 or 403 (RFC 6750, RFC 9728): `error`, `scope` and `resource_metadata`. Null when
- * the answer carries none.
- */
-export function challengeOf(upstream: UpstreamResponse): Challenge | null {
-  const raw = upstream.headers['www-authenticate'];
-  const header = Array.isArray(raw) ? raw.join(', ') : raw;
-  if (typeof header !== 'string' || !/^\s*bearer\b/i.test(header)) return null;
-  const params: Record<string, string> = {};
-  for (const m of header.matchAll(/([a-z_]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s,]+))/gi)) params[m[1]!.toLowerCase()] = (m[2] ?? m[3] ?? '').replace(/\\(.)/g, '$1');
-  let resourceMetadataUrl: string | undefined;
-  try {
-    resourceMetadataUrl = params.resource_metadata === undefined ? undefined : new URL(params.resource_metadata).href;
-  } catch {
-    resourceMetadataUrl = undefined;
-  }
-  return { error: params.error, scope: params.scope, resourceMetadataUrl };
 }

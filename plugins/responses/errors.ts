@@ -4,6 +4,8 @@ import { defineErrors } from '../../sdk/index.js';
 export const responsesError = defineErrors({
   context_length_exceeded: { status: 400, type: 'invalid_request_error' },
   previous_response_not_found: { status: 404, type: 'invalid_request_error' },
+  /** A plain GET of the WebSocket mode's path. */
+  upgrade_required: { status: 426, type: 'invalid_request_error' },
 });
 
 /** The codes, as the plugin declares them (`errorCodes`). */

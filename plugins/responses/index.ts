@@ -9,6 +9,7 @@ import {
   GatewayError,
   type GatewayPlugin,
   type GatewayResponse,
+  hasEventStreamType,
   headersWithout,
   invalidBody,
   isEventStream,
@@ -57,7 +58,6 @@ interface DoorState {
 }
 const DOOR = stateKey<DoorState>(PLUGIN_NAME);
 const NO_TURNS: Pick<DoorState, 'turns'> = Object.freeze({ turns: null });
-
 
 /**
  * The Responses API front door (`POST /v1/responses`) for every chat
@@ -237,7 +237,7 @@ export function responsesDoor(options: ResponsesOptions = {}): GatewayPlugin {
         if (repository === null || body === null) return response;
         // Background responses change after this answer: the provider that runs them is asked for them.
         if (body.store === false || body.background === true) return response;
-        const observer = responseObserver(isSse(response), opts.maxStoredBytes, (object) => save(ctx, object));
+        const observer = responseObserver(hasEventStreamType(response), opts.maxStoredBytes, (object) => save(ctx, object));
         response.observers = response.observers === null ? [observer] : [...response.observers, observer];
         return response;
       };
@@ -248,7 +248,7 @@ export function responsesDoor(options: ResponsesOptions = {}): GatewayPlugin {
         const summary = ctx.body === null ? null : responses.requestedSummary(ctx.body);
         // A translated answer echoes it already (the door built its object); a native one or a cached copy may not.
         if (summary === null || ctx.attempts.at(-1)?.via !== undefined) return done(null, store(response, ctx));
-        withSummaryEcho(response, summary, isSse(response)).then(
+        withSummaryEcho(response, summary, hasEventStreamType(response)).then(
           (echoed) => done(null, store(echoed, ctx)),
           (err: unknown) => done(err as Error),
         );
@@ -292,12 +292,6 @@ function providerOf(target: Target): string {
 
 function previousNotFound(id: string): GatewayError {
   return responsesError('previous_response_not_found', `Previous response with id '${id}' not found.`, { param: 'previous_response_id' });
-}
-
-function isSse(response: GatewayResponse): boolean {
-  const type = response.headers['content-type'];
-  const value = Array.isArray(type) ? type[0] : type;
-  return typeof value === 'string' && value.toLowerCase().startsWith('text/event-stream');
 }
 
 function mergeWindows(extra: Record<string, Record<string, number>> | undefined) {

@@ -2,7 +2,9 @@ import type { Socket } from 'node:net';
 import { StringDecoder } from 'node:string_decoder';
 import { Agent, request } from 'undici';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { isObject, responses, SSEParser, type GatewayResponse, type PluginAPI, type RequestContext } from '../../sdk/index.js';
+import { GatewayError, isForwardable, isObject, responses, SSEParser, type GatewayResponse, type PluginAPI, type RequestContext } from '../../sdk/index.js';
+import { rawInput } from './conversation.js';
+import { responsesError } from './errors.js';
 
 type Json = Record<string, unknown>;
 
@@ -18,11 +20,11 @@ export interface WebSocketOptions {
 
 /** Events that end a response: the next `response.create` on the socket starts after one of them. */
 const TERMINAL = new Set(['response.completed', 'response.failed', 'response.incomplete', 'error']);
-/** Handshake headers that describe the socket or its transfer, not the request each message makes: never copied onto a message. */
-const SOCKET_HEADERS = new Set([
-  'host', 'connection', 'upgrade', 'content-length', 'transfer-encoding', 'keep-alive', 'accept-encoding', 'accept', 'content-type',
-  'content-encoding', 'expect', 'te', 'trailer', 'proxy-authorization', 'proxy-connection', 'http2-settings',
-]);
+/**
+ * Handshake headers never copied onto a message, besides those no proxy forwards (`isForwardable`: hop-by-hop,
+ * `host`, `content-length`, `expect`, `proxy-*`): what describes the socket or the message's own body and answer.
+ */
+const SOCKET_HEADERS = new Set(['accept-encoding', 'accept', 'content-type', 'content-encoding', 'http2-settings']);
 /** Bytes a socket may hold unsent before the relay waits for the client to read. */
 const HIGH_WATER = 1024 * 1024;
 /** Messages a socket may have waiting behind the response running now; more are refused (`too_many_pending_responses`). */
@@ -63,27 +65,22 @@ export function responsesWebSocket(api: PluginAPI, opts: WebSocketOptions) {
   return (ctx: RequestContext): GatewayResponse => {
     const upgrade = ctx.upgrade;
     if (upgrade === null || (ctx.header('upgrade') ?? '').toLowerCase() !== 'websocket') {
-      return {
-        status: 426,
-        headers: { 'content-type': 'application/json', upgrade: 'websocket', connection: 'Upgrade' },
-        body: JSON.stringify({ error: { message: `GET ${opts.path} is the Responses API's WebSocket mode: upgrade to a WebSocket, or POST a response.`, type: 'invalid_request_error', param: null, code: 'upgrade_required' } }),
-        observers: null,
-      };
+      throw responsesError('upgrade_required', `GET ${opts.path} is the Responses API's WebSocket mode: upgrade to a WebSocket, or POST a response.`, { headers: { upgrade: 'websocket', connection: 'Upgrade' } });
     }
     const socket = upgrade.socket as Socket & { encrypted?: boolean };
     // Each message is POSTed to the listener the socket came in on: a plain TCP one (the bundled server's kind).
     if (socket.encrypted === true || socket.localPort === undefined || socket.localAddress === undefined) {
-      return refusal(503, 'service_unavailable', 'The WebSocket mode needs the gateway served by a plain TCP HTTP listener (node:http), which this one is not.');
+      throw new GatewayError('service_unavailable', 'The WebSocket mode needs the gateway served by a plain TCP HTTP listener (node:http), which this one is not.');
     }
     const version = ctx.header('sec-websocket-version');
     if (!WEBSOCKET_KEY.test(ctx.header('sec-websocket-key') ?? '') || (version !== '13' && version !== '8')) {
-      return refusal(400, 'invalid_request_error', 'The WebSocket handshake is malformed (Sec-WebSocket-Key, Sec-WebSocket-Version 13).');
+      throw new GatewayError('invalid_request', 'The WebSocket handshake is malformed (Sec-WebSocket-Key, Sec-WebSocket-Version 13).', { param: 'sec-websocket-key' });
     }
     const host = socket.localAddress;
     const origin = `http://${host.includes(':') ? `[${host}]` : host}:${socket.localPort}`;
     const headers: Record<string, string> = {};
     for (const [name, value] of Object.entries(ctx.headers)) {
-      if (value === undefined || SOCKET_HEADERS.has(name) || name.startsWith('sec-websocket-')) continue;
+      if (value === undefined || !isForwardable(name) || SOCKET_HEADERS.has(name) || name.startsWith('sec-websocket-')) continue;
       headers[name] = Array.isArray(value) ? value.join(', ') : value;
     }
     headers['content-type'] = 'application/json';
@@ -98,9 +95,6 @@ export function responsesWebSocket(api: PluginAPI, opts: WebSocketOptions) {
   };
 }
 
-function refusal(status: number, type: string, message: string): GatewayResponse {
-  return { status, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ error: { message, type, param: null, code: null } }), observers: null };
-}
 
 interface SessionOptions {
   url: string;
@@ -204,7 +198,7 @@ class Session {
     // A response kept on this socket (store: false, or a warm-up): its conversation goes up as input, as the provider holds none of it.
     const local = this.#local;
     const continuesLocal = local !== null && body.previous_response_id === local.id;
-    const input = inputItems(body.input);
+    const input = rawInput(body.input);
     if (generate === false) return this.#warmUp(lane, body, continuesLocal ? [...local!.items, ...input] : input);
     if (continuesLocal) {
       body.input = [...local.items, ...input];
@@ -319,11 +313,6 @@ class Session {
   }
 }
 
-/** A request's `input` as items: a string is one user message. */
-function inputItems(input: unknown): Json[] {
-  if (typeof input === 'string') return [{ role: 'user', content: input }];
-  return Array.isArray(input) ? (input as Json[]) : [];
-}
 
 /** Output items as the next request's input: without ids (the provider stored none of them); reasoning only with its encrypted content. */
 function replayable(output: readonly Json[]): Json[] {

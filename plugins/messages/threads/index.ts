@@ -4,6 +4,7 @@ import {
   anthropic,
   credentialDigest,
   effectiveBody,
+  hasEventStreamType,
   estimatePromptTokens,
   isObject,
   migrate,
@@ -192,7 +193,7 @@ export function messageThreads(api: PluginAPI, opts: ThreadOptions, tenant: (ctx
     observe(response, ctx) {
       const st = ctx.get(THREAD);
       if (st === undefined || repository === null || response.body === null) return response;
-      const observer = turnObserver(isSse(response), opts.maxTurnBytes, (message) => save(ctx, st, message));
+      const observer = turnObserver(hasEventStreamType(response), opts.maxTurnBytes, (message) => save(ctx, st, message));
       response.observers = response.observers === null ? [observer] : [...response.observers, observer];
       return response;
     },
@@ -250,8 +251,3 @@ function providerOf(target: Target): string {
   return typeof target.provider === 'string' ? target.provider : '';
 }
 
-function isSse(response: GatewayResponse): boolean {
-  const type = response.headers['content-type'];
-  const value = Array.isArray(type) ? type[0] : type;
-  return typeof value === 'string' && value.toLowerCase().startsWith('text/event-stream');
-}
