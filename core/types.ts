@@ -118,6 +118,10 @@ export interface Attempt {
    * door translated to `chat.completions` for a provider without a native adapter. Absent otherwise.
    */
   via?: string;
+  /** Its stream broke after it had started and another call continued it (stream recovery): how, and where. */
+  streamBreak?: { reason: string; afterChars: number; error: string | null };
+  /** It continued a broken stream: the characters of answer it was given, how it was asked, and the repeated characters trimmed at the seam. */
+  continued?: { carriedChars: number; mode: string; trimmedChars: number };
 }
 
 /** A request to send upstream, built by a provider for a route. */

@@ -40,6 +40,7 @@ export * as anthropic from './anthropic/index.js';
 export * as gemini from './gemini/index.js';
 export * as responses from './responses/index.js';
 export { hasEventStreamType, headersWithout, isEventStream, readAnswerJson, translateStream, type DoorStreamTranslator } from './door-stream.js';
+export * from './stream-recovery/index.js';
 export { doorStreamOf, serializeEvent, STREAM_CUT, StreamControl, streamControl, type DoorStream, type StreamCut, type StreamView, type StreamWatcher } from './stream-control/index.js';
 
 export { addRerankRoute, RERANK_ROUTE } from './rerank/route.js';
@@ -185,6 +186,8 @@ export {
   estimatePromptTokens,
   estimateRequestPromptTokens,
   requestSummary,
+  USAGE_SEGMENTS,
+  type UsageSegment,
   type RequestCostStatus,
   type RequestSummary,
   type SummaryOptions,

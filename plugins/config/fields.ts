@@ -4,13 +4,21 @@ import { fieldSchema as f, isForwardable, type TargetField } from '../../sdk/ind
 /** Routing modes a config may name; each needs its strategy plugin loaded. */
 export const MODES = ['single', 'loadbalance', 'fallback', 'conditional'] as const;
 
+/** Most continuations a config may ask for per request (`max_continuations`): each is a whole upstream call. */
+export const MAX_CONTINUATIONS = 5;
+
 const StrategySchema = v.pipe(
   f.strictObject({
     mode: f.oneOf(MODES),
     conditions: v.optional(f.list(f.strictObject({ query: f.object(), then: f.string() }), 'condition objects', 1)),
     default: v.optional(f.string()),
     on_status_codes: v.optional(f.statusCodes()),
+    // Stream recovery (docs/formats.md, "Streams that survive a provider failure"): fallback only.
+    on_stream_failure: v.optional(f.oneOf(['end', 'continue'] as const)),
+    max_continuations: v.optional(f.integer(1, MAX_CONTINUATIONS)),
   }),
+  v.forward(v.check((s) => s.on_stream_failure === undefined || s.mode === 'fallback', 'is only read by mode fallback (a retry has its own)'), ['on_stream_failure']),
+  v.forward(v.check((s) => s.max_continuations === undefined || s.on_stream_failure === 'continue', 'needs on_stream_failure: "continue"'), ['max_continuations']),
   v.forward(v.check((s) => s.mode !== 'conditional' || s.conditions !== undefined, 'is required when mode is conditional'), ['conditions']),
   v.forward(v.check((s) => s.mode !== 'conditional' || s.default !== undefined, 'is required when mode is conditional'), ['default']),
 );

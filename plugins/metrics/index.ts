@@ -18,6 +18,7 @@ import {
   type RouteDoc,
   requestSummary,
   STREAM_CUT,
+  STREAM_RECOVERY,
 } from '../../sdk/index.js';
 import { FastCounter, FastHistogram } from './fast.js';
 import { guardrailOutcomes } from './guardrails.js';
@@ -86,6 +87,13 @@ export function metrics(options: MetricsOptions = {}): GatewayPlugin {
       const errors = new FastCounter(`${p}errors_total`, 'Requests that ended with an error, by route and error code (the code of the error envelope).', ['route', 'code'], registry);
       const guardrailChecks = new FastCounter(`${p}guardrail_checks_total`, 'Guardrail check runs, by phase (before, after), check id and outcome (pass, fail, error).', ['phase', 'check', 'outcome'], registry);
       const guardrailDenied = new client.Counter({ name: `${p}guardrail_denied_total`, help: 'Requests denied by a guardrail hook, by phase.', labelNames: ['phase'], registers: [registry] });
+      const streamBreaks = new client.Counter({
+        name: `${p}stream_breaks_total`,
+        help: 'Streams that broke after they started, where on_stream_failure asked to continue them: by how (connection, error_event, idle_timeout, ended_early) and outcome (continued, or why not).',
+        labelNames: ['reason', 'outcome'],
+        registers: [registry],
+      });
+      const streamContinuations = new client.Counter({ name: `${p}stream_continuations_total`, help: 'Continuation calls spliced into a broken stream (on_stream_failure: continue).', registers: [registry] });
       const streamCuts = new client.Counter({ name: `${p}stream_cuts_total`, help: 'Streams the gateway ended early, by reason (guardrail, usage_limit, idle_timeout, upstream_error) and error code.', labelNames: ['reason', 'code'], registers: [registry] });
       const limited = new client.Counter({ name: `${p}limit_rejections_total`, help: 'Requests the gateway itself refused for a limit (a rate limit or budget of the limits plugin, or any 429 or 402 before an upstream call), by error code.', labelNames: ['code'], registers: [registry] });
 
@@ -207,6 +215,11 @@ export function metrics(options: MetricsOptions = {}): GatewayPlugin {
         }
         const cut = ctx.get(STREAM_CUT);
         if (cut !== undefined) streamCuts.inc({ reason: cut.reason, code: cut.code });
+        const recovery = ctx.get(STREAM_RECOVERY);
+        if (recovery !== undefined) {
+          for (const b of recovery.breaks) streamBreaks.inc({ reason: b.reason, outcome: b.outcome });
+          if (recovery.continuations > 0) streamContinuations.inc(recovery.continuations);
+        }
         if (ctx.error !== null) {
           errors.add(1, route, ctx.error.code);
           // A refusal of the limits plugin names its policy (429, or 503 when a fail-closed policy's store is down; 400 for an unpriced model).

@@ -48,6 +48,9 @@ export const GATEWAY_ATTR = {
   streamCut: 'gateway.stream.cut.reason',
   streamCutBy: 'gateway.stream.cut.by',
   streamCutChars: 'gateway.stream.cut.chars_sent',
+  /** Continuations spliced into a stream that broke (on_stream_failure: continue), and each break: `reason@chars:outcome`. */
+  streamContinuations: 'gateway.stream.continuations',
+  streamBreaks: 'gateway.stream.breaks',
   workspace: 'gateway.workspace_id',
   apiKey: 'gateway.api_key_id',
   target: 'gateway.attempt.target',

@@ -1,5 +1,5 @@
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context } from '@opentelemetry/api';
-import { knownTenant, randomHex, requestSummary, w3cTraceId, type PricingTable, type RequestContext, routeApi, STREAM_CUT } from '../../sdk/index.js';
+import { knownTenant, randomHex, requestSummary, w3cTraceId, type PricingTable, type RequestContext, routeApi, STREAM_CUT, STREAM_RECOVERY } from '../../sdk/index.js';
 import { ATTR, GATEWAY_ATTR, operationOf, providerName } from './conventions.js';
 import type { Telemetry } from './telemetry.js';
 
@@ -87,6 +87,11 @@ export function recordRequest(t: Telemetry, ctx: RequestContext, pricing: Pricin
         attributes[GATEWAY_ATTR.streamCut] = cut.reason;
         attributes[GATEWAY_ATTR.streamCutBy] = cut.by;
         attributes[GATEWAY_ATTR.streamCutChars] = cut.chars_sent;
+      }
+      const recovery = ctx.get(STREAM_RECOVERY);
+      if (recovery !== undefined && recovery.breaks.length > 0) {
+        attributes[GATEWAY_ATTR.streamContinuations] = recovery.continuations;
+        attributes[GATEWAY_ATTR.streamBreaks] = recovery.breaks.map((b) => `${b.reason}@${b.afterChars}:${b.outcome}`).join(',');
       }
       // The workspace the request acted in (an organisation-level key's too, when known), else the key's own.
       const workspace = knownTenant(ctx) || ctx.auth?.workspaceId;

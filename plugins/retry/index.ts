@@ -5,7 +5,10 @@ import {
   fieldSchema as f,
   GatewayError,
   parseOptions,
+  recoverStream,
   retryAfterMs,
+  routeApi,
+  runContinuation,
   ROUTING,
   STAGES,
   type Dispatch,
@@ -45,6 +48,9 @@ export const RETRY_FIELDS: Readonly<Record<string, TargetField>> = Object.freeze
       on_status_codes: v.optional(f.statusCodes()),
       // Absent means false (spec default). No default is injected so the output stays what the client sent.
       use_retry_after_headers: v.optional(f.boolean()),
+      // Stream recovery (docs/formats.md, "Streams that survive a provider failure"): the same target continues a broken stream.
+      on_stream_failure: v.optional(f.oneOf(['end', 'continue'] as const)),
+      max_continuations: v.optional(f.integer(1, 5)),
     }),
     inherit: 'always',
     affectsAnswer: false,
@@ -80,7 +86,12 @@ interface RetryConfig {
   attempts: number;
   on_status_codes?: number[];
   use_retry_after_headers?: boolean;
+  on_stream_failure?: 'end' | 'continue';
+  max_continuations?: number;
 }
+
+/** Continuations a request may splice in when `retry.on_stream_failure` is `continue` and `max_continuations` is not set. */
+export const DEFAULT_MAX_CONTINUATIONS = 1;
 
 /**
  * Retries a target's upstream call (`retry` in the config): on the listed
@@ -118,7 +129,7 @@ export function retry(options: RetryOptions = {}): GatewayPlugin {
         await sleep(wait, ctx.signal);
         continue;
       }
-      if (!codes.includes(response.status) || retries >= config.attempts) return response;
+      if (!codes.includes(response.status) || retries >= config.attempts) return config.on_stream_failure === 'continue' ? continuedOnStreamFailure(next, ctx, target, config, response) : response;
       let wait = backoff(retries + 1);
       if (config.use_retry_after_headers === true) {
         const asked = retryAfterMs(response.headers);
@@ -158,7 +169,21 @@ export function retry(options: RetryOptions = {}): GatewayPlugin {
 
 function retryConfig(target: Target): RetryConfig | null {
   const r = target.retry as RetryConfig | undefined;
-  return r !== undefined && typeof r.attempts === 'number' && r.attempts > 0 ? r : null;
+  return r !== undefined && typeof r.attempts === 'number' && (r.attempts > 0 || r.on_stream_failure === 'continue') ? r : null;
+}
+
+/** A streamed answer whose break, once it started, is continued by the same target (`retry.on_stream_failure: "continue"`). */
+function continuedOnStreamFailure(next: Dispatch, ctx: RequestContext, target: Target, config: RetryConfig, response: GatewayResponse): GatewayResponse {
+  const idle = target.stream_idle_timeout;
+  const route = routeApi(ctx.route!);
+  return recoverStream(ctx, response, {
+    max: config.max_continuations ?? DEFAULT_MAX_CONTINUATIONS,
+    idleMs: typeof idle === 'number' ? idle : 0,
+    async next(partial) {
+      if (ctx.signal.aborted || deadlineLeft(ctx) <= 0) return null;
+      return runContinuation(ctx, route, target, partial, () => next(ctx, target));
+    },
+  });
 }
 
 function defaultSleep(ms: number, signal: AbortSignal): Promise<void> {

@@ -7,6 +7,7 @@ import {
   GatewayError,
   STAGES,
   stateKey,
+  STREAM_RECOVERY,
   streamControl,
   toSource,
   UpstreamBody,
@@ -77,7 +78,8 @@ export function timeout(): GatewayPlugin {
       // The rest of the stream, as the client gets it: a gap ends it in the door's own format.
       api.hooks.afterResponse.tap({ name: PLUGIN_NAME, stage: STAGES.afterResponse.GUARD }, (response, ctx) => {
         const ms = ctx.get(IDLE);
-        if (ms === undefined) return response;
+        // A stream that recovers from breaks (on_stream_failure: continue) takes its silence as a break itself.
+        if (ms === undefined || ctx.get(STREAM_RECOVERY)?.ownsIdle === true) return response;
         streamControl(ctx, response)?.idleTimeout(ms, () => idleError(ms));
         return response;
       });

@@ -73,6 +73,24 @@ export interface SummaryOptions {
   wantText: boolean;
 }
 
+/** One upstream call of a request whose stream was continued by another (stream recovery). */
+export interface UsageSegment {
+  /** The provider that answered it (null when unknown). */
+  provider: string | null;
+  /** The model it named (else the requested one). */
+  model: string | null;
+  /** Its usage: reported, or estimated when the call broke before reporting all of it. */
+  usage: Usage;
+  /** Whether `usage` was estimated (in whole or in part). */
+  estimated: boolean;
+}
+
+/**
+ * The calls whose answers make up one continued stream, in order: `ctx.usage` is their sum, and each is priced
+ * at its own provider's and model's rates (the continuation may have come from another target).
+ */
+export const USAGE_SEGMENTS = stateKey<UsageSegment[]>('observe:usage-segments');
+
 /** Marks whether a kept summary holds the answer's text. */
 const WITH_TEXT = Symbol('withText');
 
@@ -172,10 +190,17 @@ function summarize(ctx: RequestContext, { pricing, wantText }: SummaryOptions): 
     const requestedFirst = ctx.provider?.billedModel === 'requested';
     const first = requestedFirst ? (ctx.model ?? modelAnswered) : (modelAnswered ?? ctx.model);
     const second = requestedFirst ? modelAnswered : ctx.model;
-    price = pricing.price(priceProvider, first, usage, options);
-    if (price.status === 'unpriced' && price.price_id === null && second !== null && first !== null && second !== first) {
-      // The first name may be one the list does not know (a snapshot it has no rule for); the other may be.
-      price = pricing.price(priceProvider, second, usage, options);
+    const segments = ctx.get(USAGE_SEGMENTS);
+    if (segments !== undefined && segments.length > 0) {
+      // A continued stream: every call at its own rates, summed (sdk/stream-recovery).
+      price = priceSegments(pricing, segments, options);
+      if (segments.some((s) => s.estimated)) tokensEstimated = true;
+    } else {
+      price = pricing.price(priceProvider, first, usage, options);
+      if (price.status === 'unpriced' && price.price_id === null && second !== null && first !== null && second !== first) {
+        // The first name may be one the list does not know (a snapshot it has no rule for); the other may be.
+        price = pricing.price(priceProvider, second, usage, options);
+      }
     }
     cost = price.cost;
     costStatus = price.status;
@@ -355,6 +380,18 @@ const IMPLICIT_PROMPT_STATE = stateKey<number>('observe:implicit-prompt-tokens')
 export function addImplicitPromptTokens(ctx: RequestContext, tokens: number): void {
   if (!Number.isFinite(tokens) || tokens <= 0) return;
   ctx.set(IMPLICIT_PROMPT_STATE, (ctx.get(IMPLICIT_PROMPT_STATE) ?? 0) + Math.ceil(tokens));
+}
+
+/**
+ * The price of a continued stream: each call's, summed. The breakdown is the last call's with the total cost and
+ * every call's own breakdown in `segments`; unpriced when any call is.
+ */
+function priceSegments(pricing: PricingTable, segments: readonly UsageSegment[], options: { at: number; multiplier: number; serviceTier: string | null }): PriceBreakdown {
+  const parts = segments.map((s) => Object.assign(pricing.price(s.provider, s.model, s.usage, options), { provider: s.provider, model: s.model }));
+  const last = parts[parts.length - 1]!;
+  const unpriced = parts.find((p) => p.status !== 'priced');
+  const cost = unpriced === undefined ? parts.reduce((sum, p) => sum + (p.cost ?? 0), 0) : null;
+  return { ...last, cost, status: unpriced === undefined ? 'priced' : unpriced.status, segments: parts, ...(unpriced?.reason !== undefined ? { reason: unpriced.reason } : {}) };
 }
 
 /** A request's prompt tokens, estimated: its body's (`estimatePromptTokens`) plus what `addImplicitPromptTokens` recorded. */

@@ -143,6 +143,11 @@ export interface PriceBreakdown extends CostResult {
   components: PriceComponent[];
   /** Why a request is unpriced, for people (`no price for model "x" at provider "y"`); absent when priced. */
   reason?: string;
+  /**
+   * A stream continued by another call (stream recovery): each call's own price, with its `provider` and `model`;
+   * `cost` is their sum. Absent otherwise.
+   */
+  segments?: Array<PriceBreakdown & { provider: string | null; model: string | null }>;
 }
 
 /** Options of one pricing. */

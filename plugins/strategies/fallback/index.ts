@@ -1,4 +1,20 @@
-import { childPath, deadlineError, deadlineLeft, discardResponse, GatewayError, ROUTING, type GatewayPlugin, type GatewayResponse, type RoutingService, type Target } from '../../../sdk/index.js';
+import {
+  childPath,
+  deadlineError,
+  deadlineLeft,
+  discardResponse,
+  GatewayError,
+  recoverStream,
+  routeApi,
+  ROUTING,
+  runContinuation,
+  type Continued,
+  type GatewayPlugin,
+  type GatewayResponse,
+  type RequestContext,
+  type RoutingService,
+  type Target,
+} from '../../../sdk/index.js';
 
 export const PLUGIN_NAME = 'strategy-fallback';
 
@@ -12,11 +28,54 @@ function codesOf(value: unknown): number[] | undefined {
   return Array.isArray(value) ? (value as number[]) : undefined;
 }
 
+/** Continuations a request may splice in when `on_stream_failure` is `continue` and `max_continuations` is not set. */
+export const DEFAULT_MAX_CONTINUATIONS = 1;
+
+type Run = (ctx: RequestContext, target: Target, path: string) => Promise<GatewayResponse>;
+
+/**
+ * With `on_stream_failure: "continue"`: a stream that breaks after it started is continued by the targets
+ * after the one that answered, in order, then by that one again (docs/formats.md, "Streams that survive a
+ * provider failure").
+ */
+function continued(ctx: RequestContext, response: GatewayResponse, target: Target, targets: Target[], order: number[], k: number, run: Run, path: string): GatewayResponse {
+  const strategy = target.strategy!;
+  const max = typeof strategy.max_continuations === 'number' ? strategy.max_continuations : DEFAULT_MAX_CONTINUATIONS;
+  const idle = ctx.resolvedTarget?.stream_idle_timeout;
+  const route = routeApi(ctx.route!);
+  let queue = [...order.slice(k + 1), order[k]!];
+  let last = order[k]!;
+  return recoverStream(ctx, response, {
+    max,
+    idleMs: typeof idle === 'number' ? idle : 0,
+    async next(partial): Promise<Continued | null> {
+      if (queue.length === 0) queue = [last];
+      while (queue.length > 0) {
+        // The request's deadline bounds the continuations too.
+        if (ctx.signal.aborted || deadlineLeft(ctx) <= 0) return null;
+        const i = queue.shift()!;
+        try {
+          const answer = await runContinuation(ctx, route, targets[i]!, partial, () => run(ctx, targets[i]!, childPath(path, i)));
+          if (answer.response.status >= 200 && answer.response.status < 300) {
+            last = i;
+            return answer;
+          }
+          discardResponse(answer.response);
+        } catch {
+          /* this target failed: the next one is asked */
+        }
+      }
+      return null;
+    },
+  });
+}
+
 /**
  * `mode: fallback`: targets in order. A target that throws (network, timeout,
  * breaker open) or answers a status in its own `on_status_codes`, else the
  * strategy's, else any non-2xx, hands over to the next. When every target
- * fails, the last target's answer (or error) goes back as it came.
+ * fails, the last target's answer (or error) goes back as it came. With `on_stream_failure: "continue"`, a
+ * stream that breaks once it started is continued by the next targets (see `continued`).
  */
 export function fallbackStrategy(): GatewayPlugin {
   return {
@@ -53,7 +112,9 @@ export function fallbackStrategy(): GatewayPlugin {
               if (last || ctx.signal.aborted) throw err;
               continue;
             }
-            if (last || !shouldFallBack(response.status, codesOf(child.on_status_codes) ?? strategyCodes)) return response;
+            if (last || !shouldFallBack(response.status, codesOf(child.on_status_codes) ?? strategyCodes)) {
+              return target.strategy?.on_stream_failure === 'continue' ? continued(ctx, response, target, targets, order, k, run, path) : response;
+            }
             discardResponse(response);
           }
           throw new Error('unreachable: the last target always returns or throws');

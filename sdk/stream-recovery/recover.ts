@@ -1,0 +1,420 @@
+import { StringDecoder } from 'node:string_decoder';
+import {
+  discardResponse,
+  type BodyObserver,
+  type BodySource,
+  type ChunkSink,
+  type Flow,
+  GatewayError,
+  type GatewayResponse,
+  type RequestContext,
+  routeApi,
+  stateKey,
+  toSource,
+  upstreamBodyError,
+  type Usage,
+} from '../../core/index.js';
+import { isEventStream } from '../door-stream.js';
+import { CHARS_PER_TOKEN, estimateRequestPromptTokens, USAGE_SEGMENTS, type UsageSegment } from '../observe/summary.js';
+import { SSEParser, type SSEEvent } from '../sse.js';
+import type { Continued, ContinuationMode } from './continuation.js';
+import { doorSeamOf, type DoorSeam, type SeamItem } from './seams.js';
+
+/** How a stream broke: its connection (reset, body timeout), an error event, silence past `stream_idle_timeout`, or an end without its closing event. */
+export type BreakReason = 'connection' | 'error_event' | 'idle_timeout' | 'ended_early';
+
+/** One break of a request's stream, and what became of it. */
+export interface StreamBreak {
+  reason: BreakReason;
+  /** Characters of answer text the client had when it broke (all of them carried into the continuation). */
+  afterChars: number;
+  /** The gateway error code of a connection that broke or went quiet; null for an error event or an early end. */
+  error: string | null;
+  /** `continued` when a continuation took over; else why not (`tool_call`, `limit`, `no_target`, …: see docs/formats.md). */
+  outcome: string;
+}
+
+/** What stream recovery did for a request (read it in a log tap: the log, `/metrics`, traces). */
+export interface StreamRecovery {
+  /** Continuations spliced into the client's stream. */
+  continuations: number;
+  /** Each break, in order. */
+  breaks: StreamBreak[];
+  /** Recovery watches the stream's silence itself (`stream_idle_timeout`): the idle timeout's own cut stands aside. */
+  ownsIdle: boolean;
+}
+
+/** The stream recovery of a request, once a strategy or the retry plugin asked for it. */
+export const STREAM_RECOVERY = stateKey<StreamRecovery>('stream-recovery');
+
+/** Of a continuation's text, at most this many characters are held to find a repeat of what was sent. */
+export const MAX_OVERLAP = 1024;
+/** A repeat shorter than this is taken for a coincidence (`bookkee` + `eper`) and kept. */
+export const MIN_OVERLAP = 4;
+
+/**
+ * The characters a continuation repeats: the longest suffix of `sent` (at least `min` long) that `next`
+ * starts with; 0 when none is.
+ */
+export function seamOverlap(sent: string, next: string, min = MIN_OVERLAP): number {
+  for (let k = Math.min(sent.length, next.length, MAX_OVERLAP); k >= min; k--) {
+    if (sent.endsWith(next.slice(0, k))) return k;
+  }
+  return 0;
+}
+
+/** How a request's stream recovers, as its strategy (or retry) set it up. */
+export interface RecoveryOptions {
+  /** Most continuations the request may splice in (its config's `max_continuations`, default 1). */
+  max: number;
+  /** `stream_idle_timeout` of the target that answered (ms): silence that long is a break; 0 for none. */
+  idleMs: number;
+  /**
+   * Calls for the rest of `partial`: resolves with the answer of the first target that took it, null when none
+   * did (each failed, or none is left). Its answer is a new call's: the recovery splices its events in.
+   */
+  next(partial: string): Promise<Continued | null>;
+}
+
+/**
+ * Wraps a streamed answer so that a break (a connection reset, an error event, silence past the idle timeout,
+ * an end without its closing event) after the stream started is continued by another call, spliced into the
+ * same client stream. Returns the answer unchanged for a route whose streams are not continued (not one of
+ * the three front doors) or one that is not a 2xx event stream.
+ */
+export function recoverStream(ctx: RequestContext, response: GatewayResponse, options: RecoveryOptions): GatewayResponse {
+  if (response.status < 200 || response.status >= 300 || !isEventStream(response) || ctx.route === null) return response;
+  const route = routeApi(ctx.route);
+  const seam = doorSeamOf(route);
+  if (seam === null) return response;
+  let record = ctx.get(STREAM_RECOVERY);
+  if (record === undefined) {
+    record = { continuations: 0, breaks: [], ownsIdle: false };
+    ctx.set(STREAM_RECOVERY, record);
+  }
+  // An inner recovery (a leaf's retry) watches the silence already: this one takes its failures as breaks.
+  const idleMs = response.body instanceof RecoveringStream ? 0 : options.idleMs;
+  if (idleMs > 0) record.ownsIdle = true;
+  const body = new RecoveringStream(ctx, response, seam, { ...options, idleMs }, record);
+  return { status: response.status, headers: response.headers, body, observers: null };
+}
+
+const ZERO: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
+
+function addUsage(a: Usage, b: Usage): Usage {
+  const out: Usage = { prompt_tokens: a.prompt_tokens + b.prompt_tokens, completion_tokens: a.completion_tokens + b.completion_tokens, total_tokens: a.total_tokens + b.total_tokens };
+  for (const k of ['cached_tokens', 'cache_write_tokens', 'cache_write_1h_tokens', 'reasoning_tokens', 'input_audio_tokens', 'input_image_tokens', 'output_audio_tokens'] as const) {
+    if (a[k] !== undefined || b[k] !== undefined) out[k] = (a[k] ?? 0) + (b[k] ?? 0);
+  }
+  return out;
+}
+
+/** One upstream answer being read into the client's stream. */
+interface Segment {
+  flow: Flow | null;
+  /** We stopped reading it (a break we act on, the client left). */
+  stopped: boolean;
+  /** Its closing event came. */
+  closed: boolean;
+  ended: Promise<void>;
+  onEnded: () => void;
+  observers: BodyObserver[] | null;
+  /** The provider that answered it, and where the client's text stood when it began. */
+  provider: string | null;
+  startChars: number;
+  /** Characters of answer its request carried (a continuation's partial answer, priced as its input). */
+  carried: number;
+}
+
+/** The client's stream: the first answer's events, then each continuation's, with a seam between. */
+class RecoveringStream implements BodySource {
+  readonly #ctx: RequestContext;
+  readonly #first: GatewayResponse;
+  readonly #seam: DoorSeam;
+  readonly #options: RecoveryOptions;
+  readonly #record: StreamRecovery;
+  #sink: ChunkSink | null = null;
+  #segment: Segment | null = null;
+  #done = false;
+  /** The client reads slower than we write. */
+  #full = false;
+  #idle: NodeJS.Timeout | null = null;
+  /** A continuation's first text, held until the repeat at the seam is known. */
+  #hold: { items: SeamItem[]; text: string; mode: ContinuationMode; sent: string } | null = null;
+  /** Usage of each call that ended, and their sum. */
+  readonly #segments: UsageSegment[] = [];
+  #prior: Usage = ZERO;
+  #continued: { trimmedChars: number } | null = null;
+
+  constructor(ctx: RequestContext, first: GatewayResponse, seam: DoorSeam, options: RecoveryOptions, record: StreamRecovery) {
+    this.#ctx = ctx;
+    this.#first = first;
+    this.#seam = seam;
+    this.#options = options;
+    this.#record = record;
+  }
+
+  start(sink: ChunkSink): Flow {
+    this.#sink = sink;
+    this.#begin(this.#first, 0);
+    return {
+      pause: () => {
+        this.#full = true;
+        this.#segment?.flow?.pause();
+      },
+      resume: () => {
+        this.#full = false;
+        this.#segment?.flow?.resume();
+      },
+      abort: (reason) => {
+        if (this.#done) return;
+        this.#stop(this.#segment);
+        this.#finish(reason ?? new Error('The stream was aborted.'));
+      },
+    };
+  }
+
+  /** Starts reading an answer into the client's stream. */
+  #begin(response: GatewayResponse, carried: number): void {
+    let onEnded!: () => void;
+    const ended = new Promise<void>((resolve) => (onEnded = resolve));
+    const seg: Segment = { flow: null, stopped: false, closed: false, ended, onEnded, observers: response.observers, provider: this.#ctx.provider?.name ?? null, startChars: this.#seam.sent.length, carried };
+    this.#segment = seg;
+    const decoder = new StringDecoder('utf8');
+    const parser = new SSEParser();
+    this.#armIdle();
+    const flow = toSource(response.body).start({
+      data: (chunk) => {
+        if (seg.observers !== null) for (const o of seg.observers) o.onChunk(chunk);
+        if (seg.stopped || this.#done) return false;
+        this.#armIdle();
+        this.#events(seg, parser.push(decoder.write(chunk)));
+        return !this.#full;
+      },
+      end: (error) => {
+        if (seg.observers !== null) for (const o of seg.observers) o.onEnd?.(error);
+        seg.onEnded();
+        if (seg.stopped || this.#done) return;
+        if (error === null) {
+          const rest = parser.push(decoder.end());
+          for (const e of parser.end()) rest.push(e);
+          this.#events(seg, rest);
+          if (seg.stopped || this.#done) return;
+        }
+        if (seg.closed) return this.#complete();
+        void this.#broke(seg, error === null ? 'ended_early' : 'connection', error, null);
+      },
+    });
+    seg.flow = flow;
+    if (seg.stopped) flow.abort(new Error('The stream broke.'));
+    else if (this.#full) flow.pause();
+  }
+
+  #events(seg: Segment, events: SSEEvent[]): void {
+    for (const event of events) {
+      if (seg.stopped || seg.closed || this.#done) return;
+      const item = this.#seam.read(event);
+      switch (item.action) {
+        case 'drop':
+          break;
+        case 'emit':
+          if (this.#hold !== null) {
+            if (item.text !== '') {
+              this.#hold.items.push(item);
+              this.#hold.text += item.text;
+              if (this.#decided()) this.#release();
+              break;
+            }
+            // An event without text after held text: the seam is decided with what is held (no reordering). Before
+            // any text (a ping, an opening event) it goes out and the hold goes on.
+            if (this.#hold.items.length > 0) this.#release();
+          }
+          this.#out(item.render(item.text));
+          break;
+        case 'end':
+          if (this.#hold !== null) this.#release();
+          this.#out(item.render(item.text));
+          seg.closed = true;
+          this.#clearIdle();
+          break;
+        case 'break':
+          this.#stop(seg);
+          void this.#broke(seg, 'error_event', null, item);
+          return;
+      }
+    }
+  }
+
+  /** Whether the held text says enough to know the repeat at the seam. */
+  #decided(): boolean {
+    const hold = this.#hold!;
+    if (hold.mode === 'prefill') return hold.text.trimStart() !== '' || hold.text.length >= trailingSpace(hold.sent);
+    // A held text found nowhere in what was sent cannot grow into a longer repeat.
+    return hold.text.length >= Math.min(hold.sent.length, MAX_OVERLAP) || hold.sent.indexOf(hold.text) === -1;
+  }
+
+  /** Sends the held text, less what repeats what was sent. */
+  #release(): void {
+    const hold = this.#hold!;
+    this.#hold = null;
+    let trim = hold.mode === 'prefill' ? Math.min(leadingSpace(hold.text), trailingSpace(hold.sent)) : seamOverlap(hold.sent, hold.text);
+    if (this.#continued !== null) this.#continued.trimmedChars = trim;
+    for (const item of hold.items) {
+      if (trim >= item.text.length) {
+        trim -= item.text.length;
+        continue;
+      }
+      const text = item.text.slice(trim);
+      trim = 0;
+      this.#out(item.render(text));
+    }
+  }
+
+  #out(text: string): void {
+    if (text === '' || this.#done) return;
+    if (this.#sink!.data(Buffer.from(text)) === false) {
+      this.#full = true;
+      this.#segment?.flow?.pause();
+    }
+  }
+
+  #stop(seg: Segment | null): void {
+    if (seg === null || seg.stopped) return;
+    seg.stopped = true;
+    this.#clearIdle();
+    seg.flow?.abort(new Error('The stream broke.'));
+  }
+
+  #armIdle(): void {
+    const ms = this.#options.idleMs;
+    if (ms <= 0 || this.#done) return;
+    if (this.#idle !== null) {
+      this.#idle.refresh();
+      return;
+    }
+    this.#idle = setTimeout(() => {
+      this.#idle = null;
+      const seg = this.#segment;
+      if (seg === null || seg.stopped || seg.closed || this.#done) return;
+      this.#stop(seg);
+      void this.#broke(seg, 'idle_timeout', idleError(ms), null);
+    }, ms);
+  }
+
+  #clearIdle(): void {
+    if (this.#idle !== null) clearTimeout(this.#idle);
+    this.#idle = null;
+  }
+
+  /** The call in progress broke: the rest comes from a continuation, or the stream ends as it would have without one. */
+  async #broke(seg: Segment, reason: BreakReason, error: Error | null, event: SeamItem | null): Promise<void> {
+    this.#clearIdle();
+    // Its observers (usage readers) have seen its end.
+    await seg.ended;
+    if (this.#done) return;
+    if (this.#hold !== null) this.#release();
+    const ctx = this.#ctx;
+    const partial = this.#seam.sent;
+    const code = error === null ? null : error instanceof GatewayError ? error.code : (upstreamBodyError(error)?.code ?? 'upstream_unreachable');
+    const entry: StreamBreak = { reason, afterChars: partial.length, error: code, outcome: 'continued' };
+    this.#record.breaks.push(entry);
+    const attempt = ctx.attempts.at(-1);
+    if (attempt !== undefined) attempt.streamBreak = { reason, afterChars: partial.length, error: code };
+    if (this.#seam.finished) {
+      // The answer was whole; only its closing events were lost.
+      entry.outcome = 'finished';
+      if (event !== null) this.#out(event.render(''));
+      this.#out(this.#seam.closing());
+      return this.#complete();
+    }
+    const refusal = this.#seam.refusal ?? (this.#record.continuations >= this.#options.max ? 'limit' : null) ?? (ctx.signal.aborted ? 'client_gone' : null);
+    if (refusal !== null) {
+      entry.outcome = refusal;
+      return this.#endAsBefore(reason, error, event);
+    }
+    this.#close(seg, true);
+    ctx.usage = null;
+    let continued: Continued | null = null;
+    try {
+      continued = await this.#options.next(partial);
+    } catch {
+      continued = null;
+    }
+    if (this.#done) {
+      if (continued !== null) discardResponse(continued.response);
+      return;
+    }
+    if (continued === null || continued.response.status < 200 || continued.response.status >= 300 || !isEventStream(continued.response)) {
+      if (continued !== null) discardResponse(continued.response);
+      entry.outcome = 'no_target';
+      ctx.usage = this.#prior;
+      ctx.set(USAGE_SEGMENTS, this.#segments);
+      return this.#endAsBefore(reason, error, event);
+    }
+    this.#record.continuations++;
+    const next = ctx.attempts.at(-1);
+    this.#continued = { trimmedChars: 0 };
+    if (next !== undefined) next.continued = Object.assign(this.#continued, { carriedChars: partial.length, mode: continued.mode });
+    this.#seam.next(this.#prior);
+    if (continued.mode === 'prefill' || continued.mode === 'instruct') this.#hold = { items: [], text: '', mode: continued.mode, sent: partial };
+    this.#begin(continued.response, continued.mode === 'restart' ? 0 : partial.length);
+  }
+
+  /** A call's usage (reported, or estimated when it broke before reporting all of it), added to the request's. */
+  #close(seg: Segment, broke: boolean): void {
+    const ctx = this.#ctx;
+    const chars = this.#seam.sent.length - seg.startChars;
+    const output = Math.ceil(chars / CHARS_PER_TOKEN);
+    let usage = ctx.usage;
+    let estimated = false;
+    if (usage === null) {
+      const prompt = estimateRequestPromptTokens(ctx) + Math.ceil(seg.carried / CHARS_PER_TOKEN);
+      usage = { prompt_tokens: prompt, completion_tokens: output, total_tokens: prompt + output };
+      estimated = true;
+    } else if (broke && usage.completion_tokens < output) {
+      usage = { ...usage, completion_tokens: output, total_tokens: usage.prompt_tokens + output };
+      estimated = true;
+    }
+    const model = this.#segments.length === 0 ? (this.#seam.segmentModel ?? this.#seam.model) : this.#seam.segmentModel;
+    this.#segments.push({ provider: seg.provider, model: model ?? ctx.model, usage, estimated });
+    this.#prior = addUsage(this.#prior, usage);
+  }
+
+  /** The answer ended whole. */
+  #complete(): void {
+    const seg = this.#segment;
+    if (this.#segments.length > 0 && seg !== null) {
+      // A continued stream: its usage is every call's, each priced at its own provider's rates.
+      this.#close(seg, false);
+      this.#ctx.usage = this.#prior;
+      this.#ctx.set(USAGE_SEGMENTS, this.#segments);
+    }
+    this.#finish(null);
+  }
+
+  /** No continuation: the stream ends as it would have without recovery. */
+  #endAsBefore(reason: BreakReason, error: Error | null, event: SeamItem | null): void {
+    if (reason === 'error_event' && event !== null) {
+      this.#out(event.render(''));
+      this.#out(this.#seam.tail());
+      return this.#finish(null);
+    }
+    if (reason === 'ended_early') return this.#finish(null);
+    this.#finish(error ?? new GatewayError('upstream_unreachable', 'The upstream connection broke off during the response.'));
+  }
+
+  #finish(error: Error | null): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.#clearIdle();
+    this.#sink!.end(error);
+  }
+}
+
+const leadingSpace = (text: string): number => text.length - text.trimStart().length;
+const trailingSpace = (text: string): number => text.length - text.trimEnd().length;
+
+/** The error of a stream quiet for `ms` (as the timeout plugin's `stream_idle_timeout`). */
+function idleError(ms: number): GatewayError {
+  return new GatewayError('stream_idle_timeout', `The upstream sent nothing for ${ms} ms (stream_idle_timeout).`, { spec: { status: 504, type: 'timeout_error' } });
+}
