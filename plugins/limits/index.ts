@@ -17,6 +17,9 @@ import {
   rateWindow,
   type RequestContext,
   requestSummary,
+  USAGE_SEGMENTS,
+  type RequestSummary,
+  type UsageSegment,
   STAGES,
   type UsageLimitPolicy,
   usagePeriod,
@@ -410,14 +413,33 @@ export function limits(options: LimitsOptions = {}): GatewayPlugin {
         const s = requestSummary(ctx, { pricing, wantText: false });
         const tokens = s.usage?.total_tokens ?? 0;
         const answered = answeredBy(ctx);
+        // A stream continued by other calls (stream recovery): a target's own policies are charged what it served.
+        const segments = ctx.get(USAGE_SEGMENTS);
         return held.entries.map((e) => {
-          if (e.extra || (e.leaf !== null && e.leaf !== answered)) return 0;
+          if (e.extra) return 0;
+          if (e.leaf !== null && segments !== undefined && segments.length > 0) return servedBy(e, segments, s);
+          if (e.leaf !== null && e.leaf !== answered) return 0;
           if (e.kind === 'tokens') return tokens;
           if (s.cost !== null) return nanoUsd(s.cost);
           if (s.usage !== null && e.price !== null) return usageNanoUsd(e.price, s.usage, s.multiplier);
           if (s.usage !== null) unpriced(s.modelAnswered ?? ctx.model ?? '(none)');
           return 0;
         });
+      };
+
+      /** What the calls of a continued stream that `e`'s target answered cost it: their tokens, or their priced cost. */
+      const servedBy = (e: Held['entries'][number], segments: readonly UsageSegment[], s: RequestSummary): number => {
+        let amount = 0;
+        segments.forEach((seg, i) => {
+          if (seg.target !== e.leaf) return;
+          if (e.kind === 'tokens') amount += seg.usage.total_tokens;
+          else {
+            const cost = s.price?.segments?.[i]?.cost ?? null;
+            if (cost !== null) amount += nanoUsd(cost);
+            else if (e.price !== null) amount += usageNanoUsd(e.price, seg.usage, s.multiplier);
+          }
+        });
+        return amount;
       };
 
       // A stream that runs past what it reserved draws more as it goes, and is cut when a budget has no more to give.

@@ -1,5 +1,6 @@
 import * as v from 'valibot';
 import {
+  STREAM_RECOVERY,
   isObject,
   addImplicitPromptTokens,
   bundledContextWindowData,
@@ -141,7 +142,9 @@ export function responsesDoor(options: ResponsesOptions = {}): GatewayPlugin {
         status: typeof response.status === 'string' ? response.status : 'completed',
         model: typeof response.model === 'string' ? response.model : ctx.model,
         provider: ctx.provider?.name ?? null,
-        native: last !== undefined && last.via === undefined && ctx.cacheStatus !== 'HIT',
+        // A stream continued by another call (on_stream_failure) is the gateway's join of several responses: the provider
+        // holds none of them whole under this id, so the conversation is rebuilt from this store.
+        native: last !== undefined && last.via === undefined && ctx.cacheStatus !== 'HIT' && (ctx.get(STREAM_RECOVERY)?.continuations ?? 0) === 0,
         previousResponseId: typeof body.previous_response_id === 'string' ? body.previous_response_id : null,
         inputItems: storedInput(body.input),
         response,

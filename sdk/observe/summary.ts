@@ -75,6 +75,8 @@ export interface SummaryOptions {
 
 /** One upstream call of a request whose stream was continued by another (stream recovery). */
 export interface UsageSegment {
+  /** The target path that answered it (`0`, `1`, …; null when unknown), for limits held per target. */
+  target: string | null;
   /** The provider that answered it (null when unknown). */
   provider: string | null;
   /** The model it named (else the requested one). */

@@ -73,7 +73,9 @@ function contentBlocks(content: unknown): unknown[] {
 
 /** A continuation call that answered: its answer, and how it was asked. */
 export interface Continued {
+  /** The continuation's answer (any status; the recovery splices only a 2xx event stream). */
   response: GatewayResponse;
+  /** How it was asked to continue (what the seam trims). */
   mode: ContinuationMode;
 }
 

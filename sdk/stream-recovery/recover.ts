@@ -25,6 +25,7 @@ export type BreakReason = 'connection' | 'error_event' | 'idle_timeout' | 'ended
 
 /** One break of a request's stream, and what became of it. */
 export interface StreamBreak {
+  /** How it broke. */
   reason: BreakReason;
   /** Characters of answer text the client had when it broke (all of them carried into the continuation). */
   afterChars: number;
@@ -119,7 +120,8 @@ interface Segment {
   ended: Promise<void>;
   onEnded: () => void;
   observers: BodyObserver[] | null;
-  /** The provider that answered it, and where the client's text stood when it began. */
+  /** The target path and provider that answered it, and where the client's text stood when it began. */
+  target: string | null;
   provider: string | null;
   startChars: number;
   /** Characters of answer its request carried (a continuation's partial answer, priced as its input). */
@@ -178,7 +180,7 @@ class RecoveringStream implements BodySource {
   #begin(response: GatewayResponse, carried: number): void {
     let onEnded!: () => void;
     const ended = new Promise<void>((resolve) => (onEnded = resolve));
-    const seg: Segment = { flow: null, stopped: false, closed: false, ended, onEnded, observers: response.observers, provider: this.#ctx.provider?.name ?? null, startChars: this.#seam.sent.length, carried };
+    const seg: Segment = { flow: null, stopped: false, closed: false, ended, onEnded, observers: response.observers, target: this.#ctx.targetPath, provider: this.#ctx.provider?.name ?? null, startChars: this.#seam.sent.length, carried };
     this.#segment = seg;
     const decoder = new StringDecoder('utf8');
     const parser = new SSEParser();
@@ -327,7 +329,7 @@ class RecoveringStream implements BodySource {
       this.#out(this.#seam.closing());
       return this.#complete();
     }
-    const refusal = this.#seam.refusal ?? (this.#record.continuations >= this.#options.max ? 'limit' : null) ?? (ctx.signal.aborted ? 'client_gone' : null);
+    const refusal = this.#seam.refusal ?? bodyRefusal(ctx.body) ?? (this.#record.continuations >= this.#options.max ? 'limit' : null) ?? (ctx.signal.aborted ? 'client_gone' : null);
     if (refusal !== null) {
       entry.outcome = refusal;
       return this.#endAsBefore(reason, error, event);
@@ -376,7 +378,7 @@ class RecoveringStream implements BodySource {
       estimated = true;
     }
     const model = this.#segments.length === 0 ? (this.#seam.segmentModel ?? this.#seam.model) : this.#seam.segmentModel;
-    this.#segments.push({ provider: seg.provider, model: model ?? ctx.model, usage, estimated });
+    this.#segments.push({ target: seg.target, provider: seg.provider, model: model ?? ctx.model, usage, estimated });
     this.#prior = addUsage(this.#prior, usage);
   }
 
@@ -409,6 +411,17 @@ class RecoveringStream implements BodySource {
     this.#clearIdle();
     this.#sink!.end(error);
   }
+}
+
+/**
+ * What in the request itself rules a continuation out: several choices (`n` > 1: each would need its own), or a
+ * Messages `thread` (a conversation held on a server, which a continuation would fork).
+ */
+function bodyRefusal(body: Record<string, unknown> | null): string | null {
+  if (body === null) return null;
+  if (typeof body.n === 'number' && body.n > 1) return 'several_choices';
+  if (body.thread !== undefined && body.thread !== null) return 'thread';
+  return null;
 }
 
 const leadingSpace = (text: string): number => text.length - text.trimStart().length;

@@ -31,7 +31,7 @@ export interface SeamItem {
 export interface DoorSeam {
   /** The answer text the client got, every call's joined. */
   readonly sent: string;
-  /** Why the stream cannot be continued (a tool call begun, several choices, reasoning), or null when it can. */
+  /** Why the stream cannot be continued (`tool_call`, `reasoning`, `several_choices`, `non_text`), or null when it can. */
   readonly refusal: string | null;
   /** The answer itself is complete (its finish came): only the closing events are missing. */
   readonly finished: boolean;
@@ -50,6 +50,17 @@ export interface DoorSeam {
    * stream's, and `prior` (the usage of the calls before it) is added to the usage its events report.
    */
   next(prior: Usage): void;
+}
+
+/**
+ * Why an answer with this kind of part cannot be continued: `tool_call` (a call's arguments cannot be resumed
+ * honestly), `reasoning` (thinking a continuation would redo), `non_text` (anything else but text).
+ */
+export function refusalOf(type: unknown): string {
+  const t = String(type);
+  if (t === 'tool_use' || t === 'server_tool_use' || t === 'mcp_tool_use' || t === 'function_call' || t.endsWith('_call') || t.includes('function_call')) return 'tool_call';
+  if (t.startsWith('thinking') || t === 'redacted_thinking' || t.startsWith('signature') || t.includes('reasoning')) return 'reasoning';
+  return 'non_text';
 }
 
 const drop: SeamItem = { action: 'drop', text: '', render: () => '' };
@@ -133,13 +144,13 @@ function chatSeam(): DoorSeam {
       let text = '';
       for (const c of choices) {
         if (!isObject(c)) continue;
-        if (n(c.index) > 0) refusal ??= 'several choices (n > 1)';
+        if (n(c.index) > 0) refusal ??= 'several_choices';
         if (c.finish_reason !== null && c.finish_reason !== undefined) finished = true;
         const delta = isObject(c.delta) ? c.delta : null;
         if (delta === null) continue;
-        if (Array.isArray(delta.tool_calls) || isObject(delta.function_call)) refusal ??= 'a tool call';
+        if (Array.isArray(delta.tool_calls) || isObject(delta.function_call)) refusal ??= 'tool_call';
         if (typeof delta.reasoning_content === 'string' || typeof delta.reasoning === 'string') refusal ??= 'reasoning';
-        if (typeof delta.refusal === 'string') refusal ??= 'a refusal';
+        if (typeof delta.refusal === 'string') refusal ??= 'non_text';
         if (typeof delta.content === 'string') text += delta.content;
       }
       if (prior === null) {
@@ -234,7 +245,7 @@ function messagesSeam(): DoorSeam {
             const block = isObject(data.content_block) ? data.content_block : {};
             highest = Math.max(highest, n(data.index));
             if (block.type === 'text') open = n(data.index);
-            else refusal ??= `a ${String(block.type)} block`;
+            else refusal ??= refusalOf(block.type);
             break;
           }
           case 'content_block_stop':
@@ -247,7 +258,7 @@ function messagesSeam(): DoorSeam {
             break;
         }
         const text = name === 'content_block_delta' && isObject(data.delta) && data.delta.type === 'text_delta' && typeof data.delta.text === 'string' ? data.delta.text : '';
-        if (name === 'content_block_delta' && isObject(data.delta) && data.delta.type !== 'text_delta') refusal ??= `a ${String(data.delta.type)}`;
+        if (name === 'content_block_delta' && isObject(data.delta) && data.delta.type !== 'text_delta') refusal ??= refusalOf(data.delta.type === 'input_json_delta' ? 'tool_use' : data.delta.type);
         return { action: 'emit', text, render: (t) => ((sent += t), t === text ? serializeEvent(event) : json(event, { ...data, delta: { ...(data.delta as Json), text: t } })) };
       }
       // A continuation.
@@ -259,7 +270,7 @@ function messagesSeam(): DoorSeam {
         case 'content_block_start': {
           const block = isObject(data.content_block) ? data.content_block : {};
           if (mergeFirst && n(data.index) === 0 && block.type === 'text') return drop;
-          if (block.type !== 'text') refusal ??= `a ${String(block.type)} block`;
+          if (block.type !== 'text') refusal ??= refusalOf(block.type);
           const index = at(data.index);
           highest = Math.max(highest, index);
           if (block.type === 'text') open = index;
@@ -269,7 +280,7 @@ function messagesSeam(): DoorSeam {
           const index = at(data.index);
           const delta = isObject(data.delta) ? data.delta : {};
           const text = delta.type === 'text_delta' && typeof delta.text === 'string' ? delta.text : '';
-          if (delta.type !== 'text_delta') refusal ??= `a ${String(delta.type)}`;
+          if (delta.type !== 'text_delta') refusal ??= refusalOf(delta.type === 'input_json_delta' ? 'tool_use' : delta.type);
           return { action: 'emit', text, render: (t) => ((sent += t), json(event, { ...data, index, delta: delta.type === 'text_delta' ? { ...delta, text: t } : delta })) };
         }
         case 'content_block_stop': {
@@ -387,10 +398,10 @@ function responsesSeam(): DoorSeam {
     if (CLOSING.has(name)) return raw(e, 'end');
     if (name === 'response.output_item.added' && isObject(data.item)) {
       if (data.item.type === 'message') item = { id: String(data.item.id), index: n(data.output_index), parts: [] };
-      else refusal ??= `a ${String(data.item.type)} item`;
+      else refusal ??= refusalOf(data.item.type);
     } else if (name === 'response.content_part.added' && isObject(data.part)) {
       if (data.part.type === 'output_text') part = { index: n(data.content_index), text: '' };
-      else refusal ??= `a ${String(data.part.type)} part`;
+      else refusal ??= refusalOf(data.part.type);
     } else if (name === 'response.content_part.done') {
       if (item !== null && isObject(data.part)) item.parts.push(data.part);
       part = null;
@@ -399,7 +410,7 @@ function responsesSeam(): DoorSeam {
       if (data.item.type === 'message') finished = true;
       item = null;
     } else if (name.endsWith('.delta') && name !== 'response.output_text.delta') {
-      refusal ??= `a ${name} event`;
+      refusal ??= refusalOf(name.includes('function_call') || name.includes('_call') ? 'function_call' : name.includes('reasoning') ? 'reasoning' : name);
     }
     const text = name === 'response.output_text.delta' && typeof data.delta === 'string' ? data.delta : '';
     return {
@@ -436,7 +447,7 @@ function responsesSeam(): DoorSeam {
         contItemId = String(it.id);
         return drop;
       }
-      if (it.type !== 'message') refusal ??= `a ${String(it.type)} item`;
+      if (it.type !== 'message') refusal ??= refusalOf(it.type);
       return { action: 'emit', text: '', render: () => event(name, mapped()) };
     }
     if (name === 'response.content_part.added' && inPart) return drop;
@@ -472,7 +483,7 @@ function responsesSeam(): DoorSeam {
       if (isObject(r.usage)) response.usage = addOpenAIUsage(r.usage, prior!, true);
       return { action: 'end', text: '', render: () => event(name, { ...data, response }) };
     }
-    if (name.endsWith('.delta')) refusal ??= `a ${name} event`;
+    if (name.endsWith('.delta')) refusal ??= refusalOf(name.includes('function_call') || name.includes('_call') ? 'function_call' : name.includes('reasoning') ? 'reasoning' : name);
     return { action: 'emit', text: '', render: () => event(name, mapped()) };
   }
 

@@ -16,6 +16,9 @@ export const PREFILL_REST = [' jumps over', ' the lazy dog.'];
 export const INSTRUCT_REST = ['brown fox jumps', ' over the lazy dog.'];
 /** What the client reads, whichever way it was continued. */
 export const WHOLE = 'The quick brown fox jumps over the lazy dog.';
+/** The script of a model named `email-<kind>`: an e-mail address split by the break. */
+export const EMAIL = { first: ['Write to ann.lee', '@exam'], prefill: ['ple.com now.'], instruct: ['@example.com now.'], whole: 'Write to ann.lee@example.com now.' };
+const SCRIPTS = [{ first: FIRST, prefill: PREFILL_REST, instruct: INSTRUCT_REST }, EMAIL];
 /** The usage every continuation reports. */
 export const CONTINUATION_USAGE = { prompt: 30, completion: 7 };
 /** Input tokens Anthropic's `message_start` reports for a first call. */
@@ -25,12 +28,19 @@ type Json = Record<string, any>;
 type Kind = 'reset' | 'error' | 'idle' | 'none';
 type Continuation = 'prefill' | 'instruct' | null;
 
-const kindOf = (model: unknown): Kind => (model === 'reset' || model === 'error' || model === 'idle' ? model : 'none');
+/** Answers served: each answer's ids are its own. */
+let served = 0;
+
+const kindOf = (model: unknown): Kind => {
+  const kind = String(model).replace(/^email-/, '');
+  return kind === 'reset' || kind === 'error' || kind === 'idle' ? kind : 'none';
+};
+const scriptOf = (model: string) => (model.startsWith('email-') ? EMAIL : SCRIPTS[0]!);
 const ev = (name: string | null, data: unknown) => `${name === null ? '' : `event: ${name}\n`}data: ${JSON.stringify(data)}\n\n`;
 
 /** How a request asks to continue: the partial answer as the last turn (prefill) or followed by the instruction. */
 function continuationOf(turns: Array<{ role: string; text: string }>): Continuation {
-  const i = turns.findIndex((t) => (t.role === 'assistant' || t.role === 'model') && t.text.startsWith('The quick'));
+  const i = turns.findIndex((t) => (t.role === 'assistant' || t.role === 'model') && SCRIPTS.some((s) => t.text.startsWith(s.first[0]!)));
   if (i === -1) return null;
   return i === turns.length - 1 ? 'prefill' : 'instruct';
 }
@@ -52,7 +62,7 @@ function stream(res: ServerResponse, format: 'chat' | 'responses' | 'messages' |
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
   const usage = continuation ? CONTINUATION_USAGE : null;
   const out: string[] = [];
-  const id = continuation ? 'second' : 'first';
+  const id = `${continuation ? 'second' : 'first'}${++served}`;
   if (format === 'chat') {
     const chunk = (delta: Json, finish: string | null = null) => ev(null, { id: `chatcmpl-${id}`, object: 'chat.completion.chunk', created: continuation ? 2 : 1, model, choices: [{ index: 0, delta, finish_reason: finish }] });
     out.push(chunk({ role: 'assistant', content: '' }));
@@ -140,9 +150,11 @@ export async function startBreakingUpstream() {
     const format = path.includes(':streamGenerateContent') ? 'gemini' : path.startsWith('/v1/responses') ? 'responses' : path.startsWith('/v1/messages') ? 'messages' : 'chat';
     const model = format === 'gemini' ? decodeURIComponent(path.split('/models/')[1]!.split(':')[0]!) : String(body.model);
     if (model === 'tool-reset') return toolThenReset(res, format);
-    const continuation = continuationOf(turnsOf(path, body));
-    if (continuation === null) return stream(res, format, FIRST, kindOf(model), false, model);
-    stream(res, format, continuation === 'prefill' ? PREFILL_REST : INSTRUCT_REST, 'none', true, model);
+    const turns = turnsOf(path, body);
+    const continuation = continuationOf(turns);
+    const script = turns.some((t) => t.text.startsWith(EMAIL.first[0]!)) ? EMAIL : scriptOf(model);
+    if (continuation === null) return stream(res, format, script.first, kindOf(model), false, model);
+    stream(res, format, continuation === 'prefill' ? script.prefill : script.instruct, 'none', true, model);
   });
   return Object.assign(server, {
     /** The requests that continued a stream, with how they asked. */

@@ -1,0 +1,217 @@
+import { describe, expect, test } from 'vitest';
+import { createLogger, RequestContext, type BodySource, type ChunkSink, type GatewayResponse, type RouteDefinition } from '../../../core/index.js';
+import { recoverStream, STREAM_RECOVERY, type Continued } from '../../../sdk/index.js';
+
+/**
+ * The recovering stream on its own (chat format): how many continuations it makes, an answer that finished
+ * before it broke, backpressure and a client that leaves while a continuation streams.
+ */
+const route = { name: 'chat.completions', method: 'POST', path: '/v1/chat/completions' } as unknown as RouteDefinition;
+
+function ctxOf(): RequestContext {
+  const ctx = new RequestContext('POST', '/v1/chat/completions', {}, new AbortController().signal, createLogger({ level: 'silent' }));
+  ctx.route = route;
+  ctx.body = { model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] };
+  return ctx;
+}
+
+const chunk = (id: string, delta: Record<string, unknown>, finish: string | null = null) =>
+  `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+
+interface Fake {
+  response: GatewayResponse;
+  aborted: boolean;
+  pauses: number;
+  resumes: number;
+}
+
+/** An upstream answer: `events` one per tick, then a reset (`reset`), a clean end (`end`) or nothing (`hang`). */
+function upstream(events: string[], ending: 'reset' | 'end' | 'hang'): Fake {
+  const fake: Fake = { response: null as unknown as GatewayResponse, aborted: false, pauses: 0, resumes: 0 };
+  const body: BodySource = {
+    start(sink: ChunkSink) {
+      let i = 0;
+      let done = false;
+      let paused = false;
+      const step = () => {
+        if (done || paused) return;
+        if (i < events.length) {
+          sink.data(Buffer.from(events[i++]!));
+          setImmediate(step);
+          return;
+        }
+        if (ending === 'hang') return;
+        done = true;
+        sink.end(ending === 'end' ? null : Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }));
+      };
+      setImmediate(step);
+      return {
+        pause: () => {
+          fake.pauses++;
+          paused = true;
+        },
+        resume: () => {
+          fake.resumes++;
+          if (!paused) return;
+          paused = false;
+          setImmediate(step);
+        },
+        abort: (reason) => {
+          if (done) return;
+          done = true;
+          fake.aborted = true;
+          sink.end(reason ?? new Error('aborted'));
+        },
+      };
+    },
+  };
+  fake.response = { status: 200, headers: { 'content-type': 'text/event-stream' }, body, observers: null };
+  return fake;
+}
+
+/** Reads a body whole: its text and how it ended. */
+function read(body: BodySource, onData?: (text: string, flow: { abort(): void }) => boolean | void): Promise<{ text: string; error: Error | null }> {
+  return new Promise((resolve) => {
+    let text = '';
+    const flow = body.start({
+      data(c) {
+        text += c.toString();
+        return onData?.(text, flow);
+      },
+      end: (error) => resolve({ text, error }),
+    });
+  });
+}
+
+const contentOf = (text: string) =>
+  text
+    .split('\n\n')
+    .filter((b) => b.startsWith('data: {'))
+    .map((b) => JSON.parse(b.slice(6)).choices?.[0]?.delta?.content ?? '')
+    .join('');
+
+describe('recoverStream', () => {
+  test('max_continuations bounds the continuations: a continuation that breaks again ends the stream', async () => {
+    const ctx = ctxOf();
+    const first = upstream([chunk('a', { role: 'assistant' }), chunk('a', { content: 'One ' })], 'reset');
+    const asked: string[] = [];
+    const out = recoverStream(ctx, first.response, {
+      max: 1,
+      idleMs: 0,
+      async next(partial): Promise<Continued> {
+        asked.push(partial);
+        return { response: upstream([chunk('b', { role: 'assistant' }), chunk('b', { content: 'two ' })], 'reset').response, mode: 'prefill' };
+      },
+    });
+    const { text, error } = await read(out.body as BodySource);
+    expect(asked).toEqual(['One ']);
+    expect(contentOf(text)).toBe('One two ');
+    expect(error?.message).toContain('socket hang up');
+    expect(ctx.get(STREAM_RECOVERY)!.breaks.map((b) => [b.reason, b.afterChars, b.outcome])).toEqual([
+      ['connection', 4, 'continued'],
+      ['connection', 8, 'limit'],
+    ]);
+  });
+
+  test('with max_continuations 2 the second break is continued too; the ids stay the first call\'s', async () => {
+    const ctx = ctxOf();
+    const answers = [
+      upstream([chunk('b', { role: 'assistant' }), chunk('b', { content: 'two ' })], 'reset'),
+      upstream([chunk('c', { role: 'assistant' }), chunk('c', { content: 'three.' }), chunk('c', {}, 'stop'), 'data: [DONE]\n\n'], 'end'),
+    ];
+    const asked: string[] = [];
+    const out = recoverStream(ctx, upstream([chunk('a', { role: 'assistant' }), chunk('a', { content: 'One ' })], 'reset').response, {
+      max: 2,
+      idleMs: 0,
+      async next(partial) {
+        asked.push(partial);
+        return { response: answers.shift()!.response, mode: 'prefill' };
+      },
+    });
+    const { text, error } = await read(out.body as BodySource);
+    expect(error).toBeNull();
+    expect(asked).toEqual(['One ', 'One two ']);
+    expect(contentOf(text)).toBe('One two three.');
+    expect(new Set([...text.matchAll(/"id":"(\w)"/g)].map((m) => m[1]))).toEqual(new Set(['a']));
+    expect(text.endsWith('data: [DONE]\n\n')).toBe(true);
+    expect(ctx.get(STREAM_RECOVERY)!.continuations).toBe(2);
+  });
+
+  test('an answer that finished before the break only lacked its closing event: no continuation', async () => {
+    const ctx = ctxOf();
+    let called = false;
+    const out = recoverStream(ctx, upstream([chunk('a', { content: 'Done.' }), chunk('a', {}, 'stop')], 'reset').response, {
+      max: 1,
+      idleMs: 0,
+      async next() {
+        called = true;
+        return null;
+      },
+    });
+    const { text, error } = await read(out.body as BodySource);
+    expect(error).toBeNull();
+    expect(called).toBe(false);
+    expect(text.endsWith('data: [DONE]\n\n')).toBe(true);
+    expect(ctx.get(STREAM_RECOVERY)!.breaks[0]!.outcome).toBe('finished');
+  });
+
+  test('no target takes the continuation: the break ends the stream as it would have', async () => {
+    const ctx = ctxOf();
+    const out = recoverStream(ctx, upstream([chunk('a', { content: 'One ' })], 'reset').response, { max: 1, idleMs: 0, next: async () => null });
+    const { text, error } = await read(out.body as BodySource);
+    expect(contentOf(text)).toBe('One ');
+    expect(error?.message).toContain('socket hang up');
+    expect(ctx.get(STREAM_RECOVERY)!.breaks[0]!.outcome).toBe('no_target');
+    // The first call's usage, estimated, is still the request's.
+    expect(ctx.usage?.completion_tokens).toBe(1);
+  });
+
+  test('silence past the idle time is a break; the quiet upstream is hung up on', async () => {
+    const ctx = ctxOf();
+    const quiet = upstream([chunk('a', { content: 'One ' })], 'hang');
+    const out = recoverStream(ctx, quiet.response, {
+      max: 1,
+      idleMs: 50,
+      next: async () => ({ response: upstream([chunk('b', { content: 'two.' }), chunk('b', {}, 'stop'), 'data: [DONE]\n\n'], 'end').response, mode: 'prefill' }),
+    });
+    const { text, error } = await read(out.body as BodySource);
+    expect(error).toBeNull();
+    expect(contentOf(text)).toBe('One two.');
+    expect(quiet.aborted).toBe(true);
+    expect(ctx.get(STREAM_RECOVERY)!.breaks[0]!.reason).toBe('idle_timeout');
+  });
+
+  test('a client that leaves while the continuation streams aborts the continuation\'s upstream', async () => {
+    const ctx = ctxOf();
+    const second = upstream([chunk('b', { content: 'two ' }), chunk('b', { content: 'three ' })], 'hang');
+    const out = recoverStream(ctx, upstream([chunk('a', { content: 'One ' })], 'reset').response, { max: 1, idleMs: 0, next: async () => ({ response: second.response, mode: 'prefill' }) });
+    const { error } = await read(out.body as BodySource, (text, flow) => {
+      if (text.includes('two ')) flow.abort();
+    });
+    expect(error).not.toBeNull();
+    expect(second.aborted).toBe(true);
+  });
+
+  test('backpressure reaches the upstream being read', async () => {
+    const ctx = ctxOf();
+    const first = upstream([chunk('a', { content: 'One ' }), chunk('a', { content: 'two ' }), chunk('a', {}, 'stop'), 'data: [DONE]\n\n'], 'end');
+    const out = recoverStream(ctx, first.response, { max: 1, idleMs: 0, next: async () => null });
+    let paused = false;
+    const { text } = await new Promise<{ text: string }>((resolve) => {
+      let text = '';
+      const flow = (out.body as BodySource).start({
+        data(c) {
+          text += c.toString();
+          if (paused) return true;
+          paused = true;
+          setTimeout(() => flow.resume(), 20);
+          return false;
+        },
+        end: () => resolve({ text }),
+      });
+    });
+    expect(first.pauses).toBeGreaterThan(0);
+    expect(first.resumes).toBeGreaterThan(0);
+    expect(contentOf(text)).toBe('One two ');
+  });
+});
