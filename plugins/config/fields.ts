@@ -1,11 +1,8 @@
 import * as v from 'valibot';
-import { fieldSchema as f, isForwardable, type TargetField } from '../../sdk/index.js';
+import { fieldSchema as f, isForwardable, MAX_CONTINUATIONS, type TargetField } from '../../sdk/index.js';
 
 /** Routing modes a config may name; each needs its strategy plugin loaded. */
 export const MODES = ['single', 'loadbalance', 'fallback', 'conditional'] as const;
-
-/** Most continuations a config may ask for per request (`max_continuations`): each is a whole upstream call. */
-export const MAX_CONTINUATIONS = 5;
 
 const StrategySchema = v.pipe(
   f.strictObject({

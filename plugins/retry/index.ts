@@ -1,9 +1,11 @@
 import * as v from 'valibot';
 import {
   deadlineLeft,
+  DEFAULT_MAX_CONTINUATIONS,
   discardResponse,
   fieldSchema as f,
   GatewayError,
+  MAX_CONTINUATIONS,
   parseOptions,
   recoverStream,
   retryAfterMs,
@@ -50,7 +52,7 @@ export const RETRY_FIELDS: Readonly<Record<string, TargetField>> = Object.freeze
       use_retry_after_headers: v.optional(f.boolean()),
       // Stream recovery (docs/formats.md, "Streams that survive a provider failure"): the same target continues a broken stream.
       on_stream_failure: v.optional(f.oneOf(['end', 'continue'] as const)),
-      max_continuations: v.optional(f.integer(1, 5)),
+      max_continuations: v.optional(f.integer(1, MAX_CONTINUATIONS)),
     }),
     inherit: 'always',
     affectsAnswer: false,
@@ -89,9 +91,6 @@ interface RetryConfig {
   on_stream_failure?: 'end' | 'continue';
   max_continuations?: number;
 }
-
-/** Continuations a request may splice in when `retry.on_stream_failure` is `continue` and `max_continuations` is not set. */
-export const DEFAULT_MAX_CONTINUATIONS = 1;
 
 /**
  * Retries a target's upstream call (`retry` in the config): on the listed

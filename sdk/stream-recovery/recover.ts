@@ -48,6 +48,11 @@ export interface StreamRecovery {
 /** The stream recovery of a request, once a strategy or the retry plugin asked for it. */
 export const STREAM_RECOVERY = stateKey<StreamRecovery>('stream-recovery');
 
+/** Continuations a request may splice in when its config's `max_continuations` is not set. */
+export const DEFAULT_MAX_CONTINUATIONS = 1;
+/** The most a config may ask for (`max_continuations`): each is a whole upstream call. */
+export const MAX_CONTINUATIONS = 5;
+
 /** Of a continuation's text, at most this many characters are held to find a repeat of what was sent. */
 export const MAX_OVERLAP = 1024;
 /** A repeat shorter than this is taken for a coincidence (`bookkee` + `eper`) and kept. */
@@ -126,6 +131,8 @@ interface Segment {
   startChars: number;
   /** Characters of answer its request carried (a continuation's partial answer, priced as its input). */
   carried: number;
+  /** Its usage was added to the request's. */
+  counted: boolean;
 }
 
 /** The client's stream: the first answer's events, then each continuation's, with a seam between. */
@@ -170,7 +177,10 @@ class RecoveringStream implements BodySource {
       },
       abort: (reason) => {
         if (this.#done) return;
-        this.#stop(this.#segment);
+        const seg = this.#segment;
+        this.#stop(seg);
+        // The client left (or a watcher cut the stream) after a continuation: the request still used every call.
+        if (seg !== null && this.#segments.length > 0) this.#settle(seg, true);
         this.#finish(reason ?? new Error('The stream was aborted.'));
       },
     };
@@ -180,7 +190,7 @@ class RecoveringStream implements BodySource {
   #begin(response: GatewayResponse, carried: number): void {
     let onEnded!: () => void;
     const ended = new Promise<void>((resolve) => (onEnded = resolve));
-    const seg: Segment = { flow: null, stopped: false, closed: false, ended, onEnded, observers: response.observers, target: this.#ctx.targetPath, provider: this.#ctx.provider?.name ?? null, startChars: this.#seam.sent.length, carried };
+    const seg: Segment = { flow: null, stopped: false, closed: false, ended, onEnded, observers: response.observers, target: this.#ctx.targetPath, provider: this.#ctx.provider?.name ?? null, startChars: this.#seam.sent.length, carried, counted: false };
     this.#segment = seg;
     const decoder = new StringDecoder('utf8');
     const parser = new SSEParser();
@@ -311,8 +321,10 @@ class RecoveringStream implements BodySource {
   /** The call in progress broke: the rest comes from a continuation, or the stream ends as it would have without one. */
   async #broke(seg: Segment, reason: BreakReason, error: Error | null, event: SeamItem | null): Promise<void> {
     this.#clearIdle();
-    // Its observers (usage readers) have seen its end.
-    await seg.ended;
+    // Its observers (usage readers) have seen its end (a source ends at once when aborted; the timer only guards one that does not).
+    let guard: NodeJS.Timeout | undefined;
+    await Promise.race([seg.ended, new Promise<void>((resolve) => (guard = setTimeout(resolve, 1000).unref()))]);
+    clearTimeout(guard);
     if (this.#done) return;
     if (this.#hold !== null) this.#release();
     const ctx = this.#ctx;
@@ -332,6 +344,7 @@ class RecoveringStream implements BodySource {
     const refusal = this.#seam.refusal ?? bodyRefusal(ctx.body) ?? (this.#record.continuations >= this.#options.max ? 'limit' : null) ?? (ctx.signal.aborted ? 'client_gone' : null);
     if (refusal !== null) {
       entry.outcome = refusal;
+      if (this.#segments.length > 0) this.#settle(seg, true);
       return this.#endAsBefore(reason, error, event);
     }
     this.#close(seg, true);
@@ -364,6 +377,8 @@ class RecoveringStream implements BodySource {
 
   /** A call's usage (reported, or estimated when it broke before reporting all of it), added to the request's. */
   #close(seg: Segment, broke: boolean): void {
+    if (seg.counted) return;
+    seg.counted = true;
     const ctx = this.#ctx;
     const chars = this.#seam.sent.length - seg.startChars;
     const output = Math.ceil(chars / CHARS_PER_TOKEN);
@@ -385,13 +400,15 @@ class RecoveringStream implements BodySource {
   /** The answer ended whole. */
   #complete(): void {
     const seg = this.#segment;
-    if (this.#segments.length > 0 && seg !== null) {
-      // A continued stream: its usage is every call's, each priced at its own provider's rates.
-      this.#close(seg, false);
-      this.#ctx.usage = this.#prior;
-      this.#ctx.set(USAGE_SEGMENTS, this.#segments);
-    }
+    if (this.#segments.length > 0 && seg !== null) this.#settle(seg, false);
     this.#finish(null);
+  }
+
+  /** A continued stream ended (whole, broken or left): its usage is every call's, each priced at its own provider's rates. */
+  #settle(seg: Segment, broke: boolean): void {
+    this.#close(seg, broke);
+    this.#ctx.usage = this.#prior;
+    this.#ctx.set(USAGE_SEGMENTS, this.#segments);
   }
 
   /** No continuation: the stream ends as it would have without recovery. */

@@ -14,11 +14,13 @@ import type { SeenNativeRequest } from '../../server/testing/provider-contract.j
 export const FIRST = ['The quick ', 'brown fox '];
 export const PREFILL_REST = [' jumps over', ' the lazy dog.'];
 export const INSTRUCT_REST = ['brown fox jumps', ' over the lazy dog.'];
+/** After an assistant prefix sent as it was (Mistral's and DeepSeek's `prefix: true`): the very next characters. */
+export const PREFIX_REST = ['jumps over', ' the lazy dog.'];
 /** What the client reads, whichever way it was continued. */
 export const WHOLE = 'The quick brown fox jumps over the lazy dog.';
 /** The script of a model named `email-<kind>`: an e-mail address split by the break. */
 export const EMAIL = { first: ['Write to ann.lee', '@exam'], prefill: ['ple.com now.'], instruct: ['@example.com now.'], whole: 'Write to ann.lee@example.com now.' };
-const SCRIPTS = [{ first: FIRST, prefill: PREFILL_REST, instruct: INSTRUCT_REST }, EMAIL];
+const SCRIPTS = [{ first: FIRST, prefill: PREFILL_REST, prefix: PREFIX_REST, instruct: INSTRUCT_REST }, { ...EMAIL, prefix: ['ple.com now.'] }];
 /** The usage every continuation reports. */
 export const CONTINUATION_USAGE = { prompt: 30, completion: 7 };
 /** Input tokens Anthropic's `message_start` reports for a first call. */
@@ -26,7 +28,7 @@ export const FIRST_ANTHROPIC_INPUT = 20;
 
 type Json = Record<string, any>;
 type Kind = 'reset' | 'error' | 'idle' | 'none';
-type Continuation = 'prefill' | 'instruct' | null;
+type Continuation = 'prefill' | 'prefix' | 'instruct' | null;
 
 /** Answers served: each answer's ids are its own. */
 let served = 0;
@@ -35,26 +37,27 @@ const kindOf = (model: unknown): Kind => {
   const kind = String(model).replace(/^email-/, '');
   return kind === 'reset' || kind === 'error' || kind === 'idle' ? kind : 'none';
 };
-const scriptOf = (model: string) => (model.startsWith('email-') ? EMAIL : SCRIPTS[0]!);
+const scriptOf = (model: string) => (model.startsWith('email-') ? SCRIPTS[1]! : SCRIPTS[0]!);
 const ev = (name: string | null, data: unknown) => `${name === null ? '' : `event: ${name}\n`}data: ${JSON.stringify(data)}\n\n`;
 
 /** How a request asks to continue: the partial answer as the last turn (prefill) or followed by the instruction. */
-function continuationOf(turns: Array<{ role: string; text: string }>): Continuation {
+function continuationOf(turns: Array<{ role: string; text: string; prefix?: boolean }>): Continuation {
   const i = turns.findIndex((t) => (t.role === 'assistant' || t.role === 'model') && SCRIPTS.some((s) => t.text.startsWith(s.first[0]!)));
   if (i === -1) return null;
-  return i === turns.length - 1 ? 'prefill' : 'instruct';
+  if (i !== turns.length - 1) return 'instruct';
+  return turns[i]!.prefix === true ? 'prefix' : 'prefill';
 }
 
 const textOf = (content: unknown): string =>
   typeof content === 'string' ? content : Array.isArray(content) ? content.map((c: any) => c?.text ?? '').join('') : '';
 
-function turnsOf(path: string, body: Json): Array<{ role: string; text: string }> {
+function turnsOf(path: string, body: Json): Array<{ role: string; text: string; prefix?: boolean }> {
   if (path.includes(':streamGenerateContent')) return (body.contents ?? []).map((c: any) => ({ role: c.role, text: (c.parts ?? []).map((p: any) => p.text ?? '').join('') }));
   if (path.startsWith('/v1/responses')) {
     const input = typeof body.input === 'string' ? [{ role: 'user', content: body.input }] : (body.input ?? []);
     return input.map((i: any) => ({ role: i.role, text: textOf(i.content) }));
   }
-  return (body.messages ?? []).map((m: any) => ({ role: m.role, text: textOf(m.content) }));
+  return (body.messages ?? []).map((m: any) => ({ role: m.role, text: textOf(m.content), prefix: m.prefix }));
 }
 
 /** Sends `pieces` in the provider's stream format; `kind` says how the stream ends. */
@@ -152,9 +155,9 @@ export async function startBreakingUpstream() {
     if (model === 'tool-reset') return toolThenReset(res, format);
     const turns = turnsOf(path, body);
     const continuation = continuationOf(turns);
-    const script = turns.some((t) => t.text.startsWith(EMAIL.first[0]!)) ? EMAIL : scriptOf(model);
+    const script = turns.some((t) => t.text.startsWith(EMAIL.first[0]!)) ? SCRIPTS[1]! : scriptOf(model);
     if (continuation === null) return stream(res, format, script.first, kindOf(model), false, model);
-    stream(res, format, continuation === 'prefill' ? script.prefill : script.instruct, 'none', true, model);
+    stream(res, format, script[continuation], 'none', true, model);
   });
   return Object.assign(server, {
     /** The requests that continued a stream, with how they asked. */

@@ -245,6 +245,18 @@ describe('where the continuation comes from', () => {
     expect(entry.attempts[2].continued.mode).toBe('instruct');
   });
 
+  test('Mistral continues an assistant prefix (`prefix: true`) sent as it was: nothing trimmed', async () => {
+    const mistral = (model: string) => ({ provider: 'mistral-ai', api_key: 'k-mistral', custom_host: `${upstream.url}/v1`, override_params: { model } });
+    const cfg = { strategy: { mode: 'fallback', on_stream_failure: 'continue' }, targets: [mistral('reset'), mistral('mistral-large-latest')] };
+    const before = upstream.requests.length;
+    const { events } = await raw('/v1/chat/completions', cfg, { messages: [{ role: 'user', content: 'hi' }] }, 'sr-prefix');
+    expect(chatText(events)).toBe(WHOLE);
+    const asked = upstream.requests.slice(before).at(-1)!.body as Record<string, any>;
+    expect(asked.messages.at(-1)).toEqual({ role: 'assistant', content: FIRST.join(''), prefix: true });
+    const entry = await logged('sr-prefix');
+    expect(entry.attempts[1].continued).toEqual({ carriedChars: FIRST_CHARS, mode: 'prefix', trimmedChars: 0 });
+  });
+
   test('retry.on_stream_failure: a single target continues its own stream', async () => {
     const cfg = { ...leaf('anthropic', 'reset'), retry: { attempts: 0, on_stream_failure: 'continue' } };
     const stream = anthropic(JSON.stringify(cfg), 'sr-retry').messages.stream({ model: 'm', max_tokens: 100, messages: [{ role: 'user', content: 'Say it.' }] });

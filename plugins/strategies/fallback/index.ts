@@ -2,6 +2,7 @@ import {
   childPath,
   deadlineError,
   deadlineLeft,
+  DEFAULT_MAX_CONTINUATIONS,
   discardResponse,
   GatewayError,
   recoverStream,
@@ -27,9 +28,6 @@ export function shouldFallBack(status: number, codes: readonly number[] | undefi
 function codesOf(value: unknown): number[] | undefined {
   return Array.isArray(value) ? (value as number[]) : undefined;
 }
-
-/** Continuations a request may splice in when `on_stream_failure` is `continue` and `max_continuations` is not set. */
-export const DEFAULT_MAX_CONTINUATIONS = 1;
 
 type Run = (ctx: RequestContext, target: Target, path: string) => Promise<GatewayResponse>;
 

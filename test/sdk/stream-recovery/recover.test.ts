@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { createLogger, RequestContext, type BodySource, type ChunkSink, type GatewayResponse, type RouteDefinition } from '../../../core/index.js';
-import { recoverStream, STREAM_RECOVERY, type Continued } from '../../../sdk/index.js';
+import { recoverStream, STREAM_RECOVERY, USAGE_SEGMENTS, type Continued } from '../../../sdk/index.js';
 
 /**
  * The recovering stream on its own (chat format): how many continuations it makes, an answer that finished
@@ -111,6 +111,9 @@ describe('recoverStream', () => {
       ['connection', 4, 'continued'],
       ['connection', 8, 'limit'],
     ]);
+    // Both calls broke unreported: each is estimated (4 characters of text each), and the request has their sum.
+    expect(ctx.get(USAGE_SEGMENTS)!.map((u) => [u.usage.completion_tokens, u.estimated])).toEqual([[1, true], [1, true]]);
+    expect(ctx.usage?.completion_tokens).toBe(2);
   });
 
   test('with max_continuations 2 the second break is continued too; the ids stay the first call\'s', async () => {
@@ -190,6 +193,8 @@ describe('recoverStream', () => {
     });
     expect(error).not.toBeNull();
     expect(second.aborted).toBe(true);
+    // The request still used both calls.
+    expect(ctx.get(USAGE_SEGMENTS)).toHaveLength(2);
   });
 
   test('backpressure reaches the upstream being read', async () => {
