@@ -153,7 +153,8 @@ class RecoveringStream implements BodySource {
   /** Usage of each call that ended, and their sum. */
   readonly #segments: UsageSegment[] = [];
   #prior: Usage = ZERO;
-  #continued: { trimmedChars: number } | null = null;
+  /** The log's note on the attempt that continued (its trimmed characters are known once the seam is). */
+  #continued: { carriedChars: number; mode: string; trimmedChars: number } | null = null;
 
   constructor(ctx: RequestContext, first: GatewayResponse, seam: DoorSeam, options: RecoveryOptions, record: StreamRecovery) {
     this.#ctx = ctx;
@@ -368,8 +369,8 @@ class RecoveringStream implements BodySource {
     }
     this.#record.continuations++;
     const next = ctx.attempts.at(-1);
-    this.#continued = { trimmedChars: 0 };
-    if (next !== undefined) next.continued = Object.assign(this.#continued, { carriedChars: partial.length, mode: continued.mode });
+    this.#continued = { carriedChars: partial.length, mode: continued.mode, trimmedChars: 0 };
+    if (next !== undefined) next.continued = this.#continued;
     this.#seam.next(this.#prior);
     if (continued.mode === 'prefill' || continued.mode === 'instruct') this.#hold = { items: [], text: '', mode: continued.mode, sent: partial };
     this.#begin(continued.response, continued.mode === 'restart' ? 0 : partial.length);
