@@ -41,6 +41,7 @@ export * as gemini from './gemini/index.js';
 export * as responses from './responses/index.js';
 export { hasEventStreamType, headersWithout, isEventStream, readAnswerJson, translateStream, type DoorStreamTranslator } from './door-stream.js';
 export * from './stream-recovery/index.js';
+export { redisConnection, redisConnectionOf, waitForReplicas, type RedisConnection } from './redis.js';
 export { doorStreamOf, serializeEvent, STREAM_CUT, StreamControl, streamControl, type DoorStream, type StreamCut, type StreamView, type StreamWatcher } from './stream-control/index.js';
 
 export { addRerankRoute, RERANK_ROUTE } from './rerank/route.js';

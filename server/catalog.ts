@@ -81,7 +81,12 @@ export const CATALOG: Readonly<Record<string, Loader>> = Object.freeze({
     (await import('../plugins/scim/index.js')).scim({ ...(env.scimToken === undefined ? {} : { token: env.scimToken }), ...options }),
   sso: async (options, env) => (await import('../plugins/sso/index.js')).sso({ ...(env.oidc ?? {}), ...options }),
   redis: async (options, env) =>
-    (await import('../plugins/stores/redis/index.js')).redisStore({ url: env.redisUrl ?? '', ...(env.redisPrefix === undefined ? {} : { keyPrefix: env.redisPrefix }), ...options }),
+    (await import('../plugins/stores/redis/index.js')).redisStore({
+      // REDIS_URL unless the config names the servers itself (a URL, a cluster's seeds or Sentinels).
+      ...(options !== undefined && ('cluster' in options || 'sentinels' in options || 'url' in options) ? {} : { url: env.redisUrl ?? '' }),
+      ...(env.redisPrefix === undefined ? {} : { keyPrefix: env.redisPrefix }),
+      ...options,
+    }),
   batches: async (options, env) =>
     (await import('../plugins/batches/index.js')).batches({
       dataDir: env.dataDir,

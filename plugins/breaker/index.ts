@@ -1,6 +1,5 @@
-import type { Redis } from 'ioredis';
 import * as v from 'valibot';
-import { credentialDigest, defineErrors, fieldSchema as f, GatewayError, parseOptions, STAGES, type Dispatch, type GatewayPlugin, type GatewayResponse, type RequestContext, type Target, type TargetField, targetIdentity, TENANCY, tenantOf } from '../../sdk/index.js';
+import { credentialDigest, defineErrors, fieldSchema as f, GatewayError, parseOptions, redisConnectionOf, STAGES, type Dispatch, type GatewayPlugin, type GatewayResponse, type RequestContext, type Target, type TargetField, targetIdentity, TENANCY, tenantOf } from '../../sdk/index.js';
 import { redisBreakerState } from './redis-state.js';
 import { memoryBreakerState, type Admission, type BreakerState } from './state.js';
 
@@ -48,11 +47,6 @@ interface CbConfig {
 }
 
 /** The store entry a `redis` store plugin registers. */
-export interface RedisStoreEntry {
-  client: Redis;
-  prefix: string;
-}
-
 /**
  * The circuit breaker (`cb_config`), per target as called and per workspace: the workspace the
  * request acts in, provider, base URL, model and credential identity. Closed → open once the failures reach `failure_threshold` (a fraction rounds up)
@@ -80,9 +74,7 @@ export function breaker(options: BreakerOptions = {}): GatewayPlugin {
       const tenant = tenantOf(api);
       if (opts.store === 'redis') {
         api.onReady(() => {
-          const entry = api.stores.get('redis') as RedisStoreEntry | undefined;
-          if (entry === undefined) throw new Error('breaker: store "redis" needs the redis store plugin (REDIS_URL)');
-          state = redisBreakerState(entry.client, entry.prefix);
+          state = redisBreakerState(redisConnectionOf(api, 'redis', 'breaker'));
         });
       }
       let warnedAt = 0;

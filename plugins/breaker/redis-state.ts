@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../../sdk/index.js';
 import { TRIAL_TTL_MS, type Admission, type BreakerState } from './state.js';
 
 /** Keys live this long past their last write, so abandoned targets do not accumulate. */
@@ -29,9 +29,16 @@ redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return 1
 `;
 
-/** Breaker state in Redis, shared by every gateway instance that uses the same prefix. */
-export function redisBreakerState(client: Redis, prefix: string): BreakerState {
-  const keys = (key: string) => [`${prefix}breaker:${key}`, `${prefix}breaker:${key}:trial`] as const;
+/**
+ * Breaker state in Redis, shared by every gateway instance that uses the same prefix. A target's two keys (its
+ * state and its trial) are touched by one script: on a Redis Cluster they share the hash tag `{breaker:<target>}`.
+ */
+export function redisBreakerState(connection: RedisConnection): BreakerState {
+  const client = connection.client;
+  const keys = (key: string) => {
+    const base = connection.keyGroup(`breaker:${key}`);
+    return [base, `${base}:trial`] as const;
+  };
   return {
     async admit(key, cooldownMs, now): Promise<Admission> {
       const [k, trial] = keys(key);

@@ -1,4 +1,3 @@
-import type { Redis } from 'ioredis';
 import {
   bundledPricing,
   captureResponses,
@@ -16,6 +15,7 @@ import {
   randomHex,
   rateWindow,
   type RequestContext,
+  redisConnectionOf,
   requestSummary,
   USAGE_SEGMENTS,
   type RequestSummary,
@@ -90,11 +90,6 @@ const TARGET_REFUSALS = stateKey<Array<{ error: GatewayError; policy: string }>>
 export type { Held, HeldEntry };
 
 /** The entry a `redis` store plugin registers. */
-interface RedisConnection {
-  client: Redis;
-  prefix: string;
-}
-
 const NO_POLICIES: readonly CompiledPolicy[] = Object.freeze([]);
 
 /**
@@ -134,11 +129,10 @@ export function limits(options: LimitsOptions = {}): GatewayPlugin {
       api.onReady(async () => {
         pricing = pricingOf(api);
         if (opts.store === 'redis') {
-          const entry = api.stores.get(opts.connection) as RedisConnection | undefined;
-          if (entry === undefined || typeof entry.client?.defineCommand !== 'function') {
-            throw new Error(`${PLUGIN_NAME}: store "redis" needs the redis store plugin ("${opts.connection}"), listed before it (REDIS_URL)`);
-          }
-          store = redisLimitStore(entry.client, entry.prefix);
+          const connection = redisConnectionOf(api, opts.connection, PLUGIN_NAME);
+          store = redisLimitStore(connection, (acked) =>
+            warn('replicas', { acked, wanted: connection.replicaWait?.replicas }, 'limits: a count reached fewer Redis replicas than asked in time; a failover now could forget it'),
+          );
         } else {
           store = await memoryLimitStore({
             now: clock,

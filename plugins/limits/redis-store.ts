@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import { waitForReplicas, type RedisConnection } from '../../sdk/index.js';
 import type { CheckItem, CheckResult, GroupCount, Hold, LimitStore } from './store.js';
 
 // Releases a bucket's expired holds: each member is `<request id>|<amount>|<group>`, scored by when it expires.
@@ -114,16 +114,37 @@ type LimitCommands = {
  * expire. Both expire at the window's end plus the hold TTL, set as a TTL
  * (`PEXPIRE`) from the gateway's clock, so a skew between it and Redis's
  * clock moves no expiry.
- * Each check and each settle is one Lua script (`defineCommand`: EVALSHA).
+ * Each check and each settle is one Lua script (`defineCommand`: EVALSHA). On a Redis Cluster every limit key is
+ * under the hash tag `{limits}` (`<prefix>{limits}:<bucket>`): a check touches the buckets of every policy that
+ * matches, atomically, so they must share a slot (all limits live on one primary; see docs/operations.md).
  */
-export function redisLimitStore(client: Redis, prefix: string): LimitStore {
+export function redisLimitStore(connection: RedisConnection, onUnreplicated: (acked: number) => void = () => undefined): LimitStore {
+  const client = connection.client;
+  const group = connection.keyGroup('limits');
+  const wait = connection.replicaWait;
+  /**
+   * Runs one limits script; with `replicaWait`, then `WAIT` on the same primary, so the counts it wrote are on a
+   * replica before the caller goes on: a replica promoted after the primary died has them (docs/operations.md).
+   * Not one pipeline: a cluster client follows a failover's redirections for a command alone, not for a pipeline
+   * whose commands answer differently.
+   */
+  const run = async <T>(command: keyof LimitCommands, numKeys: number, args: (string | number)[]): Promise<T> => {
+    const value = await (commands[command] as (n: number, ...a: (string | number)[]) => Promise<T>)(numKeys, ...args);
+    if (wait !== null) {
+      // The script's answer stands either way (its counts are on the primary); a wait that fails is reported as none acked.
+      const acked = await waitForReplicas(connection, String(args[0])).catch(() => 0);
+      if (acked !== null && acked < wait.replicas) onUnreplicated(acked);
+    }
+    return value;
+  };
+
   client.defineCommand('gatewayLimitCheck', { lua: CHECK });
   client.defineCommand('gatewayLimitPeek', { lua: PEEK });
   client.defineCommand('gatewayLimitSettle', { lua: SETTLE });
   client.defineCommand('gatewayLimitRead', { lua: READ });
   const commands = client as unknown as LimitCommands;
-  const hash = (bucket: string) => `${prefix}limits:${bucket}`;
-  const holds = (bucket: string) => `${prefix}limits:${bucket}:z`;
+  const hash = (bucket: string) => `${group}:${bucket}`;
+  const holds = (bucket: string) => `${group}:${bucket}:z`;
   const checkArgs = (items: readonly CheckItem[], head: (string | number)[]) => {
     const keys: string[] = [];
     const args = head;
@@ -136,7 +157,7 @@ export function redisLimitStore(client: Redis, prefix: string): LimitStore {
   return {
     async check(items: readonly CheckItem[], requestId: string, now: number, holdUntil: number): Promise<CheckResult> {
       const { keys, args } = checkArgs(items, [now, holdUntil, requestId]);
-      const out = await commands.gatewayLimitCheck(keys.length, ...keys, ...args);
+      const out = await run<number[]>('gatewayLimitCheck', keys.length, [...keys, ...args]);
       const used: number[] = [];
       const reserved: number[] = [];
       for (let i = 0; i < items.length; i++) {
@@ -159,7 +180,7 @@ export function redisLimitStore(client: Redis, prefix: string): LimitStore {
         keys.push(hash(h.bucket), holds(h.bucket));
         args.push(h.member, h.group, h.amount, actual[i]!, h.expireAt);
       }
-      await commands.gatewayLimitSettle(keys.length, ...keys, ...args);
+      await run<number>('gatewayLimitSettle', keys.length, [...keys, ...args]);
     },
 
     async read(bucket: string, now: number): Promise<GroupCount[]> {

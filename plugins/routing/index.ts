@@ -1,6 +1,6 @@
-import type { Redis } from 'ioredis';
 import * as v from 'valibot';
 import {
+  redisConnectionOf,
   contentText,
   credentialDigest,
   DEADLINE,
@@ -117,11 +117,6 @@ const DECISIONS = stateKey<RouteDecision[]>(`${PLUGIN_NAME}:decisions`);
 const KEYS = stateKey<Map<string, string>>(`${PLUGIN_NAME}:keys`);
 
 /** The store entry a `redis` store plugin registers. */
-interface RedisConnection {
-  client: Redis;
-  prefix: string;
-}
-
 /**
  * Routing that knows the providers' state (docs/configuration.md#routing). Every answer of a routed
  * target teaches its headroom (rate-limit headers, `retry-after`) and speed (time to headers and to a
@@ -151,9 +146,7 @@ export function routing(options: RoutingOptions = {}): GatewayPlugin {
       let store: RouteStateStore = memoryRouteState(clock);
       if (opts.store === 'redis') {
         api.onReady(() => {
-          const entry = api.stores.get(opts.connection) as RedisConnection | undefined;
-          if (entry === undefined || typeof entry.client?.defineCommand !== 'function') throw new Error(`${PLUGIN_NAME}: store "redis" needs the redis store plugin ("${opts.connection}"), listed before it (REDIS_URL)`);
-          store = redisRouteState(entry.client, entry.prefix);
+          store = redisRouteState(redisConnectionOf(api, opts.connection, PLUGIN_NAME));
         });
       }
       let warnedAt = -Infinity;

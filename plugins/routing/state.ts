@@ -1,4 +1,4 @@
-import type { Redis } from 'ioredis';
+import type { RedisConnection } from '../../sdk/index.js';
 import type { Headroom } from './headers.js';
 
 /** What the gateway knows of one target (provider, host, model, credentials): its headroom and its speed. */
@@ -98,12 +98,18 @@ type RouteCommands = {
   gatewayRouteTake(numKeys: number, ...args: Array<string | number>): Promise<number>;
 };
 
-/** Target state in Redis: one hash per target; each record and take one Lua script (`defineCommand`: EVALSHA, not the script's text each call). */
-export function redisRouteState(client: Redis, prefix: string): RouteStateStore {
+/**
+ * Target state in Redis: one hash per target; each record and take one Lua script (`defineCommand`: EVALSHA, not
+ * the script's text each call). On a Redis Cluster the keys share the hash tag `{routing}`, so a read of several
+ * targets stays one pipeline to one primary.
+ */
+export function redisRouteState(connection: RedisConnection): RouteStateStore {
+  const client = connection.client;
+  const group = connection.keyGroup('routing');
   client.defineCommand('gatewayRouteRecord', { lua: RECORD });
   client.defineCommand('gatewayRouteTake', { lua: TAKE });
   const commands = client as unknown as RouteCommands;
-  const k = (key: string) => `${prefix}routing:${key}`;
+  const k = (key: string) => `${group}:${key}`;
   return {
     async read(keys) {
       if (keys.length === 0) return [];

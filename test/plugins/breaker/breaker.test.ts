@@ -2,6 +2,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { breaker } from '../../../plugins/breaker/index.js';
 import { redisBreakerState } from '../../../plugins/breaker/redis-state.js';
+import { redisConnection } from '../../../sdk/index.js';
 import { memoryBreakerState, type BreakerState } from '../../../plugins/breaker/state.js';
 import { config } from '../../../plugins/config/index.js';
 import { openai } from '../../../plugins/providers/openai/index.js';
@@ -155,6 +156,6 @@ describe('redis', async () => {
     if (!available) return null;
     const client = new Redis(REDIS_URL);
     clients.push(client);
-    return redisBreakerState(client, uniquePrefix('breaker-contract'));
+    return redisBreakerState(redisConnection(client, uniquePrefix('breaker-contract'), false));
   });
 });

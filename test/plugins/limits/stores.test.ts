@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createLogger } from '../../../core/index.js';
 import { memoryLimitStore } from '../../../plugins/limits/memory-store.js';
 import { redisLimitStore } from '../../../plugins/limits/redis-store.js';
+import { redisConnection } from '../../../sdk/index.js';
 import { holdMember, type CheckItem, type LimitStore } from '../../../plugins/limits/store.js';
 import { REDIS_URL, requireService, uniquePrefix } from '../../helpers/services.js';
 
@@ -124,13 +125,13 @@ contract('Redis', async () => {
   if (!(await requireService('Redis', REDIS_URL))) return null;
   redis = new Redis(REDIS_URL, { lazyConnect: true, enableOfflineQueue: false });
   await redis.connect();
-  return { store: redisLimitStore(redis, prefix), clock: { now: T0 } };
+  return { store: redisLimitStore(redisConnection(redis, prefix, false)), clock: { now: T0 } };
 });
 
 describe('Redis layout', () => {
   test('bucket keys expire with their window; holds live in a sorted set scored by expiry', async (ctx) => {
     if (redis === null) ctx.skip();
-    const store = redisLimitStore(redis!, prefix);
+    const store = redisLimitStore(redisConnection(redis!, prefix, false));
     const expireAt = Date.now() + 90_000;
     await store.check([item({ bucket: 'layout', amount: 7, limit: 100, reserve: true, expireAt })], 'req1', Date.now(), Date.now() + TTL);
     const pttl = await redis!.pttl(`${prefix}limits:layout`);

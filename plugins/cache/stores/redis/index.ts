@@ -1,6 +1,5 @@
-import type { Redis } from 'ioredis';
 import * as v from 'valibot';
-import { type GatewayPlugin, type Logger, parseOptions } from '../../../../sdk/index.js';
+import { type GatewayPlugin, type Logger, parseOptions, redisConnectionOf, type RedisConnection } from '../../../../sdk/index.js';
 import { STORE_NAMES, type CacheCandidate, type CachedAnswer, type CacheStore } from '../../types.js';
 import { rateLimitedWarning } from '../../warn.js';
 
@@ -19,11 +18,6 @@ export type RedisCacheStoreOptions = v.InferInput<typeof OptionsSchema> & {
 };
 
 /** The entry the `redis` store plugin registers. */
-interface RedisConnection {
-  client: Redis;
-  prefix: string;
-}
-
 // Head insert, trim to the cap, and keep the list alive as long as its longest-lived candidate: one round trip, atomic.
 const ADD_CANDIDATE = `
 redis.call('LPUSH', KEYS[1], ARGV[1])
@@ -146,11 +140,9 @@ export function cacheRedis(options: RedisCacheStoreOptions = {}): GatewayPlugin 
       };
       api.stores.add(STORE_NAMES.redis, redisCacheStore(connection, api.logger, options));
       api.onReady(() => {
-        const entry = api.stores.get(opts.connection) as RedisConnection | undefined;
-        if (entry === undefined || typeof entry.client?.get !== 'function') {
-          throw new Error(`${PLUGIN_NAME}: store "${opts.connection}" needs the redis store plugin (REDIS_URL)`);
-        }
-        conn = entry;
+        // Each cache key is read and written on its own (one key a command or script), so on a Redis Cluster the
+        // entries spread over every primary.
+        conn = redisConnectionOf(api, opts.connection, PLUGIN_NAME);
       });
     },
   };
