@@ -409,9 +409,16 @@ export function limits(options: LimitsOptions = {}): GatewayPlugin {
         const answered = answeredBy(ctx);
         // A stream continued by other calls (stream recovery): a target's own policies are charged what it served.
         const segments = ctx.get(USAGE_SEGMENTS);
+        const charged = new Set<string>();
         return held.entries.map((e) => {
           if (e.extra) return 0;
-          if (e.leaf !== null && segments !== undefined && segments.length > 0) return servedBy(e, segments, s);
+          if (e.leaf !== null && segments !== undefined && segments.length > 0) {
+            // A target called again for a continuation held its policies twice: the first hold takes what it served.
+            const once = `${e.policy.id}|${e.leaf}|${e.kind}`;
+            if (charged.has(once)) return 0;
+            charged.add(once);
+            return servedBy(e, segments, s);
+          }
           if (e.leaf !== null && e.leaf !== answered) return 0;
           if (e.kind === 'tokens') return tokens;
           if (s.cost !== null) return nanoUsd(s.cost);

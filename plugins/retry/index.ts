@@ -178,9 +178,9 @@ function continuedOnStreamFailure(next: Dispatch, ctx: RequestContext, target: T
   return recoverStream(ctx, response, {
     max: config.max_continuations ?? DEFAULT_MAX_CONTINUATIONS,
     idleMs: typeof idle === 'number' ? idle : 0,
-    async next(partial) {
-      if (ctx.signal.aborted || deadlineLeft(ctx) <= 0) return null;
-      return runContinuation(ctx, route, target, partial, () => next(ctx, target));
+    async next(partial, signal) {
+      if (ctx.signal.aborted || signal.aborted || deadlineLeft(ctx) <= 0) return null;
+      return runContinuation(ctx, route, target, partial, () => next(ctx, target), signal);
     },
   });
 }

@@ -79,8 +79,12 @@ export interface UsageSegment {
   target: string | null;
   /** The provider that answered it (null when unknown). */
   provider: string | null;
-  /** The model it named (else the requested one). */
+  /** The model its answer named (else the requested one). */
   model: string | null;
+  /** The model its target was called with. */
+  requestedModel: string | null;
+  /** Its provider bills the model it was called with (Bedrock's inference profiles), not the one the answer names. */
+  billedRequested: boolean;
   /** Its usage: reported, or estimated when the call broke before reporting all of it. */
   usage: Usage;
   /** Whether `usage` was estimated (in whole or in part). */
@@ -389,7 +393,14 @@ export function addImplicitPromptTokens(ctx: RequestContext, tokens: number): vo
  * every call's own breakdown in `segments`; unpriced when any call is.
  */
 function priceSegments(pricing: PricingTable, segments: readonly UsageSegment[], options: { at: number; multiplier: number; serviceTier: string | null }): PriceBreakdown {
-  const parts = segments.map((s) => Object.assign(pricing.price(s.provider, s.model, s.usage, options), { provider: s.provider, model: s.model }));
+  const parts = segments.map((s) => {
+    // As for one call: the model the provider bills first, the other name when the list does not know the first.
+    const first = s.billedRequested ? (s.requestedModel ?? s.model) : (s.model ?? s.requestedModel);
+    const second = s.billedRequested ? s.model : s.requestedModel;
+    let price = pricing.price(s.provider, first, s.usage, options);
+    if (price.status === 'unpriced' && price.price_id === null && second !== null && first !== null && second !== first) price = pricing.price(s.provider, second, s.usage, options);
+    return Object.assign(price, { provider: s.provider, model: first });
+  });
   const last = parts[parts.length - 1]!;
   const unpriced = parts.find((p) => p.status !== 'priced');
   const cost = unpriced === undefined ? parts.reduce((sum, p) => sum + (p.cost ?? 0), 0) : null;

@@ -7,7 +7,8 @@ type Json = Record<string, unknown>;
  * How a continuation asks the model to go on (docs/formats.md, "Streams that survive a provider failure"):
  * - `prefill`: the partial answer is the assistant's turn so far and the model continues it natively
  *   (Anthropic, and Claude on Bedrock and Vertex AI); its trailing whitespace is left out (Anthropic refuses it).
- * - `prefix`: the same through an assistant-prefix flag (`prefix: true`: Mistral and DeepSeek, through the chat door).
+ * - `prefix`: the same through an assistant-prefix flag (`prefix: true`: Mistral, through the chat door); an answer
+ *   that repeats the prefix first has it trimmed.
  * - `instruct`: for every other provider, the partial answer as the assistant's message and a user message asking
  *   to continue it without repeating; a repeat at the seam is trimmed.
  * - `restart`: nothing had been said yet: the request is sent again as it was.
@@ -23,8 +24,11 @@ export const CONTINUE_INSTRUCTION =
 const PREFILL = new Set(['anthropic']);
 /** Providers that continue one whose model is Claude. */
 const PREFILL_CLAUDE = new Set(['bedrock', 'vertex-ai']);
-/** OpenAI-compatible providers with an assistant-prefix flag on the last message (chat completions). */
-const PREFIX = new Set(['mistral-ai', 'deepseek']);
+/**
+ * OpenAI-compatible providers with an assistant-prefix flag on the last message (chat completions). DeepSeek has one
+ * too, but only on its beta base URL, which the bundled provider does not call: it gets `instruct`.
+ */
+const PREFIX = new Set(['mistral-ai']);
 
 /**
  * The mode for a target: by the provider it names (a target reached through a virtual key or an integration,
@@ -77,25 +81,47 @@ export interface Continued {
   response: GatewayResponse;
   /** How it was asked to continue (what the seam trims). */
   mode: ContinuationMode;
+  /** Its target's `stream_idle_timeout` (ms), when it has one: the silence that breaks this call's stream. */
+  idleMs?: number;
 }
 
 /**
  * Sends the continuation of `partial` to `target`: the request's body is the continuation's while `send` builds
  * and sends the call (a leaf run by a strategy, or the inner chain of an interceptor), and the client's again
- * once it answered, for the log and everything after.
+ * once it answered, for the log and everything after. `signal` calls it off: the attempt is aborted and the
+ * client's body is back at once.
  */
-export async function runContinuation(ctx: RequestContext, route: string, target: Target, partial: string, send: () => Promise<GatewayResponse>): Promise<Continued> {
+export async function runContinuation(ctx: RequestContext, route: string, target: Target, partial: string, send: () => Promise<GatewayResponse>, signal?: AbortSignal): Promise<Continued> {
   const body = ctx.body ?? {};
   const mode = continuationMode(route, target, body, partial);
-  const saved = { body: ctx.body, changed: ctx.bodyChanged, upstream: ctx.upstreamBody };
-  ctx.body = continuationBody(route, body, partial, mode);
-  ctx.bodyChanged = mode !== 'restart' || saved.changed;
-  ctx.upstreamBody = null;
-  try {
-    return { response: await send(), mode };
-  } finally {
+  const saved = { body: ctx.body, changed: ctx.bodyChanged, upstream: ctx.upstreamBody, attempt: ctx.attemptSignal };
+  let restored = false;
+  const restore = () => {
+    if (restored) return;
+    restored = true;
     ctx.body = saved.body;
     ctx.bodyChanged = saved.changed;
     ctx.upstreamBody = saved.upstream;
+    ctx.attemptSignal = saved.attempt;
+  };
+  ctx.body = continuationBody(route, body, partial, mode);
+  ctx.bodyChanged = mode !== 'restart' || saved.changed;
+  ctx.upstreamBody = null;
+  if (signal !== undefined) {
+    if (signal.aborted) {
+      restore();
+      throw signal.reason;
+    }
+    // The attempt listens to both: the client's request, and the stream that asked for it.
+    ctx.attemptSignal = AbortSignal.any([saved.attempt ?? ctx.signal, signal]);
+    signal.addEventListener('abort', restore, { once: true });
+  }
+  try {
+    const response = await send();
+    const idle = ctx.resolvedTarget?.stream_idle_timeout;
+    return { response, mode, ...(typeof idle === 'number' && idle > 0 ? { idleMs: idle } : {}) };
+  } finally {
+    signal?.removeEventListener('abort', restore);
+    restore();
   }
 }

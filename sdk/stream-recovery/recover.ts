@@ -16,6 +16,7 @@ import {
 } from '../../core/index.js';
 import { isEventStream } from '../door-stream.js';
 import { CHARS_PER_TOKEN, estimateRequestPromptTokens, USAGE_SEGMENTS, type UsageSegment } from '../observe/summary.js';
+import { isObject } from '../json-object.js';
 import { SSEParser, type SSEEvent } from '../sse.js';
 import type { Continued, ContinuationMode } from './continuation.js';
 import { doorSeamOf, type DoorSeam, type SeamItem } from './seams.js';
@@ -77,9 +78,10 @@ export interface RecoveryOptions {
   idleMs: number;
   /**
    * Calls for the rest of `partial`: resolves with the answer of the first target that took it, null when none
-   * did (each failed, or none is left). Its answer is a new call's: the recovery splices its events in.
+   * did (each failed, or none is left). Its answer is a new call's: the recovery splices its events in. `signal`
+   * aborts the call when the stream ends while it is pending (the client left, a guardrail cut it).
    */
-  next(partial: string): Promise<Continued | null>;
+  next(partial: string, signal: AbortSignal): Promise<Continued | null>;
 }
 
 /**
@@ -98,10 +100,8 @@ export function recoverStream(ctx: RequestContext, response: GatewayResponse, op
     record = { continuations: 0, breaks: [], ownsIdle: false };
     ctx.set(STREAM_RECOVERY, record);
   }
-  // An inner recovery (a leaf's retry) watches the silence already: this one takes its failures as breaks.
-  const idleMs = response.body instanceof RecoveringStream ? 0 : options.idleMs;
-  if (idleMs > 0) record.ownsIdle = true;
-  const body = new RecoveringStream(ctx, response, seam, { ...options, idleMs }, record);
+  if (options.idleMs > 0) record.ownsIdle = true;
+  const body = new RecoveringStream(ctx, response, seam, options, record);
   return { status: response.status, headers: response.headers, body, observers: null };
 }
 
@@ -133,6 +133,13 @@ interface Segment {
   carried: number;
   /** Its usage was added to the request's. */
   counted: boolean;
+  /** Silence that long is a break (its target's `stream_idle_timeout`); 0: not watched here (an inner recovery does). */
+  idleMs: number;
+  /** Its body is an inner recovery's (a leaf's retry): a break it reports was recorded there already. */
+  nested: boolean;
+  /** The model its target was called with, and whether its provider bills that one rather than the answer's. */
+  requestedModel: string | null;
+  billedRequested: boolean;
 }
 
 /** The client's stream: the first answer's events, then each continuation's, with a seam between. */
@@ -155,6 +162,8 @@ class RecoveringStream implements BodySource {
   #prior: Usage = ZERO;
   /** The log's note on the attempt that continued (its trimmed characters are known once the seam is). */
   #continued: { carriedChars: number; mode: string; trimmedChars: number } | null = null;
+  /** A continuation call in progress, called off if the stream ends first. */
+  #pending: AbortController | null = null;
 
   constructor(ctx: RequestContext, first: GatewayResponse, seam: DoorSeam, options: RecoveryOptions, record: StreamRecovery) {
     this.#ctx = ctx;
@@ -166,20 +175,22 @@ class RecoveringStream implements BodySource {
 
   start(sink: ChunkSink): Flow {
     this.#sink = sink;
-    this.#begin(this.#first, 0);
+    this.#begin(this.#first, 0, this.#options.idleMs);
     return {
-      pause: () => {
-        this.#full = true;
-        this.#segment?.flow?.pause();
-      },
+      pause: () => this.#pause(),
       resume: () => {
         this.#full = false;
-        this.#segment?.flow?.resume();
+        const seg = this.#segment;
+        if (seg === null || seg.stopped || seg.closed || this.#done) return;
+        this.#armIdle();
+        seg.flow?.resume();
       },
       abort: (reason) => {
         if (this.#done) return;
         const seg = this.#segment;
         this.#stop(seg);
+        // A continuation call still pending is called off (its request body is the client's again at once).
+        this.#pending?.abort(reason ?? new Error('The stream was aborted.'));
         // The client left (or a watcher cut the stream) after a continuation: the request still used every call.
         if (seg !== null && this.#segments.length > 0) this.#settle(seg, true);
         this.#finish(reason ?? new Error('The stream was aborted.'));
@@ -187,11 +198,39 @@ class RecoveringStream implements BodySource {
     };
   }
 
+  /** The client reads slower than the upstream writes: the upstream waits, and its silence is not the upstream's. */
+  #pause(): void {
+    this.#full = true;
+    this.#clearIdle();
+    this.#segment?.flow?.pause();
+  }
+
   /** Starts reading an answer into the client's stream. */
-  #begin(response: GatewayResponse, carried: number): void {
+  #begin(response: GatewayResponse, carried: number, idleMs: number): void {
     let onEnded!: () => void;
     const ended = new Promise<void>((resolve) => (onEnded = resolve));
-    const seg: Segment = { flow: null, stopped: false, closed: false, ended, onEnded, observers: response.observers, target: this.#ctx.targetPath, provider: this.#ctx.provider?.name ?? null, startChars: this.#seam.sent.length, carried, counted: false };
+    const ctx = this.#ctx;
+    const nested = response.body instanceof RecoveringStream;
+    const over = ctx.resolvedTarget?.override_params;
+    const requested = isObject(over) && typeof over.model === 'string' ? over.model : ctx.model;
+    const seg: Segment = {
+      flow: null,
+      stopped: false,
+      closed: false,
+      ended,
+      onEnded,
+      observers: response.observers,
+      target: ctx.targetPath,
+      provider: ctx.provider?.name ?? null,
+      startChars: this.#seam.sent.length,
+      carried,
+      counted: false,
+      // An inner recovery (a leaf's retry) watches this body's silence itself.
+      idleMs: nested ? 0 : idleMs,
+      nested,
+      requestedModel: requested,
+      billedRequested: ctx.provider?.billedModel === 'requested',
+    };
     this.#segment = seg;
     const decoder = new StringDecoder('utf8');
     const parser = new SSEParser();
@@ -215,7 +254,7 @@ class RecoveringStream implements BodySource {
           if (seg.stopped || this.#done) return;
         }
         if (seg.closed) return this.#complete();
-        void this.#broke(seg, error === null ? 'ended_early' : 'connection', error, null);
+        this.#breakOff(seg, error === null ? 'ended_early' : 'connection', error, null);
       },
     });
     seg.flow = flow;
@@ -231,7 +270,7 @@ class RecoveringStream implements BodySource {
         case 'drop':
           break;
         case 'emit':
-          if (this.#hold !== null) {
+          if (this.#hold !== null && item.neutral !== true) {
             if (item.text !== '') {
               this.#hold.items.push(item);
               this.#hold.text += item.text;
@@ -252,7 +291,7 @@ class RecoveringStream implements BodySource {
           break;
         case 'break':
           this.#stop(seg);
-          void this.#broke(seg, 'error_event', null, item);
+          this.#breakOff(seg, 'error_event', null, item);
           return;
       }
     }
@@ -262,6 +301,8 @@ class RecoveringStream implements BodySource {
   #decided(): boolean {
     const hold = this.#hold!;
     if (hold.mode === 'prefill') return hold.text.trimStart() !== '' || hold.text.length >= trailingSpace(hold.sent);
+    // An assistant prefix may be answered with the prefix itself first (Mistral does): known once it is all there, or not.
+    if (hold.mode === 'prefix') return hold.text.length >= hold.sent.length || !hold.sent.startsWith(hold.text);
     // A held text found nowhere in what was sent cannot grow into a longer repeat.
     return hold.text.length >= Math.min(hold.sent.length, MAX_OVERLAP) || hold.sent.indexOf(hold.text) === -1;
   }
@@ -270,7 +311,8 @@ class RecoveringStream implements BodySource {
   #release(): void {
     const hold = this.#hold!;
     this.#hold = null;
-    let trim = hold.mode === 'prefill' ? Math.min(leadingSpace(hold.text), trailingSpace(hold.sent)) : seamOverlap(hold.sent, hold.text);
+    let trim =
+      hold.mode === 'prefill' ? Math.min(leadingSpace(hold.text), trailingSpace(hold.sent)) : hold.mode === 'prefix' ? (hold.text.startsWith(hold.sent) ? hold.sent.length : 0) : seamOverlap(hold.sent, hold.text);
     if (this.#continued !== null) this.#continued.trimmedChars = trim;
     for (const item of hold.items) {
       if (trim >= item.text.length) {
@@ -285,10 +327,7 @@ class RecoveringStream implements BodySource {
 
   #out(text: string): void {
     if (text === '' || this.#done) return;
-    if (this.#sink!.data(Buffer.from(text)) === false) {
-      this.#full = true;
-      this.#segment?.flow?.pause();
-    }
+    if (this.#sink!.data(Buffer.from(text)) === false) this.#pause();
   }
 
   #stop(seg: Segment | null): void {
@@ -299,8 +338,8 @@ class RecoveringStream implements BodySource {
   }
 
   #armIdle(): void {
-    const ms = this.#options.idleMs;
-    if (ms <= 0 || this.#done) return;
+    const ms = this.#segment?.idleMs ?? 0;
+    if (ms <= 0 || this.#done || this.#full) return;
     if (this.#idle !== null) {
       this.#idle.refresh();
       return;
@@ -310,13 +349,21 @@ class RecoveringStream implements BodySource {
       const seg = this.#segment;
       if (seg === null || seg.stopped || seg.closed || this.#done) return;
       this.#stop(seg);
-      void this.#broke(seg, 'idle_timeout', idleError(ms), null);
+      this.#breakOff(seg, 'idle_timeout', idleError(ms), null);
     }, ms);
   }
 
   #clearIdle(): void {
     if (this.#idle !== null) clearTimeout(this.#idle);
     this.#idle = null;
+  }
+
+  /** A break, handled; a failure in handling it ends the stream with it rather than leave the client waiting. */
+  #breakOff(seg: Segment, reason: BreakReason, error: Error | null, event: SeamItem | null): void {
+    this.#broke(seg, reason, error, event).catch((err: unknown) => {
+      this.#ctx.log.error({ err }, 'stream recovery failed; the stream is ended');
+      this.#finish(err instanceof Error ? err : new Error(String(err)));
+    });
   }
 
   /** The call in progress broke: the rest comes from a continuation, or the stream ends as it would have without one. */
@@ -331,16 +378,21 @@ class RecoveringStream implements BodySource {
     const ctx = this.#ctx;
     const partial = this.#seam.sent;
     const code = error === null ? null : error instanceof GatewayError ? error.code : (upstreamBodyError(error)?.code ?? 'upstream_unreachable');
-    const entry: StreamBreak = { reason, afterChars: partial.length, error: code, outcome: 'continued' };
-    this.#record.breaks.push(entry);
-    const attempt = ctx.attempts.at(-1);
-    if (attempt !== undefined) attempt.streamBreak = { reason, afterChars: partial.length, error: code };
+    // A break an inner recovery (a leaf's retry) gave up on is the one it recorded: its outcome is decided here.
+    const inner = seg.nested ? this.#record.breaks.at(-1) : undefined;
+    const entry: StreamBreak = inner ?? { reason, afterChars: partial.length, error: code, outcome: 'continued' };
+    if (inner === undefined) {
+      this.#record.breaks.push(entry);
+      const attempt = ctx.attempts.at(-1);
+      if (attempt !== undefined) attempt.streamBreak = { reason, afterChars: partial.length, error: code };
+    }
+    entry.outcome = 'continued';
     if (this.#seam.finished) {
-      // The answer was whole; only its closing events were lost.
+      // The answer was whole; only its closing events were lost: they are sent, the error is not.
       entry.outcome = 'finished';
-      if (event !== null) this.#out(event.render(''));
-      this.#out(this.#seam.closing());
-      return this.#complete();
+      if (this.#segments.length > 0) this.#settle(seg, true);
+      this.#out(this.#seam.closing(this.#segments.length > 0 ? this.#prior : ctx.usage));
+      return this.#finish(null);
     }
     const refusal = this.#seam.refusal ?? bodyRefusal(ctx.body) ?? (this.#record.continuations >= this.#options.max ? 'limit' : null) ?? (ctx.signal.aborted ? 'client_gone' : null);
     if (refusal !== null) {
@@ -351,10 +403,14 @@ class RecoveringStream implements BodySource {
     this.#close(seg, true);
     ctx.usage = null;
     let continued: Continued | null = null;
+    const pending = new AbortController();
+    this.#pending = pending;
     try {
-      continued = await this.#options.next(partial);
+      continued = await this.#options.next(partial, pending.signal);
     } catch {
       continued = null;
+    } finally {
+      this.#pending = null;
     }
     if (this.#done) {
       if (continued !== null) discardResponse(continued.response);
@@ -372,8 +428,8 @@ class RecoveringStream implements BodySource {
     this.#continued = { carriedChars: partial.length, mode: continued.mode, trimmedChars: 0 };
     if (next !== undefined) next.continued = this.#continued;
     this.#seam.next(this.#prior);
-    if (continued.mode === 'prefill' || continued.mode === 'instruct') this.#hold = { items: [], text: '', mode: continued.mode, sent: partial };
-    this.#begin(continued.response, continued.mode === 'restart' ? 0 : partial.length);
+    if (continued.mode !== 'restart') this.#hold = { items: [], text: '', mode: continued.mode, sent: partial };
+    this.#begin(continued.response, continued.mode === 'restart' ? 0 : partial.length, continued.idleMs ?? this.#options.idleMs);
   }
 
   /** A call's usage (reported, or estimated when it broke before reporting all of it), added to the request's. */
@@ -393,8 +449,8 @@ class RecoveringStream implements BodySource {
       usage = { ...usage, completion_tokens: output, total_tokens: usage.prompt_tokens + output };
       estimated = true;
     }
-    const model = this.#segments.length === 0 ? (this.#seam.segmentModel ?? this.#seam.model) : this.#seam.segmentModel;
-    this.#segments.push({ target: seg.target, provider: seg.provider, model: model ?? ctx.model, usage, estimated });
+    const answered = this.#segments.length === 0 ? (this.#seam.segmentModel ?? this.#seam.model) : this.#seam.segmentModel;
+    this.#segments.push({ target: seg.target, provider: seg.provider, model: answered ?? seg.requestedModel, requestedModel: seg.requestedModel, billedRequested: seg.billedRequested, usage, estimated });
     this.#prior = addUsage(this.#prior, usage);
   }
 

@@ -25,6 +25,8 @@ export interface SeamItem {
   text: string;
   /** The event as the client gets it, with `text` as its text; the text is then counted as sent. */
   render(text: string): string;
+  /** An event that says nothing about the answer (Anthropic's `ping`): sent at once, even while text is held at a seam. */
+  neutral?: boolean;
 }
 
 /** One client stream's seam (one per request). */
@@ -43,8 +45,8 @@ export interface DoorSeam {
   tail(): string;
   /** Reads one event of the call in progress. */
   read(event: SSEEvent): SeamItem;
-  /** The closing events of a stream whose answer finished but whose closing events were lost. */
-  closing(): string;
+  /** The closing events of a stream whose answer finished but whose closing events were lost; `usage`, every call's, when known. */
+  closing(usage: Usage | null): string;
   /**
    * A continuation starts: from now on its opening events are dropped, its ids and indexes become the
    * stream's, and `prior` (the usage of the calls before it) is added to the usage its events report.
@@ -207,12 +209,22 @@ function messagesSeam(): DoorSeam {
   let open = -1;
   let highest = -1;
   let prior: Usage | null = null;
-  /** A continuation's block index → the client's. */
-  let base = 0;
-  let mergeFirst = false;
+  /** A continuation's block index → the client's, or -1 for a block left out (thinking, which the client never sees). */
+  const blocks = new Map<number, number>();
+  /** The continuation's first text block is still to go on in the client's open one. */
+  let pendingMerge = false;
   /** The continuation's own input counts (its message_start), for the closing usage. */
   let startUsage: Json = {};
-  const at = (index: unknown): number => base + n(index);
+  const stopOf = (index: number) => serializeEvent({ event: 'content_block_stop', data: JSON.stringify({ type: 'content_block_stop', index }) });
+  /** The client's open block, closed before a continuation's block that does not go on in it. */
+  const closeOpen = (): string => {
+    if (!pendingMerge) return '';
+    pendingMerge = false;
+    if (open === -1) return '';
+    const out = stopOf(open);
+    open = -1;
+    return out;
+  };
   return {
     get sent() {
       return sent;
@@ -233,7 +245,7 @@ function messagesSeam(): DoorSeam {
       const name = event.event;
       if (name === 'error') return raw(event, 'break');
       if (name === 'message_stop') return raw(event, 'end');
-      if (name === 'ping') return raw(event);
+      if (name === 'ping') return { ...raw(event), neutral: true };
       const data = parse(event);
       if (data === null) return raw(event);
       if (prior === null) {
@@ -261,7 +273,7 @@ function messagesSeam(): DoorSeam {
         if (name === 'content_block_delta' && isObject(data.delta) && data.delta.type !== 'text_delta') refusal ??= refusalOf(data.delta.type === 'input_json_delta' ? 'tool_use' : data.delta.type);
         return { action: 'emit', text, render: (t) => ((sent += t), t === text ? serializeEvent(event) : json(event, { ...data, delta: { ...(data.delta as Json), text: t } })) };
       }
-      // A continuation.
+      // A continuation: its blocks mapped to the client's indexes, thinking left out, its first text block merged.
       switch (name) {
         case 'message_start':
           if (isObject(data.message) && isObject(data.message.usage)) startUsage = data.message.usage;
@@ -269,27 +281,41 @@ function messagesSeam(): DoorSeam {
           return drop;
         case 'content_block_start': {
           const block = isObject(data.content_block) ? data.content_block : {};
-          if (mergeFirst && n(data.index) === 0 && block.type === 'text') return drop;
-          if (block.type !== 'text') refusal ??= refusalOf(block.type);
-          const index = at(data.index);
-          highest = Math.max(highest, index);
+          const own = n(data.index);
+          if (block.type === 'thinking' || block.type === 'redacted_thinking') {
+            blocks.set(own, -1);
+            return drop;
+          }
+          if (pendingMerge && open !== -1 && block.type === 'text') {
+            pendingMerge = false;
+            blocks.set(own, open);
+            return drop;
+          }
+          const before = closeOpen();
+          const index = ++highest;
+          blocks.set(own, index);
           if (block.type === 'text') open = index;
-          return raw({ event: name, data: JSON.stringify({ ...data, index }) });
+          else refusal ??= refusalOf(block.type);
+          return { action: 'emit', text: '', render: () => before + json(event, { ...data, index }) };
         }
         case 'content_block_delta': {
-          const index = at(data.index);
+          const index = blocks.get(n(data.index));
+          if (index === undefined || index === -1) return drop;
           const delta = isObject(data.delta) ? data.delta : {};
           const text = delta.type === 'text_delta' && typeof delta.text === 'string' ? delta.text : '';
           if (delta.type !== 'text_delta') refusal ??= refusalOf(delta.type === 'input_json_delta' ? 'tool_use' : delta.type);
           return { action: 'emit', text, render: (t) => ((sent += t), json(event, { ...data, index, delta: delta.type === 'text_delta' ? { ...delta, text: t } : delta })) };
         }
         case 'content_block_stop': {
-          const index = at(data.index);
+          const index = blocks.get(n(data.index));
+          if (index === undefined || index === -1) return drop;
           if (index === open) open = -1;
           return raw({ event: name, data: JSON.stringify({ ...data, index }) });
         }
         case 'message_delta': {
           finished = true;
+          // A continuation with no text at all: the client's block is closed before the message ends.
+          const before = closeOpen();
           const u = isObject(data.usage) ? data.usage : {};
           const p = prior;
           const cached = p.cached_tokens ?? 0;
@@ -301,7 +327,7 @@ function messagesSeam(): DoorSeam {
           };
           if (cached > 0 || 'cache_read_input_tokens' in u || 'cache_read_input_tokens' in startUsage) usage.cache_read_input_tokens = n(u.cache_read_input_tokens ?? startUsage.cache_read_input_tokens) + cached;
           if (written > 0 || 'cache_creation_input_tokens' in u || 'cache_creation_input_tokens' in startUsage) usage.cache_creation_input_tokens = n(u.cache_creation_input_tokens ?? startUsage.cache_creation_input_tokens) + written;
-          return raw({ event: name, data: JSON.stringify({ ...data, usage }) });
+          return { action: 'emit', text: '', render: () => before + json(event, { ...data, usage }) };
         }
         default:
           return raw(event);
@@ -313,9 +339,9 @@ function messagesSeam(): DoorSeam {
       prior = p;
       startUsage = {};
       segmentModel = null;
+      blocks.clear();
       // The continuation's first text block goes on in the client's open one; its other blocks follow the client's.
-      mergeFirst = open !== -1;
-      base = mergeFirst ? open : highest + 1;
+      pendingMerge = open !== -1;
     },
   };
 }
@@ -325,7 +351,22 @@ const OPENING = new Set(['response.created', 'response.in_progress', 'response.q
 /** Responses events that close it. */
 const CLOSING = new Set(['response.completed', 'response.incomplete']);
 
-/** The Responses API: output items and content parts by index, numbered events, closed by `response.completed`. */
+/** The Responses API usage of gateway usage. */
+function responsesUsage(u: Usage): Json {
+  return {
+    input_tokens: u.prompt_tokens,
+    input_tokens_details: { cached_tokens: u.cached_tokens ?? 0 },
+    output_tokens: u.completion_tokens,
+    output_tokens_details: { reasoning_tokens: u.reasoning_tokens ?? 0 },
+    total_tokens: u.total_tokens,
+  };
+}
+
+/**
+ * The Responses API: output items and content parts by index, numbered events, closed by `response.completed`.
+ * One state for the client's response (its items, the open message item and text part, the numbering), fed by
+ * the first call's events as they are and by a continuation's once mapped to the client's ids and indexes.
+ */
 function responsesSeam(): DoorSeam {
   let sent = '';
   let refusal: string | null = null;
@@ -334,21 +375,68 @@ function responsesSeam(): DoorSeam {
   let segmentModel: string | null = null;
   let snapshot: Json | null = null;
   let sequence = -1;
-  /** The client's output items that are done, in order. */
+  /** The client's output items that are done, in order, and the next output index free. */
   const done: Json[] = [];
-  /** The client's open message item: its id and output index, and the parts of it that are done. */
+  let nextOutput = 0;
+  /** The client's open message item (its id, output index, and parts done), and its open text part (all its text). */
   let item: { id: string; index: number; parts: Json[] } | null = null;
-  /** Its open text part: the content index, and all its text so far (every call's). */
   let part: { index: number; text: string } | null = null;
   let prior: Usage | null = null;
-  /** In a continuation: its first message item goes on in the client's open one (`merge`), its first part in the open part. */
-  let merge = false;
-  let mergePart = false;
-  let contItemId: string | null = null;
-  let outputBase = 0;
+  /** A continuation: output index → the client's (-1: left out, a reasoning item), its item ids → the client's. */
+  const outputs = new Map<number, number>();
+  const ids = new Map<string, string>();
+  /** The continuation's first message item is still to go on in the client's open item (and its first part in the open part). */
+  let pendingMerge = false;
+  let mergedId: string | null = null;
   let contentBase = 0;
-  const next = () => ++sequence;
-  const event = (name: string, data: Json): string => serializeEvent({ event: name, data: JSON.stringify({ ...data, sequence_number: next() }) });
+  /** The error event that broke the stream, for the `response.failed` after it. */
+  let failure: Json | null = null;
+
+  const event = (name: string, data: Json): string => serializeEvent({ event: name, data: JSON.stringify({ ...data, type: name, sequence_number: ++sequence }) });
+  const identity = (r: Json): Json => (snapshot === null ? r : { ...r, id: snapshot.id, ...('created_at' in snapshot ? { created_at: snapshot.created_at } : {}), ...(typeof snapshot.model === 'string' ? { model: snapshot.model } : {}) });
+
+  /** Follows the client's state through one event (in the client's ids and indexes); may replace the done events' text. */
+  const track = (name: string, data: Json): Json => {
+    if (name === 'response.output_item.added' && isObject(data.item)) {
+      nextOutput = Math.max(nextOutput, n(data.output_index) + 1);
+      if (data.item.type === 'message') item = { id: String(data.item.id), index: n(data.output_index), parts: [] };
+      else refusal ??= refusalOf(data.item.type);
+    } else if (name === 'response.content_part.added' && isObject(data.part)) {
+      if (data.part.type === 'output_text') part = { index: n(data.content_index), text: '' };
+      else refusal ??= refusalOf(data.part.type);
+    } else if (name === 'response.output_text.done' && part !== null && n(data.content_index) === part.index) {
+      return { ...data, text: part.text };
+    } else if (name === 'response.content_part.done') {
+      const whole = isObject(data.part) && part !== null && n(data.content_index) === part.index ? { ...data.part, text: part.text } : data.part;
+      if (item !== null && isObject(whole)) item.parts.push(whole);
+      part = null;
+      return { ...data, part: whole };
+    } else if (name === 'response.output_item.done' && isObject(data.item)) {
+      const whole = item !== null && data.item.id === item.id ? { ...data.item, content: item.parts } : data.item;
+      done.push(whole);
+      if (whole.type === 'message') finished = true;
+      if (item !== null && data.item.id === item.id) item = null;
+      return { ...data, item: whole };
+    } else if (name.endsWith('.delta') && name !== 'response.output_text.delta') {
+      refusal ??= refusalOf(name.includes('_call') ? 'function_call' : name.includes('reasoning') ? 'reasoning' : name);
+    }
+    return data;
+  };
+
+  /** The client's open item closed (its part's text done), when a continuation goes on with another item (`when`). */
+  const closeOpen = (when: boolean): string => {
+    if (!when || item === null) return '';
+    const it = item;
+    let out = '';
+    if (part !== null) {
+      const p = part;
+      out += event('response.output_text.done', { item_id: it.id, output_index: it.index, content_index: p.index, text: p.text, logprobs: [] });
+      out += event('response.content_part.done', track('response.content_part.done', { item_id: it.id, output_index: it.index, content_index: p.index, part: { type: 'output_text', text: p.text, annotations: [] } }));
+    }
+    out += event('response.output_item.done', track('response.output_item.done', { output_index: it.index, item: { id: it.id, type: 'message', role: 'assistant', status: 'completed', content: [] } }));
+    return out;
+  };
+
   return {
     get sent() {
       return sent;
@@ -367,25 +455,40 @@ function responsesSeam(): DoorSeam {
     },
     read(e) {
       const name = e.event ?? '';
-      if (name === 'error' || name === 'response.failed') return raw(e, 'break');
       const data = parse(e);
+      if (name === 'error' || name === 'response.failed') {
+        // Renumbered after the client's last event, in the client's response.
+        const body = data ?? {};
+        if (name === 'error') failure = body;
+        return {
+          action: 'break',
+          text: '',
+          render: () => (name === 'error' ? event(name, body) : event(name, { ...body, response: { ...identity(isObject(body.response) ? body.response : {}), output: done } })),
+        };
+      }
       if (data === null) return raw(e);
       if (prior === null) return first(e, name, data);
       return continued(name, data);
     },
-    closing() {
-      const response = { ...(snapshot ?? {}), status: 'completed', output: done };
-      return event('response.completed', { type: 'response.completed', response });
+    closing(usage) {
+      const response = { ...(snapshot ?? {}), status: 'completed', output: done, ...(usage === null ? {} : { usage: responsesUsage(usage) }) };
+      return event('response.completed', { response });
     },
-    tail: () => '',
+    tail() {
+      // An error event passed on as the end: the failed response after it, as the client would have had it.
+      if (failure === null) return '';
+      const error = { code: failure.code ?? (isObject(failure.error) ? failure.error.code : null) ?? 'server_error', message: failure.message ?? (isObject(failure.error) ? failure.error.message : null) ?? 'The response failed.' };
+      return event('response.failed', { response: { ...(snapshot ?? {}), status: 'failed', error, output: done } });
+    },
     next(p) {
       prior = p;
       segmentModel = null;
-      merge = item !== null;
-      mergePart = merge && part !== null;
-      contItemId = null;
-      outputBase = merge ? item!.index : done.length;
-      contentBase = mergePart ? part!.index : (item?.parts.length ?? 0);
+      failure = null;
+      outputs.clear();
+      ids.clear();
+      pendingMerge = item !== null;
+      mergedId = null;
+      contentBase = part !== null ? part.index : (item?.parts.length ?? 0);
     },
   };
 
@@ -396,61 +499,77 @@ function responsesSeam(): DoorSeam {
       if (model === null && typeof data.response.model === 'string') model = segmentModel = data.response.model;
     }
     if (CLOSING.has(name)) return raw(e, 'end');
-    if (name === 'response.output_item.added' && isObject(data.item)) {
-      if (data.item.type === 'message') item = { id: String(data.item.id), index: n(data.output_index), parts: [] };
-      else refusal ??= refusalOf(data.item.type);
-    } else if (name === 'response.content_part.added' && isObject(data.part)) {
-      if (data.part.type === 'output_text') part = { index: n(data.content_index), text: '' };
-      else refusal ??= refusalOf(data.part.type);
-    } else if (name === 'response.content_part.done') {
-      if (item !== null && isObject(data.part)) item.parts.push(data.part);
-      part = null;
-    } else if (name === 'response.output_item.done' && isObject(data.item)) {
-      done.push(data.item);
-      if (data.item.type === 'message') finished = true;
-      item = null;
-    } else if (name.endsWith('.delta') && name !== 'response.output_text.delta') {
-      refusal ??= refusalOf(name.includes('function_call') || name.includes('_call') ? 'function_call' : name.includes('reasoning') ? 'reasoning' : name);
-    }
     const text = name === 'response.output_text.delta' && typeof data.delta === 'string' ? data.delta : '';
     return {
       action: 'emit',
       text,
+      // The state follows the events as they are rendered (a seam may hold text back; what follows it waits).
       render: (t) => {
-        sent += t;
-        if (part !== null) part.text += t;
-        return t === text ? serializeEvent(e) : json(e, { ...data, delta: t });
+        if (name === 'response.output_text.delta') {
+          sent += t;
+          if (part !== null) part.text += t;
+          return t === text ? serializeEvent(e) : json(e, { ...data, delta: t });
+        }
+        const tracked = track(name, data);
+        return tracked === data ? serializeEvent(e) : json(e, tracked);
       },
     };
   }
 
   function continued(name: string, data: Json): SeamItem {
-    // A continuation: numbered on from the stream's last event, in the client's open item and part.
+    // Decided as the event is read: where it goes (the mapping). Done as it is rendered: the state and the output,
+    // so text held at the seam counts before the events after it.
     if (OPENING.has(name)) {
       if (isObject(data.response) && typeof data.response.model === 'string') segmentModel ??= data.response.model;
       return drop;
     }
-    const own = merge && contItemId !== null && data.item_id === contItemId;
-    const inPart = own && mergePart && n(data.content_index) === 0;
-    const mapped = (extra: Json = {}): Json => {
-      const out: Json = { ...data, ...extra };
-      if ('output_index' in data) out.output_index = outputBase + n(data.output_index);
-      if (own) {
-        out.item_id = item!.id;
-        if ('content_index' in data) out.content_index = contentBase + n(data.content_index);
-      }
-      return out;
-    };
+    if (CLOSING.has(name) && isObject(data.response)) {
+      const r = data.response;
+      return {
+        action: 'end',
+        text: '',
+        render: () => {
+          // A continuation without a message item: the client's is closed with what it had.
+          const before = closeOpen(pendingMerge);
+          pendingMerge = false;
+          const response: Json = { ...identity(r), output: done };
+          if (isObject(r.usage)) response.usage = addOpenAIUsage(r.usage, prior!, true);
+          return before + event(name, { ...data, response });
+        },
+      };
+    }
+    const own = n(data.output_index);
     if (name === 'response.output_item.added') {
       const it = isObject(data.item) ? data.item : {};
-      if (merge && contItemId === null && n(data.output_index) === 0 && it.type === 'message') {
-        contItemId = String(it.id);
+      if (it.type === 'reasoning') {
+        // Thinking the client never sees: its answer goes on as text.
+        outputs.set(own, -1);
         return drop;
       }
-      if (it.type !== 'message') refusal ??= refusalOf(it.type);
-      return { action: 'emit', text: '', render: () => event(name, mapped()) };
+      if (pendingMerge && item !== null && it.type === 'message') {
+        pendingMerge = false;
+        outputs.set(own, item.index);
+        ids.set(String(it.id), item.id);
+        mergedId = String(it.id);
+        return drop;
+      }
+      const closes = pendingMerge;
+      pendingMerge = false;
+      const index = nextOutput;
+      outputs.set(own, index);
+      nextOutput = index + 1;
+      return { action: 'emit', text: '', render: () => closeOpen(closes) + event(name, track(name, { ...data, output_index: index })) };
     }
-    if (name === 'response.content_part.added' && inPart) return drop;
+    const index = 'output_index' in data ? outputs.get(own) : undefined;
+    if (index === -1) return drop;
+    const merged = mergedId !== null && data.item_id === mergedId;
+    const mapped: Json = { ...data };
+    if (index !== undefined) mapped.output_index = index;
+    if (typeof data.item_id === 'string' && ids.has(data.item_id)) mapped.item_id = ids.get(data.item_id);
+    if (isObject(data.item) && typeof data.item.id === 'string' && ids.has(data.item.id)) mapped.item = { ...data.item, id: ids.get(data.item.id) };
+    if (merged && 'content_index' in data) mapped.content_index = contentBase + n(data.content_index);
+    // The continuation's first part goes on in the client's open one.
+    if (name === 'response.content_part.added' && merged && part !== null && mapped.content_index === part.index) return drop;
     if (name === 'response.output_text.delta') {
       const text = typeof data.delta === 'string' ? data.delta : '';
       return {
@@ -458,40 +577,12 @@ function responsesSeam(): DoorSeam {
         text,
         render: (t) => {
           sent += t;
-          if (inPart) part!.text += t;
-          return event(name, mapped({ delta: t }));
+          if (part !== null) part.text += t;
+          return event(name, { ...mapped, delta: t });
         },
       };
     }
-    if (name === 'response.output_text.done' && inPart) return { action: 'emit', text: '', render: () => event(name, mapped({ text: part!.text })) };
-    if (name === 'response.content_part.done' && inPart) return { action: 'emit', text: '', render: () => event(name, mapped({ part: { ...(isObject(data.part) ? data.part : {}), text: part!.text } })) };
-    if (name === 'response.output_item.done') {
-      const it = isObject(data.item) ? data.item : {};
-      const out = merge && it.id === contItemId ? mergedItem(it) : it;
-      done.push(out);
-      if (it.type === 'message') finished = true;
-      return { action: 'emit', text: '', render: () => event(name, mapped({ item: out })) };
-    }
-    if (CLOSING.has(name) && isObject(data.response)) {
-      const r = data.response;
-      const response: Json = { ...r, output: done };
-      if (snapshot !== null) {
-        response.id = snapshot.id;
-        if ('created_at' in snapshot) response.created_at = snapshot.created_at;
-        if (typeof snapshot.model === 'string') response.model = snapshot.model;
-      }
-      if (isObject(r.usage)) response.usage = addOpenAIUsage(r.usage, prior!, true);
-      return { action: 'end', text: '', render: () => event(name, { ...data, response }) };
-    }
-    if (name.endsWith('.delta')) refusal ??= refusalOf(name.includes('function_call') || name.includes('_call') ? 'function_call' : name.includes('reasoning') ? 'reasoning' : name);
-    return { action: 'emit', text: '', render: () => event(name, mapped()) };
-  }
-
-  /** The continuation's message item as the client's: its id, the parts done before, the open part's whole text. */
-  function mergedItem(it: Json): Json {
-    const content = Array.isArray(it.content) ? [...(it.content as unknown[])] : [];
-    if (mergePart && isObject(content[0])) content[0] = { ...content[0], text: part!.text };
-    return { ...it, id: item!.id, content: [...item!.parts, ...content] };
+    return { action: 'emit', text: '', render: () => event(name, track(name, mapped)) };
   }
 }
 

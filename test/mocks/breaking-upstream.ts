@@ -14,13 +14,13 @@ import type { SeenNativeRequest } from '../../server/testing/provider-contract.j
 export const FIRST = ['The quick ', 'brown fox '];
 export const PREFILL_REST = [' jumps over', ' the lazy dog.'];
 export const INSTRUCT_REST = ['brown fox jumps', ' over the lazy dog.'];
-/** After an assistant prefix sent as it was (Mistral's and DeepSeek's `prefix: true`): the very next characters. */
-export const PREFIX_REST = ['jumps over', ' the lazy dog.'];
+/** After an assistant prefix (Mistral's `prefix: true`): the answer starts with the prefix itself, as Mistral's does. */
+export const PREFIX_REST = ['The quick brown fox jumps over', ' the lazy dog.'];
 /** What the client reads, whichever way it was continued. */
 export const WHOLE = 'The quick brown fox jumps over the lazy dog.';
 /** The script of a model named `email-<kind>`: an e-mail address split by the break. */
 export const EMAIL = { first: ['Write to ann.lee', '@exam'], prefill: ['ple.com now.'], instruct: ['@example.com now.'], whole: 'Write to ann.lee@example.com now.' };
-const SCRIPTS = [{ first: FIRST, prefill: PREFILL_REST, prefix: PREFIX_REST, instruct: INSTRUCT_REST }, { ...EMAIL, prefix: ['ple.com now.'] }];
+const SCRIPTS = [{ first: FIRST, prefill: PREFILL_REST, prefix: PREFIX_REST, instruct: INSTRUCT_REST }, { ...EMAIL, prefix: ['Write to ann.lee@example.com now.'] }];
 /** The usage every continuation reports. */
 export const CONTINUATION_USAGE = { prompt: 30, completion: 7 };
 /** Input tokens Anthropic's `message_start` reports for a first call. */

@@ -245,7 +245,7 @@ describe('where the continuation comes from', () => {
     expect(entry.attempts[2].continued.mode).toBe('instruct');
   });
 
-  test('Mistral continues an assistant prefix (`prefix: true`) sent as it was: nothing trimmed', async () => {
+  test('Mistral continues an assistant prefix (`prefix: true`); the prefix its answer repeats is trimmed', async () => {
     const mistral = (model: string) => ({ provider: 'mistral-ai', api_key: 'k-mistral', custom_host: `${upstream.url}/v1`, override_params: { model } });
     const cfg = { strategy: { mode: 'fallback', on_stream_failure: 'continue' }, targets: [mistral('reset'), mistral('mistral-large-latest')] };
     const before = upstream.requests.length;
@@ -254,7 +254,7 @@ describe('where the continuation comes from', () => {
     const asked = upstream.requests.slice(before).at(-1)!.body as Record<string, any>;
     expect(asked.messages.at(-1)).toEqual({ role: 'assistant', content: FIRST.join(''), prefix: true });
     const entry = await logged('sr-prefix');
-    expect(entry.attempts[1].continued).toEqual({ carriedChars: FIRST_CHARS, mode: 'prefix', trimmedChars: 0 });
+    expect(entry.attempts[1].continued).toEqual({ carriedChars: FIRST_CHARS, mode: 'prefix', trimmedChars: FIRST_CHARS });
   });
 
   test('retry.on_stream_failure: a single target continues its own stream', async () => {
@@ -338,5 +338,20 @@ describe('limits and budgets', () => {
     const anthropicTokens = await used(anthropicPolicy.id);
     expect(anthropicTokens).toBe(CONTINUATION_USAGE.prompt + CONTINUATION_USAGE.completion);
     expect(openaiTokens + anthropicTokens).toBe(entry.total_tokens);
+  });
+
+  test('a target asked again for the continuation is charged once, for both of its calls', async () => {
+    const policy = await admin('POST', '/policies/rate-limits', { name: 'tokens at openai, again', type: 'tokens', unit: 'rph', value: 1_000_000, conditions: [{ key: 'provider', value: 'openai' }] });
+    const dead = { provider: 'openai', api_key: 'k', custom_host: 'http://127.0.0.1:9/v1', override_params: { model: 'dead' } };
+    const cfg = { strategy: { mode: 'fallback', on_stream_failure: 'continue' }, targets: [leaf('openai', 'reset'), dead] };
+    const res = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-gateway-api-key': BOOTSTRAP_KEY, 'x-gateway-config': JSON.stringify(cfg), 'x-gateway-trace-id': 'sr-limits-again' },
+      body: JSON.stringify({ model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    expect(await res.text()).toContain('lazy dog');
+    const entry = await logged('sr-limits-again');
+    expect(entry.attempts.map((a: any) => a.target)).toEqual(['0', '1', '0']);
+    await expect.poll(() => used(policy.id)).toBe(entry.total_tokens);
   });
 });

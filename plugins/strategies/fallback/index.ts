@@ -46,14 +46,14 @@ function continued(ctx: RequestContext, response: GatewayResponse, target: Targe
   return recoverStream(ctx, response, {
     max,
     idleMs: typeof idle === 'number' ? idle : 0,
-    async next(partial): Promise<Continued | null> {
+    async next(partial, signal): Promise<Continued | null> {
       if (queue.length === 0) queue = [last];
       while (queue.length > 0) {
         // The request's deadline bounds the continuations too.
-        if (ctx.signal.aborted || deadlineLeft(ctx) <= 0) return null;
+        if (ctx.signal.aborted || signal.aborted || deadlineLeft(ctx) <= 0) return null;
         const i = queue.shift()!;
         try {
-          const answer = await runContinuation(ctx, route, targets[i]!, partial, () => run(ctx, targets[i]!, childPath(path, i)));
+          const answer = await runContinuation(ctx, route, targets[i]!, partial, () => run(ctx, targets[i]!, childPath(path, i)), signal);
           if (answer.response.status >= 200 && answer.response.status < 300) {
             last = i;
             return answer;

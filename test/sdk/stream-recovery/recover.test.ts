@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { createLogger, RequestContext, type BodySource, type ChunkSink, type GatewayResponse, type RouteDefinition } from '../../../core/index.js';
-import { recoverStream, STREAM_RECOVERY, USAGE_SEGMENTS, type Continued } from '../../../sdk/index.js';
+import { recoverStream, runContinuation, STREAM_RECOVERY, USAGE_SEGMENTS, type Continued } from '../../../sdk/index.js';
 
 /**
  * The recovering stream on its own (chat format): how many continuations it makes, an answer that finished
@@ -70,7 +70,7 @@ function upstream(events: string[], ending: 'reset' | 'end' | 'hang'): Fake {
 }
 
 /** Reads a body whole: its text and how it ended. */
-function read(body: BodySource, onData?: (text: string, flow: { abort(): void }) => boolean | void): Promise<{ text: string; error: Error | null }> {
+function read(body: BodySource, onData?: (text: string, flow: { abort(reason?: Error): void }) => boolean | void): Promise<{ text: string; error: Error | null }> {
   return new Promise((resolve) => {
     let text = '';
     const flow = body.start({
@@ -218,5 +218,184 @@ describe('recoverStream', () => {
     expect(first.pauses).toBeGreaterThan(0);
     expect(first.resumes).toBeGreaterThan(0);
     expect(contentOf(text)).toBe('One two ');
+  });
+});
+
+const ev = (name: string, data: Record<string, unknown>) => `event: ${name}\ndata: ${JSON.stringify({ type: name, ...data })}\n\n`;
+
+/** The events of an SSE text: name and parsed data. */
+const eventsOf = (text: string) =>
+  text
+    .trim()
+    .split('\n\n')
+    .map((b) => ({ name: /^event: (.*)$/m.exec(b)?.[1] ?? null, data: JSON.parse(/^data: (.*)$/m.exec(b)![1]!) as Record<string, any> }));
+
+function doorCtx(name: string, body: Record<string, unknown>): RequestContext {
+  const ctx = ctxOf();
+  ctx.route = { name, method: 'POST', path: `/v1/${name}` } as unknown as RouteDefinition;
+  ctx.body = body;
+  return ctx;
+}
+
+describe('recoverStream: continuations that open with something else than text', () => {
+  test('Messages: a continuation\'s thinking block is left out and its text goes on in the open block', async () => {
+    const ctx = doorCtx('messages', { model: 'm', max_tokens: 50, messages: [{ role: 'user', content: 'hi' }] });
+    const first = upstream(
+      [
+        ev('message_start', { message: { id: 'msg_1', type: 'message', role: 'assistant', model: 'm', content: [], usage: { input_tokens: 5, output_tokens: 1 } } }),
+        ev('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
+        ev('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'Hello there, ' } }),
+      ],
+      'reset',
+    );
+    const second = upstream(
+      [
+        ev('message_start', { message: { id: 'msg_2', type: 'message', role: 'assistant', model: 'm', content: [], usage: { input_tokens: 9, output_tokens: 1 } } }),
+        ev('content_block_start', { index: 0, content_block: { type: 'thinking', thinking: '' } }),
+        ev('content_block_delta', { index: 0, delta: { type: 'thinking_delta', thinking: 'Where was I?' } }),
+        ev('content_block_delta', { index: 0, delta: { type: 'signature_delta', signature: 'sig' } }),
+        ev('content_block_stop', { index: 0 }),
+        ev('ping', {}),
+        ev('content_block_start', { index: 1, content_block: { type: 'text', text: '' } }),
+        ev('content_block_delta', { index: 1, delta: { type: 'text_delta', text: 'this is the rest.' } }),
+        ev('content_block_stop', { index: 1 }),
+        ev('message_delta', { delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 6 } }),
+        ev('message_stop', {}),
+      ],
+      'end',
+    );
+    const out = recoverStream(ctx, first.response, { max: 1, idleMs: 0, next: async () => ({ response: second.response, mode: 'prefill' }) });
+    const { text, error } = await read(out.body as BodySource);
+    expect(error).toBeNull();
+    const events = eventsOf(text);
+    expect(events.filter((e) => e.name === 'content_block_start').map((e) => [e.data.index, e.data.content_block.type])).toEqual([[0, 'text']]);
+    expect(events.filter((e) => e.name === 'content_block_delta').map((e) => [e.data.index, e.data.delta.text])).toEqual([
+      [0, 'Hello there, '],
+      [0, 'this is the rest.'],
+    ]);
+    expect(events.filter((e) => e.name === 'content_block_stop').map((e) => e.data.index)).toEqual([0]);
+    expect(text).not.toContain('thinking');
+  });
+
+  test('Responses: a continuation\'s reasoning item is left out; the open message item gets the whole text', async () => {
+    const ctx = doorCtx('responses', { model: 'm', input: 'hi' });
+    let seq = 0;
+    const r = (name: string, data: Record<string, unknown>) => ev(name, { sequence_number: seq++, ...data });
+    const response = { id: 'resp_1', object: 'response', created_at: 1, model: 'm', status: 'in_progress', output: [] };
+    const first = upstream(
+      [
+        r('response.created', { response }),
+        r('response.output_item.added', { output_index: 0, item: { id: 'msg_a', type: 'message', role: 'assistant', content: [] } }),
+        r('response.content_part.added', { item_id: 'msg_a', output_index: 0, content_index: 0, part: { type: 'output_text', text: '' } }),
+        r('response.output_text.delta', { item_id: 'msg_a', output_index: 0, content_index: 0, delta: 'Hello there, ' }),
+      ],
+      'reset',
+    );
+    seq = 0;
+    const item = { id: 'msg_b', type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'this is the rest.' }] };
+    const second = upstream(
+      [
+        r('response.created', { response: { ...response, id: 'resp_2' } }),
+        r('response.output_item.added', { output_index: 0, item: { id: 'rs_1', type: 'reasoning', summary: [] } }),
+        r('response.output_item.done', { output_index: 0, item: { id: 'rs_1', type: 'reasoning', summary: [] } }),
+        r('response.output_item.added', { output_index: 1, item: { id: 'msg_b', type: 'message', role: 'assistant', content: [] } }),
+        r('response.content_part.added', { item_id: 'msg_b', output_index: 1, content_index: 0, part: { type: 'output_text', text: '' } }),
+        r('response.output_text.delta', { item_id: 'msg_b', output_index: 1, content_index: 0, delta: 'this is the rest.' }),
+        r('response.output_text.done', { item_id: 'msg_b', output_index: 1, content_index: 0, text: 'this is the rest.' }),
+        r('response.content_part.done', { item_id: 'msg_b', output_index: 1, content_index: 0, part: item.content[0] }),
+        r('response.output_item.done', { output_index: 1, item }),
+        r('response.completed', { response: { ...response, id: 'resp_2', status: 'completed', output: [item], usage: { input_tokens: 9, output_tokens: 6, total_tokens: 15 } } }),
+      ],
+      'end',
+    );
+    const out = recoverStream(ctx, first.response, { max: 1, idleMs: 0, next: async () => ({ response: second.response, mode: 'prefill' }) });
+    const { text, error } = await read(out.body as BodySource);
+    expect(error).toBeNull();
+    const events = eventsOf(text);
+    expect(events.map((e) => e.data.sequence_number)).toEqual(events.map((_, i) => i));
+    expect(text).not.toContain('reasoning');
+    expect(new Set(events.filter((e) => e.data.item_id !== undefined).map((e) => e.data.item_id))).toEqual(new Set(['msg_a']));
+    const whole = 'Hello there, this is the rest.';
+    expect(events.find((e) => e.name === 'response.output_text.done')!.data.text).toBe(whole);
+    const completed = events.at(-1)!;
+    expect(completed.name).toBe('response.completed');
+    expect(completed.data.response.id).toBe('resp_1');
+    expect(completed.data.response.output).toEqual([expect.objectContaining({ id: 'msg_a', content: [expect.objectContaining({ text: whole })] })]);
+  });
+});
+
+describe('recoverStream: what is not a break, and the body the log sees', () => {
+  test('a client that reads slowly is not a silent upstream: no break, no continuation', async () => {
+    const ctx = ctxOf();
+    const first = upstream([chunk('a', { content: 'One ' }), chunk('a', { content: 'two ' }), chunk('a', {}, 'stop'), 'data: [DONE]\n\n'], 'end');
+    let asked = 0;
+    const out = recoverStream(ctx, first.response, {
+      max: 1,
+      idleMs: 30,
+      next: async () => {
+        asked++;
+        return null;
+      },
+    });
+    let paused = false;
+    const { text, error } = await new Promise<{ text: string; error: Error | null }>((resolve) => {
+      let text = '';
+      const flow = (out.body as BodySource).start({
+        data(c) {
+          text += c.toString();
+          if (paused) return true;
+          paused = true;
+          // The client takes three idle periods to read on.
+          setTimeout(() => flow.resume(), 100);
+          return false;
+        },
+        end: (error) => resolve({ text, error }),
+      });
+    });
+    expect(error).toBeNull();
+    expect(asked).toBe(0);
+    expect(contentOf(text)).toBe('One two ');
+    expect(ctx.get(STREAM_RECOVERY)!.breaks).toEqual([]);
+  });
+
+  test('an answer that finished before an error event: the closing event only, not the error', async () => {
+    const ctx = doorCtx('messages', { model: 'm', max_tokens: 50, messages: [] });
+    const first = upstream(
+      [
+        ev('message_start', { message: { id: 'msg_1', type: 'message', role: 'assistant', model: 'm', content: [], usage: { input_tokens: 5, output_tokens: 1 } } }),
+        ev('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
+        ev('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'Done.' } }),
+        ev('content_block_stop', { index: 0 }),
+        ev('message_delta', { delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 2 } }),
+        ev('error', { error: { type: 'overloaded_error', message: 'Overloaded' } }),
+      ],
+      'end',
+    );
+    const out = recoverStream(ctx, first.response, { max: 1, idleMs: 0, next: async () => null });
+    const { text } = await read(out.body as BodySource);
+    const names = eventsOf(text).map((e) => e.name);
+    expect(names.at(-1)).toBe('message_stop');
+    expect(names).not.toContain('error');
+  });
+
+  test('the stream ends while a continuation call is pending: the call is called off and the request body is the client\'s again', async () => {
+    const ctx = ctxOf();
+    const original = ctx.body;
+    let signalled: AbortSignal | null = null;
+    const out = recoverStream(ctx, upstream([chunk('a', { content: 'One ' })], 'reset').response, {
+      max: 1,
+      idleMs: 0,
+      next: (partial, signal) =>
+        runContinuation(ctx, 'chat.completions', { provider: 'openai' }, partial, () => {
+          signalled = ctx.attemptSignal;
+          return new Promise(() => undefined);
+        }, signal),
+    });
+    const { error } = await read(out.body as BodySource, (_text, flow) => {
+      setTimeout(() => flow.abort(new Error('the client left')), 20);
+    });
+    expect(error?.message).toBe('the client left');
+    expect(ctx.body).toBe(original);
+    expect(signalled!.aborted).toBe(true);
   });
 });
