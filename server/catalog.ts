@@ -71,7 +71,12 @@ export const CATALOG: Readonly<Record<string, Loader>> = Object.freeze({
   routing: async (options) => (await import('../plugins/routing/index.js')).routing(options),
   sqlite: async (options, env) => (await import('../plugins/stores/sqlite/index.js')).sqliteStore({ dataDir: env.dataDir, ...options }),
   postgres: async (options, env) =>
-    (await import('../plugins/stores/postgres/index.js')).postgresStore({ url: env.databaseUrl ?? '', ...(env.databaseSchema === undefined ? {} : { schema: env.databaseSchema }), ...options }),
+    (await import('../plugins/stores/postgres/index.js')).postgresStore({
+      url: env.databaseUrl ?? '',
+      ...(env.databaseSchema === undefined ? {} : { schema: env.databaseSchema }),
+      ...(env.databasePooler === undefined ? {} : { pooler: env.databasePooler }),
+      ...options,
+    }),
   'control-plane': async (options, env) => {
     // Moved options: secretsDir to provider-registry (movedFromControlPlane), agentCardTtlMs to a2a (movedCardTtl).
     const { secretsDir: _secrets, agentCardTtlMs: _cardTtl, ...own } = options ?? {};

@@ -20,6 +20,8 @@ export interface ServerEnv {
   databaseUrl: string | undefined;
   /** GATEWAY_DATABASE_SCHEMA: the `postgres` store plugin's schema, for deployments sharing one database. */
   databaseSchema: string | undefined;
+  /** GATEWAY_DATABASE_POOLER: `transaction` when DATABASE_URL is a transaction-mode pooler (PgBouncer). */
+  databasePooler: 'none' | 'transaction' | undefined;
   /** GATEWAY_METRICS_TOKEN: a bearer token that may read /metrics without a gateway key. */
   metricsToken: string | undefined;
   /** GATEWAY_ENCRYPTION_KEY: seals integration secrets (else a key file in the data dir). */
@@ -60,6 +62,7 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): ServerEnv {
     redisPrefix: env.GATEWAY_REDIS_PREFIX || undefined,
     databaseUrl: env.DATABASE_URL || undefined,
     databaseSchema: env.GATEWAY_DATABASE_SCHEMA || undefined,
+    databasePooler: poolerOf(env.GATEWAY_DATABASE_POOLER),
     metricsToken: env.GATEWAY_METRICS_TOKEN || undefined,
     encryptionKey: env.GATEWAY_ENCRYPTION_KEY || undefined,
     bootstrapKey: env.GATEWAY_BOOTSTRAP_KEY || undefined,
@@ -133,4 +136,10 @@ function otelVariables(env: NodeJS.ProcessEnv): Record<string, string> | undefin
     if (key.startsWith('OTEL_') && value !== undefined) (out ??= {})[key] = value;
   }
   return out;
+}
+
+function poolerOf(value: string | undefined): 'none' | 'transaction' | undefined {
+  if (value === undefined || value === '') return undefined;
+  if (value === 'none' || value === 'transaction') return value;
+  throw new Error(`GATEWAY_DATABASE_POOLER must be transaction or none, got "${value}"`);
 }
