@@ -71,5 +71,17 @@ export async function waitForReplicas(connection: RedisConnection, key: string):
     if (found === undefined) return 0;
     node = found;
   }
-  return Number(await node.call('WAIT', wait.replicas, wait.timeoutMs));
+  // Bounded here too: a WAIT sent to a node that is going away must not hold the request for the command timeout.
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<number>((resolve) => (timer = setTimeout(() => resolve(0), wait.timeoutMs + 200)));
+  try {
+    const acked = await Promise.race([node.call('WAIT', wait.replicas, wait.timeoutMs).then(Number), late]);
+    if (acked >= wait.replicas) return acked;
+    // A primary with no replica at all (its replica was promoted from under it, or is resyncing) cannot lose a count
+    // to a promotion: there is nothing to promote. Waiting would only hold every request until one is back.
+    const role = (await node.call('ROLE')) as unknown[];
+    return role[0] === 'master' && Array.isArray(role[2]) && role[2].length === 0 ? wait.replicas : acked;
+  } finally {
+    clearTimeout(timer);
+  }
 }

@@ -21,12 +21,31 @@ end
  * KEYS: per item, its bucket's hash (fields u:<group>, r:<group>) and its holds' sorted set.
  * ARGV: now, hold expiry, request id, then per item: group, amount, limit, reserve (1/0), expireAt (0: never).
  * Returns {denied index (1-based, 0 when passed), used1, reserved1, used2, reserved2, …}.
+ *
+ * With `once` (a connection that waits for replicas): KEYS ends with a marker of the request and ARGV with its
+ * TTL. A request whose marker exists was counted already: its check is answered as passed, counting nothing. So
+ * a check sent again after its count could not be confirmed on a replica (the primary died) counts once: again
+ * if the count was lost with the primary, not again if it survived.
  */
-const CHECK = `${RELEASE}
+function checkScript(once: boolean): string {
+  return `${RELEASE}
 local now = tonumber(ARGV[1])
-local n = #KEYS / 2
+local n = ${once ? '(#KEYS - 1) / 2' : '#KEYS / 2'}
 local used, reserved = {}, {}
 local denied = 0
+${
+  once
+    ? `if redis.call('EXISTS', KEYS[#KEYS]) == 1 then
+  local out = {0}
+  for i = 1, n do
+    local h, o = KEYS[2 * i - 1], 3 + (i - 1) * 5
+    out[#out + 1] = tonumber(redis.call('HGET', h, 'u:' .. ARGV[o + 1]) or 0)
+    out[#out + 1] = tonumber(redis.call('HGET', h, 'r:' .. ARGV[o + 1]) or 0)
+  end
+  return out
+end`
+    : ''
+}
 for i = 1, n do
   local h, z, o = KEYS[2 * i - 1], KEYS[2 * i], 3 + (i - 1) * 5
   release(h, z, now)
@@ -50,6 +69,7 @@ if denied == 0 then
       if expireAt > 0 then redis.call('PEXPIRE', h, math.max(expireAt - now, 1)) else redis.call('PERSIST', h) end
     end
   end
+  ${once ? "redis.call('SET', KEYS[#KEYS], '1', 'PX', ARGV[#ARGV])" : ''}
 end
 local out = {denied}
 for i = 1, n do
@@ -58,6 +78,17 @@ for i = 1, n do
 end
 return out
 `;
+}
+
+/**
+ * How long a check is sent again while a replica does not confirm it (or a failover refuses it), and how often:
+ * two failover waits, so a check that began as the primary died still finds the promoted replica.
+ */
+const CONFIRM_MS = 10_000;
+const CONFIRM_RETRY_MS = 200;
+
+/** How long a request's marker stays (`checkScript(true)`): longer than any failover a check waits out. */
+const MARKER_TTL_MS = 60_000;
 
 /* What CHECK would answer, counting nothing. KEYS and ARGV as CHECK's. Returns the denied index (1-based, 0: all pass). */
 const PEEK = `${RELEASE}
@@ -137,8 +168,33 @@ export function redisLimitStore(connection: RedisConnection, onUnreplicated: (ac
     }
     return value;
   };
+  /**
+   * A check whose counts are on a replica before it answers: sent again (it counts once, see `checkScript`)
+   * while a replica cannot confirm it, as after a primary died with it, for up to the connection's failover wait.
+   */
+  const confirmed = async (keys: string[], args: (string | number)[]): Promise<number[]> => {
+    const until = Date.now() + CONFIRM_MS;
+    for (;;) {
+      let out: number[];
+      try {
+        out = await (commands.gatewayLimitCheck as (n: number, ...a: (string | number)[]) => Promise<number[]>)(keys.length, ...keys, ...args);
+      } catch (err) {
+        // A failover in progress (redirections, a closed connection): sent again, counting once, until it settles.
+        if (Date.now() >= until) throw err;
+        await new Promise((r) => setTimeout(r, CONFIRM_RETRY_MS));
+        continue;
+      }
+      const acked = await waitForReplicas(connection, keys[0]!).catch(() => 0);
+      if (acked === null || acked >= wait!.replicas) return out;
+      if (Date.now() >= until) {
+        onUnreplicated(acked ?? 0);
+        return out;
+      }
+      await new Promise((r) => setTimeout(r, CONFIRM_RETRY_MS));
+    }
+  };
 
-  client.defineCommand('gatewayLimitCheck', { lua: CHECK });
+  client.defineCommand('gatewayLimitCheck', { lua: checkScript(connection.replicaWait !== null) });
   client.defineCommand('gatewayLimitPeek', { lua: PEEK });
   client.defineCommand('gatewayLimitSettle', { lua: SETTLE });
   client.defineCommand('gatewayLimitRead', { lua: READ });
@@ -157,7 +213,11 @@ export function redisLimitStore(connection: RedisConnection, onUnreplicated: (ac
   return {
     async check(items: readonly CheckItem[], requestId: string, now: number, holdUntil: number): Promise<CheckResult> {
       const { keys, args } = checkArgs(items, [now, holdUntil, requestId]);
-      const out = await run<number[]>('gatewayLimitCheck', keys.length, [...keys, ...args]);
+      if (wait !== null) {
+        keys.push(`${group}:once:${requestId}`);
+        args.push(MARKER_TTL_MS);
+      }
+      const out = wait === null ? await run<number[]>('gatewayLimitCheck', keys.length, [...keys, ...args]) : await confirmed(keys, args);
       const used: number[] = [];
       const reserved: number[] = [];
       for (let i = 0; i < items.length; i++) {

@@ -113,6 +113,8 @@ export interface RedisClusterHandle {
   restart(port: number): Promise<void>;
   /** Waits until every slot is served again (`cluster_state:ok` seen from `via`). */
   healthy(via?: number): Promise<void>;
+  /** Waits until `port` is no primary any more and every slot is served: its replica took over. */
+  failedOver(port: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -159,6 +161,12 @@ export async function startRedisCluster(primaries = 3): Promise<RedisClusterHand
     async healthy(via) {
       const from = via ?? nodes.find((n) => n.child !== null)!.port;
       await until('cluster_state:ok', () => cli(from, 'cluster', 'info').includes('cluster_state:ok') && handle.primaries().length === primaries, 30_000);
+    },
+    async failedOver(port) {
+      await until(`a replica to take over from ${port}`, () => {
+        const via = nodes.find((n) => n.child !== null && n.port !== port)!.port;
+        return !handle.primaries().includes(port) && cli(via, 'cluster', 'info').includes('cluster_state:ok');
+      }, 30_000);
     },
     async close() {
       await Promise.all(nodes.map(stop));

@@ -35,7 +35,8 @@ export type Pooler = 'none' | 'transaction';
  * to spare those round trips (docs/operations.md, "PostgreSQL behind a pooler").
  */
 export async function postgresClient(options: { url: string; schema?: string; max?: number; pooler?: Pooler }): Promise<SqlClient> {
-  const pool = new pg.Pool({ connectionString: options.url, max: options.max ?? 10 });
+  // Named, so an operator sees (and a drill can drop) the gateway's own connections in pg_stat_activity.
+  const pool = new pg.Pool({ connectionString: options.url, max: options.max ?? 10, application_name: 'switchyard-gateway' });
   pool.on('error', () => undefined); // an idle client's error surfaces on the next query instead
   const schema = options.schema;
   const pooled = options.pooler === 'transaction';
@@ -68,6 +69,10 @@ export async function postgresClient(options: { url: string; schema?: string; ma
   });
   async function transaction<T>(fn: (tx: SqlClient) => Promise<T>): Promise<T> {
     const client = await pool.connect();
+    // A checked-out connection the server drops (a restart, a pooler, pg_terminate_backend) emits 'error' on the
+    // client: unheard, that would end the process. The statement in progress fails on its own.
+    client.on('error', ignore);
+    let broken: unknown;
     try {
       await client.query('BEGIN');
       // Inside the transaction: a transaction-mode pooler keeps one server connection for it, not for the session.
@@ -81,15 +86,30 @@ export async function postgresClient(options: { url: string; schema?: string; ma
       await client.query('COMMIT');
       return result;
     } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
+      if (connectionLost(err)) broken = err;
+      else await client.query('ROLLBACK').catch(() => undefined);
       throw err;
     } finally {
-      client.release();
+      client.removeListener('error', ignore);
+      // A connection that broke is closed, not handed to the next transaction.
+      client.release(broken as Error | undefined);
     }
   }
   // Behind a transaction-mode pooler with a schema, a statement alone runs in a transaction that sets it.
   const single = pooled && schema !== undefined ? wrapped(transaction) : over(pool);
   return { ...single, transaction, close: () => pool.end() };
+}
+
+const ignore = (): void => undefined;
+
+/**
+ * Whether an error means the connection itself is gone (not a statement refused): no SQLSTATE (a socket error),
+ * a connection exception (08…) or an operator intervention (57P…: terminated, shutting down).
+ */
+function connectionLost(err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code;
+  if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code)) return true;
+  return code.startsWith('08') || code.startsWith('57P');
 }
 
 /** The statements of a client, each in a transaction of its own. */

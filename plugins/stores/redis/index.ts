@@ -86,7 +86,7 @@ export function redisStore(options: RedisStoreOptions): GatewayPlugin {
       if (topology.kind === 'cluster') {
         const nodes: ClusterNode[] = topology.nodes.map((n) => ({ host: n.host, port: n.port }));
         // Writes and reads go to the primaries: a replica's counts may lag.
-        client = new Cluster(nodes, { lazyConnect: true, enableOfflineQueue: true, scaleReads: 'master', redisOptions: common, slotsRefreshTimeout: 2000, retryDelayOnFailover: 200, retryDelayOnClusterDown: 200, retryDelayOnTryAgain: 200, maxRedirections: 32 });
+        client = new Cluster(nodes, { lazyConnect: true, enableOfflineQueue: true, scaleReads: 'master', redisOptions: common, slotsRefreshTimeout: 2000, retryDelayOnFailover: 200, retryDelayOnClusterDown: 200, retryDelayOnTryAgain: 200, retryDelayOnMoved: 50, maxRedirections: 64 });
       } else if (topology.kind === 'sentinel') {
         client = new Redis({ ...common, sentinels: topology.nodes.map((n) => ({ host: n.host, port: n.port })), name: topology.name, sentinelCommandTimeout: 1000, failoverDetector: true });
       } else {
