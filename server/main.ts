@@ -8,6 +8,8 @@ const USAGE = `Usage: switchyard-gateway [command] [options]
 Commands:
   serve [--config FILE]   Serve the gateway (the default command). Without --config (or GATEWAY_CONFIG),
                           the bundled default config; a config file may extend it ("extends": "default").
+  migrate [--config FILE] Apply the database migrations of every plugin the config loads, and stop (run it
+                          ahead of a rolling upgrade; serving migrates too, under the same lock).
   new provider|check DIR [--name PACKAGE]
                           Write a new plugin package into DIR: the plugin, its tests on the gateway's
                           test kit (switchyard-gateway/testing) and a package.json; then npm install, npm test.
@@ -29,6 +31,9 @@ async function main(argv: string[]): Promise<void> {
     case 'serve':
       if (rest.includes('--help') || rest.includes('-h')) return void process.stdout.write(USAGE);
       return serve(rest);
+    case 'migrate':
+      if (rest.includes('--help') || rest.includes('-h')) return void process.stdout.write(USAGE);
+      return (await import('./migrate.js')).migrateCommand(rest);
     case 'new':
       return newPackage(rest);
     case 'help':
