@@ -67,7 +67,7 @@ function sources(dir: string): string[] {
 }
 
 /** What in a plugin's own code says it keeps something between requests. */
-const KEEPS_STATE = [/\bapi\.stores\.get\(/, /\bdefineCommand\(/, /\bnew LRUCache\b/, /\bnew TtlCache\b/, /\bCREATE TABLE\b/];
+const KEEPS_STATE = [/\bapi\.stores\.get\(/, /\bredisConnectionOf\(/, /\bdefineCommand\(/, /\bnew LRUCache\b/, /\bnew TtlCache\b/, /\bCREATE TABLE\b/];
 
 const declared = await bundledPlugins();
 const pieces: Array<KeptState & { plugin: string }> = declared.flatMap(({ plugin }) => (plugin.state ?? []).map((s) => ({ plugin: plugin.name, ...s })));

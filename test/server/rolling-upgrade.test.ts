@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { join, relative, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { Migration } from '../../sdk/index.js';
@@ -21,7 +22,7 @@ async function everyMigration(): Promise<Array<{ file: string; name: string; mig
   for (const file of walk('plugins').filter((f) => f.endsWith('.ts'))) {
     const text = readFileSync(file, 'utf8');
     for (const m of text.matchAll(/export const (\w+_MIGRATIONS)\b/g)) {
-      const mod = (await import(`../../${file.replace(/\.ts$/, '.js')}`)) as Record<string, unknown>;
+      const mod = (await import(/* @vite-ignore */ pathToFileURL(resolve(file)).href)) as Record<string, unknown>;
       for (const migration of mod[m[1]!] as Migration[]) found.push({ file: relative('.', file), name: m[1]!, migration });
     }
   }
