@@ -151,7 +151,8 @@ function chatSeam(): DoorSeam {
         const delta = isObject(c.delta) ? c.delta : null;
         if (delta === null) continue;
         if (Array.isArray(delta.tool_calls) || isObject(delta.function_call)) refusal ??= 'tool_call';
-        if (typeof delta.reasoning_content === 'string' || typeof delta.reasoning === 'string') refusal ??= 'reasoning';
+        // A continuation's reasoning is left out (below): only the first call's makes the answer one that cannot go on.
+        if (prior === null && (typeof delta.reasoning_content === 'string' || typeof delta.reasoning === 'string')) refusal ??= 'reasoning';
         if (typeof delta.refusal === 'string') refusal ??= 'non_text';
         if (typeof delta.content === 'string') text += delta.content;
       }
@@ -166,10 +167,10 @@ function chatSeam(): DoorSeam {
       if (fingerprint !== undefined) out.system_fingerprint = fingerprint;
       if (model !== null && typeof out.model === 'string') out.model = model;
       if (isObject(data.usage)) out.usage = addOpenAIUsage(data.usage, p, false);
-      // Its opening chunk (the role, perhaps an empty content) says nothing the client has not had.
-      const opening = choices.length > 0 && text === '' && !isObject(data.usage) && choices.every(isOpening);
-      if (opening) return drop;
-      out.choices = choices.map((c) => (isObject(c) && isObject(c.delta) && 'role' in c.delta ? { ...c, delta: withoutRole(c.delta) } : c));
+      // Its opening chunk (the role, perhaps an empty content) and its reasoning say nothing the client reads on from.
+      const kept = choices.map((c) => (isObject(c) && isObject(c.delta) ? { ...c, delta: continuedDelta(c.delta) } : c));
+      if (kept.length > 0 && text === '' && !isObject(data.usage) && kept.every(isOpening)) return drop;
+      out.choices = kept;
       return { action: 'emit', text, render: (t) => ((sent += t), json(event, t === text ? out : withChatText(out, t))) };
     },
     closing: () => 'data: [DONE]\n\n',
@@ -184,11 +185,12 @@ function chatSeam(): DoorSeam {
 function isOpening(choice: unknown): boolean {
   if (!isObject(choice) || !isObject(choice.delta) || (choice.finish_reason ?? null) !== null) return false;
   const delta = choice.delta;
-  return Object.keys(delta).every((k) => k === 'role' || (k === 'content' && (delta.content === '' || delta.content === null)) || k === 'refusal' && delta.refusal === null);
+  return Object.keys(delta).every((k) => k === 'role' || (k === 'content' && (delta.content === '' || delta.content === null)) || (k === 'refusal' && delta.refusal === null));
 }
 
-function withoutRole(delta: Json): Json {
-  const { role: _role, ...rest } = delta;
+/** A continuation's delta as the client gets it: no second role, no reasoning. */
+function continuedDelta(delta: Json): Json {
+  const { role: _role, reasoning_content: _reasoning, reasoning: _summary, ...rest } = delta;
   return rest;
 }
 

@@ -399,3 +399,14 @@ describe('recoverStream: what is not a break, and the body the log sees', () => 
     expect(signalled!.aborted).toBe(true);
   });
 });
+
+test('chat: a continuation\'s reasoning is left out; its answer goes on', async () => {
+  const ctx = ctxOf();
+  const second = upstream([chunk('b', { role: 'assistant', content: '' }), chunk('b', { reasoning_content: 'Where was I?' }), chunk('b', { content: 'two.' }), chunk('b', {}, 'stop'), 'data: [DONE]\n\n'], 'end');
+  const out = recoverStream(ctx, upstream([chunk('a', { role: 'assistant', content: '' }), chunk('a', { content: 'One ' })], 'reset').response, { max: 1, idleMs: 0, next: async () => ({ response: second.response, mode: 'prefill' }) });
+  const { text, error } = await read(out.body as BodySource);
+  expect(error).toBeNull();
+  expect(contentOf(text)).toBe('One two.');
+  expect(text).not.toContain('Where was I');
+  expect(text.match(/"role"/g)).toHaveLength(1);
+});
