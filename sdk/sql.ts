@@ -130,6 +130,13 @@ export interface SqlStore {
   /** The open connection. Throws until the store's `onReady` opened it: call it from your own `onReady` on. */
   client(): SqlClient;
   /**
+   * A connection to a read replica, for reads that may lag the writes (the log and analytics routes), or null
+   * when the store has none (then read through {@link client}). Its lag: {@link readLagMs}.
+   */
+  readClient?(): SqlClient | null;
+  /** How far the read replica is behind, ms (0 when caught up), or null without one. */
+  readLagMs?(): Promise<number | null>;
+  /**
    * The SQLite database file, when the store is one on disk: a plugin with
    * heavy writes (the log store) may open its own connection to it in a
    * worker thread, so its synchronous writes never run on the event loop.

@@ -75,6 +75,7 @@ export const CATALOG: Readonly<Record<string, Loader>> = Object.freeze({
       url: env.databaseUrl ?? '',
       ...(env.databaseSchema === undefined ? {} : { schema: env.databaseSchema }),
       ...(env.databasePooler === undefined ? {} : { pooler: env.databasePooler }),
+      ...(env.databaseReadUrl === undefined ? {} : { readUrl: env.databaseReadUrl }),
       ...options,
     }),
   'control-plane': async (options, env) => {

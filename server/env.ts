@@ -20,6 +20,8 @@ export interface ServerEnv {
   databaseUrl: string | undefined;
   /** GATEWAY_DATABASE_SCHEMA: the `postgres` store plugin's schema, for deployments sharing one database. */
   databaseSchema: string | undefined;
+  /** DATABASE_READ_URL: a read replica of DATABASE_URL, where the log and analytics routes read. */
+  databaseReadUrl: string | undefined;
   /** GATEWAY_DATABASE_POOLER: `transaction` when DATABASE_URL is a transaction-mode pooler (PgBouncer). */
   databasePooler: 'none' | 'transaction' | undefined;
   /** GATEWAY_METRICS_TOKEN: a bearer token that may read /metrics without a gateway key. */
@@ -63,6 +65,7 @@ export function readEnv(env: NodeJS.ProcessEnv = process.env): ServerEnv {
     databaseUrl: env.DATABASE_URL || undefined,
     databaseSchema: env.GATEWAY_DATABASE_SCHEMA || undefined,
     databasePooler: poolerOf(env.GATEWAY_DATABASE_POOLER),
+    databaseReadUrl: env.DATABASE_READ_URL || undefined,
     metricsToken: env.GATEWAY_METRICS_TOKEN || undefined,
     encryptionKey: env.GATEWAY_ENCRYPTION_KEY || undefined,
     bootstrapKey: env.GATEWAY_BOOTSTRAP_KEY || undefined,

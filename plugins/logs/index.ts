@@ -47,8 +47,10 @@ export interface LogStoreService extends LogStoreStatus {
   repository(): LogRepository;
   /** Runs the retention clean-up now; returns entries deleted. */
   applyRetention(): Promise<number>;
-  /** Where the routes read: the reader threads with an SQLite file, else the tables on the store's own client. */
+  /** Where the routes read: the reader threads with an SQLite file, a read replica when the store has one, else the store's client. */
   reader(): LogReader;
+  /** How far behind the writes {@link reader} reads, ms (a read replica's lag), or null when it reads what is written. */
+  readLagMs(): Promise<number | null>;
   /** The time limit of one analytics query, ms (`queryTimeoutMs`). */
   readonly queryTimeoutMs: number;
 }
@@ -191,6 +193,9 @@ export function logStore(options: LogStoreOptions = {}): GatewayPlugin {
       };
 
       // Reads off the event loop: threads of their own on the SQLite file (WAL: they never wait for the writer).
+      /** The repository on the read replica, when the SQL store has one; and that store (for its lag). */
+      let replica: LogRepository | null = null;
+      let sqlStore: SqlStore | null = null;
       const readers = file !== undefined && opts.readers > 0 ? new ReaderPool({ file, bodiesDir: bodiesDir!, cacheKiB: 8000 }, opts.readers) : null;
 
       const service: LogStoreService = {
@@ -199,7 +204,10 @@ export function logStore(options: LogStoreOptions = {}): GatewayPlugin {
           return repository;
         },
         reader() {
-          return readers ?? service.repository();
+          return readers ?? replica ?? service.repository();
+        },
+        readLagMs() {
+          return replica === null ? Promise.resolve(null) : (sqlStore?.readLagMs?.() ?? Promise.resolve(null));
         },
         queryTimeoutMs: opts.queryTimeoutMs,
         stats: () => queue.stats(),
@@ -251,6 +259,12 @@ export function logStore(options: LogStoreOptions = {}): GatewayPlugin {
         const client = store.client();
         await migrate(client, LOGS_NAMESPACE, LOG_MIGRATIONS);
         repository = new LogRepository(client, bodyStore(bodiesDir));
+        // A read replica (the postgres store's readUrl): the routes' reads go there, off the primary.
+        const readClient = store.readClient?.() ?? null;
+        if (readClient !== null) {
+          replica = new LogRepository(readClient, bodyStore(bodiesDir));
+          sqlStore = store;
+        }
         await thread?.open();
         queue.start();
         // Always, even when entries are kept forever: minute rollups are pruned.

@@ -60,6 +60,11 @@ export function logApi(options: LogApiOptions = {}): GatewayPlugin {
         if (identity !== undefined) lookup = (name) => identity.workspace(name);
       });
       const reader = () => service!.reader();
+      /** Says how far behind the writes the answer may be, when it was read on a replica. */
+      const lagged = async (ctx: RequestContext) => {
+        const lag = await service!.readLagMs();
+        if (lag !== null) ctx.responseHeaders['x-gateway-read-lag-ms'] = String(lag);
+      };
       const base = api.options.basePath;
 
       api.routes.add({
@@ -72,6 +77,7 @@ export function logApi(options: LogApiOptions = {}): GatewayPlugin {
         handler: async (ctx) => {
           const q = listQuery(ctx);
           await confineWorkspace(ctx, q.filters, lookup);
+          await lagged(ctx);
           const page = await reader().list(q.filters, q.limit, q.cursor);
           return jsonResponse(200, { object: 'list', data: page.data, has_more: page.next !== null, next_cursor: page.next === null ? null : encodeCursor(page.next) });
         },
@@ -86,6 +92,7 @@ export function logApi(options: LogApiOptions = {}): GatewayPlugin {
         doc: { summary: 'Get one stored request log', description: 'The whole entry: bodies as captured, request headers without secrets, attempts, hook results.', tags: ['Logs'], scope, params: { id: 'The log entry id (`log_…`).' } },
         handler: async (ctx) => {
           const id = ctx.params!.id!;
+          await lagged(ctx);
           const entry = id.length > 128 ? null : await reader().get(id, callerWorkspace(ctx));
           if (entry === null) throw new GatewayError('not_found', `No log entry "${id.slice(0, 128)}".`, { param: 'id' });
           return jsonResponse(200, { object: 'log', ...entry });
@@ -95,6 +102,7 @@ export function logApi(options: LogApiOptions = {}): GatewayPlugin {
       const groups = async (ctx: RequestContext) => {
         const q = groupQuery(ctx);
         await confineWorkspace(ctx, q.filters, lookup);
+        await lagged(ctx);
         const result = await limited(service!, (deadline) => reader().groups(q.groupBy, q.columns, q.filters, q.limit, q.offset, deadline));
         return jsonResponse(200, { object: 'list', group_by: q.groupBy, columns: ['requests', ...q.columns], data: result.data, has_more: result.hasMore });
       };
@@ -125,6 +133,7 @@ export function logApi(options: LogApiOptions = {}): GatewayPlugin {
         handler: async (ctx) => {
           const q = timeseriesQuery(ctx);
           await confineWorkspace(ctx, q.filters, lookup);
+          await lagged(ctx);
           const result = await limited(service!, (deadline) => reader().timeseries(q.filters, q.bucketMs, q.origin, deadline));
           const answer: TimeseriesAnswer = {
             object: 'analytics.timeseries',

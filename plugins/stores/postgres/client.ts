@@ -34,7 +34,7 @@ export type Pooler = 'none' | 'transaction';
  * own. Set the role's `search_path` on the server instead and omit `schema`
  * to spare those round trips (docs/operations.md, "PostgreSQL behind a pooler").
  */
-export async function postgresClient(options: { url: string; schema?: string; max?: number; pooler?: Pooler }): Promise<SqlClient> {
+export async function postgresClient(options: { url: string; schema?: string; max?: number; pooler?: Pooler; readOnly?: boolean }): Promise<SqlClient> {
   // Named, so an operator sees (and a drill can drop) the gateway's own connections in pg_stat_activity.
   const pool = new pg.Pool({ connectionString: options.url, max: options.max ?? 10, application_name: 'switchyard-gateway' });
   pool.on('error', () => undefined); // an idle client's error surfaces on the next query instead
@@ -44,9 +44,12 @@ export async function postgresClient(options: { url: string; schema?: string; ma
     if (!/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`postgres schema "${schema}" must be lower-case letters, digits and _`);
     // Instances starting together race here: IF NOT EXISTS checks the name before the insert, so the loser gets a
     // unique violation (23505) on pg_namespace. The schema exists then, which is all this asks.
-    await pool.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`).catch((err: { code?: string }) => {
-      if (err.code !== '23505') throw err;
-    });
+    // A read replica cannot create it (and has it from its primary).
+    if (options.readOnly !== true) {
+      await pool.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`).catch((err: { code?: string }) => {
+        if (err.code !== '23505') throw err;
+      });
+    }
     if (!pooled) {
       pool.on('connect', (client) => {
         client.query(`SET search_path TO ${schema}`).catch(() => undefined);
