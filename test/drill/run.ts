@@ -10,12 +10,15 @@
  * took in flight, exceeded a limit or lost a log entry.
  *
  * Knobs (environment): DRILL_SECONDS (per phase, default 8), DRILL_CONCURRENCY (default 16), DRILL_LIMIT
- * (the policy per phase, default 300), DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test).
+ * (the policy per phase, default 300), DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test),
+ * DRILL_UPGRADE_FROM (a git ref: the replicas start on that version, checked out beside this one, and the
+ * replica phase becomes a rolling upgrade to this one, each replica drained and replaced in turn).
  * Loopback only; needs redis-server, redis-cli and PostgreSQL.
  */
-import { writeFileSync, mkdtempSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import pg from 'pg';
 import { startProcess, type GatewayProcess } from '../helpers/process.js';
 import { redisBinariesPresent, startRedisCluster } from '../helpers/redis-topology.js';
@@ -44,18 +47,39 @@ async function main(): Promise<void> {
   const log = (msg: string) => console.log(`[drill ${((Date.now() - started) / 1000).toFixed(1)}s] ${msg}`);
 
   const mock = await startMockOpenAI();
-  const cluster = await startRedisCluster(3);
-  log(`redis cluster up: ${cluster.url}`);
+  const from = process.env.DRILL_UPGRADE_FROM;
+  const upgrading = from !== undefined && from !== '';
+  // An upgrade from a version that spoke only to one Redis node runs on one node (REDIS_URL, default the local one).
+  const cluster = upgrading ? null : await startRedisCluster(3);
+  const redisUrl = cluster?.url ?? process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+  log(cluster === null ? `redis: ${redisUrl} (one node)` : `redis cluster up: ${cluster.url}`);
   const schema = uniqueSchema('drill');
   const prefix = uniquePrefix('drill').replace(/[{}]/g, '');
   const dir = mkdtempSync(join(tmpdir(), 'drill-'));
   const configFile = join(dir, 'gateway.json');
   // The default config (shared stores from the environment), out of rotation for a second on SIGTERM.
   writeFileSync(configFile, JSON.stringify({ extends: 'default', readinessDrainMs: 1000 }));
-  const env = { REDIS_URL: cluster.url, DATABASE_URL, GATEWAY_REDIS_PREFIX: prefix, GATEWAY_DATABASE_SCHEMA: schema, GATEWAY_BOOTSTRAP_KEY: ADMIN, GATEWAY_ENCRYPTION_KEY: 'd'.repeat(64) };
+  const env = { REDIS_URL: redisUrl, DATABASE_URL, GATEWAY_REDIS_PREFIX: prefix, GATEWAY_DATABASE_SCHEMA: schema, GATEWAY_BOOTSTRAP_KEY: ADMIN, GATEWAY_ENCRYPTION_KEY: 'd'.repeat(64) };
   const start = () => startProcess(['--config', configFile], env);
-  const replicas: Array<GatewayProcess | null> = await Promise.all([start(), start(), start()]);
-  log('three gateway replicas up');
+  // DRILL_UPGRADE_FROM: an earlier version checked out beside this one (sharing its node_modules), run through tsx.
+  let previous: string | null = null;
+  if (upgrading) {
+    previous = join(dir, 'previous');
+    const git = (...a: string[]) => {
+      const r = spawnSync('git', a, { encoding: 'utf8' });
+      if (r.status !== 0) throw new Error(`git ${a.join(' ')}: ${r.stderr}`);
+      return r.stdout.trim();
+    };
+    git('worktree', 'add', '--detach', previous, from!);
+    // Removed however the drill ends (a failure included), so no checkout is left registered behind it.
+    const checkout = previous;
+    process.on('exit', () => spawnSync('git', ['worktree', 'remove', '--force', checkout]));
+    symlinkSync(resolve('node_modules'), join(previous, 'node_modules'));
+    log(`previous version ${git('rev-parse', '--short', from)} checked out in ${previous}`);
+  }
+  const startPrevious = () => startProcess(['--config', configFile], env, { source: join(previous!, 'server/main.ts') });
+  const replicas: Array<GatewayProcess | null> = await Promise.all(previous === null ? [start(), start(), start()] : [startPrevious(), startPrevious(), startPrevious()]);
+  log(previous === null ? 'three gateway replicas up' : 'three gateway replicas up, on the previous version');
 
   const admin = async (method: string, path: string, body?: unknown) => {
     const live = replicas.find((r) => r !== null)!;
@@ -63,7 +87,7 @@ async function main(): Promise<void> {
     if (res.status !== 200) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
     return res.json() as Promise<Record<string, any>>;
   };
-  const phases = ['baseline', 'redis-primary-killed', 'gateway-replica-restarted', 'postgres-connections-dropped'];
+  const phases = previous === null ? ['baseline', 'redis-primary-killed', 'gateway-replica-restarted', 'postgres-connections-dropped'] : ['baseline', 'rolling-upgrade', 'postgres-connections-dropped'];
   // Every policy before the first request: an instance reads a workspace's policies once per cache period.
   for (const phase of phases) {
     await admin('POST', '/policies/rate-limits', { name: `drill ${phase}`, type: 'requests', unit: 'rph', value: LIMIT, conditions: [{ key: 'metadata.phase', value: phase }] });
@@ -113,6 +137,7 @@ async function main(): Promise<void> {
   const faults: Record<string, () => Promise<void>> = {
     baseline: async () => undefined,
     'redis-primary-killed': async () => {
+      if (cluster === null) return;
       const victim = cluster.primaryOf(`${prefix}{limits}`);
       log(`killing the redis primary ${victim} (it holds {limits})`);
       await cluster.kill(victim);
@@ -122,6 +147,22 @@ async function main(): Promise<void> {
       // It comes back once the phase is over, as an operator brings a crashed node back: a primary without
       // persistence restarted at once can serve its slots empty before it learns it was replaced (docs/operations.md).
       restartLater = victim;
+    },
+    'rolling-upgrade': async () => {
+      // Each replica in turn: out of rotation through /ready, drained, replaced by this version.
+      for (let i = 0; i < replicas.length; i++) {
+        const old = replicas[i]!;
+        old.child.kill('SIGTERM');
+        for (let tries = 0; tries < 50; tries++) {
+          const ready = await fetch(`http://127.0.0.1:${old.port}/ready`).then((r) => r.status, () => 0);
+          if (ready !== 200) break;
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        replicas[i] = null;
+        await old.exited;
+        replicas[i] = await start();
+        log(`replica ${i} upgraded (port ${replicas[i]!.port})`);
+      }
     },
     'gateway-replica-restarted': async () => {
       const i = 1;
@@ -163,8 +204,8 @@ async function main(): Promise<void> {
     stop = true;
     const outcomes = await running;
     if (restartLater !== null) {
-      await cluster.restart(restartLater);
-      await cluster.healthy();
+      await cluster!.restart(restartLater);
+      await cluster!.healthy();
       log(`${restartLater} is back, as a replica`);
       restartLater = null;
     }
@@ -228,7 +269,7 @@ async function main(): Promise<void> {
     await r.exited;
   }
   await mock.close();
-  await cluster.close();
+  await cluster?.close();
   process.exit(failed ? 1 : 0);
 }
 

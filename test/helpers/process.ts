@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { LOOPBACK_ENV } from './outbound.js';
 
 const SHARED_STATE_ENV = new Set(['REDIS_URL', 'DATABASE_URL', 'GATEWAY_REDIS_PREFIX', 'GATEWAY_DATABASE_SCHEMA']);
@@ -19,13 +19,17 @@ export interface GatewayProcess {
  * `npm start` runs it (build first), or the `main.js` given. Loopback
  * upstreams are allowed (GATEWAY_ALLOW_HOSTS) unless `env` says otherwise;
  * the test's own REDIS_URL and DATABASE_URL are not passed on unless in `env`.
+ * `source`: another checkout's `server/main.ts` to run through tsx (an earlier version, for an upgrade).
  */
-export function startProcess(args: string[], env: Record<string, string>, options: { built?: boolean | string } = {}): Promise<GatewayProcess> {
-  const entry = typeof options.built === 'string' ? [options.built] : options.built === true ? ['dist/server/main.js'] : ['--import', 'tsx', 'server/main.ts'];
+export function startProcess(args: string[], env: Record<string, string>, options: { built?: boolean | string; source?: string } = {}): Promise<GatewayProcess> {
+  const entry =
+    typeof options.built === 'string' ? [options.built] : options.built === true ? ['dist/server/main.js'] : ['--import', 'tsx', options.source ?? 'server/main.ts'];
   // REDIS_URL and DATABASE_URL switch the default config to shared stores: only a test that passes them gets them.
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([k]) => !SHARED_STATE_ENV.has(k)));
   const child = spawn(process.execPath, [...entry, ...args], {
     env: { ...inherited, PORT: '0', GATEWAY_DATA_DIR: mkdtempSync(join(tmpdir(), 'gw-proc-')), ...LOOPBACK_ENV, ...env },
+    // Another checkout runs from its own folder, so tsx compiles it with that checkout's tsconfig.
+    ...(options.source === undefined ? {} : { cwd: dirname(dirname(options.source)) }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
