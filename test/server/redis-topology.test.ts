@@ -1,6 +1,8 @@
 import { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { createLogger } from '../../core/index.js';
 import { redisBreakerState } from '../../plugins/breaker/redis-state.js';
+import { redisCacheStore } from '../../plugins/cache/stores/redis/index.js';
 import { redisLimitStore } from '../../plugins/limits/redis-store.js';
 import { redisRouteState } from '../../plugins/routing/state.js';
 import { redisConnection } from '../../sdk/index.js';
@@ -134,7 +136,7 @@ describe('Redis Cluster: three primaries, three replicas, three gateway processe
     await cluster.healthy();
   }, 120_000);
 
-  test('every script keeps its keys on one slot: limits across buckets, the breaker\'s two keys, routing reads', async (ctx) => {
+  test('every script keeps its keys on one slot: limits across buckets, the breaker\'s two keys, routing reads; the cache spreads', async (ctx) => {
     if (!available) ctx.skip();
     const redis = new Cluster(cluster.ports.map((port) => ({ host: '127.0.0.1', port })), { scaleReads: 'master' });
     try {
@@ -151,6 +153,13 @@ describe('Redis Cluster: three primaries, three replicas, three gateway processe
       await routing.record('t1', null, 120, null);
       await routing.record('t2', null, 80, null);
       expect((await routing.read(['t1', 't2', 't3'])).map((s) => s === null)).toEqual([false, false, true]);
+      // The cache's keys are single keys: answers and semantic candidates, spread over the primaries.
+      const cache = redisCacheStore(() => connection, createLogger({ level: 'silent' }));
+      const answer = { v: 1 as const, route: 'chat.completions', status: 200, body: '{"ok":true}', usage: null, fromStream: false, createdAt: now, expiresAt: now + 60_000 };
+      await cache.set('k1', answer, 60_000);
+      expect(await cache.get('k1')).toMatchObject({ body: '{"ok":true}' });
+      await cache.addCandidate('scope-a', { key: 'k1', vector: new Float32Array([0.5, 0.5]), createdAt: now, expiresAt: now + 60_000 }, 10, 60_000);
+      expect((await cache.candidates('scope-a', 10)).map((c) => c.key)).toEqual(['k1']);
     } finally {
       await redis.quit();
     }
