@@ -192,10 +192,10 @@ export function logStore(options: LogStoreOptions = {}): GatewayPlugin {
         return retentionRunning;
       };
 
-      // Reads off the event loop: threads of their own on the SQLite file (WAL: they never wait for the writer).
       /** The repository on the read replica, when the SQL store has one; and that store (for its lag). */
       let replica: LogRepository | null = null;
       let sqlStore: SqlStore | null = null;
+      // Reads off the event loop: threads of their own on the SQLite file (WAL: they never wait for the writer).
       const readers = file !== undefined && opts.readers > 0 ? new ReaderPool({ file, bodiesDir: bodiesDir!, cacheKiB: 8000 }, opts.readers) : null;
 
       const service: LogStoreService = {
