@@ -1,8 +1,10 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, Socket } from 'node:net';
+import { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from '../bench/children.js';
+import { unprivilegedUser } from './postgres-replica.js';
 
 /*
  * PgBouncer on loopback in transaction mode, in front of the test PostgreSQL (Debian's `pgbouncer` package;
@@ -24,26 +26,6 @@ export function requirePgBouncer(): boolean {
   if (process.env.CI === 'true') throw new Error(`${message} (CI=true requires it: apt-get install pgbouncer)`);
   console.warn(`\n!!! SKIPPED: ${message}. Install pgbouncer to run them.\n`);
   return false;
-}
-
-/** An unprivileged user to run PgBouncer as: postgres when the package made one, else nobody. */
-function runAs(): { uid: number; gid: number } {
-  for (const name of ['postgres', 'nobody']) {
-    const uid = spawnSync('id', ['-u', name], { encoding: 'utf8' });
-    const gid = spawnSync('id', ['-g', name], { encoding: 'utf8' });
-    if (uid.status === 0 && gid.status === 0) return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) };
-  }
-  throw new Error('pgbouncer: no unprivileged user (postgres, nobody) to run it as');
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 const open = (port: number) =>
@@ -91,7 +73,7 @@ export async function startPgBouncer(target: { host: string; port: number; datab
     ].join('\n'),
   );
   // PgBouncer refuses to run as root: as root (CI's containers), it runs as the postgres (or nobody) user.
-  const user = process.getuid?.() === 0 ? runAs() : null;
+  const user = unprivilegedUser();
   if (user !== null) for (const f of ['', 'users.txt', 'pgbouncer.ini']) chownSync(join(dir, f), user.uid, user.gid);
   const child: ChildProcess = spawn(bin, [join(dir, 'pgbouncer.ini')], { stdio: 'ignore', ...(user === null ? {} : { uid: user.uid, gid: user.gid }) });
   const until = Date.now() + 10_000;

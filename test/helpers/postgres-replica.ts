@@ -1,8 +1,8 @@
 import { spawnSync } from 'node:child_process';
-import { chownSync, mkdtempSync, rmSync, writeFileSync, appendFileSync, readdirSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { appendFileSync, chownSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from '../bench/children.js';
 
 /*
  * A PostgreSQL primary and a streaming replica of it, on loopback, from the server binaries (Debian's
@@ -32,22 +32,18 @@ export function requirePostgresBinaries(): boolean {
   return false;
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-function user(): { uid: number; gid: number } | null {
+/**
+ * The user to run a database server as when the tests run as root (PostgreSQL and PgBouncer refuse root): postgres
+ * when the packages made one, else nobody; null when not root.
+ */
+export function unprivilegedUser(): { uid: number; gid: number } | null {
   if (process.getuid?.() !== 0) return null;
-  const uid = spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' });
-  const gid = spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' });
-  if (uid.status !== 0) throw new Error('running as root and there is no postgres user to run PostgreSQL as');
-  return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) };
+  for (const name of ['postgres', 'nobody']) {
+    const uid = spawnSync('id', ['-u', name], { encoding: 'utf8' });
+    const gid = spawnSync('id', ['-g', name], { encoding: 'utf8' });
+    if (uid.status === 0 && gid.status === 0) return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) };
+  }
+  throw new Error('running as root and there is no postgres (or nobody) user to run the server as');
 }
 
 export interface ReplicaPair {
@@ -60,7 +56,7 @@ export interface ReplicaPair {
 export async function startPrimaryAndReplica(): Promise<ReplicaPair> {
   const bin = binDir();
   if (bin === null) throw new Error('PostgreSQL binaries are not installed');
-  const as = user();
+  const as = unprivilegedUser();
   const dir = mkdtempSync(join(tmpdir(), 'pg-replica-'));
   if (as !== null) chownSync(dir, as.uid, as.gid);
   const run = (cmd: string, args: string[]) => {
