@@ -1,13 +1,14 @@
 import {
   deadlineError,
   deadlineLeft,
-  defineErrors,
   isEventStream,
   fieldSchema as f,
   GatewayError,
   STAGES,
   stateKey,
+  STREAM_IDLE_ERRORS,
   STREAM_RECOVERY,
+  streamIdleError,
   streamControl,
   toSource,
   UpstreamBody,
@@ -31,16 +32,11 @@ export const TIMEOUT_FIELDS: Readonly<Record<string, TargetField>> = Object.free
   stream_idle_timeout: { schema: f.integer(1), inherit: 'always', affectsAnswer: false, combination: ['stream_idle_timeout'] },
 });
 
-const timeoutError = defineErrors({
-  stream_idle_timeout: { status: 504, type: 'timeout_error' },
-});
-/** The code of a stream that went quiet for longer than `stream_idle_timeout`. */
-export const TIMEOUT_ERRORS = timeoutError.codes;
+/** The code of a stream that went quiet for longer than `stream_idle_timeout` (the SDK's, shared with stream recovery). */
+export const TIMEOUT_ERRORS = STREAM_IDLE_ERRORS;
 
 /** The idle timeout of the target that answered, for the rest of its stream. */
 const IDLE = stateKey<number>(`${PLUGIN_NAME}:idle`);
-
-const idleError = (ms: number) => timeoutError('stream_idle_timeout', `The upstream sent nothing for ${ms} ms (stream_idle_timeout).`);
 
 /**
  * `request_timeout` (ms): aborts an upstream attempt that has not answered in
@@ -80,7 +76,7 @@ export function timeout(): GatewayPlugin {
         const ms = ctx.get(IDLE);
         // A stream that recovers from breaks (on_stream_failure: continue) takes its silence as a break itself.
         if (ms === undefined || ctx.get(STREAM_RECOVERY)?.ownsIdle === true) return response;
-        streamControl(ctx, response)?.idleTimeout(ms, () => idleError(ms));
+        streamControl(ctx, response)?.idleTimeout(ms, () => streamIdleError(ms));
         return response;
       });
     },
@@ -104,7 +100,7 @@ async function firstChunkWithin(answer: Promise<GatewayResponse>, ctx: RequestCo
   clearTimeout(timer);
   if (!arrived) {
     body.abort(new Error('no first chunk in time'));
-    throw idleError(ms);
+    throw streamIdleError(ms);
   }
   response.body = body;
   ctx.set(IDLE, ms);

@@ -1,5 +1,6 @@
 import { StringDecoder } from 'node:string_decoder';
 import {
+  defineErrors,
   discardResponse,
   type BodyObserver,
   type BodySource,
@@ -349,7 +350,7 @@ class RecoveringStream implements BodySource {
       const seg = this.#segment;
       if (seg === null || seg.stopped || seg.closed || this.#done) return;
       this.#stop(seg);
-      this.#breakOff(seg, 'idle_timeout', idleError(ms), null);
+      this.#breakOff(seg, 'idle_timeout', streamIdleError(ms), null);
     }, ms);
   }
 
@@ -501,7 +502,13 @@ function bodyRefusal(body: Record<string, unknown> | null): string | null {
 const leadingSpace = (text: string): number => text.length - text.trimStart().length;
 const trailingSpace = (text: string): number => text.length - text.trimEnd().length;
 
-/** The error of a stream quiet for `ms` (as the timeout plugin's `stream_idle_timeout`). */
-function idleError(ms: number): GatewayError {
-  return new GatewayError('stream_idle_timeout', `The upstream sent nothing for ${ms} ms (stream_idle_timeout).`, { spec: { status: 504, type: 'timeout_error' } });
+const idleErrors = defineErrors({
+  stream_idle_timeout: { status: 504, type: 'timeout_error' },
+});
+/** The code of a stream that went quiet for longer than `stream_idle_timeout` (the timeout plugin declares it). */
+export const STREAM_IDLE_ERRORS = idleErrors.codes;
+
+/** The error of a stream quiet for `ms`: the timeout plugin's cut and a recovery's last break end with it alike. */
+export function streamIdleError(ms: number): GatewayError {
+  return idleErrors('stream_idle_timeout', `The upstream sent nothing for ${ms} ms (stream_idle_timeout).`);
 }
