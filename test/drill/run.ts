@@ -134,6 +134,20 @@ async function main(): Promise<void> {
     ).then(() => out);
   };
 
+  /** Replica `i` gets SIGTERM, leaves the rotation once its /ready says so (as an orchestrator would), drains, and this version takes its place. */
+  const replace = async (i: number): Promise<void> => {
+    const old = replicas[i]!;
+    old.child.kill('SIGTERM');
+    for (let tries = 0; tries < 50; tries++) {
+      const ready = await fetch(`http://127.0.0.1:${old.port}/ready`).then((r) => r.status, () => 0);
+      if (ready !== 200) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    replicas[i] = null;
+    await old.exited;
+    replicas[i] = await start();
+  };
+
   const faults: Record<string, () => Promise<void>> = {
     baseline: async () => undefined,
     'redis-primary-killed': async () => {
@@ -151,34 +165,14 @@ async function main(): Promise<void> {
     'rolling-upgrade': async () => {
       // Each replica in turn: out of rotation through /ready, drained, replaced by this version.
       for (let i = 0; i < replicas.length; i++) {
-        const old = replicas[i]!;
-        old.child.kill('SIGTERM');
-        for (let tries = 0; tries < 50; tries++) {
-          const ready = await fetch(`http://127.0.0.1:${old.port}/ready`).then((r) => r.status, () => 0);
-          if (ready !== 200) break;
-          await new Promise((r) => setTimeout(r, 20));
-        }
-        replicas[i] = null;
-        await old.exited;
-        replicas[i] = await start();
+        await replace(i);
         log(`replica ${i} upgraded (port ${replicas[i]!.port})`);
       }
     },
     'gateway-replica-restarted': async () => {
-      const i = 1;
-      const old = replicas[i]!;
-      log(`restarting replica ${i}: SIGTERM (out of rotation via /ready, then drained)`);
-      old.child.kill('SIGTERM');
-      // An orchestrator stops routing to it once /ready says so.
-      for (let tries = 0; tries < 50; tries++) {
-        const ready = await fetch(`http://127.0.0.1:${old.port}/ready`).then((r) => r.status, () => 0);
-        if (ready !== 200) break;
-        await new Promise((r) => setTimeout(r, 20));
-      }
-      replicas[i] = null;
-      await old.exited;
-      replicas[i] = await start();
-      log(`replica ${i} back on port ${replicas[i]!.port}`);
+      log('restarting replica 1: SIGTERM (out of rotation via /ready, then drained)');
+      await replace(1);
+      log(`replica 1 back on port ${replicas[1]!.port}`);
     },
     'postgres-connections-dropped': async () => {
       const c = new pg.Client({ connectionString: DATABASE_URL });
