@@ -102,62 +102,59 @@ function addOpenAIUsage(u: Json, prior: Usage, responses: boolean): Json {
   return out;
 }
 
+/** What every seam keeps of the client's stream (the read-only fields of {@link DoorSeam}), written by the seam itself. */
+interface SeamState {
+  sent: string;
+  refusal: string | null;
+  finished: boolean;
+  model: string | null;
+  segmentModel: string | null;
+}
+
+const seamState = (): SeamState => ({ sent: '', refusal: null, finished: false, model: null, segmentModel: null });
+
+/** A seam: its state, with the door's way of reading events. */
+function seamOf(state: SeamState, methods: Pick<DoorSeam, 'read' | 'closing' | 'tail' | 'next'>): DoorSeam {
+  return Object.assign(state, methods);
+}
+
 /** Chat completions: `chat.completion.chunk` events, closed by `data: [DONE]`. */
 function chatSeam(): DoorSeam {
-  let sent = '';
-  let refusal: string | null = null;
-  let finished = false;
-  let model: string | null = null;
-  let segmentModel: string | null = null;
+  const st = seamState();
   let id: string | null = null;
   let created: unknown;
   let fingerprint: unknown;
   /** Set while a continuation runs: the usage to add to its usage chunk. */
   let prior: Usage | null = null;
-  return {
-    get sent() {
-      return sent;
-    },
-    get refusal() {
-      return refusal;
-    },
-    get finished() {
-      return finished;
-    },
-    get model() {
-      return model;
-    },
-    get segmentModel() {
-      return segmentModel;
-    },
+  return seamOf(st, {
     read(event) {
       if (event.data === '[DONE]') return raw(event, 'end');
       const data = parse(event);
       if (data === null) return raw(event);
       if (isObject(data.error) && !Array.isArray(data.choices)) return raw(event, 'break');
-      if (segmentModel === null && typeof data.model === 'string') segmentModel = data.model;
+      if (st.segmentModel === null && typeof data.model === 'string') st.segmentModel = data.model;
       if (prior === null) {
         id ??= typeof data.id === 'string' ? data.id : null;
         created ??= data.created;
         fingerprint ??= data.system_fingerprint;
-        if (model === null && typeof data.model === 'string') model = data.model;
+        if (st.model === null && typeof data.model === 'string') st.model = data.model;
       }
       const choices = Array.isArray(data.choices) ? (data.choices as unknown[]) : [];
       let text = '';
       for (const c of choices) {
         if (!isObject(c)) continue;
-        if (n(c.index) > 0) refusal ??= 'several_choices';
-        if (c.finish_reason !== null && c.finish_reason !== undefined) finished = true;
+        if (n(c.index) > 0) st.refusal ??= 'several_choices';
+        if (c.finish_reason !== null && c.finish_reason !== undefined) st.finished = true;
         const delta = isObject(c.delta) ? c.delta : null;
         if (delta === null) continue;
-        if (Array.isArray(delta.tool_calls) || isObject(delta.function_call)) refusal ??= 'tool_call';
+        if (Array.isArray(delta.tool_calls) || isObject(delta.function_call)) st.refusal ??= 'tool_call';
         // A continuation's reasoning is left out (below): only the first call's makes the answer one that cannot go on.
-        if (prior === null && (typeof delta.reasoning_content === 'string' || typeof delta.reasoning === 'string')) refusal ??= 'reasoning';
-        if (typeof delta.refusal === 'string') refusal ??= 'non_text';
+        if (prior === null && (typeof delta.reasoning_content === 'string' || typeof delta.reasoning === 'string')) st.refusal ??= 'reasoning';
+        if (typeof delta.refusal === 'string') st.refusal ??= 'non_text';
         if (typeof delta.content === 'string') text += delta.content;
       }
       if (prior === null) {
-        return { action: 'emit', text, render: (t) => ((sent += t), t === text ? serializeEvent(event) : json(event, withChatText(data, t))) };
+        return { action: 'emit', text, render: (t) => ((st.sent += t), t === text ? serializeEvent(event) : json(event, withChatText(data, t))) };
       }
       // A continuation: the stream's id, creation time and model; no second role; usage summed.
       const p = prior;
@@ -165,21 +162,21 @@ function chatSeam(): DoorSeam {
       if (id !== null) out.id = id;
       if (created !== undefined) out.created = created;
       if (fingerprint !== undefined) out.system_fingerprint = fingerprint;
-      if (model !== null && typeof out.model === 'string') out.model = model;
+      if (st.model !== null && typeof out.model === 'string') out.model = st.model;
       if (isObject(data.usage)) out.usage = addOpenAIUsage(data.usage, p, false);
       // Its opening chunk (the role, perhaps an empty content) and its reasoning say nothing the client reads on from.
       const kept = choices.map((c) => (isObject(c) && isObject(c.delta) ? { ...c, delta: continuedDelta(c.delta) } : c));
       if (kept.length > 0 && text === '' && !isObject(data.usage) && kept.every(isOpening)) return drop;
       out.choices = kept;
-      return { action: 'emit', text, render: (t) => ((sent += t), json(event, t === text ? out : withChatText(out, t))) };
+      return { action: 'emit', text, render: (t) => ((st.sent += t), json(event, t === text ? out : withChatText(out, t))) };
     },
     closing: () => 'data: [DONE]\n\n',
     tail: () => 'data: [DONE]\n\n',
     next(p) {
       prior = p;
-      segmentModel = null;
+      st.segmentModel = null;
     },
-  };
+  });
 }
 
 function isOpening(choice: unknown): boolean {
@@ -202,11 +199,7 @@ function withChatText(data: Json, text: string): Json {
 
 /** Anthropic's Messages API: content blocks by index, closed by `message_stop`. */
 function messagesSeam(): DoorSeam {
-  let sent = '';
-  let refusal: string | null = null;
-  let finished = false;
-  let model: string | null = null;
-  let segmentModel: string | null = null;
+  const st = seamState();
   /** The client's open text block, -1 when none is open; the highest block index it has seen. */
   let open = -1;
   let highest = -1;
@@ -227,22 +220,7 @@ function messagesSeam(): DoorSeam {
     open = -1;
     return out;
   };
-  return {
-    get sent() {
-      return sent;
-    },
-    get refusal() {
-      return refusal;
-    },
-    get finished() {
-      return finished;
-    },
-    get model() {
-      return model;
-    },
-    get segmentModel() {
-      return segmentModel;
-    },
+  return seamOf(st, {
     read(event) {
       const name = event.event;
       if (name === 'error') return raw(event, 'break');
@@ -253,33 +231,33 @@ function messagesSeam(): DoorSeam {
       if (prior === null) {
         switch (name) {
           case 'message_start':
-            if (isObject(data.message) && typeof data.message.model === 'string') model = segmentModel = data.message.model;
+            if (isObject(data.message) && typeof data.message.model === 'string') st.model = st.segmentModel = data.message.model;
             break;
           case 'content_block_start': {
             const block = isObject(data.content_block) ? data.content_block : {};
             highest = Math.max(highest, n(data.index));
             if (block.type === 'text') open = n(data.index);
-            else refusal ??= refusalOf(block.type);
+            else st.refusal ??= refusalOf(block.type);
             break;
           }
           case 'content_block_stop':
             if (n(data.index) === open) open = -1;
             break;
           case 'message_delta':
-            finished = true;
+            st.finished = true;
             break;
           default:
             break;
         }
         const text = name === 'content_block_delta' && isObject(data.delta) && data.delta.type === 'text_delta' && typeof data.delta.text === 'string' ? data.delta.text : '';
-        if (name === 'content_block_delta' && isObject(data.delta) && data.delta.type !== 'text_delta') refusal ??= refusalOf(data.delta.type === 'input_json_delta' ? 'tool_use' : data.delta.type);
-        return { action: 'emit', text, render: (t) => ((sent += t), t === text ? serializeEvent(event) : json(event, { ...data, delta: { ...(data.delta as Json), text: t } })) };
+        if (name === 'content_block_delta' && isObject(data.delta) && data.delta.type !== 'text_delta') st.refusal ??= refusalOf(data.delta.type === 'input_json_delta' ? 'tool_use' : data.delta.type);
+        return { action: 'emit', text, render: (t) => ((st.sent += t), t === text ? serializeEvent(event) : json(event, { ...data, delta: { ...(data.delta as Json), text: t } })) };
       }
       // A continuation: its blocks mapped to the client's indexes, thinking left out, its first text block merged.
       switch (name) {
         case 'message_start':
           if (isObject(data.message) && isObject(data.message.usage)) startUsage = data.message.usage;
-          if (isObject(data.message) && typeof data.message.model === 'string') segmentModel = data.message.model;
+          if (isObject(data.message) && typeof data.message.model === 'string') st.segmentModel = data.message.model;
           return drop;
         case 'content_block_start': {
           const block = isObject(data.content_block) ? data.content_block : {};
@@ -297,7 +275,7 @@ function messagesSeam(): DoorSeam {
           const index = ++highest;
           blocks.set(own, index);
           if (block.type === 'text') open = index;
-          else refusal ??= refusalOf(block.type);
+          else st.refusal ??= refusalOf(block.type);
           return { action: 'emit', text: '', render: () => before + json(event, { ...data, index }) };
         }
         case 'content_block_delta': {
@@ -305,8 +283,8 @@ function messagesSeam(): DoorSeam {
           if (index === undefined || index === -1) return drop;
           const delta = isObject(data.delta) ? data.delta : {};
           const text = delta.type === 'text_delta' && typeof delta.text === 'string' ? delta.text : '';
-          if (delta.type !== 'text_delta') refusal ??= refusalOf(delta.type === 'input_json_delta' ? 'tool_use' : delta.type);
-          return { action: 'emit', text, render: (t) => ((sent += t), json(event, { ...data, index, delta: delta.type === 'text_delta' ? { ...delta, text: t } : delta })) };
+          if (delta.type !== 'text_delta') st.refusal ??= refusalOf(delta.type === 'input_json_delta' ? 'tool_use' : delta.type);
+          return { action: 'emit', text, render: (t) => ((st.sent += t), json(event, { ...data, index, delta: delta.type === 'text_delta' ? { ...delta, text: t } : delta })) };
         }
         case 'content_block_stop': {
           const index = blocks.get(n(data.index));
@@ -315,7 +293,7 @@ function messagesSeam(): DoorSeam {
           return raw({ event: name, data: JSON.stringify({ ...data, index }) });
         }
         case 'message_delta': {
-          finished = true;
+          st.finished = true;
           // A continuation with no text at all: the client's block is closed before the message ends.
           const before = closeOpen();
           const u = isObject(data.usage) ? data.usage : {};
@@ -340,12 +318,12 @@ function messagesSeam(): DoorSeam {
     next(p) {
       prior = p;
       startUsage = {};
-      segmentModel = null;
+      st.segmentModel = null;
       blocks.clear();
       // The continuation's first text block goes on in the client's open one; its other blocks follow the client's.
       pendingMerge = open !== -1;
     },
-  };
+  });
 }
 
 /** Responses events that only open a response (a continuation's are dropped). */
@@ -370,11 +348,7 @@ function responsesUsage(u: Usage): Json {
  * the first call's events as they are and by a continuation's once mapped to the client's ids and indexes.
  */
 function responsesSeam(): DoorSeam {
-  let sent = '';
-  let refusal: string | null = null;
-  let finished = false;
-  let model: string | null = null;
-  let segmentModel: string | null = null;
+  const st = seamState();
   let snapshot: Json | null = null;
   let sequence = -1;
   /** The client's output items that are done, in order, and the next output index free. */
@@ -402,10 +376,10 @@ function responsesSeam(): DoorSeam {
     if (name === 'response.output_item.added' && isObject(data.item)) {
       nextOutput = Math.max(nextOutput, n(data.output_index) + 1);
       if (data.item.type === 'message') item = { id: String(data.item.id), index: n(data.output_index), parts: [] };
-      else refusal ??= refusalOf(data.item.type);
+      else st.refusal ??= refusalOf(data.item.type);
     } else if (name === 'response.content_part.added' && isObject(data.part)) {
       if (data.part.type === 'output_text') part = { index: n(data.content_index), text: '' };
-      else refusal ??= refusalOf(data.part.type);
+      else st.refusal ??= refusalOf(data.part.type);
     } else if (name === 'response.output_text.done' && part !== null && n(data.content_index) === part.index) {
       return { ...data, text: part.text };
     } else if (name === 'response.content_part.done') {
@@ -416,11 +390,11 @@ function responsesSeam(): DoorSeam {
     } else if (name === 'response.output_item.done' && isObject(data.item)) {
       const whole = item !== null && data.item.id === item.id ? { ...data.item, content: item.parts } : data.item;
       done.push(whole);
-      if (whole.type === 'message') finished = true;
+      if (whole.type === 'message') st.finished = true;
       if (item !== null && data.item.id === item.id) item = null;
       return { ...data, item: whole };
     } else if (name.endsWith('.delta') && name !== 'response.output_text.delta') {
-      refusal ??= refusalOf(name.includes('_call') ? 'function_call' : name.includes('reasoning') ? 'reasoning' : name);
+      st.refusal ??= refusalOf(name.includes('_call') ? 'function_call' : name.includes('reasoning') ? 'reasoning' : name);
     }
     return data;
   };
@@ -439,22 +413,7 @@ function responsesSeam(): DoorSeam {
     return out;
   };
 
-  return {
-    get sent() {
-      return sent;
-    },
-    get refusal() {
-      return refusal;
-    },
-    get finished() {
-      return finished;
-    },
-    get model() {
-      return model;
-    },
-    get segmentModel() {
-      return segmentModel;
-    },
+  return seamOf(st, {
     read(e) {
       const name = e.event ?? '';
       const data = parse(e);
@@ -484,7 +443,7 @@ function responsesSeam(): DoorSeam {
     },
     next(p) {
       prior = p;
-      segmentModel = null;
+      st.segmentModel = null;
       failure = null;
       outputs.clear();
       ids.clear();
@@ -492,13 +451,13 @@ function responsesSeam(): DoorSeam {
       mergedId = null;
       contentBase = part !== null ? part.index : (item?.parts.length ?? 0);
     },
-  };
+  });
 
   function first(e: SSEEvent, name: string, data: Json): SeamItem {
     if (typeof data.sequence_number === 'number') sequence = data.sequence_number;
     if (OPENING.has(name) && isObject(data.response)) {
       snapshot = data.response;
-      if (model === null && typeof data.response.model === 'string') model = segmentModel = data.response.model;
+      if (st.model === null && typeof data.response.model === 'string') st.model = st.segmentModel = data.response.model;
     }
     if (CLOSING.has(name)) return raw(e, 'end');
     const text = name === 'response.output_text.delta' && typeof data.delta === 'string' ? data.delta : '';
@@ -508,7 +467,7 @@ function responsesSeam(): DoorSeam {
       // The state follows the events as they are rendered (a seam may hold text back; what follows it waits).
       render: (t) => {
         if (name === 'response.output_text.delta') {
-          sent += t;
+          st.sent += t;
           if (part !== null) part.text += t;
           return t === text ? serializeEvent(e) : json(e, { ...data, delta: t });
         }
@@ -522,7 +481,7 @@ function responsesSeam(): DoorSeam {
     // Decided as the event is read: where it goes (the mapping). Done as it is rendered: the state and the output,
     // so text held at the seam counts before the events after it.
     if (OPENING.has(name)) {
-      if (isObject(data.response) && typeof data.response.model === 'string') segmentModel ??= data.response.model;
+      if (isObject(data.response) && typeof data.response.model === 'string') st.segmentModel ??= data.response.model;
       return drop;
     }
     if (CLOSING.has(name) && isObject(data.response)) {
@@ -578,7 +537,7 @@ function responsesSeam(): DoorSeam {
         action: 'emit',
         text,
         render: (t) => {
-          sent += t;
+          st.sent += t;
           if (part !== null) part.text += t;
           return event(name, { ...mapped, delta: t });
         },
