@@ -28,12 +28,26 @@ export interface RedisConnection {
    * for none (one node: a lost node loses everything anyway).
    */
   replicaWait: { replicas: number; timeoutMs: number } | null;
+  /**
+   * Whether the topology still names `node` its primary, asked only when a primary reports no replica at all
+   * (see `waitForReplicas`). Behind Sentinel: a primary cut off from its replica because the Sentinels promoted
+   * that replica reports no replica either, and what it acknowledges then is lost when it is made a replica.
+   * Absent: trusted (a cluster's primary cut off from the majority stops taking writes on its own).
+   */
+  confirmPrimary?: (node: Redis) => Promise<boolean>;
 }
 
 /** Builds the connection entry for a client. */
-export function redisConnection(client: Redis | Cluster, prefix: string, cluster: boolean, replicaWait: RedisConnection['replicaWait'] = null): RedisConnection {
+export function redisConnection(
+  client: Redis | Cluster,
+  prefix: string,
+  cluster: boolean,
+  replicaWait: RedisConnection['replicaWait'] = null,
+  confirmPrimary?: RedisConnection['confirmPrimary'],
+): RedisConnection {
   return {
     replicaWait,
+    ...(confirmPrimary === undefined ? {} : { confirmPrimary }),
     // One type for both: every command the gateway sends is one both clients take (see above).
     client: client as Redis,
     prefix,
@@ -77,10 +91,13 @@ export async function waitForReplicas(connection: RedisConnection, key: string):
   try {
     const acked = await Promise.race([node.call('WAIT', wait.replicas, wait.timeoutMs).then(Number), late]);
     if (acked >= wait.replicas) return acked;
-    // A primary with no replica at all (its replica was promoted from under it, or is resyncing) cannot lose a count
-    // to a promotion: there is nothing to promote. Waiting would only hold every request until one is back.
+    // A primary with no replica at all (its replica is resyncing, or was lost) cannot lose a count to a promotion:
+    // there is nothing to promote. Waiting would only hold every request until one is back. Unless the topology
+    // names another primary: then this one was cut off and replaced, and its counts go when it is made a replica.
     const role = (await node.call('ROLE')) as unknown[];
-    return role[0] === 'master' && Array.isArray(role[2]) && role[2].length === 0 ? wait.replicas : acked;
+    const alone = role[0] === 'master' && Array.isArray(role[2]) && role[2].length === 0;
+    if (!alone) return acked;
+    return connection.confirmPrimary === undefined || (await connection.confirmPrimary(node)) ? wait.replicas : acked;
   } finally {
     clearTimeout(timer);
   }

@@ -1,6 +1,7 @@
 import { Cluster, Redis, type ClusterNode, type RedisOptions } from 'ioredis';
 import * as v from 'valibot';
 import { type GatewayPlugin, parseOptions, redisConnection } from '../../../sdk/index.js';
+import { sentinelPrimaryCheck } from './sentinel-primary.js';
 import { parseRedisUrl, type RedisTopology } from './url.js';
 
 export const PLUGIN_NAME = 'redis';
@@ -94,7 +95,11 @@ export function redisStore(options: RedisStoreOptions): GatewayPlugin {
       }
       client.on('error', () => undefined); // reported by the callers that degrade; ioredis keeps reconnecting
       const waitReplicas = opts.waitReplicas ?? (single ? 0 : 1);
-      api.stores.add(PLUGIN_NAME, redisConnection(client, opts.keyPrefix, topology.kind === 'cluster', waitReplicas > 0 ? { replicas: waitReplicas, timeoutMs: opts.waitTimeoutMs } : null));
+      const sentinels = topology.kind === 'sentinel' ? sentinelPrimaryCheck(topology.nodes, topology.name!) : null;
+      api.stores.add(
+        PLUGIN_NAME,
+        redisConnection(client, opts.keyPrefix, topology.kind === 'cluster', waitReplicas > 0 ? { replicas: waitReplicas, timeoutMs: opts.waitTimeoutMs } : null, sentinels?.confirm),
+      );
       api.onReady(async () => {
         try {
           await client.connect();
@@ -104,6 +109,7 @@ export function redisStore(options: RedisStoreOptions): GatewayPlugin {
       });
       api.onClose(async () => {
         await client.quit().catch(() => client.disconnect());
+        await sentinels?.close();
       });
     },
   };
