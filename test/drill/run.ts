@@ -11,15 +11,15 @@
  *
  * Knobs (environment): DRILL_SECONDS (per phase, default 8), DRILL_CONCURRENCY (default 16), DRILL_LIMIT
  * (the policy per phase, default 300), DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test),
- * DRILL_UPGRADE_FROM (a git ref: the replicas start on that version, checked out beside this one, and the
+ * DRILL_UPGRADE_FROM (a git ref, or `previous` for the release before this one: the replicas start on that version, checked out beside this one, and the
  * replica phase becomes a rolling upgrade to this one, each replica drained and replaced in turn).
  * Loopback only; needs redis-server, redis-cli and PostgreSQL.
  */
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import pg from 'pg';
+import { checkoutRelease, PREVIOUS_RELEASE } from '../helpers/previous-release.js';
 import { startProcess, type GatewayProcess } from '../helpers/process.js';
 import { redisBinariesPresent, startRedisCluster } from '../helpers/redis-topology.js';
 import { DATABASE_URL, reachable, uniquePrefix, uniqueSchema } from '../helpers/services.js';
@@ -61,21 +61,13 @@ async function main(): Promise<void> {
   writeFileSync(configFile, JSON.stringify({ extends: 'default', readinessDrainMs: 1000 }));
   const env = { REDIS_URL: redisUrl, DATABASE_URL, GATEWAY_REDIS_PREFIX: prefix, GATEWAY_DATABASE_SCHEMA: schema, GATEWAY_BOOTSTRAP_KEY: ADMIN, GATEWAY_ENCRYPTION_KEY: 'd'.repeat(64) };
   const start = () => startProcess(['--config', configFile], env);
-  // DRILL_UPGRADE_FROM: an earlier version checked out beside this one (sharing its node_modules), run through tsx.
+  // DRILL_UPGRADE_FROM: an earlier version checked out beside this one (sharing its node_modules), run through tsx;
+  // `previous` is the release before this one (test/helpers/previous-release.ts).
   let previous: string | null = null;
   if (upgrading) {
-    previous = join(dir, 'previous');
-    const git = (...a: string[]) => {
-      const r = spawnSync('git', a, { encoding: 'utf8' });
-      if (r.status !== 0) throw new Error(`git ${a.join(' ')}: ${r.stderr}`);
-      return r.stdout.trim();
-    };
-    git('worktree', 'add', '--detach', previous, from!);
-    // Removed however the drill ends (a failure included), so no checkout is left registered behind it.
-    const checkout = previous;
-    process.on('exit', () => spawnSync('git', ['worktree', 'remove', '--force', checkout]));
-    symlinkSync(resolve('node_modules'), join(previous, 'node_modules'));
-    log(`previous version ${git('rev-parse', '--short', from)} checked out in ${previous}`);
+    const release = checkoutRelease(from === 'previous' ? PREVIOUS_RELEASE.commit : from!);
+    previous = release.dir;
+    log(`previous version ${release.commit} checked out in ${previous}`);
   }
   const startPrevious = () => startProcess(['--config', configFile], env, { source: join(previous!, 'server/main.ts') });
   const replicas: Array<GatewayProcess | null> = await Promise.all(previous === null ? [start(), start(), start()] : [startPrevious(), startPrevious(), startPrevious()]);
