@@ -62,9 +62,9 @@ describe(`the previous release (${PREVIOUS_RELEASE.version}, ${PREVIOUS_RELEASE.
       p.child.kill('SIGTERM');
       await p.exited;
     }
+    release?.remove();
     await mock?.close();
     for (const s of schemas) await dropSchema(s);
-    release?.remove();
   });
 
   /** What `writer` writes to the shared tables, `reader` uses: keys, a sealed config, a prompt, a policy, the log. */
