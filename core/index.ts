@@ -22,7 +22,7 @@ export {
 } from './errors.js';
 export { CORE_TARGET_FIELDS, fieldSchema, TargetFields, type DeclaredField, type TargetField } from './fields.js';
 export { createHooks, type GatewayHooks } from './hooks.js';
-export type { RouteFilter, RouteTapOptions } from './lifecycle/route-taps.js';
+export { authenticatorsOf, type RouteFilter, type RouteTapOptions } from './lifecycle/route-taps.js';
 export { STAGES, type StageGroup } from './stages.js';
 export type { GatewayPlugin, KeptState, PluginAPI, Registries } from './plugin.js';
 export { Registry } from './registry.js';

@@ -213,7 +213,18 @@ export class Pipeline implements StageHost {
       response = this.failure(ctx, err);
     }
     ctx.status = ctx.upgrade!.taken ? 101 : response.status;
-    if (!ctx.upgrade!.taken) {
+    if (ctx.upgrade!.taken) {
+      // A taken socket's session is over: its handler's answer (a summary of the session) is what the log and
+      // metrics see of it, as if it had been sent.
+      const body = response.body;
+      if (typeof body === 'string' || Buffer.isBuffer(body)) {
+        const bytes = typeof body === 'string' ? Buffer.from(body) : body;
+        for (const o of response.observers ?? []) {
+          o.onChunk(bytes);
+          o.onEnd?.(null);
+        }
+      }
+    } else {
       // Not taken: an upgrade nobody serves here is refused, whatever a handler meant to answer a plain request with.
       if (response.status < 400) response = this.failure(ctx, new GatewayError('invalid_request', `${ctx.method} ${ctx.path} does not take an upgrade to ${String(ctx.header('upgrade') ?? '')}.`, { param: 'upgrade' }));
       ctx.status = response.status;

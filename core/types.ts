@@ -243,6 +243,8 @@ export interface ProviderResources {
   batches?: string;
   /** The wire format of its fine-tuning jobs API, e.g. `openai` or `mistral`. */
   fineTuning?: string;
+  /** The wire format of its Realtime API over WebSocket (`openai`; `azure`, at `url('/realtime?model=…')`). */
+  realtime?: string;
   /**
    * The URL of an OpenAI-style path with its query (`/files?limit=2`,
    * `/batches/batch_1/cancel`), for a target. Default: the base URL and the path.
@@ -316,10 +318,12 @@ export interface RouteDefinition {
    */
   handler?: (ctx: RequestContext) => Promise<GatewayResponse | null> | GatewayResponse | null;
   /**
-   * For `handler` routes: the route takes HTTP upgrades (WebSocket handshakes, through `Gateway.upgrade`). Its
-   * handler finds the socket on `ctx.upgrade` after auth and scope, takes it (setting `taken`), and answers anything;
-   * an answer it gives without taking the socket goes out as a plain HTTP response. An upgrade to any other route
-   * is refused before auth, and nothing runs for it.
+   * The route takes HTTP upgrades (WebSocket handshakes, through `Gateway.upgrade`). A `handler` route's handler
+   * finds the socket on `ctx.upgrade` after auth and scope; a `provider` route's leaf (its `local`) finds it after
+   * the whole request lifecycle up to the transport (provider resolved, before hooks run). Either takes it (setting
+   * `taken`); an answer given without taking it goes out as a plain HTTP response. The answer given after taking it
+   * (when the socket's session is over) is not sent: its body is what the log and the after hooks see of the
+   * session. An upgrade to any other route is refused before auth, and nothing runs for it.
    */
   upgrade?: boolean;
   /** For `provider` routes: builds the upstream request when the provider has no adapter for this route (the generic proxy). */

@@ -23,7 +23,7 @@ import { errorAnswer, readJson } from './openai/translate.js';
  */
 
 /** Which resource API a call needs. */
-export type ResourceKind = 'files' | 'batches' | 'fineTuning';
+export type ResourceKind = 'files' | 'batches' | 'fineTuning' | 'realtime';
 
 /** A concrete provider and its target, as a request's selection resolved to. */
 export interface NativeTarget {

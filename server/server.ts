@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { createGateway, createLogger, DEFAULT_OPTIONS, type Gateway, type Logger } from '../core/index.js';
+import { authenticatorsOf, createGateway, createLogger, DEFAULT_OPTIONS, type Gateway, type Logger } from '../core/index.js';
 import { hasBody, watchBodyIdle } from './body-idle.js';
 import { loadPluginsWithOrigins, type PluginOrigin } from './catalog.js';
 import { answerClientErrors, answerHostProblem, hostProblem } from './client-errors.js';
@@ -98,7 +98,7 @@ export async function startServer(options: StartOptions = {}): Promise<RunningSe
   const host = options.host ?? config.host ?? '0.0.0.0';
   let warning: string | null;
   try {
-    warning = checkAuthSetup({ authenticators: gateway.hooks.auth.taps.map((t) => t.name), authNone: config.auth === 'none', host });
+    warning = checkAuthSetup({ authenticators: authenticatorsOf(gateway.hooks), authNone: config.auth === 'none', host });
   } catch (err) {
     await gateway.close(0);
     throw err;

@@ -13,6 +13,12 @@ export type RouteFilter = readonly string[] | ((route: RouteDefinition) => boole
 export interface RouteTapOptions {
   /** Serve these routes only; absent: every route. See {@link RouteFilter}. */
   routes?: RouteFilter;
+  /**
+   * For an `auth` tap: it accepts only credentials another authenticator's caller was given (a realtime client
+   * secret minted by a key), so on its own it does not make the gateway authenticated: a route it alone serves is not
+   * refused for want of a credential, and the server's start rule does not count it (`authenticatorsOf`).
+   */
+  delegated?: boolean;
 }
 
 /** The hooks whose taps may name routes, and where the request context is among their arguments. */
@@ -27,6 +33,7 @@ interface FilteredTap {
   stage?: number;
   before?: string;
   routes?: RouteFilter;
+  delegated?: boolean;
   /** The plugin's function, as the pipeline calls it on the routes it serves (`fn` is it behind a route check). */
   unfiltered?: (...args: unknown[]) => unknown;
   /** The filter as a predicate. */
@@ -119,7 +126,8 @@ export function compileRouteHooks(hooks: GatewayHooks, coreTaps: readonly CoreTa
   const compiled = new Map<RouteDefinition | null, RouteHooks>();
   const build = (name: RoutedHook, route: RouteDefinition | null): AnyHook | null => {
     const pluginTaps = (hooks[name] as unknown as AnyHook).taps.filter((t) => t.serves === undefined || (route !== null && t.serves(route)));
-    const core = coreTaps.filter((t) => t.hook === name && (t.when === 'always' || pluginTaps.length > 0));
+    const authenticated = pluginTaps.some((t) => t.delegated !== true);
+    const core = coreTaps.filter((t) => t.hook === name && (t.when === 'always' || authenticated));
     if (pluginTaps.length === 0 && core.length === 0) return null;
     const key = `${name}:${pluginTaps.map((t) => (hooks[name] as unknown as AnyHook).taps.indexOf(t)).join(',')}:${core.map((t) => t.name).join(',')}`;
     let hook = shared.get(key) as AnyHook | undefined;
@@ -156,4 +164,9 @@ export function compileRouteHooks(hooks: GatewayHooks, coreTaps: readonly CoreTa
     });
   }
   return compiled;
+}
+
+/** The plugins that authenticate requests: the auth hook's taps, but the delegated ones (see {@link RouteTapOptions.delegated}). */
+export function authenticatorsOf(hooks: GatewayHooks): string[] {
+  return (hooks.auth as unknown as AnyHook).taps.filter((t) => t.delegated !== true).map((t) => t.name);
 }

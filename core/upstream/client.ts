@@ -2,6 +2,7 @@ import type { Agent as AgentType } from 'undici';
 import { Agent, errors as undiciErrors } from './undici.js';
 import { GatewayError } from '../errors.js';
 import type { IncomingHttpHeaders } from 'node:http';
+import type { Socket } from 'node:net';
 import type { OutboundOptions, StreamingUpstreamRequest, UpstreamResponse } from '../types.js';
 import { UpstreamBody, upstreamBodyError, type DispatchController } from './body.js';
 import { policyConnector } from './connect.js';
@@ -32,6 +33,7 @@ export class UpstreamClient {
   readonly #headersTimeout: number;
   readonly #bodyTimeout: number;
   readonly #policy: HostPolicy;
+  readonly #connector: ReturnType<typeof policyConnector>;
 
   /** @throws Error when an `outbound.allowHosts` entry is not a host, host:port or address range. */
   constructor(options: UpstreamClientOptions) {
@@ -44,8 +46,17 @@ export class UpstreamClient {
       keepAliveMaxTimeout: 600_000,
       headersTimeout: options.headersTimeoutMs,
       bodyTimeout: options.bodyTimeoutMs,
-      connect: policyConnector(this.#policy, options.outbound?.resolve),
+      connect: (this.#connector = policyConnector(this.#policy, options.outbound?.resolve)),
     });
+  }
+
+  /**
+   * Opens a TCP (or, with protocol `https:`, TLS) connection through the host policy, as every connection of
+   * `send` is opened: for a plugin whose protocol undici does not speak (a WebSocket client's
+   * `createConnection`). The callback gets the 400 `host_not_allowed` for a refused address.
+   */
+  connect(options: { hostname: string; port: string | number; protocol: 'http:' | 'https:'; servername?: string }, callback: (err: Error | null, socket: Socket | null) => void): void {
+    this.#connector({ hostname: options.hostname, host: options.hostname, port: String(options.port), protocol: options.protocol, servername: options.servername ?? null } as never, callback as never);
   }
 
   /**
