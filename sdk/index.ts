@@ -153,6 +153,7 @@ export {
   RATE_UNIT_MS,
   RATE_UNIT_WORDS,
   rateWindow,
+  SESSION_LIMITS,
   USAGE_LIMIT_TYPES,
   usagePeriod,
   utcMidnight,
@@ -166,6 +167,7 @@ export {
   type RateLimitType,
   type RateLimitUnit,
   type ResetRule,
+  type SessionLimitsService,
   type UsageLimitPolicy,
   type UsageLimitType,
 } from './limits.js';

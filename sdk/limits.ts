@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { serviceToken, type GatewayError, type RequestContext, type Usage } from '../core/index.js';
 
 /*
  * Rate-limit and usage-limit (budget) policies as the control plane stores
@@ -273,3 +274,19 @@ export function formatUsd(usd: number): string {
   if (Math.abs(usd * 100 - cents) < 1e-7) return (cents / 100).toFixed(2);
   return usd.toFixed(9).replace(/0+$/, '');
 }
+
+/**
+ * For a request that runs long and learns its usage as it goes (a realtime session): charges the usage so far
+ * against the usage-limit policies the request holds, as a stream draws past its reservation. Provided by the
+ * `limits` plugin (absent without it: nothing to charge).
+ */
+export interface SessionLimitsService {
+  /**
+   * `used` is the request's whole usage so far (not an increment). Resolves with the error that ends the session
+   * when a policy has no more to give, else null. The request is settled to its real usage when it is logged.
+   */
+  charge(ctx: RequestContext, used: Usage): Promise<GatewayError | null>;
+}
+
+/** The {@link SessionLimitsService} (offered by the `limits` plugin): the realtime plugin charges a session's usage with it. */
+export const SESSION_LIMITS = serviceToken<SessionLimitsService>('gateway.session-limits');

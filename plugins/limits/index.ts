@@ -24,6 +24,7 @@ import {
   type UsageLimitPolicy,
   usagePeriod,
   stateKey,
+  SESSION_LIMITS,
   streamControl,
   TARGET_LIMITS,
   type TargetBlock,
@@ -36,6 +37,7 @@ import { estimateNanoUsd, estimateTokens, NANO, nanoUsd, priceForRequest, reques
 import { limitHeaders, refusalMessage, secondsUntil, type PolicyState } from './headers.js';
 import { compileSet, groupObject, holdsForSomeTargets, namesProviderOf, type CompiledPolicy } from './match.js';
 import { memoryLimitStore } from './memory-store.js';
+import { chargeSession } from './session-budget.js';
 import { OptionsSchema, staticPolicies, type LimitsOptionsInput } from './options.js';
 import { storedPolicies, type LimitCounters } from './policies/index.js';
 import { redisLimitStore } from './redis-store.js';
@@ -111,7 +113,7 @@ export function limits(options: LimitsOptions = {}): GatewayPlugin {
   return {
     name: PLUGIN_NAME,
     errorCodes: LIMIT_ERRORS,
-    provides: [TARGET_LIMITS],
+    provides: [TARGET_LIMITS, SESSION_LIMITS],
     // Workspaces' stored policies and their admin routes; without the control plane, the server config's alone.
     uses: [IDENTITY, PRICING, TENANCY],
     state: [
@@ -393,6 +395,14 @@ export function limits(options: LimitsOptions = {}): GatewayPlugin {
         },
       };
       api.provide(TARGET_LIMITS, targetLimits);
+      // A realtime session charges its usage as its responses end; the request settles to the whole of it when logged.
+      api.provide(SESSION_LIMITS, {
+        charge(ctx, used) {
+          const held = ctx.get(HELD);
+          if (held === undefined || store === null) return Promise.resolve(null);
+          return chargeSession(ctx, held, used, { store, clock, reservationTtlMs: opts.reservationTtlMs, storeDown, refuse: refusalOf });
+        },
+      });
 
       /** The target path whose answer went back: the last one called. */
       const answeredBy = (ctx: RequestContext): string | null => ctx.attempts[ctx.attempts.length - 1]?.target ?? null;
