@@ -55,6 +55,8 @@ export const DEFAULT_CONFIG: ServerConfig = {
     { name: 'azure-ai' },
     { name: 'cohere' },
     { name: 'rerank' },
+    // The Realtime API over WebSocket (GET /v1/realtime) and the client secrets browsers connect with.
+    { name: 'realtime' },
     { name: 'responses' },
     { name: 'messages' },
     // MCP servers and agents registered in the control plane, served at /v1/mcp/{id} and /v1/a2a/{id}.

@@ -18,6 +18,7 @@ import {
   plainObject,
   readResponseBody,
   type RequestContext,
+  type RouteDefinition,
   requestText,
   responseText,
   type Target,
@@ -240,8 +241,12 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
         return { status, headers, body: bytes, observers: response.observers };
       };
 
+      // A route that upgrades to a socket (a realtime session) has no body to check before and no answer after: its
+      // plugin runs the config's hooks on the session's own messages, through the runner.
+      const notSessions = (route: RouteDefinition): boolean => route.upgrade !== true;
+
       // After validation (a checked body), before any tap that could answer (a denied request is never answered from a cache).
-      api.hooks.beforeRequest.tapPromise({ name: PLUGIN_NAME, stage: STAGES.beforeRequest.GUARD }, async (ctx) => {
+      api.hooks.beforeRequest.tapPromise({ name: PLUGIN_NAME, stage: STAGES.beforeRequest.GUARD, routes: notSessions }, async (ctx) => {
         const compiledHooks = hooksOf(ctx);
         if (compiledHooks === null) return undefined;
         const hooks = await resolveHooks(ctx, compiledHooks);
@@ -265,7 +270,7 @@ export function guardrails(options: GuardrailsOptions = {}): GatewayPlugin {
         return undefined;
       });
 
-      api.hooks.afterResponse.tapPromise({ name: PLUGIN_NAME, stage: STAGES.afterResponse.GUARD }, async (response, ctx) => {
+      api.hooks.afterResponse.tapPromise({ name: PLUGIN_NAME, stage: STAGES.afterResponse.GUARD, routes: notSessions }, async (response, ctx) => {
         const state = ctx.get(RUN);
         if (state === undefined || response.status === DENIED_STATUS) return response;
         const hooks = state.hooks;

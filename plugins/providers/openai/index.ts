@@ -72,7 +72,7 @@ export function openai(options: OpenAIOptions = {}): GatewayPlugin {
       responses: { path: '/responses', response: openAIFormatResponse },
     },
     // Files, batches and fine-tuning jobs at the same base URL, in OpenAI's own format (docs/batches.md).
-    resources: { files: 'openai', batches: 'openai', fineTuning: 'openai' },
+    resources: { files: 'openai', batches: 'openai', fineTuning: 'openai', realtime: 'openai' },
   };
   return {
     name: PLUGIN_NAME,

@@ -135,7 +135,7 @@ export function azureOpenAI(options: AzureOpenAIOptions = {}): GatewayPlugin {
     prepare: entraPrepare(() => tokens!, defaults),
     routes: { 'chat.completions': route('chat.completions'), completions: route('completions'), embeddings: route('embeddings'), responses: responsesRoute },
     // Files, batches and fine-tuning jobs: OpenAI's format at /openai/{files,batches,fine_tuning/jobs}, no deployment segment (azure.md §1).
-    resources: { files: 'openai', batches: 'openai', fineTuning: 'openai', url: (path, target) => resourceURL(target, path) },
+    resources: { files: 'openai', batches: 'openai', fineTuning: 'openai', realtime: 'azure', url: (path, target) => resourceURL(target, path) },
   };
 
   return {
