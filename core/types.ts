@@ -243,8 +243,13 @@ export interface ProviderResources {
   batches?: string;
   /** The wire format of its fine-tuning jobs API, e.g. `openai` or `mistral`. */
   fineTuning?: string;
-  /** The wire format of its Realtime API over WebSocket (`openai`; `azure`, at `url('/realtime?model=…')`). */
+  /** The wire format of its Realtime API over WebSocket (`openai`: OpenAI's events, which Azure OpenAI speaks too). */
   realtime?: string;
+  /**
+   * The http(s) URL of its realtime socket for a model, for a target. Default: the base URL and
+   * `/realtime?model=<model>`. May throw a GatewayError naming a missing target field.
+   */
+  realtimeUrl?(model: string, target: Target, ctx: RequestContext): string;
   /**
    * The URL of an OpenAI-style path with its query (`/files?limit=2`,
    * `/batches/batch_1/cancel`), for a target. Default: the base URL and the path.

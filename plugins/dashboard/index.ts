@@ -1,5 +1,5 @@
 import * as v from 'valibot';
-import { GatewayError, type GatewayPlugin, type GatewayResponse, jsonResponse, parseOptions, type PluginAPI, type RequestContext, staticAnswer } from '../../sdk/index.js';
+import { authenticatorsOf, GatewayError, type GatewayPlugin, type GatewayResponse, jsonResponse, parseOptions, type PluginAPI, type RequestContext, staticAnswer } from '../../sdk/index.js';
 import { loadAssets, type Asset } from './assets.js';
 import { DEFAULT_OUT_DIR } from './build.js';
 
@@ -30,8 +30,8 @@ type SessionAnswer = v.InferOutput<typeof SessionAnswerSchema>;
  * session of someone in no workspace yet) counts as signed in: whoami, which the page asks next, says what it may do.
  */
 async function probe(api: PluginAPI, ctx: RequestContext): Promise<SessionAnswer> {
-  // A build without auth accepts every request, as the pipeline does.
-  if (!api.hooks.auth.isUsed()) return { object: 'dashboard.session', signed_in: true, reason: null };
+  // A build without auth accepts every request, as the pipeline does (a delegated tap, such as realtime client secrets, is no auth).
+  if (authenticatorsOf(api.hooks).length === 0) return { object: 'dashboard.session', signed_in: true, reason: null };
   try {
     const auth = await api.hooks.auth.promise(ctx);
     if (auth === undefined) {

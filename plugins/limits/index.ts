@@ -251,7 +251,7 @@ export function limits(options: LimitsOptions = {}): GatewayPlugin {
               if (model !== null) unpriced(model);
             }
           }
-          items.push({ bucket: w.bucket, group, amount, limit, reserve, expireAt: w.end === null ? 0 : w.end + opts.reservationTtlMs });
+          items.push({ bucket: w.bucket, group, amount, limit, reserve, expireAt: w.end === null ? 0 : w.end + holdMs(ctx) });
           states.push({ policy: p, limit, used: 0, reserved: 0, amount, resetAt: w.end, group });
         }
         return { items, states, price: price ?? null, completion: (tokens as TokenEstimate | null)?.completion ?? 0 };
@@ -261,13 +261,15 @@ export function limits(options: LimitsOptions = {}): GatewayPlugin {
        * Checks a request against `matched` and holds what it reserves (under {@link HELD}); throws the
        * refusal. `leaf`: the target path the policies hold for (checked when it is called), null for the whole request.
        */
+      /** How long a reservation lives unsettled: a socket session's (realtime) for as long as a session may last. */
+      const holdMs = (ctx: RequestContext): number => (ctx.upgrade === null ? opts.reservationTtlMs : Math.max(opts.reservationTtlMs, opts.sessionReservationTtlMs));
       const check = async (ctx: RequestContext, workspaceId: string | null, matched: readonly CompiledPolicy[], leaf: string | null): Promise<void> => {
         const now = clock();
         const { items, states, price, completion } = itemsOf(ctx, matched, workspaceId, now);
         const requestId = randomHex(8);
         let result;
         try {
-          result = await store!.check(items, requestId, now, now + opts.reservationTtlMs);
+          result = await store!.check(items, requestId, now, now + holdMs(ctx));
         } catch (err) {
           storeDown(err);
           const closed = matched.find((c) => !c.policy.fail_open);
@@ -400,7 +402,7 @@ export function limits(options: LimitsOptions = {}): GatewayPlugin {
         charge(ctx, used) {
           const held = ctx.get(HELD);
           if (held === undefined || store === null) return Promise.resolve(null);
-          return chargeSession(ctx, held, used, { store, clock, reservationTtlMs: opts.reservationTtlMs, storeDown, refuse: refusalOf });
+          return chargeSession(ctx, held, used, { store, clock, reservationTtlMs: holdMs(ctx), storeDown, refuse: refusalOf });
         },
       });
 

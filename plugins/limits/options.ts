@@ -54,6 +54,8 @@ export const OptionsSchema = v.strictObject({
   defaultCompletionTokens: v.optional(int(1), 1024),
   /** How long a reservation lives when its request never settles it (a crash); a longer stream still counts when it ends. */
   reservationTtlMs: v.optional(int(1000), 600_000),
+  /** The same, for a socket session (realtime), whose reservations and draws live until it ends: at least its longest. */
+  sessionReservationTtlMs: v.optional(int(1000), 2 * 60 * 60_000),
   /** A request for a model with no known price under a cost budget: `refuse` (400 `usage_limit_unpriced`) or `allow` (counted as 0 USD, with a warning). */
   unpricedModels: v.optional(v.picklist(['refuse', 'allow'], 'must be refuse or allow'), 'refuse'),
   /** At most one warning per this many ms for a store outage (and per model for unpriced models). */

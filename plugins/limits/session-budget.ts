@@ -29,7 +29,9 @@ export async function chargeSession(ctx: RequestContext, held: Held, used: Usage
   const count = held.entries.length;
   for (let i = 0; i < count; i++) {
     const e = held.entries[i]!;
-    if (e.extra || (e.leaf !== null && e.leaf !== ctx.targetPath)) continue;
+    // Budgets only: a tokens-per-minute window is the minute the session started in, which a session outlives; it
+    // is checked when the session starts, as one request (docs/limits.md#realtime-sessions).
+    if (e.extra || (e.leaf !== null && e.leaf !== ctx.targetPath) || e.policy.kind !== 'usage') continue;
     const total = e.kind === 'tokens' ? used.total_tokens : e.price === null ? 0 : usageNanoUsd(e.price, used, 1);
     const covered = state.covered.get(i) ?? e.hold.amount;
     const need = total - covered;

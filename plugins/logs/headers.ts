@@ -14,7 +14,8 @@ export const CUT_MARKER = '…[truncated]';
  * `x-api-key`, `x-goog-api-key`, `x-gateway-virtual-key`, `x-amz-security-token`, `mcp-session-id`, and
  * the CSRF token of a dashboard session. Names reach it in lower case.
  */
-const SECRET_HEADER = /key|token|secret|passw|auth|signature|credential|session|cookie|csrf|xsrf/;
+// `websocket-protocol`: a browser's WebSocket carries its credential as a subprotocol (`openai-insecure-api-key.<key>`).
+const SECRET_HEADER = /key|token|secret|passw|auth|signature|credential|session|cookie|csrf|xsrf|websocket-protocol/;
 
 /** Removes `scheme://user:password@` from a text: the core's `withoutUserInfo`, passed in (see {@link headersForLog}). */
 export type UserInfoScrubber = (text: string) => string;

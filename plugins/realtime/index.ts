@@ -44,8 +44,12 @@ const parseMint = v.safeParser(MintSchema);
 
 /** The grant of the client secret a session was opened with. */
 const GRANT = stateKey<SecretGrant>('realtime:grant');
-/** Request headers a secret keeps from its minting request: what routes the session, never the gateway key. */
-const ROUTING_HEADER = /^x-gateway-(?!api-key$)|^authorization$|^api-key$|^x-api-key$/;
+/**
+ * Request headers a secret keeps from its minting request: what routes and describes the session (`x-gateway-*`:
+ * the config, the provider and its companion headers, the metadata) and a provider credential sent with them; never
+ * the gateway key, nor the minting request's own trace ids (each session has its own).
+ */
+const ROUTING_HEADER = /^x-gateway-(?!api-key$|trace-id$|span-id$|parent-span-id$|span-name$)|^authorization$|^api-key$|^x-api-key$|^openai-organization$|^openai-project$/;
 
 /**
  * The Realtime API through the gateway (docs/realtime.md): `GET /v1/realtime?model=…` upgraded to a WebSocket and
@@ -67,12 +71,17 @@ export function realtime(options: RealtimeOptions = {}): GatewayPlugin {
       let box: SecretBox | null = null;
       const open = new Set<Relay>();
       let draining = false;
-      // The key offered as a subprotocol is never chosen (it would be echoed back): `realtime` when offered, else none.
+      // The key offered as a subprotocol is chosen (echoed back) only when nothing else was offered: `realtime` first.
       const wss = new WebSocketServer({
         noServer: true,
         maxPayload: opts.maxFrameBytes,
         perMessageDeflate: false,
-        handleProtocols: (protocols) => (protocols.has('realtime') ? 'realtime' : false),
+        handleProtocols: (protocols) => {
+          if (protocols.has('realtime')) return 'realtime';
+          for (const p of protocols) if (!p.startsWith(KEY_PROTOCOL)) return p;
+          // Only the key was offered: a client that offers subprotocols fails a handshake that picks none.
+          return protocols.values().next().value ?? false;
+        },
       });
       api.onReady(async () => {
         box = createSecretBox((await loadEncryptionKey({ envValue: opts.encryptionKey, dataDir: opts.dataDir })).key);
@@ -125,9 +134,11 @@ export function realtime(options: RealtimeOptions = {}): GatewayPlugin {
         if (Date.now() >= grant.expiresAt) throw new GatewayError('unauthorized', `This client secret expired at ${new Date(grant.expiresAt).toISOString()}; mint another (POST ${base}/realtime/client_secrets).`, { param: 'authorization' });
         const model = modelOf(ctx);
         if (model !== null && model !== grant.model) throw new GatewayError('forbidden', `This client secret is for model "${grant.model}", not "${model}".`, { param: 'model' });
-        // The session is routed as the minting request would have been: its headers replace the browser's.
+        // The session is routed as the minting request would have been: its headers replace the browser's, and so
+        // does its metadata (parsed before auth ran: a limit or a budget keyed on it must see the minted one).
         for (const name of Object.keys(ctx.headers)) if (ROUTING_HEADER.test(name)) delete ctx.headers[name];
         Object.assign(ctx.headers, grant.headers);
+        ctx.metadata = metadataOf(grant.headers['x-gateway-metadata']);
         ctx.set(GRANT, grant);
         return grant.auth;
       });
@@ -177,6 +188,17 @@ export function realtime(options: RealtimeOptions = {}): GatewayPlugin {
       });
     },
   };
+}
+
+/** The minting request's metadata (a JSON object, as the trace plugin checked it then), or null. */
+function metadataOf(header: string | undefined): Record<string, unknown> | null {
+  if (header === undefined) return null;
+  try {
+    const value = JSON.parse(header) as unknown;
+    return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
 }
 
 /** The `model` query parameter, or null without one. */

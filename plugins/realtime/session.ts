@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import WebSocket, { type RawData, type WebSocketServer } from 'ws';
 import { baseURL, GatewayError, type GatewayResponse, type GuardrailLists, type GuardrailRunner, type PluginAPI, type RequestContext, type Target, type Usage, type UpstreamRequest } from '../../sdk/index.js';
-import { SessionGuard, TEXT_DELTAS, TEXT_DONES } from './guard.js';
+import { GUARD_READS, SessionGuard, TEXT_DONES } from './guard.js';
 import { addUsage, realtimeUsage } from './usage.js';
 
 type Json = Record<string, unknown>;
@@ -40,6 +40,9 @@ export async function connectRealtime(ctx: RequestContext, target: Target, o: Se
   if (upgrade === null) {
     throw new GatewayError('invalid_request', `GET ${ctx.path} is the Realtime API's WebSocket: connect with a WebSocket client (Upgrade: websocket).`, { param: 'upgrade' });
   }
+  // Checked before the provider is called: a handshake the WebSocket server would refuse must not open a provider socket.
+  const problem = handshakeProblem(ctx);
+  if (problem !== null) throw new GatewayError('invalid_request', problem.message, { param: problem.param });
   const provider = ctx.provider!;
   const format = provider.resources?.realtime;
   if (format === undefined) {
@@ -47,9 +50,7 @@ export async function connectRealtime(ctx: RequestContext, target: Target, o: Se
     throw new GatewayError('route_not_supported', `Provider "${provider.name}" has no Realtime API; providers that have one: ${able.join(', ')}.`, { param: 'x-gateway-provider' });
   }
   const model = upstreamModel(ctx, target);
-  let url = format === 'azure' && provider.resources?.url !== undefined ? provider.resources.url(`/realtime?model=${encodeURIComponent(model)}`, target, ctx) : `${baseURL(target, provider, ctx)}/realtime?model=${encodeURIComponent(model)}`;
-  // Azure's preview API versions name the deployment; its v1 API takes the model.
-  if (format === 'azure' && url.includes('api-version=')) url += `&deployment=${encodeURIComponent(model)}`;
+  const url = provider.resources?.realtimeUrl !== undefined ? provider.resources.realtimeUrl(model, target, ctx) : `${baseURL(target, provider, ctx)}/realtime?model=${encodeURIComponent(model)}`;
   o.api.upstream.checkUrl(url);
   const headers = provider.authHeaders(target, ctx);
   const forward = target.forward_headers;
@@ -86,7 +87,12 @@ export async function connectRealtime(ctx: RequestContext, target: Target, o: Se
     throw new GatewayError('client_closed_request', 'The client closed the connection before the session opened.');
   }
   upgrade.taken = true;
-  const client = await new Promise<WebSocket>((resolve) => o.wss.handleUpgrade(upgrade.req, upgrade.socket, upgrade.head, resolve));
+  const client = await takeSocket(upgrade, o.wss);
+  if (client === null) {
+    upstream.terminate();
+    ctx.aborted = true;
+    throw new GatewayError('client_closed_request', 'The client closed the connection before the session opened.');
+  }
   ctx.firstByteMs = performance.now() - ctx.startedAt;
   const relay = new Relay(ctx, client, upstream, model, o, opened.early);
   o.open.add(relay);
@@ -98,6 +104,52 @@ export async function connectRealtime(ctx: RequestContext, target: Target, o: Se
   ctx.usage = relay.usage;
   if (relay.error !== null) ctx.error = relay.error;
   return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(summary), observers: null };
+}
+
+/** What a WebSocket key is (16 random bytes, base64), and what a subprotocol may be (an HTTP token). */
+const WEBSOCKET_KEY = /^[+/0-9A-Za-z]{22}==$/;
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+
+/** Why the WebSocket server would refuse this handshake (so it is refused before a provider is called), or null. */
+function handshakeProblem(ctx: RequestContext): { message: string; param: string } | null {
+  const version = ctx.header('sec-websocket-version');
+  if (!WEBSOCKET_KEY.test(ctx.header('sec-websocket-key') ?? '') || (version !== '13' && version !== '8')) {
+    return { message: 'The WebSocket handshake is malformed (Sec-WebSocket-Key, Sec-WebSocket-Version 13).', param: 'sec-websocket-key' };
+  }
+  const offered = ctx.header('sec-websocket-protocol');
+  if (offered !== undefined) {
+    const list = offered.split(',').map((p) => p.trim());
+    if (list.some((p) => !TOKEN.test(p)) || new Set(list).size !== list.length) return { message: 'Sec-WebSocket-Protocol must list distinct subprotocol tokens.', param: 'sec-websocket-protocol' };
+  }
+  return null;
+}
+
+/** How long the WebSocket server may take to answer a handshake it accepted before the client is taken as gone. */
+const TAKE_MS = 10_000;
+
+/**
+ * The client's WebSocket, once the server answered the handshake; null when the client left first (a FIN or a reset
+ * while it was answered), so the provider's socket is closed and the session logged, never left waiting.
+ */
+function takeSocket(upgrade: NonNullable<RequestContext['upgrade']>, wss: WebSocketServer): Promise<WebSocket | null> {
+  return new Promise((resolve) => {
+    const socket = upgrade.socket;
+    let done = false;
+    const finish = (ws: WebSocket | null) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      socket.off('close', gone);
+      socket.off('end', gone);
+      if (ws === null) socket.destroy();
+      resolve(ws);
+    };
+    const gone = () => finish(null);
+    const timer = setTimeout(gone, TAKE_MS);
+    socket.once('close', gone);
+    socket.once('end', gone);
+    wss.handleUpgrade(upgrade.req, socket, upgrade.head, (ws) => finish(ws));
+  });
 }
 
 /** The model the provider is asked for: the target's override, else the client's `model` (a `@slug/` prefix dropped). */
@@ -220,8 +272,9 @@ export class Relay {
   readonly #guard: SessionGuard | null;
   /** Provider events waiting for an output hook's verdict on one before them. */
   #upstreamChain: Promise<void> = Promise.resolve();
-  /** Client events waiting for an input hook's verdict on one before them. */
+  /** Client events waiting for an input hook's verdict on one before them, and how many. */
   #clientChain: Promise<void> = Promise.resolve();
+  #clientWaiting = 0;
   /** Usage charges run one after another, in the order the responses ended. */
   #charging: Promise<void> = Promise.resolve();
   readonly #timer: NodeJS.Timeout;
@@ -236,7 +289,7 @@ export class Relay {
     this.done = new Promise((resolve) => (this.#finish = resolve));
     const lists = ctx.target as GuardrailLists | null;
     const guard = o.guardrails === null || lists === null ? null : new SessionGuard(ctx, o.guardrails, lists, {
-      cancelResponse: () => this.#send(this.#upstream, this.#client, JSON.stringify({ type: 'response.cancel' })),
+      cancelResponse: (id) => this.#send(this.#upstream, this.#client, JSON.stringify(id === null ? { type: 'response.cancel' } : { type: 'response.cancel', response_id: id })),
       deleteItem: (itemId) => this.#send(this.#upstream, this.#client, JSON.stringify({ type: 'conversation.item.delete', item_id: itemId })),
       tell: (error) => this.#tell(error),
     });
@@ -253,7 +306,8 @@ export class Relay {
     for (const f of early.frames) this.#fromUpstream(f.data, f.binary);
     upstream.on('message', (data, binary) => this.#fromUpstream(data, binary));
     client.on('close', (code, reason) => this.end('client', code, reason.toString()));
-    upstream.on('close', (code, reason) => this.end('provider', code, reason.toString()));
+    // The provider's last events may still wait for a check (its response.done, its error): they go out first.
+    upstream.on('close', (code, reason) => void this.#flushed().then(() => this.end('provider', code, reason.toString())));
     client.on('error', () => this.end('client', 1006, null));
     upstream.on('error', () => this.end('provider', 1011, 'upstream error'));
   }
@@ -299,21 +353,29 @@ export class Relay {
     );
   }
 
+  /** Provider events still waiting for a check, at most two seconds. */
+  #flushed(): Promise<void> {
+    return Promise.race([this.#upstreamChain, new Promise<void>((r) => setTimeout(r, 2000).unref())]);
+  }
+
   #fromClient(data: RawData, binary: boolean): void {
     const text = binary ? Buffer.from(data as Buffer).toString('utf8') : String(data);
-    const type = typeOf(text);
-    count(this.#events.client, type);
     const guard = this.#guard;
     if (guard === null || !guard.input) {
+      count(this.#events.client, typeOf(text));
       this.#send(this.#upstream, this.#client, text);
       return;
     }
-    // Input hooks: a user's text item waits for its verdict, and the events after it wait behind it (order kept).
-    const event = type === 'conversation.item.create' ? parse(text) : null;
+    // Input hooks: each event is read whole (its type may come after the words it carries), a user's words wait for
+    // their verdict, and the events after them wait behind them, in order; the client is not read while many wait.
+    const event = parse(text);
+    count(this.#events.client, event !== null && typeof event.type === 'string' ? event.type.slice(0, 64) : '(invalid)');
+    if (++this.#clientWaiting >= CLIENT_WAITING_MAX && !this.#client.isPaused) this.#client.pause();
     this.#clientChain = this.#clientChain.then(async () => {
-      const refused = event === null ? null : await guard.clientEvent(event);
+      const refused = await guard.clientEvent(event);
       if (refused === null) this.#send(this.#upstream, this.#client, text);
       else this.#tell(refused);
+      if (--this.#clientWaiting < CLIENT_WAITING_MAX / 2 && this.#client.isPaused && this.#upstream.bufferedAmount < HIGH_WATER) this.#client.resume();
     });
   }
 
@@ -322,14 +384,16 @@ export class Relay {
     const type = typeOf(text);
     count(this.#events.provider, type);
     const guard = this.#guard;
-    const event = READ.has(type) || (guard !== null && guard.output && TEXT_DELTAS.has(type)) ? parse(text) : null;
-    if (guard !== null && guard.output && type.startsWith('response.')) {
+    const guarded = guard !== null && guard.output;
+    const event = READ.has(type) || (guarded && GUARD_READS.has(type)) ? parse(text) : null;
+    if (guarded) {
       const head = text.length > 256 ? text.slice(0, 256) : text;
       const id = type === 'response.done' || type === 'response.created' ? (((event ?? parse(text))?.response as Json | undefined)?.id as string | undefined) ?? null : (RESPONSE_AT_HEAD.exec(head)?.[1] ?? null);
       // Relayed in order behind any event waiting for a check; a response a hook denied keeps the rest of its events.
-      const relay = guard.providerEvent(type, id, event);
+      const out = guard.providerEvent(type, id, event, text);
       this.#upstreamChain = this.#upstreamChain.then(async () => {
-        if (await relay) this.#send(this.#client, this.#upstream, text);
+        const sent = await out;
+        if (sent !== null) this.#send(this.#client, this.#upstream, sent);
       });
     }
     if (guard !== null && type === 'conversation.item.input_audio_transcription.completed' && event !== null) guard.userTranscript(event);
@@ -348,13 +412,7 @@ export class Relay {
         this.#keep('assistant', event.text);
       }
     }
-    if (guard === null || !guard.output || !type.startsWith('response.')) this.#sendInOrder(text);
-  }
-
-  /** To the client, after the provider events waiting for a check (none without output hooks). */
-  #sendInOrder(text: string): void {
-    if (this.#guard === null || !this.#guard.output) this.#send(this.#client, this.#upstream, text);
-    else this.#upstreamChain = this.#upstreamChain.then(() => this.#send(this.#client, this.#upstream, text));
+    if (!guarded) this.#send(this.#client, this.#upstream, text);
   }
 
   #responseDone(event: Json): void {
@@ -411,7 +469,10 @@ const READ: ReadonlySet<string> = new Set([
   'conversation.item.input_audio_transcription.completed',
   ...TEXT_DONES,
 ]);
-const TYPE_AT_HEAD = /"type"\s*:\s*"([^"\\]{1,64})"/;
+/** The type when it is the event's first key (as OpenAI's events and SDKs write it); else the event is parsed. */
+const TYPE_AT_HEAD = /^\s*\{\s*"type"\s*:\s*"([^"\\]{1,64})"/;
+/** Client events that may wait for an input hook before the client is read no more. */
+const CLIENT_WAITING_MAX = 64;
 const RESPONSE_AT_HEAD = /"response_id"\s*:\s*"([^"\\]{1,128})"/;
 
 /**

@@ -273,7 +273,8 @@ export function routing(options: RoutingOptions = {}): GatewayPlugin {
         const started = performance.now();
         // No answer (an error) teaches nothing: no headroom, and its time is no latency sample (a timeout would skew it).
         const response = await answer;
-        const latency = performance.now() - started;
+        // A socket session (realtime) answers when it ends: its speed is its handshake's, which its attempt recorded.
+        const latency = ctx.upgrade?.taken === true ? (ctx.attempts.at(-1)?.latencyMs ?? 0) : performance.now() - started;
         const headroom = headroomOf(response.status, response.headers, clock());
         const ok = response.status >= 200 && response.status < 300;
         if (ok) {

@@ -165,7 +165,9 @@ export function sso(options: SsoOptions = {}): GatewayPlugin {
       // A session cookie authenticates only a request that carries no key: a wrong key is never rescued by a cookie.
       // Without single sign-on configured, no session is accepted (turning it off ends every session).
       if (configured) {
-        api.hooks.auth.tapPromise({ name: PLUGIN_NAME, stage: STAGES.auth.SESSIONS }, async (ctx: RequestContext) => {
+        // Never on a WebSocket handshake: a browser sends the cookie with a socket any page of the site opens, and a
+        // handshake is a GET, which the CSRF token does not guard (cross-site WebSocket hijacking).
+        api.hooks.auth.tapPromise({ name: PLUGIN_NAME, stage: STAGES.auth.SESSIONS, routes: (route) => route.upgrade !== true }, async (ctx: RequestContext) => {
           if (ctx.header('x-gateway-api-key') !== undefined) return undefined;
           const secret = readCookie(ctx.header('cookie'), sessionCookie);
           if (secret === undefined || !secret.startsWith(SESSION_PREFIX) || secret.length > 128) return undefined;

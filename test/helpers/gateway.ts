@@ -46,3 +46,14 @@ export async function waitForLog(logs: ReturnType<typeof memoryLogger>, predicat
     await new Promise((r) => setTimeout(r, 10));
   }
 }
+
+/** The stored log entry of the request with this trace id, in full (GET /v1/logs/{id}), once the log store wrote it. */
+export async function storedLogEntry(url: string, traceId: string, key = GATEWAY_KEY): Promise<Record<string, any>> {
+  for (let i = 0; i < 100; i++) {
+    const list = (await (await fetch(`${url}/v1/logs?trace_id=${encodeURIComponent(traceId)}`, { headers: { 'x-gateway-api-key': key } })).json()) as { data?: Array<{ id: string }> };
+    const entry = list.data?.[0];
+    if (entry !== undefined) return (await fetch(`${url}/v1/logs/${entry.id}`, { headers: { 'x-gateway-api-key': key } })).json() as Promise<Record<string, any>>;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`no log entry for trace id ${traceId}`);
+}

@@ -8,7 +8,7 @@ import OpenAI from 'openai';
 import { OpenAIRealtimeWS } from 'openai/realtime/ws';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { BOOTSTRAP_KEY, GATEWAY_KEY, startTestServer } from '../helpers/gateway.js';
+import { BOOTSTRAP_KEY, GATEWAY_KEY, startTestServer, storedLogEntry } from '../helpers/gateway.js';
 import { DEFAULT_REALTIME_USAGE, startMockRealtime, type MockRealtime } from '../mocks/realtime-upstream.js';
 
 /*
@@ -90,15 +90,7 @@ async function tlsTerminator(port: number): Promise<{ url: string; cert: string;
   return { url: `https://127.0.0.1:${(server.address() as { port: number }).port}`, cert, close: () => server.close() };
 }
 
-async function logOf(traceId: string): Promise<Record<string, any>> {
-  for (let i = 0; i < 100; i++) {
-    const list = (await (await fetch(`${gw.url}/v1/logs?trace_id=${traceId}`, { headers: { 'x-gateway-api-key': GATEWAY_KEY } })).json()) as { data: Array<{ id: string }> };
-    const entry = list.data?.[0];
-    if (entry !== undefined) return (await fetch(`${gw.url}/v1/logs/${entry.id}`, { headers: { 'x-gateway-api-key': GATEWAY_KEY } })).json() as Promise<Record<string, any>>;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`no log entry for ${traceId}`);
-}
+const logOf = (traceId: string) => storedLogEntry(gw.url, traceId);
 
 describe('a realtime session relayed to OpenAI', () => {
   test('audio and text events both ways; the provider gets its own key, never the gateway key; usage and cost stored', async () => {
@@ -196,6 +188,26 @@ describe('a realtime session relayed to OpenAI', () => {
     expect((await noKey.refused).status).toBe(401);
   }, 30_000);
 
+  test('a malformed handshake is refused before any provider is called', async () => {
+    const before = mock.handshakes.length;
+    const url = new URL(gw.url);
+    const answer = await new Promise<string>((resolve) => {
+      const socket = netConnect(Number(url.port), '127.0.0.1', () => {
+        socket.write(
+          `GET /v1/realtime?model=gpt-realtime HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: not-a-key\r\nSec-WebSocket-Version: 13\r\n` +
+            `x-gateway-api-key: ${GATEWAY_KEY}\r\nx-gateway-config: ${openaiConfig()}\r\n\r\n`,
+        );
+      });
+      let text = '';
+      socket.on('data', (c: Buffer) => (text += c.toString()));
+      socket.on('close', () => resolve(text));
+      socket.on('error', () => resolve(text));
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 400/);
+    expect(answer).toContain('"param":"sec-websocket-key"');
+    expect(mock.handshakes.length).toBe(before);
+  }, 30_000);
+
   test('a fallback: the first provider refuses the handshake (503), the second serves the session', async () => {
     mock.refuseNext(503, 'overloaded');
     const config = JSON.stringify({
@@ -219,7 +231,8 @@ describe('a realtime session relayed to OpenAI', () => {
   test('Azure OpenAI: the v1 realtime path with the api-key header', async () => {
     const before = mock.handshakes.length;
     const config = JSON.stringify({ provider: 'azure-openai', api_key: 'azure-key-1', resource_name: 'res', custom_host: mock.origin, api_version: 'v1', deployment_id: 'my-realtime' });
-    const c = await connect(wsURL('model=my-realtime'), { headers: { 'x-gateway-api-key': GATEWAY_KEY, 'x-gateway-config': config } });
+    // The client names the model; the target's deployment serves it, as for chat.
+    const c = await connect(wsURL('model=gpt-realtime'), { headers: { 'x-gateway-api-key': GATEWAY_KEY, 'x-gateway-config': config } });
     const refusal = c.opened ? null : await c.refused;
     expect(refusal).toBeNull();
     await c.next('session.created');
@@ -243,7 +256,7 @@ describe('client secrets for browsers', () => {
   };
 
   test("minted with the SDK's clientSecrets.create; a browser-style socket connects with it as a subprotocol, routed as minted", async () => {
-    const client = new OpenAI({ apiKey: 'unused', baseURL: `${gw.url}/v1`, defaultHeaders: { 'x-gateway-api-key': GATEWAY_KEY, 'x-gateway-config': openaiConfig() } });
+    const client = new OpenAI({ apiKey: 'unused', baseURL: `${gw.url}/v1`, defaultHeaders: { 'x-gateway-api-key': GATEWAY_KEY, 'x-gateway-config': openaiConfig(), 'x-gateway-metadata': JSON.stringify({ user: 'alice' }) } });
     const secret = await client.realtime.clientSecrets.create({ session: { type: 'realtime', model: 'gpt-realtime', instructions: 'Speak French.' } });
     expect(secret.value.startsWith('ek_gw_')).toBe(true);
     expect(secret.expires_at).toBeGreaterThan(Date.now() / 1000 + 500);
@@ -251,7 +264,8 @@ describe('client secrets for browsers', () => {
 
     const before = mock.received.length;
     // A browser sends no headers of its own: the secret rides in the subprotocols, which are never echoed back.
-    const c = await connect(wsURL('model=gpt-realtime'), { headers: { 'x-gateway-trace-id': 'rt-secret-1' } }, ['realtime', `openai-insecure-api-key.${secret.value}`]);
+    // The browser's own metadata does not win over the minted one.
+    const c = await connect(wsURL('model=gpt-realtime'), { headers: { 'x-gateway-trace-id': 'rt-secret-1', 'x-gateway-metadata': JSON.stringify({ user: 'mallory' }) } }, ['realtime', `openai-insecure-api-key.${secret.value}`]);
     expect(c.opened).toBe(true);
     expect(c.ws.protocol).toBe('realtime');
     await c.next('session.created');
@@ -261,6 +275,10 @@ describe('client secrets for browsers', () => {
     expect(mock.handshakes.at(-1)!.headers.authorization).toBe('Bearer sk-realtime-upstream');
     c.ws.close();
     await c.closed;
+    const entry = await logOf('rt-secret-1');
+    expect(entry.metadata).toEqual({ user: 'alice' });
+    // The secret rode in a header: the log never keeps it.
+    expect(JSON.stringify(entry)).not.toContain(secret.value.slice(10, 60));
   }, 30_000);
 
   test('an expired secret, one for another model and a forged one are refused at the handshake', async () => {
@@ -349,19 +367,27 @@ describe('guardrails on the session', () => {
     c.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'my password is hunter2' }] } });
     const refused = await c.next('error');
     expect(refused.error.code).toBe('guardrail_denied');
+    // Whatever the order of its keys, and inline in a response.create too.
+    c.ws.send(JSON.stringify({ item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'the password is swordfish' }] }, type: 'conversation.item.create' }));
+    expect((await c.next('error')).error.code).toBe('guardrail_denied');
+    c.send({ type: 'response.create', response: { input: [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'password: opensesame' }] }] } });
+    expect((await c.next('error')).error.code).toBe('guardrail_denied');
     c.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'How is the weather?' }] } });
     await c.next('conversation.item.done');
     expect(mock.received.slice(before).map((e) => e.type)).toEqual(['conversation.item.create']);
-    expect(JSON.stringify(mock.received.slice(before))).not.toContain('hunter2');
+    const sentUp = JSON.stringify(mock.received.slice(before));
+    for (const secret of ['hunter2', 'swordfish', 'opensesame']) expect(sentUp).not.toContain(secret);
 
     // The answer says "warm": the response is cancelled upstream, its later events stay at the gateway.
     c.send({ type: 'response.create', response: { output_modalities: ['text'] } });
     const denied = await c.next('error');
     expect(denied.error.code).toBe('guardrail_denied');
     const done = await c.next('response.done');
-    expect(c.events.filter((e) => e.type === 'response.output_text.done')).toEqual([]);
-    expect(mock.received.map((e) => e.type)).toContain('response.cancel');
-    expect(done.response.status === 'cancelled' || done.response.status === 'completed').toBe(true);
+    // The answer's whole text never reaches the client: no .done events of its words or items, no output in response.done.
+    for (const type of ['response.output_text.done', 'response.content_part.done', 'response.output_item.done']) expect(c.events.filter((e) => e.type === type)).toEqual([]);
+    expect(done.response).toMatchObject({ status: 'cancelled', status_details: { reason: 'guardrail' }, output: [] });
+    const cancel = mock.received.find((e) => e.type === 'response.cancel');
+    expect(cancel).toMatchObject({ response_id: done.response.id });
 
     // The session goes on.
     c.send({ type: 'session.update', session: { type: 'realtime', instructions: 'x' } });
@@ -369,6 +395,6 @@ describe('guardrails on the session', () => {
     c.ws.close();
     await c.closed;
     const entry = await logOf('rt-guard-1');
-    expect(JSON.parse(entry.response_body).guardrails).toEqual({ checked: 3, denied: 2 });
+    expect(JSON.parse(entry.response_body).guardrails).toEqual({ checked: 5, denied: 4 });
   }, 30_000);
 });
