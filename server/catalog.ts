@@ -35,6 +35,7 @@ export const CATALOG: Readonly<Record<string, Loader>> = Object.freeze({
   'azure-ai': async (options) => (await import('../plugins/providers/azure/ai/index.js')).azureAI(options),
   cohere: async (options) => (await import('../plugins/providers/cohere/index.js')).cohere(options),
   rerank: async (options) => (await import('../plugins/rerank/index.js')).rerank(options),
+  media: async (options) => (await import('../plugins/media/index.js')).media(options),
   realtime: async (options, env) => (await import('../plugins/realtime/index.js')).realtime({ dataDir: env.dataDir, encryptionKey: env.encryptionKey, ...options }),
   responses: async (options) => (await import('../plugins/responses/index.js')).responsesDoor(options),
   messages: async (options) => (await import('../plugins/messages/index.js')).messagesDoor(options),

@@ -55,6 +55,8 @@ export const DEFAULT_CONFIG: ServerConfig = {
     { name: 'azure-ai' },
     { name: 'cohere' },
     { name: 'rerank' },
+    // Images, audio and moderations (POST /v1/images/…, /v1/audio/…, /v1/moderations), served by the providers that have them.
+    { name: 'media' },
     // The Realtime API over WebSocket (GET /v1/realtime) and the client secrets browsers connect with.
     { name: 'realtime' },
     { name: 'responses' },

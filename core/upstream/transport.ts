@@ -59,7 +59,9 @@ export function createTransport(providers: Registry<Provider>, client: UpstreamC
     } else if (route.forward !== undefined) {
       request = route.forward(ctx, target, provider);
     } else {
-      throw new GatewayError('route_not_supported', `Provider "${provider.name}" does not support ${route.name}.`);
+      const api = route.api ?? route.name;
+      const able = providers.names().filter((n) => providers.get(n)?.routes[api] !== undefined);
+      throw new GatewayError('route_not_supported', `Provider "${provider.name}" does not support ${route.name}${able.length === 0 ? '' : `; providers that do: ${able.join(', ')}`}.`, { param: 'provider' });
     }
 
     const forward = target.forward_headers;

@@ -4,7 +4,7 @@ import type { GatewayResponse, RequestContext, Usage } from '../../sdk/index.js'
 export type CacheStatus = 'HIT' | 'SEMANTIC HIT' | 'MISS' | 'REFRESH' | 'DISABLED';
 
 /** Routes whose answers are cached. Everything else passes through untouched. */
-export const CACHEABLE_ROUTES: ReadonlySet<string> = new Set(['chat.completions', 'completions', 'embeddings', 'responses', 'messages']);
+export const CACHEABLE_ROUTES: ReadonlySet<string> = new Set(['chat.completions', 'completions', 'embeddings', 'responses', 'messages', 'images.generations', 'moderations']);
 
 /** `api.stores` names of the cache stores, by the cache plugin's `store` option. */
 export const STORE_NAMES = Object.freeze({ memory: 'cache-memory', redis: 'cache-redis' } as const);

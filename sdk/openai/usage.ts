@@ -17,7 +17,8 @@ export function toUsage(value: unknown): Usage | null {
   const total = num(u.total_tokens) ?? (prompt ?? 0) + (completion ?? 0);
   if (prompt === undefined && completion === undefined && num(u.total_tokens) === undefined) return null;
   const usage: Usage = { prompt_tokens: prompt ?? 0, completion_tokens: completion ?? 0, total_tokens: total };
-  const details = (u.prompt_tokens_details ?? u.input_tokens_details) as Record<string, unknown> | undefined;
+  // `input_token_details` (singular): the audio APIs' and the Realtime API's name for it.
+  const details = (u.prompt_tokens_details ?? u.input_tokens_details ?? u.input_token_details) as Record<string, unknown> | undefined;
   const out = (u.completion_tokens_details ?? u.output_tokens_details) as Record<string, unknown> | undefined;
   const cached = num(details?.cached_tokens);
   const reasoning = num(out?.reasoning_tokens);

@@ -5,6 +5,7 @@ import {
   effectiveBody,
   type GatewayPlugin,
   jsonAnswer,
+  openAIMediaRoute,
   OPENAI_ROUTES,
   openAIFormatResponse,
   type OpenAIRouteName,
@@ -112,6 +113,8 @@ export function compatibleProvider(row: CompatibleProvider): Provider {
     }
     routes[name] = route;
   }
+  // Images and audio where the provider offers them in OpenAI's own shape (the `media` plugin's routes).
+  for (const name of row.media ?? []) routes[name] = openAIMediaRoute(name);
   return {
     name: row.name,
     baseURL: row.baseURL.replace(/\/$/, ''),

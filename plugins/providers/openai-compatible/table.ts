@@ -1,4 +1,4 @@
-import type { FinishReason, OpenAIRouteName } from '../../../sdk/index.js';
+import type { FinishReason, MediaRouteName, OpenAIRouteName } from '../../../sdk/index.js';
 
 /**
  * One OpenAI-compatible provider: where it lives, how it authenticates, and
@@ -12,6 +12,8 @@ export interface CompatibleProvider {
   /** `bearer`: `Authorization: Bearer <key>`; `optional`: bearer only when a key is given (local servers). */
   auth: 'bearer' | 'optional';
   routes: readonly OpenAIRouteName[];
+  /** Media routes it serves in OpenAI's own shape (docs/media.md): Groq's speech and transcription, Together's and xAI's image generation. */
+  media?: readonly MediaRouteName[];
   quirks?: Quirks;
   /** Resource APIs it serves itself, by wire format (`Provider.resources`): Mistral's files (OpenAI's format) and fine-tuning jobs (its own). */
   resources?: { files?: string; batches?: string; fineTuning?: string };
@@ -59,9 +61,10 @@ const ROWS: CompatibleProvider[] = [
     baseURL: 'https://api.groq.com/openai/v1',
     auth: 'bearer',
     routes: CHAT_ONLY,
+    media: ['audio.speech', 'audio.transcriptions', 'audio.translations'],
     quirks: { usage: 'groq', dropFields: ['logprobs', 'logit_bias', 'top_logprobs'], singleChoice: true, dropMessageNames: true },
   },
-  { name: 'together-ai', baseURL: 'https://api.together.xyz/v1', auth: 'bearer', routes: ALL, quirks: { finishReasons: { eos: 'stop' } } },
+  { name: 'together-ai', baseURL: 'https://api.together.xyz/v1', auth: 'bearer', routes: ALL, media: ['images.generations'], quirks: { finishReasons: { eos: 'stop' } } },
   { name: 'fireworks-ai', baseURL: 'https://api.fireworks.ai/inference/v1', auth: 'bearer', routes: ALL },
   {
     name: 'mistral-ai',
@@ -80,7 +83,7 @@ const ROWS: CompatibleProvider[] = [
   },
   { name: 'openrouter', baseURL: 'https://openrouter.ai/api/v1', auth: 'bearer', routes: CHAT_ONLY, quirks: { finishReasons: { error: 'stop' } } },
   { name: 'perplexity-ai', baseURL: 'https://api.perplexity.ai', auth: 'bearer', routes: CHAT_ONLY },
-  { name: 'x-ai', baseURL: 'https://api.x.ai/v1', auth: 'bearer', routes: ALL },
+  { name: 'x-ai', baseURL: 'https://api.x.ai/v1', auth: 'bearer', routes: ALL, media: ['images.generations'] },
   { name: 'cerebras', baseURL: 'https://api.cerebras.ai/v1', auth: 'bearer', routes: CHAT_ONLY },
   { name: 'ollama', baseURL: 'http://localhost:11434/v1', auth: 'optional', routes: ALL },
   { name: 'vllm', baseURL: 'http://localhost:8000/v1', auth: 'optional', routes: ALL },

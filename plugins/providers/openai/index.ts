@@ -2,6 +2,8 @@ import {
   addShapedRoutes,
   asksStreamUsage,
   fieldSchema as f,
+  MEDIA_ROUTE_NAMES,
+  openAIMediaRoute,
   openAIFormatResponse,
   parseOptions,
   requestBody,
@@ -70,6 +72,8 @@ export function openai(options: OpenAIOptions = {}): GatewayPlugin {
       embeddings: { path: '/embeddings', response: openAIFormatResponse },
       // The Responses API, native: the request and answer pass through (the `responses` front door serves the route).
       responses: { path: '/responses', response: openAIFormatResponse },
+      // Images, audio and moderations (the `media` plugin's routes), as OpenAI defines them.
+      ...Object.fromEntries(MEDIA_ROUTE_NAMES.map((name) => [name, openAIMediaRoute(name)])),
     },
     // Files, batches and fine-tuning jobs at the same base URL, in OpenAI's own format (docs/batches.md).
     resources: { files: 'openai', batches: 'openai', fineTuning: 'openai', realtime: 'openai' },

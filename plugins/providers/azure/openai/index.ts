@@ -4,6 +4,9 @@ import {
   asksStreamUsage,
   effectiveBody,
   fieldSchema as f,
+  MEDIA_ROUTES,
+  openAIMediaRoute,
+  type MediaRouteName,
   openAIFormatResponse,
   readErrorJson,
   parseOptions,
@@ -51,6 +54,9 @@ export type AzureOpenAIOptions = v.InferInput<typeof OptionsSchema>;
 const OPERATIONS: Readonly<Record<OpenAIRouteName, string>> = { 'chat.completions': 'chat/completions', completions: 'completions', embeddings: 'embeddings' };
 
 const str = (value: unknown): string | undefined => (typeof value === 'string' && value !== '' ? value : undefined);
+
+/** The media routes an Azure OpenAI deployment serves (docs/media.md). */
+const AZURE_MEDIA: readonly MediaRouteName[] = ['images.generations', 'images.edits', 'audio.speech', 'audio.transcriptions', 'audio.translations'];
 
 /** The operations whose streams report usage only when asked (`stream_options.include_usage`). */
 const USAGE_OPERATIONS: ReadonlySet<OpenAIRouteName> = new Set(['chat.completions', 'completions']);
@@ -126,6 +132,12 @@ export function azureOpenAI(options: AzureOpenAIOptions = {}): GatewayPlugin {
       upstream.status < 200 || upstream.status >= 300 ? azureErrorAnswer(upstream, await readErrorJson(upstream), PLUGIN_NAME) : openAIFormatResponse(upstream, ctx),
   };
 
+  // Images and audio at the deployment, as chat: `/openai/deployments/{d}/images/generations?api-version=…`, or
+  // `/openai/v1/images/generations` (whose model names the deployment). Azure OpenAI has no moderations.
+  const mediaRoutes = Object.fromEntries(
+    AZURE_MEDIA.map((name) => [name, openAIMediaRoute(name, (ctx, target) => operationPath(pickDeployment(target, str(effectiveBody(ctx, target)?.model)), MEDIA_ROUTES[name].path.slice(1)))]),
+  );
+
   const provider: Provider = {
     name: PLUGIN_NAME,
     // Its answers name the service tier that served them (`flex`, `priority`), which sets the price (docs/cost.md).
@@ -133,9 +145,24 @@ export function azureOpenAI(options: AzureOpenAIOptions = {}): GatewayPlugin {
     baseURL: (target) => `${azureOpenAIOrigin(target)}/openai`,
     authHeaders: (target) => azureAuthHeaders(target),
     prepare: entraPrepare(() => tokens!, defaults),
-    routes: { 'chat.completions': route('chat.completions'), completions: route('completions'), embeddings: route('embeddings'), responses: responsesRoute },
+    routes: { 'chat.completions': route('chat.completions'), completions: route('completions'), embeddings: route('embeddings'), responses: responsesRoute, ...mediaRoutes },
     // Files, batches and fine-tuning jobs: OpenAI's format at /openai/{files,batches,fine_tuning/jobs}, no deployment segment (azure.md §1).
-    resources: { files: 'openai', batches: 'openai', fineTuning: 'openai', realtime: 'azure', url: (path, target) => resourceURL(target, path) },
+    resources: {
+      files: 'openai',
+      batches: 'openai',
+      fineTuning: 'openai',
+      url: (path, target) => resourceURL(target, path),
+      // The realtime socket of a deployment (picked as chat picks it): `/openai/v1/realtime?model=<deployment>`, or the
+      // preview API's `/openai/realtime?api-version=…&deployment=<deployment>`.
+      realtime: 'openai',
+      realtimeUrl: (model, target) => {
+        const d = pickDeployment(target, model);
+        const origin = `${azureOpenAIOrigin(target)}/openai`;
+        return isV1(d.apiVersion)
+          ? `${origin}/v1/realtime?model=${encodeURIComponent(d.deployment)}`
+          : `${origin}/realtime?api-version=${encodeURIComponent(d.apiVersion)}&deployment=${encodeURIComponent(d.deployment)}`;
+      },
+    },
   };
 
   return {

@@ -1,0 +1,74 @@
+import type { GatewayResponse, ProviderRoute, RequestContext, Target, UpstreamResponse } from '../core/index.js';
+import { passThrough, requestBody } from '../core/index.js';
+import { extractUsage } from './openai/usage.js';
+
+/**
+ * OpenAI's media APIs as the gateway serves them (docs/media.md): the routes the `media` plugin adds, by name, with
+ * their paths under the base path and how their bodies come (JSON, or multipart with files). A provider serves one
+ * by having an adapter under its name in `Provider.routes` (OpenAI's own shape: {@link openAIMediaRoute}).
+ */
+export const MEDIA_ROUTES = Object.freeze({
+  'images.generations': { path: '/images/generations', multipart: false },
+  'images.edits': { path: '/images/edits', multipart: true },
+  'audio.speech': { path: '/audio/speech', multipart: false },
+  'audio.transcriptions': { path: '/audio/transcriptions', multipart: true },
+  'audio.translations': { path: '/audio/translations', multipart: true },
+  moderations: { path: '/moderations', multipart: false },
+} as const);
+
+/** The name of a media route: `images.generations`, `audio.speech`, … */
+export type MediaRouteName = keyof typeof MEDIA_ROUTES;
+
+/** Every media route's name, in the order the API reference lists them. */
+export const MEDIA_ROUTE_NAMES: readonly MediaRouteName[] = Object.freeze(Object.keys(MEDIA_ROUTES) as MediaRouteName[]);
+
+/** Bytes of an answer's end kept to read its `usage` (it follows the images' base64, which may run to megabytes). */
+const TAIL_BYTES = 16 * 1024;
+
+/**
+ * An adapter for a provider that speaks OpenAI's media API at `path` (default: the route's own, under its base URL):
+ * the body goes as the client sent it (a JSON body with the target's `override_params` applied; a multipart body
+ * byte for byte, with its own content type and boundary), and the answer comes back as the provider sent it,
+ * streamed (speech, a streamed transcription), with its `usage` read from its end for the log and the price.
+ */
+export function openAIMediaRoute(name: MediaRouteName, path: ProviderRoute['path'] = MEDIA_ROUTES[name].path): ProviderRoute {
+  const multipart = MEDIA_ROUTES[name].multipart;
+  return {
+    path,
+    ...(multipart
+      ? {
+          headers: (ctx: RequestContext) => ({ 'content-type': ctx.header('content-type') ?? 'multipart/form-data' }),
+          body: (ctx: RequestContext) => ctx.rawBody ?? Buffer.alloc(0),
+        }
+      : { body: (ctx: RequestContext, target: Target) => requestBody(ctx, target) ?? '' }),
+    response: (upstream: UpstreamResponse, ctx: RequestContext) => withTailUsage(passThrough(upstream), ctx),
+  };
+}
+
+/**
+ * Reads the usage of an answer passed through from its last bytes, as they go out: `ctx.usage` when the answer
+ * ends (OpenAI puts `usage` last: after the images of an image answer, in the last event of a streamed
+ * transcription). An answer without one (speech, a plain-text transcription, DALL·E) leaves it unset.
+ */
+export function withTailUsage(answer: GatewayResponse, ctx: RequestContext): GatewayResponse {
+  if (answer.body === null || answer.status < 200 || answer.status >= 300) return answer;
+  const type = String(answer.headers['content-type'] ?? '').toLowerCase();
+  if (!type.includes('json') && !type.startsWith('text/event-stream')) return answer;
+  let tail: Buffer[] = [];
+  let kept = 0;
+  const observer = {
+    onChunk(chunk: Buffer) {
+      tail.push(chunk);
+      kept += chunk.length;
+      while (kept - tail[0]!.length >= TAIL_BYTES) kept -= tail.shift()!.length;
+    },
+    onEnd(error: Error | null) {
+      if (error !== null || ctx.usage !== null) return;
+      const text = Buffer.concat(tail, kept).toString('utf8');
+      tail = [];
+      ctx.usage = extractUsage(text);
+    },
+  };
+  answer.observers = answer.observers === null ? [observer] : [...answer.observers, observer];
+  return answer;
+}
