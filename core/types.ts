@@ -70,6 +70,16 @@ export interface Usage {
   input_image_tokens?: number;
   /** Completion tokens that were audio, part of `completion_tokens`; when the provider says. */
   output_audio_tokens?: number;
+  /** Images made, for a model billed per image (DALL·E), with the size and quality that set its price. */
+  images?: number;
+  /** The images' size (`1024x1024`), as the request asked. */
+  image_size?: string;
+  /** The images' quality (`standard`, `hd`), as the request asked. */
+  image_quality?: string;
+  /** Seconds of audio, for a model billed by the second (`whisper-1`), as its answer said. */
+  audio_seconds?: number;
+  /** Characters of text, for a model billed by the character (`tts-1`). */
+  characters?: number;
 }
 
 /**

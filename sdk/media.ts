@@ -1,6 +1,6 @@
-import type { GatewayResponse, ProviderRoute, RequestContext, Target, UpstreamResponse } from '../core/index.js';
+import type { GatewayResponse, ProviderRoute, RequestContext, Target, UpstreamResponse, Usage } from '../core/index.js';
 import { passThrough, requestBody } from '../core/index.js';
-import { extractUsage } from './openai/usage.js';
+import { toUsage, usageObjectOf } from './openai/usage.js';
 
 /**
  * OpenAI's media APIs as the gateway serves them (docs/media.md): the routes the `media` plugin adds, by name, with
@@ -41,19 +41,48 @@ export function openAIMediaRoute(name: MediaRouteName, path: ProviderRoute['path
           body: (ctx: RequestContext) => ctx.rawBody ?? Buffer.alloc(0),
         }
       : { body: (ctx: RequestContext, target: Target) => requestBody(ctx, target) ?? '' }),
-    response: (upstream: UpstreamResponse, ctx: RequestContext) => withTailUsage(passThrough(upstream), ctx),
+    response: (upstream: UpstreamResponse, ctx: RequestContext) => withMediaUsage(passThrough(upstream), ctx, name),
   };
+}
+
+const NONE = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 } as const;
+
+/**
+ * The usage of a media answer, for the log and the price: the tokens its answer reports (`gpt-image-*`,
+ * `gpt-4o-transcribe`), else what the model is billed in: the images asked for, with their size and quality
+ * (DALL·E), the seconds of audio its answer reports (`whisper-1`), the characters of text spoken (`tts-1`).
+ */
+export function withMediaUsage(answer: GatewayResponse, ctx: RequestContext, route: MediaRouteName): GatewayResponse {
+  if (answer.status < 200 || answer.status >= 300) return answer;
+  const body = ctx.body ?? {};
+  if (route === 'audio.speech') {
+    if (typeof body.input === 'string') ctx.usage ??= { ...NONE, characters: body.input.length };
+    return answer;
+  }
+  const fallback = (tail: Record<string, unknown> | null): Usage | null => {
+    if (route === 'images.generations' || route === 'images.edits') {
+      const n = Number(body.n ?? 1);
+      return { ...NONE, images: Number.isInteger(n) && n > 0 ? n : 1, image_size: typeof body.size === 'string' && body.size !== 'auto' ? body.size : '1024x1024', image_quality: typeof body.quality === 'string' ? body.quality : 'standard' };
+    }
+    if (tail?.type === 'duration' && typeof tail.seconds === 'number' && tail.seconds > 0) return { ...NONE, audio_seconds: tail.seconds };
+    return null;
+  };
+  return withTailUsage(answer, ctx, fallback);
 }
 
 /**
  * Reads the usage of an answer passed through from its last bytes, as they go out: `ctx.usage` when the answer
  * ends (OpenAI puts `usage` last: after the images of an image answer, in the last event of a streamed
- * transcription). An answer without one (speech, a plain-text transcription, DALL·E) leaves it unset.
+ * transcription). Without token counts, `fallback` gets the `usage` object found (or null) and says what else the
+ * answer is billed in; an answer that is neither JSON nor events gets it at once.
  */
-export function withTailUsage(answer: GatewayResponse, ctx: RequestContext): GatewayResponse {
+export function withTailUsage(answer: GatewayResponse, ctx: RequestContext, fallback: (usage: Record<string, unknown> | null) => Usage | null = () => null): GatewayResponse {
   if (answer.body === null || answer.status < 200 || answer.status >= 300) return answer;
   const type = String(answer.headers['content-type'] ?? '').toLowerCase();
-  if (!type.includes('json') && !type.startsWith('text/event-stream')) return answer;
+  if (!type.includes('json') && !type.startsWith('text/event-stream')) {
+    ctx.usage ??= fallback(null);
+    return answer;
+  }
   let tail: Buffer[] = [];
   let kept = 0;
   const observer = {
@@ -64,9 +93,9 @@ export function withTailUsage(answer: GatewayResponse, ctx: RequestContext): Gat
     },
     onEnd(error: Error | null) {
       if (error !== null || ctx.usage !== null) return;
-      const text = Buffer.concat(tail, kept).toString('utf8');
+      const found = usageObjectOf(Buffer.concat(tail, kept).toString('utf8'));
       tail = [];
-      ctx.usage = extractUsage(text);
+      ctx.usage = toUsage(found) ?? fallback(found);
     },
   };
   answer.observers = answer.observers === null ? [observer] : [...answer.observers, observer];

@@ -45,6 +45,11 @@ function num(v: unknown): number | undefined {
  * parses only that object, so a large answer is not parsed whole.
  */
 export function extractUsage(text: string): Usage | null {
+  return toUsage(usageObjectOf(text));
+}
+
+/** The JSON object that follows the last `"usage":` key in `text`, parsed alone; null when there is none. */
+export function usageObjectOf(text: string): Record<string, unknown> | null {
   const key = text.lastIndexOf('"usage"');
   if (key === -1) return null;
   const open = text.indexOf('{', key + 7);
@@ -62,7 +67,7 @@ export function extractUsage(text: string): Usage | null {
     else if (c === 123 /* { */) depth++;
     else if (c === 125 /* } */ && --depth === 0) {
       try {
-        return toUsage(JSON.parse(text.slice(open, i + 1)));
+        return JSON.parse(text.slice(open, i + 1)) as Record<string, unknown>;
       } catch {
         return null;
       }

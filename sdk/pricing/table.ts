@@ -38,6 +38,15 @@ export interface ModelPrice {
   input_image?: Rate;
   /** Completion tokens that are audio. Default: `output`. */
   output_audio?: Rate;
+  /**
+   * For a model billed per image: the price of one image, by `<quality>/<size>` (`hd/1024x1792`), else by size
+   * (`1024x1024`), else `*`. An image whose quality and size match none is unpriced.
+   */
+  per_image?: Readonly<Record<string, number>>;
+  /** For a model billed by the second of audio (`whisper-1`): the price of one second. */
+  per_second?: number;
+  /** For a model billed by the character (`tts-1`): the price of a million characters. */
+  per_million_characters?: number;
 }
 
 /** One price of a model over time: in force from a date (UTC), or at a time of day (UTC, `"16:30"` to `"00:30"`). */
@@ -99,19 +108,22 @@ export interface PricingData {
 export type CostStatus = 'priced' | 'unpriced' | 'no_usage';
 
 /** The billed kinds of token, in the order a breakdown lists them. */
-export const PRICE_COMPONENTS = ['input', 'cache_read', 'cache_write', 'cache_write_1h', 'input_audio', 'input_image', 'output', 'reasoning', 'output_audio'] as const;
+export const PRICE_COMPONENTS = ['input', 'cache_read', 'cache_write', 'cache_write_1h', 'input_audio', 'input_image', 'output', 'reasoning', 'output_audio', 'image', 'audio_second', 'character'] as const;
 /** One kind of token a breakdown prices. */
 export type PriceComponentName = (typeof PRICE_COMPONENTS)[number];
 
-/** One line of a cost: how many tokens of a kind, at which rate (per million), for how much. */
+/**
+ * One line of a cost: how many of a kind, at which rate, for how much. Tokens and characters are priced per million;
+ * an `image` line per image, an `audio_second` line per second.
+ */
 export interface PriceComponent {
-  /** The kind of token. */
+  /** The kind of token (or `image`, `audio_second`, `character`). */
   name: PriceComponentName;
   /** How many of them the usage has. */
   tokens: number;
-  /** Per million tokens, in the table's currency, the tier applied. */
+  /** In the table's currency, the tier applied: per million tokens or characters, per image, or per second. */
   rate: number;
-  /** `tokens × rate / 1e6`, before the multiplier. */
+  /** `tokens × rate / 1e6` (per image or second: `tokens × rate`), before the multiplier. */
   amount: number;
 }
 
@@ -301,6 +313,8 @@ export class PricingTable {
       if (special === undefined) return this.#breakdown(null, 'unpriced', priceId, multiplier, tier, null, null, [], `no "${tier.slice(0, 32)}" service tier price for ${priceId}`);
       prices = special;
     }
+    const missing = unitsUnpriced(prices, usage);
+    if (missing !== null) return this.#breakdown(null, 'unpriced', priceId, multiplier, standard ? null : tier, null, null, [], `no price for ${missing} in ${priceId}`);
     const { components, tierAbove } = componentsOf(prices, usage);
     let sum = 0;
     for (const c of components) sum += c.amount;
@@ -393,14 +407,43 @@ export function componentsOf(price: ModelPrice, usage: Usage): { components: Pri
     if (tokens === 0 && name !== 'input' && name !== 'output') continue;
     components.push({ name, tokens, rate: r, amount: (tokens * r) / 1e6 });
   }
+  // What some media models bill instead of tokens (unitsUnpriced says when one has no rate here).
+  const image = imageRate(price, usage);
+  if (image !== null) components.push({ name: 'image', tokens: usage.images!, rate: image, amount: usage.images! * image });
+  if ((usage.audio_seconds ?? 0) > 0 && price.per_second !== undefined) components.push({ name: 'audio_second', tokens: usage.audio_seconds!, rate: price.per_second, amount: usage.audio_seconds! * price.per_second });
+  if ((usage.characters ?? 0) > 0 && price.per_million_characters !== undefined) {
+    components.push({ name: 'character', tokens: usage.characters!, rate: price.per_million_characters, amount: (usage.characters! * price.per_million_characters) / 1e6 });
+  }
   return { components, tierAbove };
+}
+
+/** The price of one image of the usage's quality and size, or null (no images, or no rate for them). */
+function imageRate(price: ModelPrice, usage: Usage): number | null {
+  if ((usage.images ?? 0) <= 0 || price.per_image === undefined) return null;
+  const size = usage.image_size ?? '';
+  return price.per_image[`${usage.image_quality ?? 'standard'}/${size}`] ?? price.per_image[size] ?? price.per_image['*'] ?? null;
+}
+
+/** What the usage counts in units (images, seconds, characters) that this price has no rate for; null when none. */
+export function unitsUnpriced(price: ModelPrice, usage: Usage): string | null {
+  const images = (usage.images ?? 0) > 0;
+  const seconds = (usage.audio_seconds ?? 0) > 0;
+  const characters = (usage.characters ?? 0) > 0;
+  if (images && imageRate(price, usage) === null) return `${usage.image_quality ?? 'standard'} ${usage.image_size ?? ''} images`.trim();
+  if (seconds && price.per_second === undefined) return 'seconds of audio';
+  if (characters && price.per_million_characters === undefined) return 'characters';
+  // A model billed in units that the usage does not count (tokens only): priced at its zero token rates it would look free.
+  if (price.per_image !== undefined && !images) return 'images (the usage counts none)';
+  if (price.per_second !== undefined && !seconds) return 'seconds of audio (the usage counts none)';
+  if (price.per_million_characters !== undefined && !characters) return 'characters (the usage counts none)';
+  return null;
 }
 
 /** The highest tier threshold any rate of `price` has that `prompt` passes, or null for the base prices. */
 function tierOf(price: ModelPrice, prompt: number): number | null {
   let best: number | null = null;
-  for (const key in price) {
-    const r = price[key as keyof ModelPrice];
+  for (const key of RATE_FIELDS) {
+    const r = price[key];
     if (typeof r !== 'object' || r === null) continue;
     for (const t of r.tiers) if (prompt > t.above && (best === null || t.above > best)) best = t.above;
   }
@@ -555,11 +598,23 @@ function compileRule(rule: MatchRule, where: string): (name: string) => boolean 
   throw new Error(`${where}: unknown match rule ${JSON.stringify(rule).slice(0, 80)}`);
 }
 
-const RATE_FIELDS: ReadonlyArray<keyof ModelPrice> = ['input', 'output', 'cache_read', 'cached_input', 'cache_write', 'cache_write_1h', 'reasoning', 'input_audio', 'input_image', 'output_audio'];
+const RATE_FIELDS = ['input', 'output', 'cache_read', 'cached_input', 'cache_write', 'cache_write_1h', 'reasoning', 'input_audio', 'input_image', 'output_audio'] as const;
+/** Rates of media models' own units: not per million tokens, and never tiered. */
+const UNIT_FIELDS = ['per_image', 'per_second', 'per_million_characters'] as const;
+const KNOWN_FIELDS: readonly string[] = [...RATE_FIELDS, ...UNIT_FIELDS];
 
 function checkPrice(price: ModelPrice, where: string): ModelPrice {
   if (price === null || typeof price !== 'object') throw new Error(`${where}: a price must be an object of rates per million tokens`);
-  for (const key of Object.keys(price)) if (!RATE_FIELDS.includes(key as keyof ModelPrice)) throw new Error(`${where}: unknown rate "${key}" (known: ${RATE_FIELDS.join(', ')})`);
+  for (const key of Object.keys(price)) if (!KNOWN_FIELDS.includes(key)) throw new Error(`${where}: unknown rate "${key}" (known: ${KNOWN_FIELDS.join(', ')})`);
+  const amount = (v: unknown) => typeof v === 'number' && Number.isFinite(v) && v >= 0;
+  for (const field of ['per_second', 'per_million_characters'] as const) {
+    if (price[field] !== undefined && !amount(price[field])) throw new Error(`${where}: ${field} must be a number of at least 0`);
+  }
+  if (price.per_image !== undefined) {
+    if (price.per_image === null || typeof price.per_image !== 'object' || Object.values(price.per_image).some((v) => !amount(v))) {
+      throw new Error(`${where}: per_image must map "<quality>/<size>", "<size>" or "*" to a price of at least 0`);
+    }
+  }
   for (const field of RATE_FIELDS) {
     const r = price[field];
     if (r === undefined) {

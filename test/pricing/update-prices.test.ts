@@ -311,9 +311,11 @@ describe('spot checks against the providers’ price pages (rates written here, 
     expectRates(price('openai', 'o3', oneMillion, { at: Date.parse('2025-06-10T00:00:00Z') }), 'openai/o3', 2, 0.5, 8);
   });
 
-  it('leaves models priced only per hour of audio unpriced rather than free', () => {
+  it('leaves models priced only per hour of audio unpriced rather than free; the overrides price them by the second', () => {
     expect(result.skipped).toContain('openai/whisper-1');
+    // Tokens are not what whisper-1 bills: unpriced, not free.
     expect(price('openai', 'whisper-1', oneMillion).status).toBe('unpriced');
+    expect(price('openai', 'whisper-1', { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, audio_seconds: 60 })).toMatchObject({ status: 'priced', cost: 0.006 });
   });
 });
 

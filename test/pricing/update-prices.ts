@@ -65,7 +65,9 @@ export const KEY_MAP: Readonly<Record<string, keyof ModelPrice>> = {
 };
 
 /** The order rates are written in (stable diffs). */
-const RATE_ORDER: ReadonlyArray<keyof ModelPrice> = ['input', 'output', 'cache_read', 'cache_write', 'cache_write_1h', 'reasoning', 'input_audio', 'input_image', 'output_audio'];
+const RATE_ORDER = ['input', 'output', 'cache_read', 'cache_write', 'cache_write_1h', 'reasoning', 'input_audio', 'input_image', 'output_audio'] as const;
+/** Media models' own units (per image, per second, per million characters), kept as written, after the token rates. */
+const UNIT_ORDER = ['per_image', 'per_second', 'per_million_characters'] as const;
 
 /**
  * Gateway provider → the lists that price it, in order. A provider not named here prices from
@@ -438,12 +440,13 @@ function mergePrice(price: ModelPrice, add: Partial<ModelPrice>, where: string):
 }
 
 function orderedPrice(p: ModelPrice): ModelPrice {
-  const out: Record<string, Rate> = {};
+  const out: Record<string, unknown> = {};
   for (const k of RATE_ORDER) {
-    const r = p[k];
+    const r: Rate | undefined = p[k];
     if (r === undefined) continue;
     out[k] = typeof r === 'number' ? r : { base: r.base, tiers: r.tiers.map((t) => ({ above: t.above, price: t.price })) };
   }
+  for (const k of UNIT_ORDER) if (p[k] !== undefined) out[k] = p[k];
   for (const k of Object.keys(p)) if (!(k in out)) throw new Error(`update-prices: unknown rate "${k}"`);
   return out as unknown as ModelPrice;
 }

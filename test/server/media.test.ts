@@ -122,6 +122,32 @@ describe('audio', () => {
   }, 30_000);
 });
 
+describe('models billed per image, second or character', () => {
+  test('DALL·E 3 by the image (quality and size), whisper-1 by the second, tts-1 by the character', async () => {
+    await sdk(openaiTarget(), 'media-unit-1').images.generate({ model: 'dall-e-3', prompt: 'A kite', size: '1792x1024', quality: 'hd', n: 1 });
+    const image = await logOf('media-unit-1');
+    expect(image).toMatchObject({ model: 'dall-e-3', cost_status: 'priced' });
+    expect(image.cost).toBeCloseTo(0.12, 9);
+    expect(image.price.components).toEqual([
+      { name: 'input', tokens: 0, rate: 0, amount: 0 },
+      { name: 'output', tokens: 0, rate: 0, amount: 0 },
+      { name: 'image', tokens: 1, rate: 0.12, amount: 0.12 },
+    ]);
+
+    await sdk(openaiTarget(), 'media-unit-2').audio.transcriptions.create({ model: 'whisper-1', file: await toFile(Buffer.alloc(500, 2), 'd.wav') });
+    // The answer said 3 seconds; whisper-1 is $0.006 a minute.
+    expect((await logOf('media-unit-2')).cost).toBeCloseTo(3 * 0.0001, 9);
+
+    const speech = await sdk(openaiTarget(), 'media-unit-3').audio.speech.create({ model: 'tts-1', voice: 'alloy', input: 'Hello there' });
+    await speech.arrayBuffer();
+    expect((await logOf('media-unit-3')).cost).toBeCloseTo((11 * 15) / 1e6, 12);
+
+    // A size the price list has no price for is unpriced, not free.
+    await sdk(openaiTarget(), 'media-unit-4').images.generate({ model: 'dall-e-3', prompt: 'A kite', size: '256x256' as never });
+    expect(await logOf('media-unit-4')).toMatchObject({ cost: null, cost_status: 'unpriced' });
+  }, 30_000);
+});
+
 describe('moderations and refusals', () => {
   test("moderations with the SDK's moderations.create", async () => {
     const result = await sdk(openaiTarget(), 'media-mod-1').moderations.create({ model: 'omni-moderation-latest', input: 'I will kill the process' });
