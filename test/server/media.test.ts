@@ -122,6 +122,15 @@ describe('audio', () => {
   }, 30_000);
 });
 
+test('the OpenAPI document lists the media and realtime routes', async () => {
+  const doc = (await (await fetch(`${gw.url}/v1/openapi.json`, { headers: { 'x-gateway-api-key': GATEWAY_KEY } })).json()) as { paths: Record<string, Record<string, { tags?: string[]; requestBody?: { content: Record<string, unknown> } }>> };
+  for (const path of ['/v1/images/generations', '/v1/images/edits', '/v1/audio/speech', '/v1/audio/transcriptions', '/v1/audio/translations', '/v1/moderations', '/v1/realtime/client_secrets']) {
+    expect(doc.paths[path]?.post, path).toBeDefined();
+  }
+  expect(Object.keys(doc.paths['/v1/images/edits']!.post!.requestBody!.content)).toEqual(['multipart/form-data']);
+  expect(doc.paths['/v1/realtime']?.get?.tags).toEqual(['Realtime']);
+});
+
 describe('models billed per image, second or character', () => {
   test('DALL·E 3 by the image (quality and size), whisper-1 by the second, tts-1 by the character', async () => {
     await sdk(openaiTarget(), 'media-unit-1').images.generate({ model: 'dall-e-3', prompt: 'A kite', size: '1792x1024', quality: 'hd', n: 1 });
