@@ -201,4 +201,4 @@ export { retryAfterMs } from './retry-after.js';
 export { credentialDigest, targetIdentity } from './target-identity.js';
 export { knownTenant, NO_TENANT, TENANCY, tenantOf, type TenancyService } from './tenancy.js';
 export { asksStreamUsage, streamUsageBody, streamUsageResponse, usageEventFilter, withStreamUsage } from './openai/stream-usage.js';
-export { MEDIA_ROUTE_NAMES, MEDIA_ROUTES, openAIMediaRoute, withMediaUsage, withTailUsage, type MediaRouteName } from './media.js';
+export { MEDIA_ROUTE_NAMES, MEDIA_ROUTES, openAIMediaRoute, parseImageSize, withMediaUsage, withTailUsage, type MediaRouteName } from './media.js';

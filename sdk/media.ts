@@ -1,5 +1,5 @@
 import type { GatewayResponse, ProviderRoute, RequestContext, Target, UpstreamResponse, Usage } from '../core/index.js';
-import { passThrough, requestBody } from '../core/index.js';
+import { GatewayError, passThrough, requestBody } from '../core/index.js';
 import { toUsage, usageObjectOf } from './openai/usage.js';
 
 /**
@@ -100,4 +100,19 @@ export function withTailUsage(answer: GatewayResponse, ctx: RequestContext, fall
   };
   answer.observers = answer.observers === null ? [observer] : [...answer.observers, observer];
   return answer;
+}
+
+const SIZE = /^(\d{1,5})x(\d{1,5})$/;
+
+/**
+ * OpenAI's image `size` (`WxH` in pixels) as width and height, for a provider that takes them apart; null when absent
+ * or `auto`; anything else is a 400 naming `size`.
+ */
+export function parseImageSize(size: unknown, provider: string): { width: number; height: number } | null {
+  if (size === undefined || size === null || size === 'auto') return null;
+  const m = typeof size === 'string' ? SIZE.exec(size.trim()) : null;
+  const width = m === null ? 0 : Number(m[1]);
+  const height = m === null ? 0 : Number(m[2]);
+  if (width === 0 || height === 0) throw new GatewayError('invalid_request', `size must be "auto" or WIDTHxHEIGHT in pixels, e.g. 1024x1024 (provider ${provider}).`, { param: 'size' });
+  return { width, height };
 }

@@ -31,3 +31,4 @@ export {
   type GeminiRequestOptions,
   type GeminiResponseOptions,
 } from './translate.js';
+export { checkResponseFormat, fromImagenResponse, IMAGEN_ASPECT_RATIOS, IMAGEN_DEFAULT_MODEL, imagenAnswer, imagenAspectRatio, imagenImagesRoute, imagenModel, toImagenRequest } from './images.js';

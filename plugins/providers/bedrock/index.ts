@@ -27,6 +27,7 @@ import {
 import { bedrockErrorAnswer, converseStreamTranslator, fromConverseResponse, idFrom } from './answer.js';
 import { imageURLs, toConverseRequest } from './converse.js';
 import { fromInvokeEmbedding, toInvokeEmbedding } from './embeddings.js';
+import { invokeImagesRoute } from './images.js';
 import { invokeMessagesAnswer, isAnthropicModelId, toInvokeMessages } from './invoke.js';
 import { fromBedrockRerank, regionOf, rerankModelArn, toBedrockRerank } from './rerank.js';
 import { signRequest, type AwsCredentials } from './sign.js';
@@ -238,6 +239,8 @@ export function bedrock(options: BedrockOptions = {}): GatewayPlugin {
           return jsonAnswer(upstream, upstream.status, answer);
         },
       },
+      // Nova Canvas and Titan Image Generator through InvokeModel (images.ts), for the media plugin's `POST /v1/images/generations`.
+      'images.generations': invokeImagesRoute(PLUGIN_NAME, modelPath),
       rerank: {
         path: '/rerank',
         headers: () => ({ accept: 'application/json' }),

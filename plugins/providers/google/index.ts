@@ -1,6 +1,6 @@
 import * as v from 'valibot';
 import { addShapedRoutes, effectiveBody, type GatewayPlugin, parseOptions, type Provider, type RequestContext, type Target } from '../../../sdk/index.js';
-import { batchEmbedAnswer, geminiChatAnswer, isStrict, type Json, modelName, toBatchEmbedRequest, toGeminiRequest } from '../../../sdk/gemini/index.js';
+import { batchEmbedAnswer, geminiChatAnswer, imagenImagesRoute, isStrict, type Json, modelName, toBatchEmbedRequest, toGeminiRequest } from '../../../sdk/gemini/index.js';
 
 export const PLUGIN_NAME = 'google';
 export const GOOGLE_BASE_URL = 'https://generativelanguage.googleapis.com';
@@ -70,6 +70,8 @@ export function google(options: GoogleOptions = {}): GatewayPlugin {
           return batchEmbedAnswer(upstream, ctx, { provider: PLUGIN_NAME, model: String(b.model), base64: b.encoding_format === 'base64' });
         },
       },
+      // Imagen at `:predict` (sdk/gemini/images.ts), for the media plugin's `POST /v1/images/generations`.
+      'images.generations': imagenImagesRoute(PLUGIN_NAME, (model) => `/v1beta/models/${model}:predict`),
     },
   };
   return {

@@ -13,7 +13,7 @@ import {
   type TargetField,
   anthropic as anthropicSdk,
 } from '../../../sdk/index.js';
-import { geminiChatAnswer, isObject, isStrict, type Json, modelName, toGeminiRequest } from '../../../sdk/gemini/index.js';
+import { geminiChatAnswer, imagenImagesRoute, isObject, isStrict, type Json, modelName, toGeminiRequest } from '../../../sdk/gemini/index.js';
 import { toVertexAnthropicRequest, VERTEX_ANTHROPIC_VERSION, vertexAnthropicAnswer, vertexMessagesAnswer } from './anthropic.js';
 import { TokenCache, tokenSender } from './auth.js';
 import { predictAnswer, toPredictRequest } from './embeddings.js';
@@ -163,6 +163,8 @@ export function vertexAI(options: VertexOptions = {}): GatewayPlugin {
           return predictAnswer(upstream, ctx, { provider: PLUGIN_NAME, model: String(b.model), base64: b.encoding_format === 'base64' });
         },
       },
+      // Imagen at the publisher model's `:predict` (sdk/gemini/images.ts), for the media plugin's `POST /v1/images/generations`.
+      'images.generations': imagenImagesRoute(PLUGIN_NAME, (model, target) => modelPath(target, 'google', model, 'predict')),
     },
   };
   return {
