@@ -85,7 +85,7 @@ describe('images', () => {
 });
 
 describe('audio', () => {
-  test("transcriptions with the SDK: OpenAI (token usage, priced with audio rates) and Groq (its own base path)", async () => {
+  test("transcriptions with the SDK: OpenAI (token usage, priced with audio rates) and Groq (its own base path; translations too)", async () => {
     const text = await sdk(openaiTarget(), 'media-stt-1').audio.transcriptions.create({ model: 'gpt-4o-transcribe', file: await toFile(Buffer.alloc(3000, 7), 'a.wav', { type: 'audio/wav' }) });
     expect(text.text).toBe(TRANSCRIPT_TEXT);
     expect(mock.requests.at(-1)).toMatchObject({ path: '/v1/audio/transcriptions', fields: { model: 'gpt-4o-transcribe' } });
@@ -94,7 +94,12 @@ describe('audio', () => {
     // gpt-4o-transcribe per million: audio in $6, text out $10.
     expect(entry.cost).toBeCloseTo((120 * 6 + 8 * 10) / 1e6, 9);
 
-    const groq = await sdk({ provider: 'groq', api_key: 'gq-key', custom_host: `${mock.origin}/openai/v1` }, 'media-stt-2').audio.translations.create({ model: 'whisper-large-v3', file: await toFile(Buffer.alloc(2000, 9), 'b.mp3', { type: 'audio/mpeg' }) });
+    const groqClient = sdk({ provider: 'groq', api_key: 'gq-key', custom_host: `${mock.origin}/openai/v1` }, 'media-stt-2');
+    const heard = await groqClient.audio.transcriptions.create({ model: 'whisper-large-v3-turbo', file: await toFile(Buffer.alloc(2500, 8), 'e.flac', { type: 'audio/flac' }) });
+    expect(heard.text).toBe(TRANSCRIPT_TEXT);
+    expect(mock.requests.at(-1)).toMatchObject({ path: '/openai/v1/audio/transcriptions', fields: { model: 'whisper-large-v3-turbo' } });
+    expect(mock.requests.at(-1)!.headers.authorization).toBe('Bearer gq-key');
+    const groq = await groqClient.audio.translations.create({ model: 'whisper-large-v3', file: await toFile(Buffer.alloc(2000, 9), 'b.mp3', { type: 'audio/mpeg' }) });
     expect(groq.text).toBe(TRANSCRIPT_TEXT);
     expect(mock.requests.at(-1)).toMatchObject({ path: '/openai/v1/audio/translations', fields: { model: 'whisper-large-v3' } });
   }, 30_000);
