@@ -39,7 +39,7 @@ export { HOP_BY_HOP, NEVER_FORWARDED, bearerToken, forwardableHeaders, isForward
 export { discardResponse, jsonResponse, errorResponse, readResponseBody } from './http/write-response.js';
 export { parseJsonObject, tooDeep } from './http/read-body.js';
 export { DEFAULT_MAX_JSON_DEPTH, exceedsJsonDepth, exceedsValueDepth } from './json-limits.js';
-export { baseURL, effectiveBody, passThrough, requestBody } from './upstream/transport.js';
+export { baseURL, effectiveBody, forwardHeaders, passThrough, requestBody } from './upstream/transport.js';
 export { UpstreamClient, upstreamBodyError, type UpstreamClientOptions } from './upstream/client.js';
 export { isBodySource, mapChunks, MAX_UPSTREAM_BODY_BYTES, sourceOf, toSource, UpstreamBody, type BodySource, type ChunkMap, type ChunkSink, type Flow } from './upstream/body.js';
 export { upstreamUrlProblem, withoutUserInfo } from './upstream/urls.js';

@@ -132,7 +132,7 @@ export function requestBody(ctx: RequestContext, target?: Target): Buffer | stri
  * config schema refuses those, and a target built another way (a plugin's)
  * still cannot make the request contradict its own body.
  */
-function forwardHeaders(ctx: RequestContext, names: readonly string[], into: Record<string, string>): void {
+export function forwardHeaders(ctx: RequestContext, names: readonly string[], into: Record<string, string>): void {
   for (const raw of names) {
     const name = raw.toLowerCase();
     if (name === 'x-gateway-api-key' || !isForwardable(name)) continue;

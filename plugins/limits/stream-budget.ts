@@ -34,34 +34,16 @@ export function streamBudget(held: Held, answeredBy: string | null, deps: Stream
 
   /** Draws `tokens` more from every policy; -1 when all gave, else the hold index of the one that refused. */
   const draw = async (tokens: number): Promise<number> => {
-    const items: CheckItem[] = [];
-    const of: number[] = [];
+    const picks: DrawPick[] = [];
     for (const i of base) {
       const e = held.entries[i]!;
       // An unpriced model under a cost budget reserved nothing and draws nothing (docs/limits.md#unknown-prices).
       const amount = e.kind === 'tokens' ? tokens : e.price === null ? 0 : estimateNanoUsd({ prompt: 0, completion: tokens }, e.price);
-      if (amount === 0) continue;
-      items.push({ bucket: e.hold.bucket, group: e.hold.group, amount, limit: e.limit, reserve: true, expireAt: e.hold.expireAt });
-      of.push(i);
+      if (amount !== 0) picks.push({ index: i, amount });
     }
-    if (items.length === 0) {
-      covered += tokens;
-      return -1;
-    }
-    const id = `${held.requestId}+${++draws}`;
-    const now = deps.clock();
-    const result = await deps.store.check(items, id, now, now + deps.reservationTtlMs);
-    if (result.denied !== -1) return of[result.denied]!;
-    items.forEach((item, k) => {
-      const e = held.entries[of[k]!]!;
-      held.entries.push({
-        ...e,
-        hold: { bucket: item.bucket, group: item.group, member: holdMember(id, item.amount, item.group), amount: item.amount, expireAt: item.expireAt },
-        extra: true,
-      });
-    });
-    covered += tokens;
-    return -1;
+    const refused = picks.length === 0 ? -1 : await drawHolds(held, picks, `${held.requestId}+${++draws}`, deps);
+    if (refused === -1) covered += tokens;
+    return refused;
   };
 
   const scan = async (view: StreamView, need: number): Promise<void> => {
@@ -93,4 +75,31 @@ export function streamBudget(held: Held, answeredBy: string | null, deps: Stream
       return used <= covered ? undefined : scan(view, used - covered);
     },
   };
+}
+
+/** One reservation to draw more from: its hold's index in `held.entries`, and how much more. */
+export interface DrawPick {
+  index: number;
+  amount: number;
+}
+
+/**
+ * Draws more from several reservations at once, atomically, as a request is checked (a stream past its
+ * reservation, a realtime session's usage so far): -1 when all gave, each draw then a hold of its own (settled to 0:
+ * the first hold carries the real amount), else the index in `held.entries` of the one that refused. `id` names the
+ * draw's holds.
+ */
+export async function drawHolds(held: Held, picks: readonly DrawPick[], id: string, deps: Pick<StreamBudgetDeps, 'store' | 'clock' | 'reservationTtlMs'>): Promise<number> {
+  const items: CheckItem[] = picks.map(({ index, amount }) => {
+    const e = held.entries[index]!;
+    return { bucket: e.hold.bucket, group: e.hold.group, amount, limit: e.limit, reserve: true, expireAt: e.hold.expireAt };
+  });
+  const now = deps.clock();
+  const result = await deps.store.check(items, id, now, now + deps.reservationTtlMs);
+  if (result.denied !== -1) return picks[result.denied]!.index;
+  items.forEach((item, k) => {
+    const e = held.entries[picks[k]!.index]!;
+    held.entries.push({ ...e, hold: { bucket: item.bucket, group: item.group, member: holdMember(id, item.amount, item.group), amount: item.amount, expireAt: item.expireAt }, extra: true });
+  });
+  return -1;
 }

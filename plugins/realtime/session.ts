@@ -1,8 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import WebSocket, { type RawData, type WebSocketServer } from 'ws';
-import { baseURL, GatewayError, type GatewayResponse, type GuardrailLists, type GuardrailRunner, type PluginAPI, type RequestContext, type Target, type Usage, type UpstreamRequest } from '../../sdk/index.js';
+import { addUsage, baseURL, checkWebSocketHandshake, forwardHeaders, GatewayError, type GatewayResponse, type GuardrailLists, type GuardrailRunner, type PluginAPI, type RequestContext, type Target, type Usage, type UpstreamRequest } from '../../sdk/index.js';
 import { GUARD_READS, SessionGuard, TEXT_DONES } from './guard.js';
-import { addUsage, realtimeUsage } from './usage.js';
+import { realtimeUsage } from './usage.js';
 
 type Json = Record<string, unknown>;
 
@@ -41,8 +41,8 @@ export async function connectRealtime(ctx: RequestContext, target: Target, o: Se
     throw new GatewayError('invalid_request', `GET ${ctx.path} is the Realtime API's WebSocket: connect with a WebSocket client (Upgrade: websocket).`, { param: 'upgrade' });
   }
   // Checked before the provider is called: a handshake the WebSocket server would refuse must not open a provider socket.
-  const problem = handshakeProblem(ctx);
-  if (problem !== null) throw new GatewayError('invalid_request', problem.message, { param: problem.param });
+  checkWebSocketHandshake(ctx);
+  checkSubprotocols(ctx);
   const provider = ctx.provider!;
   const format = provider.resources?.realtime;
   if (format === undefined) {
@@ -54,12 +54,7 @@ export async function connectRealtime(ctx: RequestContext, target: Target, o: Se
   o.api.upstream.checkUrl(url);
   const headers = provider.authHeaders(target, ctx);
   const forward = target.forward_headers;
-  if (Array.isArray(forward)) {
-    for (const name of forward as string[]) {
-      const value = ctx.header(name.toLowerCase());
-      if (value !== undefined) headers[name.toLowerCase()] = value;
-    }
-  }
+  if (Array.isArray(forward)) forwardHeaders(ctx, forward as string[], headers);
   if (ctx.upstreamHeaders !== null) Object.assign(headers, ctx.upstreamHeaders);
   const request: UpstreamRequest = { method: 'GET', url, headers, body: null };
   if (provider.prepare !== undefined) await provider.prepare(request, target, ctx);
@@ -106,22 +101,17 @@ export async function connectRealtime(ctx: RequestContext, target: Target, o: Se
   return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(summary), observers: null };
 }
 
-/** What a WebSocket key is (16 random bytes, base64), and what a subprotocol may be (an HTTP token). */
-const WEBSOCKET_KEY = /^[+/0-9A-Za-z]{22}==$/;
+/** What a subprotocol may be: an HTTP token. */
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 
-/** Why the WebSocket server would refuse this handshake (so it is refused before a provider is called), or null. */
-function handshakeProblem(ctx: RequestContext): { message: string; param: string } | null {
-  const version = ctx.header('sec-websocket-version');
-  if (!WEBSOCKET_KEY.test(ctx.header('sec-websocket-key') ?? '') || (version !== '13' && version !== '8')) {
-    return { message: 'The WebSocket handshake is malformed (Sec-WebSocket-Key, Sec-WebSocket-Version 13).', param: 'sec-websocket-key' };
-  }
+/** Throws the 400 for subprotocols the WebSocket server would refuse (not tokens, or one named twice). */
+function checkSubprotocols(ctx: RequestContext): void {
   const offered = ctx.header('sec-websocket-protocol');
-  if (offered !== undefined) {
-    const list = offered.split(',').map((p) => p.trim());
-    if (list.some((p) => !TOKEN.test(p)) || new Set(list).size !== list.length) return { message: 'Sec-WebSocket-Protocol must list distinct subprotocol tokens.', param: 'sec-websocket-protocol' };
+  if (offered === undefined) return;
+  const list = offered.split(',').map((p) => p.trim());
+  if (list.some((p) => !TOKEN.test(p)) || new Set(list).size !== list.length) {
+    throw new GatewayError('invalid_request', 'Sec-WebSocket-Protocol must list distinct subprotocol tokens.', { param: 'sec-websocket-protocol' });
   }
-  return null;
 }
 
 /** How long the WebSocket server may take to answer a handshake it accepted before the client is taken as gone. */
@@ -419,7 +409,7 @@ export class Relay {
     this.#responses++;
     const used = realtimeUsage((event.response as Json | undefined)?.usage);
     if (used === null) return;
-    this.usage = addUsage(this.usage, used);
+    this.usage = this.usage === null ? used : addUsage(this.usage, used);
     const charge = this.#o.charge;
     if (charge === null) return;
     const total = this.usage;

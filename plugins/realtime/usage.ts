@@ -29,14 +29,3 @@ export function realtimeUsage(raw: unknown): Usage | null {
   if (audioOut > 0) usage.output_audio_tokens = audioOut;
   return usage;
 }
-
-/** `a` plus `b`, field by field (a session's usage is the sum of its responses'). */
-export function addUsage(a: Usage | null, b: Usage): Usage {
-  if (a === null) return { ...b };
-  const out: Usage = { prompt_tokens: a.prompt_tokens + b.prompt_tokens, completion_tokens: a.completion_tokens + b.completion_tokens, total_tokens: a.total_tokens + b.total_tokens };
-  for (const k of ['cached_tokens', 'input_audio_tokens', 'input_image_tokens', 'output_audio_tokens'] as const) {
-    const sum = (a[k] ?? 0) + (b[k] ?? 0);
-    if (sum > 0) out[k] = sum;
-  }
-  return out;
-}

@@ -2,7 +2,7 @@ import type { Socket } from 'node:net';
 import { StringDecoder } from 'node:string_decoder';
 import { Agent, request } from 'undici';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { GatewayError, isForwardable, isObject, responses, SSEParser, type GatewayResponse, type PluginAPI, type RequestContext } from '../../sdk/index.js';
+import { checkWebSocketHandshake, GatewayError, isForwardable, isObject, responses, SSEParser, type GatewayResponse, type PluginAPI, type RequestContext } from '../../sdk/index.js';
 import { rawInput } from './conversation.js';
 import { responsesError } from './errors.js';
 
@@ -31,8 +31,6 @@ const HIGH_WATER = 1024 * 1024;
 const MAX_PENDING = 16;
 /** A lane name (`stream_id`): what OpenAI accepts. */
 const LANE = /^[A-Za-z0-9_.-]{1,256}$/;
-/** A WebSocket key as RFC 6455 makes one (16 random bytes, base64). */
-const WEBSOCKET_KEY = /^[+/0-9A-Za-z]{22}==$/;
 /** Rate-limit and retry headers of a refused response, passed on in the error event's `headers` (as OpenAI does). */
 const ERROR_HEADERS = /^(?:retry-after(?:-ms)?|x-ratelimit-.+)$/;
 
@@ -72,10 +70,7 @@ export function responsesWebSocket(api: PluginAPI, opts: WebSocketOptions) {
     if (socket.encrypted === true || socket.localPort === undefined || socket.localAddress === undefined) {
       throw new GatewayError('service_unavailable', 'The WebSocket mode needs the gateway served by a plain TCP HTTP listener (node:http), which this one is not.');
     }
-    const version = ctx.header('sec-websocket-version');
-    if (!WEBSOCKET_KEY.test(ctx.header('sec-websocket-key') ?? '') || (version !== '13' && version !== '8')) {
-      throw new GatewayError('invalid_request', 'The WebSocket handshake is malformed (Sec-WebSocket-Key, Sec-WebSocket-Version 13).', { param: 'sec-websocket-key' });
-    }
+    checkWebSocketHandshake(ctx);
     const host = socket.localAddress;
     const origin = `http://${host.includes(':') ? `[${host}]` : host}:${socket.localPort}`;
     const headers: Record<string, string> = {};

@@ -36,6 +36,18 @@ export function toUsage(value: unknown): Usage | null {
   return usage;
 }
 
+/** Kinds of token a usage may count apart, summed field by field by {@link addUsage}. */
+const TOKEN_KINDS = ['cached_tokens', 'cache_write_tokens', 'cache_write_1h_tokens', 'reasoning_tokens', 'input_audio_tokens', 'input_image_tokens', 'output_audio_tokens'] as const;
+
+/** `a` plus `b`, field by field: the usage of several calls (a continued stream, a realtime session's responses). */
+export function addUsage(a: Usage, b: Usage): Usage {
+  const out: Usage = { prompt_tokens: a.prompt_tokens + b.prompt_tokens, completion_tokens: a.completion_tokens + b.completion_tokens, total_tokens: a.total_tokens + b.total_tokens };
+  for (const k of TOKEN_KINDS) {
+    if (a[k] !== undefined || b[k] !== undefined) out[k] = (a[k] ?? 0) + (b[k] ?? 0);
+  }
+  return out;
+}
+
 function num(v: unknown): number | undefined {
   return typeof v === 'number' && Number.isFinite(v) ? v : undefined;
 }

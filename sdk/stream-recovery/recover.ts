@@ -18,6 +18,7 @@ import {
 import { isEventStream } from '../door-stream.js';
 import { CHARS_PER_TOKEN, estimateRequestPromptTokens, USAGE_SEGMENTS, type UsageSegment } from '../observe/summary.js';
 import { isObject } from '../json-object.js';
+import { addUsage } from '../openai/usage.js';
 import { SSEParser, type SSEEvent } from '../sse.js';
 import type { Continued, ContinuationMode } from './continuation.js';
 import { doorSeamOf, type DoorSeam, type SeamItem } from './seams.js';
@@ -108,13 +109,6 @@ export function recoverStream(ctx: RequestContext, response: GatewayResponse, op
 
 const ZERO: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
 
-function addUsage(a: Usage, b: Usage): Usage {
-  const out: Usage = { prompt_tokens: a.prompt_tokens + b.prompt_tokens, completion_tokens: a.completion_tokens + b.completion_tokens, total_tokens: a.total_tokens + b.total_tokens };
-  for (const k of ['cached_tokens', 'cache_write_tokens', 'cache_write_1h_tokens', 'reasoning_tokens', 'input_audio_tokens', 'input_image_tokens', 'output_audio_tokens'] as const) {
-    if (a[k] !== undefined || b[k] !== undefined) out[k] = (a[k] ?? 0) + (b[k] ?? 0);
-  }
-  return out;
-}
 
 /** One upstream answer being read into the client's stream. */
 interface Segment {

@@ -1,7 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { BOOTSTRAP_KEY, GATEWAY_KEY, startTestServer } from '../helpers/gateway.js';
+import { BOOTSTRAP_KEY, GATEWAY_KEY, startTestServer, storedLogEntry } from '../helpers/gateway.js';
 import { CONTINUATION_USAGE, FIRST, startBreakingUpstream, WHOLE } from '../mocks/breaking-upstream.js';
 
 /**
@@ -41,15 +41,7 @@ const openai = (cfg: string, traceId: string) => new OpenAI({ apiKey: 'unused', 
 const anthropic = (cfg: string, traceId: string) => new Anthropic({ apiKey: 'unused', baseURL: gw.url, maxRetries: 0, defaultHeaders: headers(cfg, traceId) });
 
 /** The log entry of a trace (the writer runs on its own thread: polled), with its detail. */
-async function logged(traceId: string): Promise<Record<string, any>> {
-  for (let i = 0; i < 200; i++) {
-    const list = await (await fetch(`${gw.url}/v1/logs?trace_id=${traceId}`, { headers: { 'x-gateway-api-key': GATEWAY_KEY } })).json();
-    const entry = (list.data as Array<Record<string, any>>)[0];
-    if (entry !== undefined) return (await fetch(`${gw.url}/v1/logs/${entry.id}`, { headers: { 'x-gateway-api-key': GATEWAY_KEY } })).json();
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`no log entry for ${traceId}`);
-}
+const logged = (traceId: string) => storedLogEntry(gw.url, traceId);
 
 /** What each door's official SDK made of the stream: the text, the usage it reports, the stream's ids. */
 async function consume(door: string, cfg: string, traceId: string): Promise<{ text: string; output: number; ids: Set<string> }> {
