@@ -33,7 +33,8 @@ describe('a primary with no replica: trusted only while the Sentinels still name
     const node = new Redis({ host: '127.0.0.1', port: old, username: 'gw', password: 'gw-secret' });
     try {
       expect(await check.confirm(node)).toBe(true);
-      const connection = redisConnection(node, 'sp:', false, { replicas: 1, timeoutMs: 100 }, check.confirm);
+      // A generous WAIT: under a loaded machine a replica's acknowledgement can take longer than the gateway's 100 ms.
+      const connection = redisConnection(node, 'sp:', false, { replicas: 1, timeoutMs: 2000 }, check.confirm);
       await node.set('sp:k', '1');
       expect(await waitForReplicas(connection, 'sp:k')).toBe(1);
 
@@ -51,7 +52,7 @@ describe('a primary with no replica: trusted only while the Sentinels still name
       await node.set('sp:k', '2');
       expect(await waitForReplicas(connection, 'sp:k')).toBe(0);
       // Without the Sentinels to ask, a primary alone is trusted, as for a cluster.
-      expect(await waitForReplicas(redisConnection(node, 'sp:', false, { replicas: 1, timeoutMs: 100 }), 'sp:k')).toBe(1);
+      expect(await waitForReplicas(redisConnection(node, 'sp:', false, { replicas: 1, timeoutMs: 2000 }), 'sp:k')).toBe(1);
     } finally {
       await check.close();
       node.disconnect();
