@@ -67,3 +67,27 @@ export function isEventStream(upstream: UpstreamResponse): boolean {
 export function headerValue(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
+
+/**
+ * The JSON-RPC answer to `id` in an upstream's reply to a request the gateway made itself (`server/discover`,
+ * `initialize`): a JSON body, or the event of an event stream that carries it. Null when there is none by `deadline`.
+ */
+export async function readOwnAnswer(upstream: UpstreamResponse, id: JsonRpcId, limit: number, deadline: number): Promise<Record<string, unknown> | null> {
+  const text = await readWithin(upstream.body, limit, deadline);
+  if (typeof text !== 'string') return null;
+  const candidates = isEventStream(upstream)
+    ? text
+        .split(/\r?\n\r?\n/)
+        .map((event) => event.split(/\r?\n/).filter((l) => l.startsWith('data:')).map((l) => l.slice(l.charCodeAt(5) === 32 ? 6 : 5)).join('\n'))
+        .filter((d) => d !== '')
+    : [text];
+  for (const data of candidates) {
+    try {
+      const message: unknown = JSON.parse(data);
+      if (isObject(message) && message.id === id && ('result' in message || 'error' in message)) return message;
+    } catch {
+      /* not this one */
+    }
+  }
+  return null;
+}

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
+import { Readable } from 'node:stream';
 import {
   GatewayError,
   type GatewayResponse,
@@ -20,12 +21,33 @@ import {
 } from '../../sdk/index.js';
 import { headerValue, isEventStream, MCP_CODES, readWithin, rpcAnswer, TIMED_OUT, TimedOut, timeoutAnswer, timeoutError, upstreamFailure } from './answers.js';
 import { relayEvents, type RelayedMessage } from './events.js';
+import { listenFilter, honoredFilter, listenNotification } from './listen.js';
 import { checkToolCall, judgeAnswer, type Forwarded } from './judge.js';
 import { AuthorizationRequired, type OAuthFlow } from './oauth.js';
 import type { McpCaller, McpConnection, McpServerConfig, McpServerStore, McpSession, McpSessionToEnd } from './store/types.js';
 import { SessionStreams } from './streams.js';
-import { McpUpstream } from './upstream.js';
+import { McpUpstream, type Wire } from './upstream.js';
 import { mcpError } from './errors.js';
+import { UpstreamEras } from './eras.js';
+import { SessionLinks } from './links.js';
+import {
+  asksForInput,
+  checkModernRequest,
+  claimsModern,
+  discoverResult,
+  envelopeOf,
+  initializeResult,
+  META,
+  MODERN_VERSION,
+  modernAnswer,
+  modernHeaders,
+  REMOVED_METHODS,
+  type Envelope,
+  type RevisionRefusal,
+  type SessionServer,
+  withEnvelope,
+  withoutEnvelope,
+} from './revision.js';
 
 export interface GatewayOptions {
   /** Default wait for an answer to one forwarded request, in ms (a server's `request_timeout_ms` wins). */
@@ -71,11 +93,15 @@ export class McpGateway {
   readonly #touched = new Map<string, number>();
   readonly #streams = new SessionStreams();
   readonly #upstream: McpUpstream;
+  readonly #eras: UpstreamEras;
+  readonly #links: SessionLinks;
 
   constructor(options: GatewayOptions, deps: GatewayDeps) {
     this.#o = options;
     this.#d = deps;
     this.#upstream = new McpUpstream({ upstream: deps.upstream, oauth: deps.oauth, logger: deps.logger, caller: (ctx) => this.caller(ctx), redirectUri: (ctx) => this.redirectUri(ctx) });
+    this.#eras = new UpstreamEras(this.#upstream);
+    this.#links = new SessionLinks(this.#upstream);
   }
 
   // POST /v1/mcp/{id}: one JSON-RPC message.
@@ -92,41 +118,243 @@ export class McpGateway {
     }
     setJsonRpcId(ctx, message.id);
     if (kind !== 'response') ctx.logFields.rpc_method = message.method;
+    // 2026-07-28: the request names its revision in its _meta, and needs no session (a stray session header is ignored).
+    if (kind !== 'response' && claimsModern(message)) return this.#stateless(ctx, server, message, kind === 'request');
+    if (kind !== 'response' && ctx.header('mcp-protocol-version') === MODERN_VERSION && ctx.header('mcp-session-id') === undefined) {
+      return this.#refuse(ctx, message.id ?? null, {
+        status: 400,
+        code: JSONRPC.INVALID_PARAMS,
+        message: `Invalid params: the MCP-Protocol-Version header names ${MODERN_VERSION}, but the request has no _meta envelope (${META.protocolVersion}, ${META.clientCapabilities}).`,
+        data: { envelope: { missing: ['_meta'] } },
+      });
+    }
     if (kind === 'request' && message.method === 'initialize') return this.#initialize(ctx, server, message);
 
     const { session, connection } = await this.#session(ctx, server);
+    if (session.envelope !== null) return this.#sessionOnStateless(ctx, server, connection, session, message, kind);
+    const wire: Wire = { upstreamSessionId: session.upstreamSessionId, envelope: null, version: null };
     if (kind !== 'request') {
       // Notifications and the client's answers (to sampling, elicitation) pass as they are; the upstream acknowledges them.
       const upstream = await this.#upstream.call(ctx, server, connection, { method: 'POST', body: ctx.rawBody, session, timeoutMs: this.#timeout(server) });
       return this.#acknowledgement(ctx, upstream, session);
     }
 
-    const request: Forwarded = { id: message.id ?? null, method: message.method!, tool: null, params: isObject(message.params) ? message.params : {} };
-    if (request.method === 'tools/call') {
-      const refused = await checkToolCall(ctx, server, request, this.#d.guardrails());
-      if (refused !== null) return refused;
-    }
+    const { forwarded: request, refused } = await this.#checked(ctx, server, message, true);
+    if (refused !== null) return refused;
     const timeoutMs = this.#timeout(server);
     const deadline = performance.now() + timeoutMs;
     let upstream: UpstreamResponse;
     try {
       upstream = await this.#upstream.call(ctx, server, connection, { method: 'POST', body: ctx.rawBody, session, timeoutMs });
     } catch (err) {
-      if (err instanceof TimedOut) {
-        this.#upstream.cancel(ctx, server, connection, session, request.id, timeoutMs);
-        return timeoutAnswer(ctx, request.id, timeoutMs);
-      }
-      if (err instanceof AuthorizationRequired) return this.#authorizationAnswer(ctx, request.id, err);
-      if (err instanceof GatewayError && err.code !== 'host_not_allowed') return upstreamFailure(ctx, request.id, `The MCP server "${server.name}" could not be reached: ${err.message}`, null);
-      throw err;
+      return this.#callFailure(ctx, server, connection, wire, request.id, timeoutMs, err);
     }
-    return this.#answer(ctx, server, connection, session, request, upstream, deadline, timeoutMs);
+    return this.#answer(ctx, server, connection, session, request, upstream, deadline, timeoutMs, { wire, translate: null, declineRequests: false, stream: 'answer' });
+  }
+
+  /** What a failed upstream call is answered with: a timeout (the upstream told), an authorization to give, the server unreachable. */
+  #callFailure(ctx: RequestContext, server: McpServerConfig, connection: McpConnection, wire: Wire, id: JsonRpcId, timeoutMs: number, err: unknown): GatewayResponse {
+    if (err instanceof TimedOut) {
+      if (id !== null) this.#upstream.cancel(ctx, server, connection, wire, id, timeoutMs);
+      return timeoutAnswer(ctx, id, timeoutMs);
+    }
+    if (err instanceof AuthorizationRequired) return this.#authorizationAnswer(ctx, id, err);
+    if (err instanceof GatewayError && err.code !== 'host_not_allowed') return upstreamFailure(ctx, id, `The MCP server "${server.name}" could not be reached: ${err.message}`, null);
+    throw err;
+  }
+
+  /** The request as it is forwarded, and its refusal when it is a tool call the allow-list or the input guardrails stop (null: it goes on). */
+  async #checked(ctx: RequestContext, server: McpServerConfig, message: JsonRpcMessage, request: boolean): Promise<{ forwarded: Forwarded; refused: GatewayResponse | null }> {
+    const forwarded: Forwarded = { id: message.id ?? null, method: message.method!, tool: null, params: isObject(message.params) ? message.params : {} };
+    const refused = request && forwarded.method === 'tools/call' ? await checkToolCall(ctx, server, forwarded, this.#d.guardrails()) : null;
+    return { forwarded, refused };
+  }
+
+  /** A refusal before anything is forwarded, with its HTTP status (2026-07-28 answers its envelope's and headers' faults with 400). */
+  #refuse(ctx: RequestContext, id: JsonRpcId, refusal: RevisionRefusal): GatewayResponse {
+    ctx.error = mcpError('mcp_invalid_message', refusal.message);
+    return jsonResponse(refusal.status, jsonRpcErrorBody(id, { code: refusal.code, message: refusal.message, data: refusal.data }));
+  }
+
+  /**
+   * A 2026-07-28 request: no session. It is checked as a 2026-07-28 server checks it, judged as any request is, and
+   * sent on as it came to an upstream that speaks 2026-07-28; to one that speaks only the session revisions, it goes
+   * within a session the gateway keeps for the caller's connection ({@link SessionLinks}), without its envelope, and
+   * the answer comes back as 2026-07-28 has it (see revision.ts).
+   */
+  async #stateless(ctx: RequestContext, server: McpServerConfig, message: JsonRpcMessage, request: boolean): Promise<GatewayResponse> {
+    const id = message.id ?? null;
+    const refusal = checkModernRequest(ctx, message, request);
+    if (refusal !== null) return this.#refuse(ctx, id, refusal);
+    const envelope = envelopeOf(message)!;
+    const connection = (await this.#d.store().connection(server, this.caller(ctx), true))!;
+    const timeoutMs = this.#timeout(server);
+    const deadline = performance.now() + timeoutMs;
+    const direct: Wire = { upstreamSessionId: null, envelope, version: null };
+    let era: Awaited<ReturnType<UpstreamEras['of']>>;
+    try {
+      era = await this.#eras.of(ctx, server, connection, envelope, timeoutMs);
+    } catch (err) {
+      return this.#callFailure(ctx, server, connection, direct, null, timeoutMs, err);
+    }
+    const method = message.method!;
+    const { forwarded, refused } = await this.#checked(ctx, server, message, request);
+    if (refused !== null) return refused;
+    const stream = method === 'subscriptions/listen' ? 'listen' : 'answer';
+
+    if (era.modern) {
+      let upstream: UpstreamResponse;
+      try {
+        upstream = await this.#upstream.call(ctx, server, connection, { method: 'POST', body: ctx.rawBody, session: null, timeoutMs });
+      } catch (err) {
+        return this.#callFailure(ctx, server, connection, direct, request ? id : null, timeoutMs, err);
+      }
+      if (!request) return this.#acknowledgement(ctx, upstream, null);
+      if (upstream.status >= 400 && upstream.status < 500 && upstream.status !== 401 && upstream.status !== 403) this.#eras.forget(server); // it may speak otherwise now
+      return this.#answer(ctx, server, connection, null, forwarded, upstream, deadline, timeoutMs, { wire: direct, translate: null, declineRequests: false, stream });
+    }
+
+    // A session server: what 2026-07-28 removed, or answers without the server, is answered here.
+    if (request && REMOVED_METHODS.has(method)) {
+      ctx.error = mcpError('mcp_invalid_message', `Method not found: ${method} is not part of MCP ${MODERN_VERSION}.`);
+      return jsonResponse(404, jsonRpcErrorBody(id, { code: JSONRPC.METHOD_NOT_FOUND, message: 'Method not found' }));
+    }
+    if (!request && method !== 'notifications/cancelled' && method !== 'notifications/progress') return { status: 202, headers: {}, body: null, observers: null };
+    for (let tries = 0; ; tries++) {
+      let link: Awaited<ReturnType<SessionLinks['get']>>;
+      try {
+        link = await this.#links.get(ctx, server, connection, Math.max(1, Math.ceil(deadline - performance.now())));
+      } catch (err) {
+        return this.#callFailure(ctx, server, connection, direct, null, timeoutMs, err);
+      }
+      if (method === 'server/discover') return jsonResponse(200, { jsonrpc: '2.0', id, result: discoverResult(link.server) });
+      const wire: Wire = { upstreamSessionId: link.upstreamSessionId, envelope: null, version: link.server.protocolVersion };
+      if (method === 'subscriptions/listen') return this.#listenOnSession(ctx, server, connection, forwarded, link.server, wire);
+      let upstream: UpstreamResponse;
+      try {
+        upstream = await this.#upstream.call(ctx, server, connection, {
+          method: 'POST',
+          body: withoutEnvelope(message),
+          session: wire,
+          timeoutMs: Math.max(1, Math.ceil(deadline - performance.now())),
+          headers: { 'mcp-protocol-version': link.server.protocolVersion },
+        });
+      } catch (err) {
+        return this.#callFailure(ctx, server, connection, wire, request ? id : null, timeoutMs, err);
+      }
+      if (upstream.status === 404 && link.upstreamSessionId !== null) {
+        // The server lost the session (it restarted): a new one, once.
+        upstream.body.discard();
+        this.#links.drop(server, connection);
+        if (tries === 0) continue;
+        return upstreamFailure(ctx, id, `The MCP server "${server.name}" lost the gateway's session twice.`, 404);
+      }
+      if (!request) return this.#acknowledgement(ctx, upstream, null);
+      const serverInfo = link.server.serverInfo;
+      return this.#answer(ctx, server, connection, null, forwarded, upstream, deadline, timeoutMs, {
+        wire,
+        translate: (m) => modernAnswer(m, method, serverInfo),
+        declineRequests: true,
+        stream,
+      });
+    }
+  }
+
+  /**
+   * `subscriptions/listen` for a session server: the acknowledgement (what the server can tell: the list changes it
+   * announces, the resources it lets a client subscribe to) on a stream of the gateway's, then the server's
+   * notifications from its GET stream of the gateway's session, those asked for only, each naming the
+   * subscription. Resources are subscribed to in that session. The stream lasts until the client leaves, the
+   * server ends its stream, or the connection is revoked.
+   */
+  async #listenOnSession(ctx: RequestContext, server: McpServerConfig, connection: McpConnection, request: Forwarded, sessionServer: SessionServer, wire: Wire): Promise<GatewayResponse> {
+    const filter = listenFilter(request.params);
+    if (filter === null) return rpcAnswer(request.id, JSONRPC.INVALID_PARAMS, 'Invalid params: subscriptions/listen needs params.notifications, the notifications to send.');
+    const honored = honoredFilter(filter, sessionServer.capabilities);
+    const timeoutMs = this.#timeout(server);
+    const headers = { 'mcp-protocol-version': sessionServer.protocolVersion };
+    for (const uri of honored.resourceSubscriptions ?? []) {
+      const body = Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: `gateway-subscribe-${randomBytes(6).toString('hex')}`, method: 'resources/subscribe', params: { uri } }));
+      try {
+        (await this.#upstream.call(ctx, server, connection, { method: 'POST', body, session: wire, timeoutMs, headers })).body.discard();
+      } catch (err) {
+        return this.#callFailure(ctx, server, connection, wire, request.id, timeoutMs, err);
+      }
+    }
+    let events: Readable | null = null;
+    try {
+      const upstream = await this.#upstream.call(ctx, server, connection, { method: 'GET', body: null, session: wire, timeoutMs, accept: 'text/event-stream', headers });
+      if (upstream.status === 200 && isEventStream(upstream)) events = upstream.body.readable();
+      else upstream.body.discard();
+    } catch (err) {
+      return this.#callFailure(ctx, server, connection, wire, request.id, timeoutMs, err);
+    }
+    ctx.stream = true;
+    const ack = listenNotification('notifications/subscriptions/acknowledged', { notifications: events === null ? {} : honored }, request.id);
+    const opening = `event: message\ndata: ${JSON.stringify(ack)}\n\n`;
+    if (events === null) {
+      // Nothing can come (the server keeps no stream): acknowledged with nothing, and ended as a server ends one.
+      const done = { jsonrpc: '2.0', id: request.id, result: { resultType: 'complete', _meta: { [META.subscriptionId]: request.id } } };
+      return { status: 200, headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' }, body: `${opening}event: message\ndata: ${JSON.stringify(done)}\n\n`, observers: null };
+    }
+    this.#streams.track(connectionStreams(connection), events);
+    const relayed = relayEvents(events, {
+      isAnswer: () => false,
+      onMessage: (m) => (typeof m.method === 'string' && !('id' in m) ? listenNotification(m.method, m.params, request.id, honored) : null),
+      deadline: null,
+      onFailure: () => null,
+      maxEventBytes: this.#o.maxAnswerBytes,
+    });
+    const body = Readable.from(
+      (async function* () {
+        yield Buffer.from(opening);
+        yield* relayed;
+      })(),
+    );
+    body.once('close', () => relayed.destroy());
+    return { status: 200, headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' }, body, observers: null };
+  }
+
+  /**
+   * A request of a session whose upstream speaks only 2026-07-28: sent with the envelope the client declared at
+   * initialize and the standard headers; what 2026-07-28 removed is answered here (ping, the log level) or refused.
+   */
+  async #sessionOnStateless(ctx: RequestContext, server: McpServerConfig, connection: McpConnection, session: McpSession, message: JsonRpcMessage, kind: string): Promise<GatewayResponse> {
+    const envelope = session.envelope!;
+    const id = message.id ?? null;
+    if (kind === 'response') return { status: 202, headers: {}, body: null, observers: null }; // it asked nothing: 2026-07-28 servers cannot
+    const method = message.method!;
+    const request = kind === 'request';
+    if (!request && method !== 'notifications/cancelled' && method !== 'notifications/progress') return { status: 202, headers: {}, body: null, observers: null };
+    if (method === 'ping' || method === 'logging/setLevel') return jsonResponse(200, { jsonrpc: '2.0', id, result: {} });
+    if (REMOVED_METHODS.has(method)) return rpcAnswer(id, JSONRPC.METHOD_NOT_FOUND, `Method not found: the MCP server speaks ${MODERN_VERSION}, which has no ${method}.`);
+    const wire: Wire = { upstreamSessionId: null, envelope, version: MODERN_VERSION };
+    const { forwarded, refused } = await this.#checked(ctx, server, message, request);
+    if (refused !== null) return refused;
+    const timeoutMs = this.#timeout(server);
+    const deadline = performance.now() + timeoutMs;
+    let upstream: UpstreamResponse;
+    try {
+      upstream = await this.#upstream.call(ctx, server, connection, { method: 'POST', body: withEnvelope(message, envelope), session: null, timeoutMs, headers: modernHeaders(method, message.params, request) });
+    } catch (err) {
+      return this.#callFailure(ctx, server, connection, wire, request ? id : null, timeoutMs, err);
+    }
+    if (!request) return this.#acknowledgement(ctx, upstream, null);
+    return this.#answer(ctx, server, connection, null, forwarded, upstream, deadline, timeoutMs, {
+      wire,
+      // A session client cannot answer a 2026-07-28 question (it would need the server's requests on a stream).
+      translate: (m) => (asksForInput(m) ? inputUnavailable(m, server.name) : m),
+      declineRequests: false,
+      stream: 'answer',
+    });
   }
 
   // GET /v1/mcp/{id}: the stream of the server's own messages (requests, notifications) for a session.
   async get(ctx: RequestContext): Promise<GatewayResponse> {
     const server = await this.#server(ctx);
     const { session, connection } = await this.#session(ctx, server);
+    // An upstream that speaks only 2026-07-28 has no such stream (its notifications come on subscriptions/listen).
+    if (session.envelope !== null) return { status: 405, headers: { allow: 'POST, DELETE' }, body: null, observers: null };
     let upstream: UpstreamResponse;
     try {
       upstream = await this.#upstream.call(ctx, server, connection, { method: 'GET', body: null, session, timeoutMs: this.#timeout(server), accept: 'text/event-stream' });
@@ -172,6 +400,8 @@ export class McpGateway {
 
   /** Ends sessions for the store (a revoked connection, an archived server): upstream and on this instance. */
   closeSessions(server: McpServerConfig, connection: McpConnection, sessions: readonly McpSessionToEnd[]): void {
+    this.#streams.close(connectionStreams(connection));
+    void this.#links.end({ server, connection }, (link) => this.#upstream.end(server, connection, link.upstreamSessionId!));
     for (const s of sessions) {
       this.#streams.closeByDigest(s.sessionId);
       if (s.upstreamSessionId !== null) void this.#upstream.end(server, connection, s.upstreamSessionId);
@@ -181,13 +411,16 @@ export class McpGateway {
   /** Closes this instance's streams whose sessions ended elsewhere (revoked on another instance, expired). */
   async sweepStreams(): Promise<void> {
     if (this.#streams.size === 0) return;
-    const ids = this.#streams.sessionIds();
+    // A stateless client's subscriptions are kept by connection, not session: its revocation closes them (closeSessions).
+    const ids = this.#streams.sessionIds().filter((id) => !id.startsWith(CONNECTION_STREAMS));
     const live = await this.#d.store().liveSessions(ids);
     for (const id of ids) if (!live.has(id)) this.#streams.close(id);
   }
 
   /** Deletes sessions idle longer than the timeout. */
   async sweepSessions(): Promise<number> {
+    // The sessions this instance keeps upstream for stateless clients idle out as clients' sessions do.
+    await this.#links.end({ idleBefore: performance.now() - this.#o.sessionIdleTimeoutMs }, async () => undefined);
     return this.#d.store().deleteIdleSessions(this.#o.now() - this.#o.sessionIdleTimeoutMs);
   }
 
@@ -270,57 +503,114 @@ export class McpGateway {
       if (err instanceof GatewayError && err.code !== 'host_not_allowed') return upstreamFailure(ctx, id, `The MCP server "${server.name}" could not be reached: ${err.message}`, null);
       throw err;
     }
-    if (upstream.status < 200 || upstream.status >= 300) return this.#errorAnswer(ctx, server, { id, method: 'initialize', tool: null, params: {} }, upstream);
-    const upstreamSession = headerValue(upstream.headers['mcp-session-id']);
-    const sessionId = randomBytes(32).toString('base64url');
-    await this.#d.store().createSession(sessionId, connection, caller.apiKeyId, upstreamSession ?? null);
-    this.#touched.set(sessionId, this.#o.now());
-    const session: McpSession = { connectionId: connection.id, serverId: server.id, apiKeyId: caller.apiKeyId, upstreamSessionId: upstreamSession ?? null, lastUsedAt: this.#o.now() };
-    const answer = await this.#answer(ctx, server, connection, session, { id, method: 'initialize', tool: null, params: {} }, upstream, deadline, timeoutMs);
+    const request: Forwarded = { id, method: 'initialize', tool: null, params: {} };
+    if (upstream.status < 200 || upstream.status >= 300) {
+      const text = await this.#errorText(upstream);
+      // A server that speaks only 2026-07-28 refuses initialize (400, "unsupported protocol version"): its
+      // server/discover says what initialize would have, and the session is the gateway's alone.
+      if (upstream.status >= 400 && upstream.status < 500 && upstream.status !== 401 && upstream.status !== 403) {
+        this.#eras.forget(server);
+        const params = isObject(message.params) ? message.params : {};
+        const envelope: Envelope = { capabilities: isObject(params.capabilities) ? params.capabilities : {}, clientInfo: isObject(params.clientInfo) ? params.clientInfo : null };
+        const era = await this.#eras.of(ctx, server, connection, envelope, timeoutMs).catch(() => null);
+        if (era?.modern) {
+          const sessionId = await this.#openSession(connection, caller, null, envelope);
+          const answer = jsonResponse(200, { jsonrpc: '2.0', id, result: initializeResult(params.protocolVersion, era.discover, server.name) });
+          answer.headers['mcp-session-id'] = sessionId;
+          return answer;
+        }
+      }
+      return this.#errorAnswerFrom(ctx, server, request, upstream.status, text);
+    }
+    const upstreamSession = headerValue(upstream.headers['mcp-session-id']) ?? null;
+    const sessionId = await this.#openSession(connection, caller, upstreamSession, null);
+    const session: McpSession = { connectionId: connection.id, serverId: server.id, apiKeyId: caller.apiKeyId, upstreamSessionId: upstreamSession, envelope: null, lastUsedAt: this.#o.now() };
+    const wire: Wire = { upstreamSessionId: upstreamSession, envelope: null, version: null };
+    const answer = await this.#answer(ctx, server, connection, session, request, upstream, deadline, timeoutMs, { wire, translate: null, declineRequests: false, stream: 'answer' });
     answer.headers['mcp-session-id'] = sessionId;
     return answer;
   }
 
-  /** What the client gets for a forwarded request: the upstream's answer, judged. */
+  /** A new gateway session on the connection (its id, returned, is the client's alone to hold). */
+  async #openSession(connection: McpConnection, caller: McpCaller, upstreamSessionId: string | null, envelope: Envelope | null): Promise<string> {
+    const sessionId = randomBytes(32).toString('base64url');
+    await this.#d.store().createSession(sessionId, connection, caller.apiKeyId, upstreamSessionId, envelope);
+    this.#touched.set(sessionId, this.#o.now());
+    return sessionId;
+  }
+
+  /**
+   * What the client gets for a forwarded request: the upstream's answer, judged. `via` says how it went (the wire),
+   * how an answer is put in the client's revision (`translate`), whether the server's own requests on the stream
+   * are refused upstream instead of relayed (a stateless client cannot be asked them), and whether the stream is
+   * a 2026-07-28 subscription (relayed for as long as it lasts, without the request's deadline).
+   */
   async #answer(
     ctx: RequestContext,
     server: McpServerConfig,
     connection: McpConnection,
-    session: McpSession,
+    session: McpSession | null,
     request: Forwarded,
     upstream: UpstreamResponse,
     deadline: number,
     timeoutMs: number,
+    via: Via,
   ): Promise<GatewayResponse> {
-    if (upstream.status === 404 && session.upstreamSessionId !== null && request.method !== 'initialize') {
+    if (upstream.status === 404 && session !== null && session.upstreamSessionId !== null && request.method !== 'initialize') {
       upstream.body.discard();
       return this.#sessionGone(ctx, session);
     }
     if (upstream.status < 200 || upstream.status >= 300) return this.#errorAnswer(ctx, server, request, upstream);
-    const onAnswer = (message: RelayedMessage) => judgeAnswer(ctx, server, request, message, this.#d.guardrails());
+    const translate = via.translate ?? ((m: RelayedMessage) => m);
+    const onAnswer = (message: RelayedMessage) => judgeAnswer(ctx, server, request, translate(message), this.#d.guardrails());
+    const { wire } = via;
     if (isEventStream(upstream)) {
       ctx.stream = true;
-      const stream = relayEvents(upstream.body.readable(), {
+      const listen = via.stream === 'listen';
+      const events = upstream.body.readable();
+      // A subscription lasts: it is closed with its connection's revocation.
+      if (listen) this.#streams.track(connectionStreams(connection), events);
+      const stream = relayEvents(events, {
         isAnswer: (m) => m.id === request.id && ('result' in m || 'error' in m),
-        onMessage: (m, answer) => (answer ? onAnswer(m) : m),
-        deadline,
-        maxEventBytes: this.#o.maxAnswerBytes,
-        // The stream closed before the answer (SSE polling, a dropped connection): reopened after its last event, not sent again.
-        resume: async (lastEventId) => {
-          const again = await this.#upstream.call(ctx, server, connection, { method: 'GET', body: null, session, timeoutMs: Math.max(1, Math.ceil(deadline - performance.now())), accept: 'text/event-stream', lastEventId });
-          if (again.status !== 200 || !isEventStream(again)) {
-            again.body.discard();
+        onMessage: (m, answer) => {
+          if (answer) return onAnswer(m);
+          if (via.declineRequests && typeof m.method === 'string' && 'id' in m) {
+            this.#upstream.decline(server, connection, wire, m.id as JsonRpcId);
             return null;
           }
-          return again.body.readable();
+          return m;
         },
+        deadline: listen ? null : deadline,
+        maxEventBytes: this.#o.maxAnswerBytes,
+        // The stream closed before the answer (SSE polling, a dropped connection): reopened after its last event, not
+        // sent again. 2026-07-28 has no resumption (a stateless request is simply asked again).
+        resume:
+          wire.envelope !== null || listen
+            ? undefined
+            : async (lastEventId) => {
+                const again = await this.#upstream.call(ctx, server, connection, {
+                  method: 'GET',
+                  body: null,
+                  session: wire,
+                  timeoutMs: Math.max(1, Math.ceil(deadline - performance.now())),
+                  accept: 'text/event-stream',
+                  lastEventId,
+                  ...(wire.version === null ? {} : { headers: { 'mcp-protocol-version': wire.version } }),
+                });
+                if (again.status !== 200 || !isEventStream(again)) {
+                  again.body.discard();
+                  return null;
+                }
+                return again.body.readable();
+              },
         onFailure: (kind) => {
+          if (listen) return null; // a subscription that ends without its closing result is the server going away
           if (kind === 'oversized') {
             ctx.error = mcpError('mcp_upstream_error', `The MCP server "${server.name}" sent an event larger than ${this.#o.maxAnswerBytes} bytes; the stream was closed.`);
             return jsonRpcErrorBody(request.id, { code: JSONRPC.INTERNAL_ERROR, message: ctx.error.message });
           }
           if (kind === 'timeout') {
-            this.#upstream.cancel(ctx, server, connection, session, request.id, timeoutMs);
+            this.#upstream.cancel(ctx, server, connection, wire, request.id, timeoutMs);
             ctx.error = timeoutError(timeoutMs);
             return jsonRpcErrorBody(request.id, { code: MCP_CODES.REQUEST_TIMEOUT, message: ctx.error.message, data: { timeout_ms: timeoutMs } });
           }
@@ -332,7 +622,7 @@ export class McpGateway {
     }
     const text = await readWithin(upstream.body, this.#o.maxAnswerBytes, deadline);
     if (text === TIMED_OUT) {
-      this.#upstream.cancel(ctx, server, connection, session, request.id, timeoutMs);
+      this.#upstream.cancel(ctx, server, connection, wire, request.id, timeoutMs);
       return timeoutAnswer(ctx, request.id, timeoutMs);
     }
     if (text instanceof GatewayError) return upstreamFailure(ctx, request.id, `The MCP server "${server.name}" sent an answer that could not be read: ${text.message}`, upstream.status);
@@ -350,14 +640,22 @@ export class McpGateway {
 
   /** An upstream answer that is not 2xx: its JSON-RPC error when it sent one (so the client gets a clean error), else -32603. */
   async #errorAnswer(ctx: RequestContext, server: McpServerConfig, request: Forwarded, upstream: UpstreamResponse): Promise<GatewayResponse> {
+    return this.#errorAnswerFrom(ctx, server, request, upstream.status, await this.#errorText(upstream));
+  }
+
+  /** What an error answer says (the first ERROR_BODY_BYTES of it). */
+  async #errorText(upstream: UpstreamResponse): Promise<string> {
     const text = await readWithin(upstream.body, ERROR_BODY_BYTES, performance.now() + 5000).catch(() => '');
+    return typeof text === 'string' ? text : '';
+  }
+
+  #errorAnswerFrom(ctx: RequestContext, server: McpServerConfig, request: Forwarded, status: number, text: string): GatewayResponse {
+    const upstream = { status };
     let body: unknown = null;
-    if (typeof text === 'string') {
-      try {
-        body = JSON.parse(text);
-      } catch {
-        /* not JSON: the status says what happened */
-      }
+    try {
+      body = JSON.parse(text);
+    } catch {
+      /* not JSON: the status says what happened */
     }
     if (isObject(body) && isObject(body.error) && typeof body.error.code === 'number' && typeof body.error.message === 'string') {
       ctx.error = mcpError('mcp_upstream_error', `The MCP server "${server.name}" answered HTTP ${upstream.status}: ${body.error.message.slice(0, 500)}`);
@@ -369,9 +667,9 @@ export class McpGateway {
   }
 
   /** What a notification or a client's answer gets: the upstream's acknowledgement (202), or its error. */
-  #acknowledgement(ctx: RequestContext, upstream: UpstreamResponse, session: McpSession): GatewayResponse | Promise<GatewayResponse> {
+  #acknowledgement(ctx: RequestContext, upstream: UpstreamResponse, session: McpSession | null): GatewayResponse | Promise<GatewayResponse> {
     upstream.body.discard();
-    if (upstream.status === 404 && session.upstreamSessionId !== null) return this.#sessionGone(ctx, session);
+    if (upstream.status === 404 && session !== null && session.upstreamSessionId !== null) return this.#sessionGone(ctx, session);
     if (upstream.status >= 200 && upstream.status < 300) return { status: 202, headers: {}, body: null, observers: null };
     ctx.error = mcpError('mcp_upstream_error', `The MCP server answered HTTP ${upstream.status}.`);
     return jsonResponse(502, jsonRpcErrorBody(null, { code: JSONRPC.INTERNAL_ERROR, message: ctx.error.message, data: { upstream_status: upstream.status } }));
@@ -392,4 +690,25 @@ export class McpGateway {
     const elicitation = { mode: 'url', elicitationId: randomBytes(12).toString('base64url'), url: err.url, message: err.message };
     return rpcAnswer(id, MCP_CODES.URL_ELICITATION_REQUIRED, err.message, { elicitations: [elicitation], authorization_url: err.url, expires_at: new Date(err.expiresAt).toISOString() });
   }
+}
+
+/** How a forwarded request's answer is handled (see McpGateway's #answer). */
+interface Via {
+  wire: Wire;
+  translate: ((message: RelayedMessage) => RelayedMessage) | null;
+  declineRequests: boolean;
+  /** `listen`: a 2026-07-28 subscription, relayed until it ends. */
+  stream: 'answer' | 'listen';
+}
+
+/** The key a stateless client's open subscriptions are tracked under (its connection's). */
+const CONNECTION_STREAMS = 'connection:';
+const connectionStreams = (connection: McpConnection) => `${CONNECTION_STREAMS}${connection.id}`;
+
+/** A 2026-07-28 question a session client cannot be asked: the answer says so, and how to connect instead. */
+function inputUnavailable(message: RelayedMessage, serverName: string): RelayedMessage {
+  return jsonRpcErrorBody((message.id ?? null) as JsonRpcId, {
+    code: JSONRPC.INTERNAL_ERROR,
+    message: `The MCP server "${serverName}" asks the client for input (MCP ${MODERN_VERSION}'s input_required), which a session of an earlier revision cannot answer through the gateway; connect with ${MODERN_VERSION}.`,
+  }) as RelayedMessage;
 }

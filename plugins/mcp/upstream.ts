@@ -3,9 +3,43 @@ import { GatewayError, type JsonRpcId, type Logger, type RequestContext, type Up
 import { TimedOut } from './answers.js';
 import { AuthorizationRequired, type Challenge, type OAuthFlow } from './oauth.js';
 import type { McpCaller, McpConnection, McpServerConfig, McpSession } from './store/types.js';
+import { declined as declinedAnswer, META, MODERN_VERSION, type Envelope } from './revision.js';
 
 /** Ending an upstream session is a courtesy with a short leash. */
 const END_SESSION_TIMEOUT_MS = 5_000;
+
+/**
+ * How the gateway talks to an upstream for one request: within the upstream's session (its id, the negotiated
+ * version), or statelessly at 2026-07-28 with the client's envelope.
+ */
+export interface Wire {
+  upstreamSessionId: string | null;
+  envelope: Envelope | null;
+  /** The protocol version of the upstream session (null: the client's header, or 2026-07-28 with an envelope). */
+  version: string | null;
+}
+
+/** One call to an upstream MCP server. */
+export interface UpstreamCall {
+  method: 'POST' | 'GET';
+  body: Buffer | null;
+  /** The session whose upstream id goes with the call (null: none). */
+  session: Pick<McpSession, 'upstreamSessionId'> | null;
+  timeoutMs: number;
+  accept?: string;
+  lastEventId?: string;
+  /** The MCP headers of a body the gateway wrote (else the client's own go with the body it sent). */
+  headers?: Record<string, string>;
+}
+
+/** The client's `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*` headers, which describe the body forwarded as sent. */
+function forwardStandardHeaders(ctx: RequestContext, headers: Record<string, string>): void {
+  for (const name in ctx.headers) {
+    if (name !== 'mcp-method' && name !== 'mcp-name' && !name.startsWith('mcp-param-')) continue;
+    const value = ctx.headers[name];
+    if (typeof value === 'string' && value.length <= 1024) headers[name] = value;
+  }
+}
 
 export interface UpstreamDeps {
   upstream: UpstreamClient;
@@ -39,20 +73,21 @@ export class McpUpstream {
     ctx: RequestContext,
     server: McpServerConfig,
     connection: McpConnection,
-    call: { method: 'POST' | 'GET'; body: Buffer | null; session: McpSession | null; timeoutMs: number; accept?: string; lastEventId?: string },
+    call: UpstreamCall,
   ): Promise<UpstreamResponse> {
     const headers: Record<string, string> = { accept: call.accept ?? 'application/json, text/event-stream' };
     // Resuming a stream: the server replays what it sent after this event.
     if (call.lastEventId !== undefined) headers['last-event-id'] = call.lastEventId;
     if (call.body !== null) headers['content-type'] = 'application/json';
-    const version = ctx.header('mcp-protocol-version');
-    if (version !== undefined && version.length <= 64) headers['mcp-protocol-version'] = version;
-    // The standard headers naming what the forwarded body asks (2026-07-28: servers route on them); the body goes on as sent.
-    if (call.body !== null) {
-      for (const name of ['mcp-method', 'mcp-name']) {
-        const value = ctx.header(name);
-        if (value !== undefined && value.length <= 256) headers[name] = value;
-      }
+    if (call.headers !== undefined) {
+      // A body the gateway wrote or changed (another protocol revision's): the headers that describe it are its own.
+      Object.assign(headers, call.headers);
+    } else {
+      const version = ctx.header('mcp-protocol-version');
+      if (version !== undefined && version.length <= 64) headers['mcp-protocol-version'] = version;
+      // The standard headers naming what the forwarded body asks (2026-07-28: servers route on them, and check
+      // them against the body); the body goes on as sent, so they do too.
+      if (call.body !== null) forwardStandardHeaders(ctx, headers);
     }
     if (call.session?.upstreamSessionId) headers['mcp-session-id'] = call.session.upstreamSessionId;
     if (ctx.upstreamHeaders !== null) Object.assign(headers, ctx.upstreamHeaders);
@@ -95,7 +130,7 @@ export class McpUpstream {
     return upstream;
   }
 
-  async #send(ctx: RequestContext, server: McpServerConfig, headers: Record<string, string>, call: { method: 'POST' | 'GET'; body: Buffer | null; timeoutMs: number }): Promise<UpstreamResponse> {
+  async #send(ctx: RequestContext, server: McpServerConfig, headers: Record<string, string>, call: UpstreamCall): Promise<UpstreamResponse> {
     // The timeout covers the wait for headers; the answer's body has its own deadline (see the gateway's #answer), and a GET stream none.
     const timer = new AbortController();
     const clock = setTimeout(() => timer.abort(), call.timeoutMs);
@@ -126,21 +161,39 @@ export class McpUpstream {
     return new AuthorizationRequired(url, expiresAt, server.name);
   }
 
-  /** Tells the upstream the gateway gave up on a request (MCP's notifications/cancelled), in the background. */
-  cancel(ctx: RequestContext, server: McpServerConfig, connection: McpConnection, session: McpSession, id: JsonRpcId, timeoutMs: number): void {
-    const body = Buffer.from(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id, reason: `The gateway's timeout of ${timeoutMs} ms passed.` } }));
-    const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
-    const version = ctx.header('mcp-protocol-version');
+  /**
+   * Tells the upstream the gateway gave up on a request (MCP's notifications/cancelled), in the background. `wire`
+   * says how the request went: its upstream session, or the envelope of a 2026-07-28 request (which the notification
+   * carries too), and the protocol version.
+   */
+  cancel(ctx: RequestContext, server: McpServerConfig, connection: McpConnection, wire: Wire, id: JsonRpcId, timeoutMs: number): void {
+    const params: Record<string, unknown> = { requestId: id, reason: `The gateway's timeout of ${timeoutMs} ms passed.` };
+    if (wire.envelope !== null) params._meta = { [META.protocolVersion]: MODERN_VERSION, [META.clientCapabilities]: wire.envelope.capabilities };
+    const version = wire.envelope !== null ? MODERN_VERSION : (wire.version ?? ctx.header('mcp-protocol-version'));
+    const headers: Record<string, string> = {};
     if (version !== undefined && version.length <= 64) headers['mcp-protocol-version'] = version;
     // The standard header naming the method (2026-07-28: servers route on it).
     headers['mcp-method'] = 'notifications/cancelled';
-    if (session.upstreamSessionId !== null) headers['mcp-session-id'] = session.upstreamSessionId;
+    this.#courtesy(server, connection, wire.upstreamSessionId, headers, { jsonrpc: '2.0', method: 'notifications/cancelled', params }, 'telling an MCP server of a cancelled request failed');
+  }
+
+  /** Answers a server's request to the client with a refusal, in the background: the client cannot be asked it (see revision.ts, `declined`). */
+  decline(server: McpServerConfig, connection: McpConnection, wire: Wire, id: JsonRpcId): void {
+    const headers: Record<string, string> = {};
+    if (wire.version !== null) headers['mcp-protocol-version'] = wire.version;
+    this.#courtesy(server, connection, wire.upstreamSessionId, headers, declinedAnswer(id), 'refusing an MCP server\'s request to the client failed');
+  }
+
+  /** A message the gateway posts on its own (no answer awaited), best effort. */
+  #courtesy(server: McpServerConfig, connection: McpConnection, upstreamSessionId: string | null, extra: Record<string, string>, message: unknown, failure: string): void {
+    const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...extra };
+    if (upstreamSessionId !== null) headers['mcp-session-id'] = upstreamSessionId;
     if (server.auth.type === 'header') headers[server.auth.name] = server.auth.value;
     if (server.auth.type === 'oauth' && connection.tokens !== null) headers.authorization = `Bearer ${connection.tokens.access_token}`;
     this.#d.upstream
-      .send({ method: 'POST', url: server.url, headers, body }, AbortSignal.timeout(END_SESSION_TIMEOUT_MS), END_SESSION_TIMEOUT_MS)
+      .send({ method: 'POST', url: server.url, headers, body: Buffer.from(JSON.stringify(message)) }, AbortSignal.timeout(END_SESSION_TIMEOUT_MS), END_SESSION_TIMEOUT_MS)
       .then((r) => r.body.discard())
-      .catch((err: unknown) => this.#d.logger.debug({ err, mcp_server_id: server.id }, 'telling an MCP server of a cancelled request failed'));
+      .catch((err: unknown) => this.#d.logger.debug({ err, mcp_server_id: server.id }, failure));
   }
 
   /** Ends an upstream session (DELETE with its id), best effort. */

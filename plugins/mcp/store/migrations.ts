@@ -50,4 +50,12 @@ CREATE TABLE cp_mcp_sessions (
 CREATE INDEX cp_mcp_sessions_connection ON cp_mcp_sessions (connection_id);
 CREATE INDEX cp_mcp_sessions_used ON cp_mcp_sessions (last_used_at)`,
   },
+  {
+    // A session whose upstream speaks only MCP 2026-07-28 (stateless): the capabilities and identity its client
+    // declared at initialize, as JSON, which the gateway puts in every request it forwards (null: the upstream
+    // keeps sessions of its own, as before).
+    version: 2,
+    name: 'mcp_session_envelope',
+    up: 'ALTER TABLE cp_mcp_sessions ADD COLUMN client_envelope TEXT',
+  },
 ];

@@ -36,6 +36,8 @@ export interface McpSessionRow {
   api_key_id: string;
   /** Sealed. */
   upstream_session: string | null;
+  /** The client's envelope as JSON when the upstream speaks only 2026-07-28 (migration 2). */
+  client_envelope?: string | null;
   created_at: number;
   last_used_at: number;
 }

@@ -3,6 +3,7 @@ import type { GuardrailRunner, Logger, RequestContext, SecretBox, UpstreamClient
 import { openServer, registeredClient, TtlCache, type Identity, type UpstreamServerService } from '../../../sdk/admin/index.js';
 import type { McpConnectionRow, McpRepository, McpServerRow } from './repository.js';
 import type { McpCaller, McpConnection, McpServerConfig, McpServerStore, McpSession, McpSessionCloser, OAuthTokenSet } from './types.js';
+import type { Envelope } from '../revision.js';
 
 /** What the MCP store needs. */
 export interface McpStoreDeps {
@@ -178,7 +179,7 @@ export class McpStore implements McpServerStore, UpstreamServerService<McpServer
     this.#servers.delete(serverId);
   }
 
-  async createSession(sessionId: string, connection: McpConnection, apiKeyId: string, upstreamSessionId: string | null): Promise<void> {
+  async createSession(sessionId: string, connection: McpConnection, apiKeyId: string, upstreamSessionId: string | null, envelope: Envelope | null = null): Promise<void> {
     const digest = sessionDigest(sessionId);
     const now = this.#now();
     await this.#deps.repo.insertSession({
@@ -187,6 +188,8 @@ export class McpStore implements McpServerStore, UpstreamServerService<McpServer
       mcp_server_id: connection.serverId,
       api_key_id: apiKeyId,
       upstream_session: upstreamSessionId === null ? null : this.#box.seal(upstreamSessionId, sessionAad(digest)),
+      // Only when there is one: a row the released version (which has no such column) could also have written.
+      ...(envelope === null ? {} : { client_envelope: JSON.stringify(envelope) }),
       created_at: now,
       last_used_at: now,
     });
@@ -207,7 +210,15 @@ export class McpStore implements McpServerStore, UpstreamServerService<McpServer
           return null; // Unreadable: the client starts a new session.
         }
       }
-      return Object.freeze({ connectionId: row.connection_id, serverId: row.mcp_server_id, apiKeyId: row.api_key_id, upstreamSessionId, lastUsedAt: row.last_used_at });
+      let envelope: Envelope | null = null;
+      if (typeof row.client_envelope === 'string') {
+        try {
+          envelope = JSON.parse(row.client_envelope) as Envelope;
+        } catch {
+          return null;
+        }
+      }
+      return Object.freeze({ connectionId: row.connection_id, serverId: row.mcp_server_id, apiKeyId: row.api_key_id, upstreamSessionId, envelope, lastUsedAt: row.last_used_at });
     });
     return found ?? undefined;
   }

@@ -1,5 +1,6 @@
 import type { GuardrailLists, RequestContext } from '../../../sdk/index.js';
 import type { UpstreamServerConfig } from '../../../sdk/admin/index.js';
+import type { Envelope } from '../revision.js';
 
 /*
  * The shapes the MCP gateway (`gateway.ts`, `oauth.ts`) and the store of MCP
@@ -46,6 +47,11 @@ export interface McpSession {
   apiKeyId: string;
   /** The upstream's own `mcp-session-id`, when it keeps sessions. */
   upstreamSessionId: string | null;
+  /**
+   * When the upstream speaks only MCP 2026-07-28 (stateless): what the client declared at `initialize`, which every
+   * request forwarded for the session carries in its `_meta`. Null: the upstream keeps sessions (as before).
+   */
+  envelope: Envelope | null;
   lastUsedAt: number;
 }
 
@@ -66,7 +72,7 @@ export interface McpServerStore {
   /** Keeps the OAuth client the gateway registered with the server's authorization server. */
   /** Keeps the client the gateway registered at `issuer` (the authorization server) for the server. */
   saveOAuthClient(serverId: string, clientId: string, clientSecret: string | null, issuer?: string | null): Promise<void>;
-  createSession(sessionId: string, connection: McpConnection, apiKeyId: string, upstreamSessionId: string | null): Promise<void>;
+  createSession(sessionId: string, connection: McpConnection, apiKeyId: string, upstreamSessionId: string | null, envelope?: Envelope | null): Promise<void>;
   session(sessionId: string): Promise<McpSession | undefined>;
   /** Records that a session was used (callers throttle it). */
   touchSession(sessionId: string): Promise<void>;
