@@ -41,6 +41,13 @@ const OptionsSchema = v.strictObject({
   authorizationTtlMs: v.optional(int(60_000, 86_400_000), 600_000),
   /** `client_name` when the gateway registers itself with an authorization server. */
   clientName: v.optional(v.pipe(v.string(), v.minLength(1), v.maxLength(200)), 'AI gateway'),
+  /**
+   * The https URL of the gateway's OAuth client metadata document (Client ID Metadata Documents, as MCP's 2025-11-25
+   * authorization prefers): used as the gateway's `client_id` at an authorization server that advertises
+   * `client_id_metadata_document_supported`, instead of registering. The operator publishes the document there
+   * (docs/mcp.md). Default: none (the gateway registers dynamically).
+   */
+  clientMetadataUrl: v.optional(v.pipe(v.string(), v.url('must be a URL'), v.regex(/^https:\/\/[^/]+\/./, 'must be an https URL with a path'))),
   /** How often this instance checks that its open streams' sessions still exist (revoked elsewhere), in ms. Default 30 000. */
   streamCheckIntervalMs: v.optional(int(1000, 3_600_000), 30_000),
   /** Clock, for tests. */
@@ -85,7 +92,7 @@ export function mcp(options: McpOptions = {}): GatewayPlugin {
         if (store === null) throw new GatewayError('service_unavailable', 'MCP servers need the control plane, which is not loaded.');
         return store;
       };
-      const oauth = new OAuthFlow({ store: storeOf, upstream: api.upstream, now, stateTtlMs: opts.authorizationTtlMs, clientName: opts.clientName, logger: api.logger });
+      const oauth = new OAuthFlow({ store: storeOf, upstream: api.upstream, now, stateTtlMs: opts.authorizationTtlMs, clientName: opts.clientName, clientMetadataUrl: opts.clientMetadataUrl ?? null, logger: api.logger });
       const gateway = new McpGateway(
         {
           requestTimeoutMs: opts.requestTimeoutMs,

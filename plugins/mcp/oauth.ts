@@ -48,6 +48,8 @@ export interface OAuthOptions {
   stateTtlMs: number;
   /** `client_name` of a dynamic registration. */
   clientName: string;
+  /** The gateway's client metadata document's URL, its `client_id` where the authorization server takes one (null: none). */
+  clientMetadataUrl: string | null;
   logger: Logger;
 }
 
@@ -164,6 +166,13 @@ export class OAuthFlow {
 
   async #register(server: McpServerConfig, info: ServerInfo, redirectUri: string): Promise<{ client_id: string; client_secret?: string }> {
     const metadata = info.authorizationServerMetadata;
+    // Client ID Metadata Documents: where the authorization server reads a client's metadata from its URL, that URL
+    // is the client id, and nothing is registered (a public client: no secret).
+    const cimd = (metadata as { client_id_metadata_document_supported?: unknown } | undefined)?.client_id_metadata_document_supported === true;
+    if (cimd && this.#o.clientMetadataUrl !== null) {
+      await this.#o.store().saveOAuthClient(server.id, this.#o.clientMetadataUrl, null, info.authorizationServerUrl);
+      return { client_id: this.#o.clientMetadataUrl };
+    }
     // Without metadata at all, the default endpoint (`/register` at the authorization server) is tried.
     if (metadata !== undefined && metadata.registration_endpoint === undefined) {
       throw mcpError('mcp_authorization_failed', `MCP server "${server.name}": its authorization server offers no dynamic client registration; set auth.client_id (and client_secret) on the server.`);
