@@ -153,9 +153,10 @@ export class McpGateway {
   }
 
   /** What a failed upstream call is answered with: a timeout (the upstream told), an authorization to give, the server unreachable. */
-  #callFailure(ctx: RequestContext, server: McpServerConfig, connection: McpConnection, wire: Wire, id: JsonRpcId, timeoutMs: number, err: unknown): GatewayResponse {
+  #callFailure(ctx: RequestContext, server: McpServerConfig, connection: McpConnection, wire: Wire, id: JsonRpcId, timeoutMs: number, err: unknown, sent = true): GatewayResponse {
     if (err instanceof TimedOut) {
-      if (id !== null) this.#upstream.cancel(ctx, server, connection, wire, id, timeoutMs);
+      // The upstream is told only of a request it was sent (not of the gateway's own discover or initialize).
+      if (sent && id !== null) this.#upstream.cancel(ctx, server, connection, wire, id, timeoutMs);
       return timeoutAnswer(ctx, id, timeoutMs);
     }
     if (err instanceof AuthorizationRequired) return this.#authorizationAnswer(ctx, id, err);
@@ -195,7 +196,7 @@ export class McpGateway {
     try {
       era = await this.#eras.of(ctx, server, connection, envelope, timeoutMs);
     } catch (err) {
-      return this.#callFailure(ctx, server, connection, direct, null, timeoutMs, err);
+      return this.#callFailure(ctx, server, connection, direct, id, timeoutMs, err, false);
     }
     const method = message.method!;
     const { forwarded, refused } = await this.#checked(ctx, server, message, request);
@@ -225,7 +226,7 @@ export class McpGateway {
       try {
         link = await this.#links.get(ctx, server, connection, Math.max(1, Math.ceil(deadline - performance.now())));
       } catch (err) {
-        return this.#callFailure(ctx, server, connection, direct, null, timeoutMs, err);
+        return this.#callFailure(ctx, server, connection, direct, id, timeoutMs, err, false);
       }
       if (method === 'server/discover') return jsonResponse(200, { jsonrpc: '2.0', id, result: discoverResult(link.server) });
       const wire: Wire = { upstreamSessionId: link.upstreamSessionId, envelope: null, version: link.server.protocolVersion };
