@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { isObject, GatewayError, type GatewayResponse, jsonRpcErrorBody, type JsonRpcId, jsonResponse, JSONRPC, type RequestContext, type UpstreamBody, type UpstreamResponse } from '../../sdk/index.js';
+import { isObject, GatewayError, SSEParser, type GatewayResponse, jsonRpcErrorBody, type JsonRpcId, jsonResponse, JSONRPC, type RequestContext, type UpstreamBody, type UpstreamResponse } from '../../sdk/index.js';
 import { MCP_ERRORS, mcpError } from './errors.js';
 
 /*
@@ -75,12 +75,11 @@ export function headerValue(value: string | string[] | undefined): string | unde
 export async function readOwnAnswer(upstream: UpstreamResponse, id: JsonRpcId, limit: number, deadline: number): Promise<Record<string, unknown> | null> {
   const text = await readWithin(upstream.body, limit, deadline);
   if (typeof text !== 'string') return null;
-  const candidates = isEventStream(upstream)
-    ? text
-        .split(/\r?\n\r?\n/)
-        .map((event) => event.split(/\r?\n/).filter((l) => l.startsWith('data:')).map((l) => l.slice(l.charCodeAt(5) === 32 ? 6 : 5)).join('\n'))
-        .filter((d) => d !== '')
-    : [text];
+  let candidates = [text];
+  if (isEventStream(upstream)) {
+    const parser = new SSEParser();
+    candidates = [...parser.push(text), ...parser.end()].map((e) => e.data).filter((d) => d !== '');
+  }
   for (const data of candidates) {
     try {
       const message: unknown = JSON.parse(data);

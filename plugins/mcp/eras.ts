@@ -16,6 +16,14 @@ const DISCOVER_BYTES = 256 * 1024;
 /** Verdicts kept at most (one per server URL). */
 const MAX_VERDICTS = 10_000;
 
+/**
+ * Whether an HTTP status is how a server refuses a request of a revision it does not speak: a 4xx, but for 401 and
+ * 403 (authorization, not the revision). A 5xx, like a timeout, says nothing of the revision.
+ */
+export function refusesRevision(status: number): boolean {
+  return status >= 400 && status < 500 && status !== 401 && status !== 403;
+}
+
 /** The gateway's identity in the requests it makes on its own. */
 export const GATEWAY_CLIENT_INFO = Object.freeze({ name: 'ai-gateway', version: '1.0.0' });
 
@@ -56,12 +64,11 @@ export class UpstreamEras {
     const body = Buffer.from(JSON.stringify({ jsonrpc: '2.0', id, method: 'server/discover', params: { _meta: meta } }));
     const deadline = performance.now() + timeoutMs;
     const upstream = await this.#upstream.call(ctx, server, connection, { method: 'POST', body, session: null, timeoutMs, headers: { 'mcp-protocol-version': MODERN_VERSION, 'mcp-method': 'server/discover' } });
-    if (upstream.status >= 500 || upstream.status === 401 || upstream.status === 403) {
-      upstream.body.discard();
-      throw mcpError('mcp_upstream_error', `The MCP server "${server.name}" answered server/discover with HTTP ${upstream.status}.`);
-    }
     if (upstream.status >= 300) {
       upstream.body.discard();
+      if (upstream.status >= 400 && !refusesRevision(upstream.status)) {
+        throw mcpError('mcp_upstream_error', `The MCP server "${server.name}" answered server/discover with HTTP ${upstream.status}.`);
+      }
       return { modern: false };
     }
     const answer = await readOwnAnswer(upstream, id, DISCOVER_BYTES, deadline);

@@ -231,6 +231,11 @@ function field(event: SseEvent, line: string): void {
   else if (name === 'id' && !value.includes('\u0000')) event.id = value;
 }
 
+/** A JSON-RPC message as one `message` event of an event stream (as the gateway sends its own). */
+export function messageEvent(message: unknown): string {
+  return serialize({ event: 'message', id: null, retry: null, data: [], comment: false }, JSON.stringify(message));
+}
+
 function serialize(event: SseEvent, data: string): string {
   let out = '';
   if (event.event !== null) out += `event: ${event.event}\n`;

@@ -20,7 +20,7 @@ import {
   type UpstreamResponse,
 } from '../../sdk/index.js';
 import { headerValue, isEventStream, MCP_CODES, readWithin, rpcAnswer, TIMED_OUT, TimedOut, timeoutAnswer, timeoutError, upstreamFailure } from './answers.js';
-import { relayEvents, type RelayedMessage } from './events.js';
+import { messageEvent, relayEvents, type RelayedMessage } from './events.js';
 import { listenFilter, honoredFilter, listenNotification } from './listen.js';
 import { checkToolCall, judgeAnswer, type Forwarded } from './judge.js';
 import { AuthorizationRequired, type OAuthFlow } from './oauth.js';
@@ -28,7 +28,7 @@ import type { McpCaller, McpConnection, McpServerConfig, McpServerStore, McpSess
 import { SessionStreams } from './streams.js';
 import { McpUpstream, type Wire } from './upstream.js';
 import { mcpError } from './errors.js';
-import { UpstreamEras } from './eras.js';
+import { refusesRevision, UpstreamEras } from './eras.js';
 import { SessionLinks } from './links.js';
 import {
   asksForInput,
@@ -211,7 +211,7 @@ export class McpGateway {
         return this.#callFailure(ctx, server, connection, direct, request ? id : null, timeoutMs, err);
       }
       if (!request) return this.#acknowledgement(ctx, upstream, null);
-      if (upstream.status >= 400 && upstream.status < 500 && upstream.status !== 401 && upstream.status !== 403) this.#eras.forget(server); // it may speak otherwise now
+      if (refusesRevision(upstream.status)) this.#eras.forget(server); // it may speak otherwise now
       return this.#answer(ctx, server, connection, null, forwarded, upstream, deadline, timeoutMs, { wire: direct, translate: null, declineRequests: false, stream });
     }
 
@@ -220,7 +220,7 @@ export class McpGateway {
       ctx.error = mcpError('mcp_invalid_message', `Method not found: ${method} is not part of MCP ${MODERN_VERSION}.`);
       return jsonResponse(404, jsonRpcErrorBody(id, { code: JSONRPC.METHOD_NOT_FOUND, message: 'Method not found' }));
     }
-    if (!request && method !== 'notifications/cancelled' && method !== 'notifications/progress') return { status: 202, headers: {}, body: null, observers: null };
+    if (!request && !NOTIFICATIONS_FORWARDED.has(method)) return accepted();
     for (let tries = 0; ; tries++) {
       let link: Awaited<ReturnType<SessionLinks['get']>>;
       try {
@@ -292,11 +292,11 @@ export class McpGateway {
     }
     ctx.stream = true;
     const ack = listenNotification('notifications/subscriptions/acknowledged', { notifications: events === null ? {} : honored }, request.id);
-    const opening = `event: message\ndata: ${JSON.stringify(ack)}\n\n`;
+    const opening = messageEvent(ack);
     if (events === null) {
       // Nothing can come (the server keeps no stream): acknowledged with nothing, and ended as a server ends one.
       const done = { jsonrpc: '2.0', id: request.id, result: { resultType: 'complete', _meta: { [META.subscriptionId]: request.id } } };
-      return { status: 200, headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' }, body: `${opening}event: message\ndata: ${JSON.stringify(done)}\n\n`, observers: null };
+      return { status: 200, headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' }, body: opening + messageEvent(done), observers: null };
     }
     this.#streams.track(connectionStreams(connection), events);
     const relayed = relayEvents(events, {
@@ -323,10 +323,10 @@ export class McpGateway {
   async #sessionOnStateless(ctx: RequestContext, server: McpServerConfig, connection: McpConnection, session: McpSession, message: JsonRpcMessage, kind: string): Promise<GatewayResponse> {
     const envelope = session.envelope!;
     const id = message.id ?? null;
-    if (kind === 'response') return { status: 202, headers: {}, body: null, observers: null }; // it asked nothing: 2026-07-28 servers cannot
+    if (kind === 'response') return accepted(); // it asked nothing: 2026-07-28 servers cannot
     const method = message.method!;
     const request = kind === 'request';
-    if (!request && method !== 'notifications/cancelled' && method !== 'notifications/progress') return { status: 202, headers: {}, body: null, observers: null };
+    if (!request && !NOTIFICATIONS_FORWARDED.has(method)) return accepted();
     if (method === 'ping' || method === 'logging/setLevel') return jsonResponse(200, { jsonrpc: '2.0', id, result: {} });
     if (REMOVED_METHODS.has(method)) return rpcAnswer(id, JSONRPC.METHOD_NOT_FOUND, `Method not found: the MCP server speaks ${MODERN_VERSION}, which has no ${method}.`);
     const wire: Wire = { upstreamSessionId: null, envelope, version: MODERN_VERSION };
@@ -509,7 +509,7 @@ export class McpGateway {
       const text = await this.#errorText(upstream);
       // A server that speaks only 2026-07-28 refuses initialize (400, "unsupported protocol version"): its
       // server/discover says what initialize would have, and the session is the gateway's alone.
-      if (upstream.status >= 400 && upstream.status < 500 && upstream.status !== 401 && upstream.status !== 403) {
+      if (refusesRevision(upstream.status)) {
         this.#eras.forget(server);
         const params = isObject(message.params) ? message.params : {};
         const envelope: Envelope = { capabilities: isObject(params.capabilities) ? params.capabilities : {}, clientInfo: isObject(params.clientInfo) ? params.clientInfo : null };
@@ -671,7 +671,7 @@ export class McpGateway {
   #acknowledgement(ctx: RequestContext, upstream: UpstreamResponse, session: McpSession | null): GatewayResponse | Promise<GatewayResponse> {
     upstream.body.discard();
     if (upstream.status === 404 && session !== null && session.upstreamSessionId !== null) return this.#sessionGone(ctx, session);
-    if (upstream.status >= 200 && upstream.status < 300) return { status: 202, headers: {}, body: null, observers: null };
+    if (upstream.status >= 200 && upstream.status < 300) return accepted();
     ctx.error = mcpError('mcp_upstream_error', `The MCP server answered HTTP ${upstream.status}.`);
     return jsonResponse(502, jsonRpcErrorBody(null, { code: JSONRPC.INTERNAL_ERROR, message: ctx.error.message, data: { upstream_status: upstream.status } }));
   }
@@ -692,6 +692,12 @@ export class McpGateway {
     return rpcAnswer(id, MCP_CODES.URL_ELICITATION_REQUIRED, err.message, { elicitations: [elicitation], authorization_url: err.url, expires_at: new Date(err.expiresAt).toISOString() });
   }
 }
+
+/** What acknowledges a message with nothing to answer (a notification, a client's answer). */
+const accepted = (): GatewayResponse => ({ status: 202, headers: {}, body: null, observers: null });
+
+/** The notifications of a stateless client that go upstream; the others (of a revision the upstream does not speak) are acknowledged here. */
+const NOTIFICATIONS_FORWARDED: ReadonlySet<string> = new Set(['notifications/cancelled', 'notifications/progress']);
 
 /** How a forwarded request's answer is handled (see McpGateway's #answer). */
 interface Via {
