@@ -36,6 +36,12 @@ export interface RelayOptions {
    * Without it, an ended stream is a failure at once.
    */
   resume?(lastEventId: string): Promise<Readable | null>;
+  /**
+   * The id the client gets for an event, given the upstream's last event id at that point (never the upstream's id
+   * itself: see the gateway's client ids). Called for each relayed message once the upstream has given an id;
+   * without it, or before that, events go without ids.
+   */
+  eventId?(upstreamId: string): string;
 }
 
 const TIMEOUT = Symbol('timeout');
@@ -44,9 +50,11 @@ const TIMEOUT = Symbol('timeout');
  * Relays an upstream MCP event stream to the client, message by message:
  * each event's JSON-RPC message goes through `onMessage` (the answer can be
  * filtered or checked before it goes out; progress notifications and
- * requests pass as they come). Event ids are not sent on: a client cannot
- * resume with `Last-Event-ID` and receive an answer replayed past the
- * allow-list and the guardrails. The gateway resumes instead: when the
+ * requests pass as they come). The upstream's event ids are not sent on: a
+ * client that resumed with one would get an answer replayed past the
+ * allow-list and the guardrails. Given `eventId`, each event carries an id
+ * of the gateway's instead, from which it resumes the upstream's stream for
+ * the client itself, judging again. The gateway resumes on its own too: when the
  * upstream's stream ends or breaks before the answer and it gave an event
  * id (a priming event for SSE polling, or any event), `resume` reopens it
  * from there after the upstream's `retry`, and the answer still comes on
@@ -108,6 +116,9 @@ async function* relay(source: { current: Readable }, options: RelayOptions): Asy
     return out;
   };
 
+  /** The client's id for the event being relayed (undefined: none to give). */
+  const clientId = (): string | undefined => (lastEventId === null || options.eventId === undefined ? undefined : options.eventId(lastEventId));
+
   const relayed = async (event: SseEvent): Promise<string> => {
     const data = event.data.join('\n');
     // A priming event (an id and empty data): for the gateway's own resumption, nothing the client needs.
@@ -116,13 +127,13 @@ async function* relay(source: { current: Readable }, options: RelayOptions): Asy
     try {
       message = JSON.parse(data);
     } catch {
-      return serialize(event, data);
+      return serialize(event, data, clientId());
     }
-    if (typeof message !== 'object' || message === null || Array.isArray(message)) return serialize(event, data);
+    if (typeof message !== 'object' || message === null || Array.isArray(message)) return serialize(event, data, clientId());
     const answer = !answered && options.isAnswer(message as RelayedMessage);
     if (answer) answered = true;
     const next = await options.onMessage(message as RelayedMessage, answer);
-    return next === null ? '' : serialize(event, JSON.stringify(next));
+    return next === null ? '' : serialize(event, JSON.stringify(next), clientId());
   };
 
   const failure = (kind: 'timeout' | 'ended' | 'oversized'): Buffer | null => {
@@ -236,8 +247,9 @@ export function messageEvent(message: unknown): string {
   return serialize({ event: 'message', id: null, retry: null, data: [], comment: false }, JSON.stringify(message));
 }
 
-function serialize(event: SseEvent, data: string): string {
+function serialize(event: SseEvent, data: string, id?: string): string {
   let out = '';
+  if (id !== undefined) out += `id: ${id}\n`;
   if (event.event !== null) out += `event: ${event.event}\n`;
   if (event.retry !== null) out += `retry: ${event.retry}\n`;
   for (const line of data.split('\n')) out += `data: ${line}\n`;

@@ -26,6 +26,7 @@ import { checkToolCall, judgeAnswer, type Forwarded } from './judge.js';
 import { AuthorizationRequired, type OAuthFlow } from './oauth.js';
 import type { McpCaller, McpConnection, McpServerConfig, McpServerStore, McpSession, McpSessionToEnd } from './store/types.js';
 import { SessionStreams } from './streams.js';
+import { sessionDigest } from './store/store.js';
 import { McpUpstream, type Wire } from './upstream.js';
 import { mcpError } from './errors.js';
 import { refusesRevision, UpstreamEras } from './eras.js';
@@ -356,6 +357,11 @@ export class McpGateway {
     const { session, connection } = await this.#session(ctx, server);
     // An upstream that speaks only 2026-07-28 has no such stream (its notifications come on subscriptions/listen).
     if (session.envelope !== null) return { status: 405, headers: { allow: 'POST, DELETE' }, body: null, observers: null };
+    const lastEventId = ctx.header('last-event-id');
+    if (lastEventId !== undefined && lastEventId.length <= 4096) {
+      const resumed = await this.#resumeForClient(ctx, server, connection, session, ctx.header('mcp-session-id')!, lastEventId);
+      if (resumed !== null) return resumed;
+    }
     let upstream: UpstreamResponse;
     try {
       upstream = await this.#upstream.call(ctx, server, connection, { method: 'GET', body: null, session, timeoutMs: this.#timeout(server), accept: 'text/event-stream' });
@@ -532,6 +538,48 @@ export class McpGateway {
     return answer;
   }
 
+  /**
+   * The ids a session client gets on an answer's stream, so it can reconnect (a `GET` with `Last-Event-ID`) when its
+   * own connection drops: each is the upstream's last event id at that point and the request it answers, sealed and
+   * bound to the session, so only that session can resume and nothing can be forged; the gateway resumes the
+   * upstream's stream from there and judges the answer again ({@link #resumeForClient}). Undefined where there is
+   * nothing to resume: a 2026-07-28 exchange (that revision has none), a subscription, `initialize`.
+   */
+  #clientEventIds(ctx: RequestContext, session: McpSession | null, request: Forwarded, via: Via): ((upstreamId: string) => string) | undefined {
+    const sessionId = ctx.header('mcp-session-id');
+    if (session === null || session.envelope !== null || via.wire.envelope !== null || via.stream !== 'answer' || request.method === 'initialize' || sessionId === undefined) return undefined;
+    const store = this.#d.store();
+    const purpose = clientEventPurpose(sessionId);
+    return (upstreamId) => store.seal(JSON.stringify({ u: upstreamId, r: request.id, m: request.method, t: request.tool }), purpose);
+  }
+
+  /**
+   * A session client reconnecting after an event of an answer's stream: the upstream's stream is reopened after the
+   * event the id names (the upstream replays what came after, the answer among it), relayed as any answer is,
+   * judged again, with ids again. Null when the id is not one this session was given.
+   */
+  async #resumeForClient(ctx: RequestContext, server: McpServerConfig, connection: McpConnection, session: McpSession, sessionId: string, lastEventId: string): Promise<GatewayResponse | null> {
+    let token: { u: string; r: JsonRpcId; m: string; t: string | null };
+    try {
+      token = JSON.parse(this.#d.store().open(lastEventId, clientEventPurpose(sessionId)));
+    } catch {
+      return null;
+    }
+    const request: Forwarded = { id: token.r, method: token.m, tool: token.t, params: token.t === null ? {} : { name: token.t } };
+    ctx.logFields.rpc_method = token.m;
+    if (token.t !== null) ctx.logFields.tool_name = token.t;
+    const wire: Wire = { upstreamSessionId: session.upstreamSessionId, envelope: null, version: null };
+    const timeoutMs = this.#timeout(server);
+    const deadline = performance.now() + timeoutMs;
+    let upstream: UpstreamResponse;
+    try {
+      upstream = await this.#upstream.call(ctx, server, connection, { method: 'GET', body: null, session: wire, timeoutMs, accept: 'text/event-stream', lastEventId: token.u });
+    } catch (err) {
+      return this.#callFailure(ctx, server, connection, wire, request.id, timeoutMs, err, false);
+    }
+    return this.#answer(ctx, server, connection, session, request, upstream, deadline, timeoutMs, { wire, translate: null, declineRequests: false, stream: 'answer' });
+  }
+
   /** A new gateway session on the connection (its id, returned, is the client's alone to hold). */
   async #openSession(connection: McpConnection, caller: McpCaller, upstreamSessionId: string | null, envelope: Envelope | null): Promise<string> {
     const sessionId = randomBytes(32).toString('base64url');
@@ -583,6 +631,7 @@ export class McpGateway {
         },
         deadline: listen ? null : deadline,
         maxEventBytes: this.#o.maxAnswerBytes,
+        eventId: this.#clientEventIds(ctx, session, request, via),
         // The stream closed before the answer (SSE polling, a dropped connection): reopened after its last event, not
         // sent again. 2026-07-28 has no resumption (a stateless request is simply asked again).
         resume:
@@ -692,6 +741,9 @@ export class McpGateway {
     return rpcAnswer(id, MCP_CODES.URL_ELICITATION_REQUIRED, err.message, { elicitations: [elicitation], authorization_url: err.url, expires_at: new Date(err.expiresAt).toISOString() });
   }
 }
+
+/** What the gateway's client event ids are sealed for: the session's own (another session cannot open them). */
+const clientEventPurpose = (sessionId: string) => `event-id:${sessionDigest(sessionId)}`;
 
 /** What acknowledges a message with nothing to answer (a notification, a client's answer). */
 const accepted = (): GatewayResponse => ({ status: 202, headers: {}, body: null, observers: null });

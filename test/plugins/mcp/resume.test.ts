@@ -22,7 +22,7 @@ let up: Awaited<ReturnType<typeof startPollingUpstream>>;
 let key = '';
 let serverId = '';
 
-type Mode = 'poll' | 'drop' | 'no-id' | 'bad-request';
+type Mode = 'poll' | 'drop' | 'hold' | 'no-id' | 'bad-request';
 
 /** A Streamable HTTP MCP server by hand: one tool, `work`, whose answer comes only on a resumed stream. */
 async function startPollingUpstream() {
@@ -87,6 +87,11 @@ async function startPollingUpstream() {
           replay.set(eventId, answer);
           const progress = { jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: message.params?._meta?.progressToken ?? 'p', progress: 1 } };
           res.write(`id: ${eventId}\ndata: ${JSON.stringify(progress)}\n\n`, () => res.socket?.destroy());
+        } else if (mode === 'hold') {
+          // A progress event, then nothing until the client's connection is gone: the answer waits for a resumption.
+          replay.set(eventId, answer);
+          const progress = { jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: message.params?._meta?.progressToken ?? 'p', progress: 1 } };
+          res.write(`id: ${eventId}\ndata: ${JSON.stringify(progress)}\n\n`);
         } else {
           res.end(': no id here\n\n');
         }
@@ -192,4 +197,49 @@ test("an upstream's 400 with a JSON-RPC error keeps its status; Mcp-Method and M
   expect(res.status).toBe(400);
   expect(await res.json()).toEqual({ jsonrpc: '2.0', id: 2, error: { code: -32602, message: 'Unknown tool: nope' } });
   expect(up.calls.at(-1)).toMatchObject({ 'mcp-method': 'tools/call', 'mcp-name': 'nope' });
+});
+
+test("the client's own connection drops mid-answer: it reconnects to the gateway with the id it was given, and the result comes once", async () => {
+  up.mode = 'hold';
+  const headers = { 'x-gateway-api-key': key, 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+  const open = async () => {
+    const init = await fetch(`${gw.url}/v1/mcp/${serverId}`, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } }) });
+    await init.arrayBuffer();
+    return init.headers.get('mcp-session-id')!;
+  };
+  const session = await open();
+  const runsBefore = up.runs.length;
+  const resumesBefore = up.resumes.length;
+  const leave = new AbortController();
+  const res = await fetch(`${gw.url}/v1/mcp/${serverId}`, {
+    method: 'POST',
+    headers: { ...headers, 'mcp-session-id': session },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'work', arguments: {}, _meta: { progressToken: 'tok' } } }),
+    signal: leave.signal,
+  });
+  expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+  // Read up to the progress event, then drop the connection.
+  const reader = res.body!.getReader();
+  let seen = '';
+  while (!seen.includes('\n\n')) seen += new TextDecoder().decode((await reader.read()).value);
+  leave.abort();
+  const id = /^id: (.+)$/m.exec(seen)?.[1];
+  expect(id, seen).toBeDefined();
+  expect(seen).toContain('"progress":1');
+  // The gateway's own id: the upstream's is not in it, and it is no use to another session.
+  expect(id).not.toContain(`ev-${runsBefore + 1}`);
+  const other = await open();
+  const stranger = await fetch(`${gw.url}/v1/mcp/${serverId}`, { headers: { 'x-gateway-api-key': key, accept: 'text/event-stream', 'mcp-session-id': other, 'last-event-id': id! } });
+  await stranger.arrayBuffer();
+  expect(up.resumes.length - resumesBefore).toBe(0);
+
+  const again = await fetch(`${gw.url}/v1/mcp/${serverId}`, { headers: { 'x-gateway-api-key': key, accept: 'text/event-stream', 'mcp-session-id': session, 'last-event-id': id! } });
+  expect(again.status).toBe(200);
+  const text = await again.text();
+  expect(text).toContain(JSON.stringify({ jsonrpc: '2.0', id: 7, result: { content: [{ type: 'text', text: `done ${runsBefore + 1}` }] } }));
+  // Resumed upstream from the event the client last saw, in the same upstream session; the tool ran once.
+  expect(up.resumes.slice(resumesBefore)).toEqual([{ lastEventId: `ev-${runsBefore + 1}`, session: 'up-session-1' }]);
+  expect(up.runs.length - runsBefore).toBe(1);
+  // The resumed answer carries ids too, for a second reconnection.
+  expect(text).toMatch(/^id: /m);
 });
