@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { deflateRawSync } from 'node:zlib';
 import { finishEntry, type FinishOptions } from '../../plugins/logs/finish.js';
 import { newLogId, type LogEntry } from '../../plugins/logs/entry.js';
 import { LOG_MIGRATIONS, LOGS_NAMESPACE } from '../../plugins/logs/store/migrations.js';
@@ -21,8 +22,9 @@ import { startMockOpenAI } from '../mocks/openai-upstream.js';
  * Where the log writer's time goes, per entry: the entries of real requests (the bench's chat request, JSON and
  * stream, through the default config with the writer inline so they can be caught), then written again into a
  * fresh store the way the writer thread does (finish, then one insert per batch of 500), timed whole and part by
- * part: the finish, the hand-off between threads, the rows (and each index, by its absence), metadata rows,
- * rollups, bodies (and the price detail in them). `node --import tsx test/bench/writer-cost.ts`;
+ * part: the finish, the hand-off between threads, the rows (and each index, by its absence; and, for comparison, the
+ * same values as one JSON block per batch), metadata rows, rollups (also for varied traffic), bodies (and the price
+ * detail in them). `node --import tsx test/bench/writer-cost.ts`;
  * add `--cpu-prof` to the node flags for a profile.
  */
 
@@ -146,6 +148,18 @@ async function main(): Promise<void> {
         });
       });
     }],
+    // What a block layout would save on the rows: each batch's row values as one deflated JSON block in a one-row insert
+    // (an experiment, not a layout the store has; docs/logs.md, "Cost of logging").
+    ['  rows as one JSON block per batch', async () => {
+      const xs = finished(entries(samples));
+      return timed(async (_repo, client) => {
+        await client.run('CREATE TABLE block_rows (id INTEGER PRIMARY KEY, first_at BIGINT, last_at BIGINT, data BLOB)');
+        for (const b of batches(xs)) await client.transaction(async (tx) => {
+          const data = deflateRawSync(Buffer.from(JSON.stringify(b.map((e) => rowValues(e, null)))), { level: 1 });
+          await tx.run('INSERT INTO block_rows (first_at, last_at, data) VALUES (?, ?, ?)', [b[0]!.created_at, b[b.length - 1]!.created_at, data]);
+        });
+      });
+    }],
     ['  metadata rows (one key each)', async () => {
       const xs = finished(entries(samples, (e) => (e.metadata = { team: 'a' })));
       return timed(async (_repo, client) => {
@@ -156,6 +170,18 @@ async function main(): Promise<void> {
     }],
     ['  rollups', async () => {
       const xs = finished(entries(samples));
+      return timed(async (_repo, client) => {
+        for (const b of batches(xs)) await client.transaction((tx) => writeRollups(tx, b));
+      });
+    }],
+    // Varied traffic: each batch touches more rollup rows (one per key, model and minute, at three levels).
+    ['  rollups, 50 keys × 20 models', async () => {
+      let i = 0;
+      const xs = finished(entries(samples, (e) => {
+        e.api_key_id = `key-${i % 50}`;
+        e.model = e.model_requested = `model-${(i * 7) % 20}`;
+        i++;
+      }));
       return timed(async (_repo, client) => {
         for (const b of batches(xs)) await client.transaction((tx) => writeRollups(tx, b));
       });
