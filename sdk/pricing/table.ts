@@ -457,9 +457,12 @@ let isoPrefix = '';
  * breakdown (`priced_at`), and most arrive within a second of the one before.
  */
 export function isoTime(ms: number): string {
-  const second = Math.floor(ms / 1000);
-  const milli = ms - second * 1000;
-  if (!Number.isInteger(ms) || ms < 0 || ms > 253_402_300_799_999) return new Date(ms).toISOString();
+  // Outside years 1970–9999 (and NaN), Date's own text or its RangeError.
+  if (!(ms >= 0 && ms <= 253_402_300_799_999)) return new Date(ms).toISOString();
+  // A Date drops a time's fraction of a millisecond (a request's start is one).
+  const whole = Math.floor(ms);
+  const second = Math.floor(whole / 1000);
+  const milli = whole - second * 1000;
   if (second !== isoSecond) {
     isoSecond = second;
     isoPrefix = new Date(second * 1000).toISOString().slice(0, 20);
