@@ -227,7 +227,13 @@ export async function startRedisSentinel(name = 'gwprimary'): Promise<RedisSenti
   }
   for (const s of sentinels) await until(`sentinel ${s.port}`, () => cli(s.port, 'ping').includes('PONG'));
   const named = () => Number(cli(sentinels[0]!.port, 'sentinel', 'get-master-addr-by-name', name).trim().split('\n')[1]);
-  await until('the Sentinels to see the replica', () => cli(sentinels[0]!.port, 'sentinel', 'replicas', name).includes(String(replicaPort)));
+  // Seen, and answering the first Sentinel's INFO with its link to the primary up: until then that Sentinel has no
+  // replica it would promote, and a failover asked of it is refused (NOGOODSLAVE).
+  await until('the Sentinels to see the replica in sync', () => {
+    const lines = cli(sentinels[0]!.port, 'sentinel', 'replicas', name).split('\n').map((l) => l.trim());
+    const value = (key: string) => lines[lines.indexOf(key) + 1];
+    return lines.includes(String(replicaPort)) && value('flags') === 'slave' && value('master-link-status') === 'ok';
+  });
   return {
     url: `redis+sentinel://${sentinels.map((s) => `127.0.0.1:${s.port}`).join(',')}/${name}`,
     name,

@@ -41,9 +41,18 @@ describe('a primary with no replica: trusted only while the Sentinels still name
       // The Sentinels promote the replica; the old primary refuses their REPLICAOF and stays a primary, alone.
       await admin.call('ACL', 'SETUSER', 'default', '-replicaof', '-slaveof');
       const asked = new Redis({ host: '127.0.0.1', port: sentinelPorts[0]! });
-      await asked.call('SENTINEL', 'FAILOVER', 'gwcheck');
+      // A Sentinel whose last word from the replica is too old refuses (NOGOODSLAVE) until it hears from it again.
+      await until('the Sentinel to accept the failover', () =>
+        asked.call('SENTINEL', 'FAILOVER', 'gwcheck').then(
+          () => true,
+          (err: Error) => {
+            if (!/NOGOODSLAVE/.test(err.message)) throw err;
+            return false;
+          },
+        ),
+      );
       asked.disconnect();
-      await until(async () => sentinel.primary() !== old && (await check.confirm(node)) === false);
+      await until('the Sentinels to promote the replica', async () => sentinel.primary() !== old && (await check.confirm(node)) === false);
       const role = (await node.call('ROLE')) as unknown[];
       expect(role[0]).toBe('master');
       expect(role[2]).toEqual([]);
@@ -61,10 +70,10 @@ describe('a primary with no replica: trusted only while the Sentinels still name
   }, 60_000);
 });
 
-async function until(ok: () => Promise<boolean>, ms = 30_000): Promise<void> {
+async function until(what: string, ok: () => Promise<boolean>, ms = 30_000): Promise<void> {
   const end = Date.now() + ms;
   while (!(await ok())) {
-    if (Date.now() > end) throw new Error('timed out waiting for the Sentinels to promote the replica');
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
