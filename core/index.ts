@@ -35,6 +35,7 @@ export { hasScope, requireScope } from './auth.js';
 export { abortable } from './abort.js';
 export { invalidBody, issuePath, parseOptions, plainObject } from './validate.js';
 export { createLogger, CORE_REDACT_PATHS, flushLogger, redactPaths, type Logger, type LoggerOptions } from './logger.js';
+export { isoTime } from './iso-time.js';
 export { HOP_BY_HOP, NEVER_FORWARDED, bearerToken, forwardableHeaders, isForwardable } from './http/headers.js';
 export { discardResponse, jsonResponse, errorResponse, readResponseBody } from './http/write-response.js';
 export { parseJsonObject, tooDeep } from './http/read-body.js';

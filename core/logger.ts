@@ -1,4 +1,5 @@
 import pino, { type DestinationStream, type Logger } from 'pino';
+import { isoTime } from './iso-time.js';
 
 /**
  * Paths pino censors in every log line, whatever the plugins declare. Request
@@ -35,23 +36,13 @@ export function redactPaths(credentialFields: Iterable<string>): string[] {
 
 const CENSOR = '[redacted]';
 
-let stampSecond = -1;
-let stampPrefix = '';
-
 /**
  * pino's `time` field as ISO 8601 (`"2026-11-24T19:47:16.042Z"`), like
- * `stdTimeFunctions.isoTime` but building a Date and its string once per
- * second, not once per line: the date part only changes with the second.
+ * `stdTimeFunctions.isoTime` but without a Date and its string per line
+ * ({@link isoTime} formats the date part once a second).
  */
 export function isoTimestamp(): string {
-  const now = Date.now();
-  const second = Math.floor(now / 1000);
-  if (second !== stampSecond) {
-    stampSecond = second;
-    stampPrefix = `,"time":"${new Date(second * 1000).toISOString().slice(0, 20)}`;
-  }
-  const ms = now - second * 1000;
-  return `${stampPrefix}${ms < 10 ? '00' : ms < 100 ? '0' : ''}${ms}Z"`;
+  return `,"time":"${isoTime(Date.now())}"`;
 }
 
 /** What {@link createLogger} takes. */

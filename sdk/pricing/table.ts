@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import type { Usage } from '../../core/index.js';
+import { isoTime, type Usage } from '../../core/index.js';
 // Type only: the file is read with require below (no JSON-module warning), but this import makes tsc copy it to dist/.
 import type BundledPrices from './prices.json';
 
@@ -446,28 +446,6 @@ function tierOf(price: ModelPrice, prompt: number): number | null {
     for (const t of r.tiers) if (prompt > t.above && (best === null || t.above > best)) best = t.above;
   }
   return best;
-}
-
-/** The second {@link isoTime} formatted last (epoch s), and its text up to the seconds' end (`2026-12-08T00:02:10.`). */
-let isoSecond = NaN;
-let isoPrefix = '';
-
-/**
- * `new Date(ms).toISOString()`, the date and time formatted once a second: every priced request stamps its
- * breakdown (`priced_at`), and most arrive within a second of the one before.
- */
-export function isoTime(ms: number): string {
-  // Outside years 1970–9999 (and NaN), Date's own text or its RangeError.
-  if (!(ms >= 0 && ms <= 253_402_300_799_999)) return new Date(ms).toISOString();
-  // A Date drops a time's fraction of a millisecond (a request's start is one).
-  const whole = Math.floor(ms);
-  const second = Math.floor(whole / 1000);
-  const milli = whole - second * 1000;
-  if (second !== isoSecond) {
-    isoSecond = second;
-    isoPrefix = new Date(second * 1000).toISOString().slice(0, 20);
-  }
-  return `${isoPrefix}${milli < 10 ? '00' : milli < 100 ? '0' : ''}${milli}Z`;
 }
 
 /** Adds a line to a breakdown: `tokens` at `rate` per million. */
