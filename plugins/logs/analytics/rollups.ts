@@ -1,6 +1,6 @@
 import type { SqlClient } from '../../../sdk/index.js';
 import type { LogEntry } from '../entry.js';
-import { addAgg, addEntry, emptyAgg, LATENCY_BIN_SQL, ROLLUP_VALUE_COLUMNS, rollupValues, SCAN_EXPRESSIONS, type Agg } from './aggregate.js';
+import { addAgg, addEntry, emptyAgg, LATENCY_BIN_SQL, SCAN_EXPRESSIONS, type Agg } from './aggregate.js';
 import { CUBES, DAY, dimSql, dimValue, EXTREMES, HOUR, LEVELS, METRICS, METRICS_V9, MINUTE, type Cube } from './cubes.js';
 import { ROWS_PER_STATEMENT } from '../store/sql.js';
 import { BIN_COLUMNS, binOf } from './sketch.js';
@@ -204,25 +204,6 @@ export function rollupDeltas(entries: readonly LogEntry[]): Map<Cube, Delta[]> {
 
 const upsertTexts = new Map<string, string>();
 
-/** The upsert of `rows` rollup rows into a cube: counts and bins added, extremes widened. */
-function upsertSql(c: Cube, dialect: Dialect, rows: number): string {
-  const id = `${c.name}:${dialect}:${rows}`;
-  let sql = upsertTexts.get(id);
-  if (sql !== undefined) return sql;
-  const key = keyColumns(c);
-  const columns = [...key, ...ROLLUP_VALUE_COLUMNS];
-  const one = `(${columns.map(() => '?').join(', ')})`;
-  const [least, greatest] = dialect === 'sqlite' ? ['min', 'max'] : ['LEAST', 'GREATEST'];
-  const set = [
-    ...[...METRICS, ...BIN_COLUMNS].map((m) => `${m} = ${c.table}.${m} + excluded.${m}`),
-    `first_seen = ${least}(${c.table}.first_seen, excluded.first_seen)`,
-    `last_seen = ${greatest}(${c.table}.last_seen, excluded.last_seen)`,
-  ];
-  sql = `INSERT INTO ${c.table} (${columns.join(', ')}) VALUES ${new Array(rows).fill(one).join(', ')} ON CONFLICT (${key.join(', ')}) DO UPDATE SET ${set.join(', ')}`;
-  upsertTexts.set(id, sql);
-  return sql;
-}
-
 /**
  * Latency bins per group of a one-row upsert (SQLite's): a rollup row's change binds and adds only the groups of bins
  * it has latencies in, the rest are left as they are (and a new row gets 0 there from the statement's text). A batch's
@@ -230,6 +211,8 @@ function upsertSql(c: Cube, dialect: Dialect, rows: number): string {
  * 20 models, the upserts took about 35 % less CPU than binding and adding every bin (SQL 6.1 against 9.3 µs an entry).
  */
 const BIN_GROUP = 18;
+/** Every group: what a many-row upsert (PostgreSQL's) binds, as its rows' groups differ. */
+const ALL_GROUPS = (1 << Math.ceil(BIN_COLUMNS.length / BIN_GROUP)) - 1;
 
 /** The groups of `bins` holding a latency: bit g for bins g × BIN_GROUP up to the next group. */
 function binGroups(bins: readonly number[]): number {
@@ -240,22 +223,26 @@ function binGroups(bins: readonly number[]): number {
 
 const inGroups = (mask: number, bin: number): boolean => ((mask >> ((bin / BIN_GROUP) | 0)) & 1) === 1;
 
-/** The one-row upsert of a rollup row whose latencies lie in the bin groups of `mask` (see {@link BIN_GROUP}). */
-function narrowUpsertSql(c: Cube, mask: number): string {
-  const id = `${c.name}:narrow:${mask}`;
+/**
+ * The upsert of `rows` rollup rows into a cube, binding the bins of the groups in `mask` (see {@link BIN_GROUP}):
+ * counts and those bins added, extremes widened; the other bins are 0 in a new row and left as they are in one stored.
+ */
+function upsertSql(c: Cube, dialect: Dialect, rows: number, mask: number): string {
+  const id = `${c.name}:${dialect}:${rows}:${mask}`;
   let sql = upsertTexts.get(id);
   if (sql !== undefined) return sql;
   const key = keyColumns(c);
   const bins = BIN_COLUMNS.filter((_, i) => inGroups(mask, i));
   const zeros = BIN_COLUMNS.filter((_, i) => !inGroups(mask, i));
   const bound = [...key, ...METRICS, ...EXTREMES, ...bins];
+  const one = `(${[...bound.map(() => '?'), ...zeros.map(() => '0')].join(', ')})`;
+  const [least, greatest] = dialect === 'sqlite' ? ['min', 'max'] : ['LEAST', 'GREATEST'];
   const set = [
     ...[...METRICS, ...bins].map((m) => `${m} = ${c.table}.${m} + excluded.${m}`),
-    `first_seen = min(${c.table}.first_seen, excluded.first_seen)`,
-    `last_seen = max(${c.table}.last_seen, excluded.last_seen)`,
+    `first_seen = ${least}(${c.table}.first_seen, excluded.first_seen)`,
+    `last_seen = ${greatest}(${c.table}.last_seen, excluded.last_seen)`,
   ];
-  const values = [...bound.map(() => '?'), ...zeros.map(() => '0')];
-  sql = `INSERT INTO ${c.table} (${[...bound, ...zeros].join(', ')}) VALUES (${values.join(', ')}) ON CONFLICT (${key.join(', ')}) DO UPDATE SET ${set.join(', ')}`;
+  sql = `INSERT INTO ${c.table} (${[...bound, ...zeros].join(', ')}) VALUES ${new Array(rows).fill(one).join(', ')} ON CONFLICT (${key.join(', ')}) DO UPDATE SET ${set.join(', ')}`;
   upsertTexts.set(id, sql);
   return sql;
 }
@@ -264,27 +251,19 @@ function narrowUpsertSql(c: Cube, mask: number): string {
 export async function writeRollups(tx: SqlClient, entries: readonly LogEntry[]): Promise<void> {
   const per = ROWS_PER_STATEMENT[tx.dialect];
   for (const [c, deltas] of rollupDeltas(entries)) {
-    if (per === 1) {
-      // One row a statement: each binds only the bin groups it has latencies in.
-      for (const d of deltas) {
-        const a = d.agg;
-        const mask = binGroups(a.bins);
-        const values: unknown[] = [d.level, d.bucket, ...d.dims];
-        for (const m of METRICS) values.push(a[m]);
-        values.push(a.first_seen, a.last_seen);
-        for (let i = 0; i < a.bins.length; i++) if (inGroups(mask, i)) values.push(a.bins[i]);
-        await tx.run(narrowUpsertSql(c, mask), values);
-      }
-      continue;
-    }
     for (let i = 0; i < deltas.length; i += per) {
       const count = Math.min(per, deltas.length - i);
+      // One row a statement (SQLite): it binds only the bin groups it has latencies in. Many: every bin.
+      const mask = per === 1 ? binGroups(deltas[i]!.agg.bins) : ALL_GROUPS;
       const values: unknown[] = [];
       for (let j = i; j < i + count; j++) {
-        const d = deltas[j]!;
-        values.push(d.level, d.bucket, ...d.dims, ...rollupValues(d.agg));
+        const { level, bucket, dims, agg } = deltas[j]!;
+        values.push(level, bucket, ...dims);
+        for (const m of METRICS) values.push(agg[m]);
+        values.push(agg.first_seen, agg.last_seen);
+        for (let b = 0; b < agg.bins.length; b++) if (inGroups(mask, b)) values.push(agg.bins[b]);
       }
-      await tx.run(upsertSql(c, tx.dialect, count), values);
+      await tx.run(upsertSql(c, tx.dialect, count, mask), values);
     }
   }
 }
