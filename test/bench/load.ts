@@ -42,8 +42,13 @@ export async function measure(spec: LoadSpec, pid?: number): Promise<LoadResult 
 
 /** User + system CPU time of a process (all its threads), in clock ticks of 10 ms; NaN off Linux. */
 export function cpuTicks(pid: number): number {
+  return statTicks(`/proc/${pid}/stat`);
+}
+
+/** User + system CPU time from a `/proc` stat file (a process's, or one thread's under `task/`), in ticks; NaN when unreadable. */
+export function statTicks(path: string): number {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = readFileSync(path, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return Number(fields[11]) + Number(fields[12]);
   } catch {

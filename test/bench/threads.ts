@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_CONFIG } from '../../server/default-config.js';
 import { forkChild, pinTargets, startGateway, stopAll } from './children.js';
-import { measure } from './load.js';
+import { measure, statTicks } from './load.js';
 
 /*
  * Where a gateway's CPU goes, thread by thread: the built gateway (default config, or the default less the plugins
@@ -21,13 +21,9 @@ const API_KEY = 'bench-key-0123456789abcdef';
 function threadTicks(pid: number): Map<string, number> {
   const out = new Map<string, number>();
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      out.set(tid === String(pid) ? 'main' : `thread ${tid}`, Number(fields[11]) + Number(fields[12]));
-    } catch {
-      // the thread ended meanwhile
-    }
+    const ticks = statTicks(`/proc/${pid}/task/${tid}/stat`);
+    // NaN: the thread ended meanwhile.
+    if (!Number.isNaN(ticks)) out.set(tid === String(pid) ? 'main' : `thread ${tid}`, ticks);
   }
   return out;
 }
